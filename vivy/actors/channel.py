@@ -1,0 +1,415 @@
+"""The ChannelBuffer actor: one long-lived task per active channel or thread.
+
+It owns its channel's :class:`~vivy.state.buffer.ChannelBuffer` machine, feeds it the events
+of its inbox and of its timers, and carries out the effects: every batch of messages is
+committed to SQLite before any of them is acknowledged; a closed buffer is handed to the
+NoteWriter only after its outbox row is committed. Timers are the machine's deadlines, mapped
+onto the monotonic clock, so trio's MockClock drives them in tests. When its buffer has been
+handed off and its inbox is empty, the actor asks the router to retire it and exits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, TypeAlias
+
+import anyio
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from vivy.clock import Clock
+from vivy.config import BufferSettings, inactivity_window
+from vivy.state.buffer import (
+    AppendMessage,
+    ArmTimers,
+    BufferConfig,
+    BufferedMessage,
+    BufferState,
+    ChannelBuffer,
+    CloseBuffer,
+    Effect,
+    Event,
+    HandedOff,
+    HandOff,
+    Ignore,
+    InactivityDeadlineReached,
+    MaxAgeDeadlineReached,
+    MessageArrived,
+    MessageDeleted,
+    MessageEdited,
+    OpenBuffer,
+    RemoveMessage,
+    RemoveStoredMessage,
+    Restored,
+    StartNextBuffer,
+    UpdateMessage,
+    UpdateStoredMessage,
+)
+from vivy.state.gate import IngestOutcome
+from vivy.storage import buffers as store
+from vivy.storage.db import Connection, Database
+
+__all__ = ["Ack", "ChannelActor", "ChannelKey", "Create", "Delete", "Edit", "HandOffTarget"]
+
+log = structlog.get_logger(__name__)
+
+#: Most inbox items one batch (one transaction) takes.
+MAX_BATCH = 256
+
+
+class HandOffTarget(Protocol):
+    """Where closed buffers go: the NoteWriter. Must not block; the outbox row is the truth."""
+
+    def hand_off(self, buffer_id: int) -> None:
+        """Take the closed buffer ``buffer_id`` (already committed as an outbox row)."""
+
+
+class BufferObserver(Protocol):
+    """What the actor reports for metrics."""
+
+    def buffer_opened(self) -> None:
+        """A buffer opened."""
+
+    def buffer_closed(self, reason: str) -> None:
+        """A buffer closed for ``reason`` (a :class:`~vivy.state.buffer.CloseReason` value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelKey:
+    """A channel or thread (threads are channels of their own) within its guild."""
+
+    guild_id: int
+    channel_id: int
+
+
+@dataclass(eq=False)
+class Ack:
+    """The reply to one inbox item: set once the item's effect is durable (or failed)."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: IngestOutcome | None = None
+    error: BaseException | None = None
+
+    def resolve(self, outcome: IngestOutcome) -> None:
+        """Report success."""
+        self.outcome = outcome
+        self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        """Report that the item was not stored."""
+        self.error = error
+        self.done.set()
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Store a new human message (already admitted and normalised)."""
+
+    message: BufferedMessage
+    channel_name: str
+    truncated: bool
+    ack: Ack
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Apply an edit."""
+
+    message_id: int
+    text: str
+    ack: Ack
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Apply a deletion."""
+
+    message_id: int
+    ack: Ack
+
+
+Item: TypeAlias = Create | Edit | Delete
+
+
+@dataclass(eq=False, slots=True)
+class _Plan:
+    """The storage effects of one batch, in order, and how each inbox item is answered."""
+
+    effects: list[Effect] = field(default_factory=list)
+    channel_names: list[str] = field(default_factory=list)
+    #: (ack, outcome, index of the effect whose result decides an edit/delete, or -1)
+    answers: list[tuple[Ack, IngestOutcome, int]] = field(default_factory=list)
+    closing: list[ChannelBuffer] = field(default_factory=list)
+
+    def add(self, effects: list[Effect], channel_name: str = "") -> int:
+        """Append effects; return the index of the last one."""
+        self.effects.extend(effects)
+        self.channel_names.extend(channel_name for _ in effects)
+        return len(self.effects) - 1
+
+
+class ChannelActor:
+    """Buffers one channel's messages; see the module docstring."""
+
+    def __init__(
+        self,
+        key: ChannelKey,
+        inbox: MemoryObjectReceiveStream[Item],
+        *,
+        db: Database,
+        clock: Clock,
+        settings: BufferSettings,
+        hand_off: HandOffTarget,
+        observer: BufferObserver,
+        retire: Callable[[ChannelActor], bool],
+    ) -> None:
+        self.key = key
+        self._inbox = inbox
+        self._db = db
+        self._clock = clock
+        self._settings = settings
+        self._hand_off = hand_off
+        self._observer = observer
+        self._retire = retire
+        self._machine = self._fresh_machine(0)
+        self._buffer_id: int | None = None
+        self._watermark = 0
+        self._log = log.bind(guild_id=key.guild_id, channel_id=key.channel_id)
+
+    @property
+    def state(self) -> BufferState:
+        """The state of the channel's current buffer."""
+        return self._machine.state
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Restore from the database, then serve the inbox and the timers until retired."""
+        await self._restore()
+        task_status.started()
+        while True:
+            deadline = self._machine.next_deadline
+            if deadline is None and self._retire(self):
+                return
+            item: Item | None = None
+            at = math.inf if deadline is None else self._clock.to_monotonic(deadline)
+            with anyio.move_on_at(at):
+                try:
+                    item = await self._inbox.receive()
+                except anyio.EndOfStream:
+                    return
+            if item is None:
+                assert deadline is not None
+                await self._on_deadline(deadline)
+                continue
+            batch: list[Item] = [item]
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._inbox.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            await self._process(batch)
+
+    # Restoring and timers -----------------------------------------------------------------
+
+    async def _restore(self) -> None:
+        found, self._watermark = await self._db.read(_restore_query, self.key.channel_id)
+        if found is None:
+            return
+        row, message_ids = found
+        self._machine = self._fresh_machine(0)
+        self._buffer_id = row.id
+        plan = _Plan()
+        plan.add(self._machine.handle(Restored(row.snapshot(message_ids)), self._clock.now()))
+        self._log.debug("buffer restored", buffer_id=row.id, state=self._machine.state.value)
+        await self._carry_out(plan)
+
+    async def _on_deadline(self, deadline: float) -> None:
+        machine = self._machine
+        event: Event = (
+            InactivityDeadlineReached()
+            if machine.inactivity_deadline <= machine.max_age_deadline
+            else MaxAgeDeadlineReached()
+        )
+        # The timer fired because monotonic time reached the deadline; never let float
+        # rounding in the wall-time mapping make it look early.
+        now = max(self._clock.now(), deadline)
+        plan = _Plan()
+        plan.add(machine.handle(event, now))
+        await self._carry_out(plan)
+
+    # Messages -----------------------------------------------------------------------------
+
+    async def _process(self, batch: list[Item]) -> None:
+        plan = _Plan()
+        now = self._clock.now()
+        for item in batch:
+            if isinstance(item, Create):
+                self._plan_create(item, now, plan)
+            elif isinstance(item, Edit):
+                last = plan.add(
+                    self._machine.handle(MessageEdited(item.message_id, item.text), now)
+                )
+                plan.answers.append((item.ack, IngestOutcome.EDITED, last))
+            else:
+                last = plan.add(self._machine.handle(MessageDeleted(item.message_id), now))
+                plan.answers.append((item.ack, IngestOutcome.DELETED, last))
+        try:
+            await self._carry_out(plan)
+        except BaseException as exc:
+            for item in batch:
+                if not item.ack.done.is_set():
+                    item.ack.fail(exc)
+            raise
+
+    def _plan_create(self, item: Create, now: float, plan: _Plan) -> None:
+        message = item.message
+        if message.message_id <= self._watermark:
+            plan.answers.append((item.ack, IngestOutcome.DUPLICATE, -1))
+            return
+        outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
+        while True:
+            if self._machine.state is BufferState.CLOSED:
+                plan.closing.append(self._machine)
+            if self._machine.state is not BufferState.OPEN:
+                self._machine = self._fresh_machine(message.message_id)
+            effects = self._machine.handle(MessageArrived(message), now)
+            if any(isinstance(e, CloseBuffer) for e in effects):
+                ids = self._machine.message_ids
+                self._watermark = max(self._watermark, max(ids, default=0))
+            if any(isinstance(e, Ignore) for e in effects):
+                outcome = IngestOutcome.DUPLICATE
+            plan.add([e for e in effects if not isinstance(e, StartNextBuffer)], item.channel_name)
+            if not any(isinstance(e, StartNextBuffer) for e in effects):
+                break
+        plan.answers.append((item.ack, outcome, -1))
+
+    async def _carry_out(self, plan: _Plan) -> None:
+        """Commit the plan's storage effects in one transaction, then hand off and answer."""
+        if plan.effects:
+            results = await self._db.write(
+                _apply, self.key, self._buffer_id, plan.effects, plan.channel_names
+            )
+        else:
+            results = []
+        for effect, result in zip(plan.effects, results, strict=True):
+            if isinstance(effect, OpenBuffer) and isinstance(result, int):
+                self._buffer_id = result
+                self._observer.buffer_opened()
+            elif isinstance(effect, CloseBuffer):
+                self._observer.buffer_closed(effect.reason.value)
+            elif isinstance(effect, HandOff) and isinstance(result, int):
+                self._hand_off.hand_off(result)
+        now = self._clock.now()
+        for machine in plan.closing:
+            machine.handle(HandedOff(), now)
+        if self._machine.state is BufferState.CLOSED:
+            self._machine.handle(HandedOff(), now)
+        if self._machine.state is BufferState.HANDED_OFF:
+            self._machine = self._fresh_machine(0)
+            self._buffer_id = None
+        for ack, outcome, index in plan.answers:
+            if index >= 0 and not results[index]:
+                outcome = (
+                    IngestOutcome.UNKNOWN_EDIT
+                    if outcome is IngestOutcome.EDITED
+                    else IngestOutcome.UNKNOWN_DELETE
+                )
+            ack.resolve(outcome)
+
+    def _fresh_machine(self, first_message_id: int) -> ChannelBuffer:
+        window = inactivity_window(self._settings, self.key.channel_id, first_message_id)
+        return ChannelBuffer(
+            BufferConfig(
+                inactivity_s=window, max_age_s=self._settings.max_age_s, cap=self._settings.cap
+            )
+        )
+
+
+def _restore_query(
+    conn: Connection, channel_id: int
+) -> tuple[tuple[store.BufferRow, frozenset[int]] | None, int]:
+    """The channel's open buffer with its message ids (if any) and its watermark."""
+    mark = store.watermark(conn, channel_id)
+    rows = store.open_buffer_rows(conn, channel_id)
+    if not rows:
+        return None, mark
+    row = rows[0]
+    ids = frozenset(
+        int(r[0])
+        for r in conn.execute(
+            "SELECT message_id FROM buffer_messages WHERE buffer_id = ?", (row.id,)
+        ).fetchall()
+    )
+    return (row, ids), mark
+
+
+def _apply(
+    conn: Connection,
+    key: ChannelKey,
+    buffer_id: int | None,
+    effects: list[Effect],
+    channel_names: list[str],
+) -> list[object]:
+    """Carry out storage effects in order inside the caller's transaction.
+
+    Returns one result per effect: the new buffer id for OpenBuffer, the closed buffer's id
+    for CloseBuffer and HandOff, whether a message was found for edits and deletes, else None.
+    Consecutive appends to one buffer are written with a single ``executemany``.
+    """
+    results: list[object] = []
+    current = buffer_id
+    last_closed: int | None = None
+    pending: list[AppendMessage] = []
+
+    def flush_appends() -> None:
+        if pending:
+            assert current is not None
+            messages = [append.message for append in pending]
+            store.append_messages(conn, current, messages, pending[-1].at)
+            pending.clear()
+
+    for effect, channel_name in zip(effects, channel_names, strict=True):
+        result: object = None
+        if isinstance(effect, AppendMessage):
+            pending.append(effect)
+            results.append(None)
+            continue
+        flush_appends()
+        if isinstance(effect, OpenBuffer):
+            current = store.open_buffer(
+                conn,
+                key.guild_id,
+                key.channel_id,
+                channel_name,
+                effect.started_at,
+                effect.inactivity_s,
+            )
+            result = current
+        elif isinstance(effect, CloseBuffer):
+            if current is None:
+                current = _only_open_buffer(conn, key.channel_id)
+            store.close_buffer(conn, current, effect.closed_at, effect.reason)
+            last_closed, current, result = current, None, current
+        elif isinstance(effect, HandOff):
+            result = last_closed if last_closed is not None else buffer_id
+        elif isinstance(effect, UpdateMessage | UpdateStoredMessage):
+            result = store.edit_stored_message(
+                conn, effect.message_id, effect.text, effect.edited_at
+            )
+        elif isinstance(effect, RemoveMessage | RemoveStoredMessage):
+            result = store.delete_stored_message(conn, effect.message_id)
+        elif isinstance(effect, ArmTimers | Ignore):
+            result = None
+        results.append(result)
+    flush_appends()
+    return results
+
+
+def _only_open_buffer(conn: Connection, channel_id: int) -> int:
+    rows = store.open_buffer_rows(conn, channel_id)
+    if not rows:
+        raise LookupError(f"channel {channel_id} has no open buffer to close")
+    return rows[0].id

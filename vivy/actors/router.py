@@ -1,0 +1,271 @@
+"""The router: owns the map of ChannelBuffer actors and routes gateway events to them.
+
+An actor is created on its channel's first event and runs under the router's task group,
+which supervises it: an actor that crashes is counted and restarted from the database with
+the same inbox, so queued messages are not lost. An actor retires (and frees its memory) when
+its buffer has been handed off and its inbox is empty; the check and the removal from the map
+happen without an await in between, so no message can slip into a retiring actor's inbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from vivy.actors.channel import (
+    Ack,
+    BufferObserver,
+    ChannelActor,
+    ChannelKey,
+    Create,
+    Delete,
+    Edit,
+    HandOffTarget,
+    Item,
+)
+from vivy.clock import Clock
+from vivy.config import BufferSettings
+from vivy.state.buffer import BufferedMessage
+from vivy.state.gate import (
+    CapturePolicy,
+    IncomingDelete,
+    IncomingEdit,
+    IncomingMessage,
+    IngestOutcome,
+    admit,
+    normalize_text,
+)
+from vivy.storage import buffers as store
+from vivy.storage.db import Connection, Database
+
+__all__ = ["IngestObserver", "Router", "RouterStatistics"]
+
+log = structlog.get_logger(__name__)
+
+#: Inbox capacity of one channel actor; a full inbox makes the sender wait (backpressure).
+INBOX_CAPACITY = 1024
+
+#: Longest pause between restarts of an actor that keeps crashing.
+MAX_RESTART_DELAY_S = 60.0
+
+
+class IngestObserver(BufferObserver, Protocol):
+    """What the router reports for metrics, on top of buffer opening and closing."""
+
+    def ingested(self, outcome: IngestOutcome) -> None:
+        """One create, edit or delete event ended with ``outcome``."""
+
+    def actor_restarted(self) -> None:
+        """A channel actor crashed and was restarted."""
+
+
+@dataclass(frozen=True, slots=True)
+class RouterStatistics:
+    """A snapshot of the router (trio-style ``statistics()``)."""
+
+    active_actors: int
+    queued_items: int
+    restarts: int
+
+
+@dataclass(eq=False)
+class _Entry:
+    """The router's side of one actor: its inbox and its current incarnation."""
+
+    send: MemoryObjectSendStream[Item]
+    receive: MemoryObjectReceiveStream[Item]
+    actor: ChannelActor | None = None
+    crashes: int = field(default=0)
+
+
+class Router:
+    """Routes admitted messages to per-channel actors; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: Clock,
+        buffers: BufferSettings,
+        policy: CapturePolicy,
+        hand_off: HandOffTarget,
+        observer: IngestObserver,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._buffers = buffers
+        self._policy = policy
+        self._hand_off = hand_off
+        self._observer = observer
+        self._entries: dict[ChannelKey, _Entry] = {}
+        self._opted_out: set[tuple[int, int]] = set()
+        self._restarts = 0
+        self._tg: TaskGroup | None = None
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Restore every open buffer's actor, then serve until cancelled."""
+        opted_out, open_channels = await self._db.read(_startup_query)
+        self._opted_out = opted_out
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for key in open_channels:
+                self._entry(key)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    def statistics(self) -> RouterStatistics:
+        """Active actors, items waiting in their inboxes, and restarts so far."""
+        queued = sum(e.send.statistics().current_buffer_used for e in self._entries.values())
+        return RouterStatistics(len(self._entries), queued, self._restarts)
+
+    def set_opted_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
+        """Record a member's opt-out (already persisted by the caller) for the gate."""
+        if opted_out:
+            self._opted_out.add((guild_id, user_id))
+        else:
+            self._opted_out.discard((guild_id, user_id))
+
+    async def ingest(self, message: IncomingMessage) -> IngestOutcome:
+        """Admit, normalise and store one created message; returns once it is durable."""
+        excluded = admit(
+            self._policy,
+            guild_id=message.guild_id,
+            channel_id=message.channel_id,
+            author_id=message.author_id,
+            author_is_bot=message.author_is_bot,
+            opted_out=(message.guild_id, message.author_id) in self._opted_out,
+        )
+        if excluded is not None:
+            return self._report(excluded)
+        normalized = normalize_text(message.text)
+        if normalized is None:
+            return self._report(IngestOutcome.EMPTY)
+        text, truncated = normalized
+        buffered = BufferedMessage(
+            message_id=message.message_id,
+            author_id=message.author_id,
+            author_name=message.author_name,
+            text=text,
+            created_at=message.created_at,
+            reply_to=message.reply_to,
+            mentions=message.mentions,
+        )
+        key = ChannelKey(message.guild_id, message.channel_id)
+        return await self._send(
+            key, lambda ack: Create(buffered, message.channel_name, truncated, ack)
+        )
+
+    async def edit(self, edit: IncomingEdit) -> IngestOutcome:
+        """Apply an edit to a buffered message (unknown ids are counted and dropped)."""
+        if not self._policy.capture_enabled:
+            return self._report(IngestOutcome.CAPTURE_DISABLED)
+        if edit.author_is_bot:
+            return self._report(IngestOutcome.EXCLUDED_BOT)
+        normalized = normalize_text(edit.text)
+        key = ChannelKey(edit.guild_id, edit.channel_id)
+        if normalized is None:
+            return await self._send(key, lambda ack: Delete(edit.message_id, ack))
+        return await self._send(key, lambda ack: Edit(edit.message_id, normalized[0], ack))
+
+    async def delete(self, delete: IncomingDelete) -> IngestOutcome:
+        """Remove a buffered message (unknown ids are counted and dropped)."""
+        key = ChannelKey(delete.guild_id, delete.channel_id)
+        return await self._send(key, lambda ack: Delete(delete.message_id, ack))
+
+    async def _send(self, key: ChannelKey, make: Callable[[Ack], Item]) -> IngestOutcome:
+        ack = Ack()
+        item = make(ack)
+        while True:
+            entry = self._entry(key)
+            try:
+                # No checkpoint between looking the actor up and queueing: it cannot retire
+                # in between. Only a full inbox makes us wait, and a waiting sender keeps the
+                # actor from retiring.
+                try:
+                    entry.send.send_nowait(item)
+                except anyio.WouldBlock:
+                    await entry.send.send(item)
+                break
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                if self._entries.get(key) is entry:  # retired meanwhile; start anew
+                    del self._entries[key]
+        await ack.done.wait()
+        if ack.error is not None:
+            raise ack.error
+        assert ack.outcome is not None
+        return self._report(ack.outcome)
+
+    def _report(self, outcome: IngestOutcome) -> IngestOutcome:
+        self._observer.ingested(outcome)
+        return outcome
+
+    def _entry(self, key: ChannelKey) -> _Entry:
+        entry = self._entries.get(key)
+        if entry is None:
+            if self._tg is None:
+                raise RuntimeError("Router.run() must be started before messages are sent")
+            send, receive = anyio.create_memory_object_stream[Item](INBOX_CAPACITY)
+            entry = _Entry(send, receive)
+            self._entries[key] = entry
+            self._tg.start_soon(self._supervise, key, entry)
+        return entry
+
+    def _retire(self, key: ChannelKey, entry: _Entry, actor: ChannelActor) -> bool:
+        """Called by an idle actor: remove it if nothing is queued for it."""
+        stats = entry.receive.statistics()
+        if stats.current_buffer_used or stats.tasks_waiting_send:
+            return False
+        if self._entries.get(key) is entry:
+            del self._entries[key]
+        entry.send.close()
+        entry.receive.close()
+        return True
+
+    async def _supervise(self, key: ChannelKey, entry: _Entry) -> None:
+        """Run the channel's actor, restarting it from the database whenever it crashes."""
+        while True:
+            actor = ChannelActor(
+                key,
+                entry.receive,
+                db=self._db,
+                clock=self._clock,
+                settings=self._buffers,
+                hand_off=self._hand_off,
+                observer=self._observer,
+                retire=lambda a: self._retire(key, entry, a),
+            )
+            entry.actor = actor
+            try:
+                await actor.run()
+                return
+            except Exception:
+                entry.crashes += 1
+                self._restarts += 1
+                self._observer.actor_restarted()
+                log.exception(
+                    "channel actor crashed; restarting from the database",
+                    guild_id=key.guild_id,
+                    channel_id=key.channel_id,
+                    crashes=entry.crashes,
+                )
+                await anyio.sleep(min(MAX_RESTART_DELAY_S, 0.1 * 2 ** (entry.crashes - 1)))
+
+
+def _startup_query(conn: Connection) -> tuple[set[tuple[int, int]], list[ChannelKey]]:
+    """Opted-out members, and the channels that have an open buffer to restore."""
+    opted_out = {
+        (int(g), int(u))
+        for g, u in conn.execute(
+            "SELECT guild_id, user_id FROM guild_members WHERE opted_out = 1"
+        ).fetchall()
+    }
+    channels = [ChannelKey(row.guild_id, row.channel_id) for row in store.open_buffer_rows(conn)]
+    return opted_out, channels

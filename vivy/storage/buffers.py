@@ -1,0 +1,239 @@
+"""Storage of channel buffers: open buffers, their message rows, and the closed-buffer outbox.
+
+Each buffered message is a row of its own keyed by its Discord message id (an append, never a
+rewrite of a growing JSON array). A buffer row with status ``closed`` is the durable hand-off
+to the NoteWriter: it stays until its note is committed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vivy.state.buffer import BufferedMessage, BufferSnapshot, CloseReason
+from vivy.storage.db import Connection
+
+__all__ = [
+    "BufferRow",
+    "StoredBuffer",
+    "append_messages",
+    "close_buffer",
+    "closed_buffer_ids",
+    "count_buffers",
+    "delete_stored_message",
+    "edit_stored_message",
+    "load_buffer",
+    "open_buffer",
+    "open_buffer_rows",
+    "record_note_failure",
+    "watermark",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRow:
+    """One row of ``channel_buffers``."""
+
+    id: int
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    status: str
+    started_at: float
+    last_message_at: float
+    inactivity_s: float
+    closed_at: float | None
+    close_reason: str | None
+    attempts: int
+    next_attempt_at: float | None
+
+    def snapshot(self, message_ids: frozenset[int]) -> BufferSnapshot:
+        """The state machine's view of this buffer."""
+        return BufferSnapshot(
+            closed=self.status == "closed",
+            started_at=self.started_at,
+            last_message_at=self.last_message_at,
+            message_ids=message_ids,
+            inactivity_s=self.inactivity_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBuffer:
+    """A buffer with its messages in message-id order."""
+
+    row: BufferRow
+    messages: tuple[BufferedMessage, ...]
+
+
+_BUFFER_COLUMNS = (
+    "id, guild_id, channel_id, channel_name, status, started_at, last_message_at, "
+    "inactivity_s, closed_at, close_reason, attempts, next_attempt_at"
+)
+
+
+def open_buffer(
+    conn: Connection,
+    guild_id: int,
+    channel_id: int,
+    channel_name: str,
+    started_at: float,
+    inactivity_s: float,
+) -> int:
+    """Create an open buffer for the channel and return its id."""
+    cursor = conn.execute(
+        "INSERT INTO channel_buffers (guild_id, channel_id, channel_name, status, started_at,"
+        " last_message_at, inactivity_s) VALUES (?, ?, ?, 'open', ?, ?, ?)",
+        (guild_id, channel_id, channel_name, started_at, started_at, inactivity_s),
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def append_messages(
+    conn: Connection, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
+) -> None:
+    """Append messages to an open buffer and move its last-message time to ``last_at``."""
+    conn.executemany(
+        "INSERT INTO buffer_messages (message_id, buffer_id, author_id, author_name, text,"
+        " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                m.message_id,
+                buffer_id,
+                m.author_id,
+                m.author_name,
+                m.text,
+                m.created_at,
+                m.reply_to,
+                json.dumps(list(m.mentions)),
+            )
+            for m in messages
+        ],
+    )
+    conn.execute(
+        "UPDATE channel_buffers SET last_message_at = ? WHERE id = ?", (last_at, buffer_id)
+    )
+
+
+def edit_stored_message(conn: Connection, message_id: int, text: str, edited_at: float) -> bool:
+    """Replace a buffered message's text wherever it is buffered; False if it is not."""
+    cursor = conn.execute(
+        "UPDATE buffer_messages SET text = ?, edited_at = ? WHERE message_id = ?",
+        (text, edited_at, message_id),
+    )
+    return cursor.rowcount > 0
+
+
+def delete_stored_message(conn: Connection, message_id: int) -> bool:
+    """Delete a buffered message wherever it is buffered; False if it is not."""
+    cursor = conn.execute("DELETE FROM buffer_messages WHERE message_id = ?", (message_id,))
+    return cursor.rowcount > 0
+
+
+def close_buffer(conn: Connection, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
+    """Turn an open buffer into a closed outbox row and advance the channel's watermark.
+
+    The watermark is the newest message id of the channel's closed buffers; a redelivered
+    message at or below it is recognised as a duplicate after its buffer is gone.
+    """
+    conn.execute(
+        "UPDATE channel_buffers SET status = 'closed', closed_at = ?, close_reason = ?,"
+        " next_attempt_at = ? WHERE id = ? AND status = 'open'",
+        (closed_at, reason.value, closed_at, buffer_id),
+    )
+    conn.execute(
+        "INSERT INTO channel_watermarks (channel_id, last_message_id)"
+        " SELECT b.channel_id, MAX(m.message_id) FROM channel_buffers b"
+        " JOIN buffer_messages m ON m.buffer_id = b.id WHERE b.id = ? GROUP BY b.channel_id"
+        " ON CONFLICT (channel_id) DO UPDATE SET last_message_id ="
+        " MAX(last_message_id, excluded.last_message_id)",
+        (buffer_id,),
+    )
+
+
+def record_note_failure(
+    conn: Connection, buffer_id: int, error: str, next_attempt_at: float
+) -> None:
+    """Count a failed note attempt; the buffer stays pending until ``next_attempt_at``."""
+    conn.execute(
+        "UPDATE channel_buffers SET attempts = attempts + 1, last_error = ?,"
+        " next_attempt_at = ? WHERE id = ?",
+        (error[:500], next_attempt_at, buffer_id),
+    )
+
+
+def watermark(conn: Connection, channel_id: int) -> int:
+    """The channel's watermark (0 when no buffer of it has closed yet)."""
+    row = conn.execute(
+        "SELECT last_message_id FROM channel_watermarks WHERE channel_id = ?", (channel_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _row(values: Sequence[object]) -> BufferRow:
+    return BufferRow(*values)  # type: ignore[arg-type]
+
+
+def _messages(conn: Connection, buffer_id: int) -> tuple[BufferedMessage, ...]:
+    rows = conn.execute(
+        "SELECT message_id, author_id, author_name, text, created_at, reply_to, mentions"
+        " FROM buffer_messages WHERE buffer_id = ? ORDER BY message_id",
+        (buffer_id,),
+    ).fetchall()
+    return tuple(
+        BufferedMessage(
+            message_id=r[0],
+            author_id=r[1],
+            author_name=r[2],
+            text=r[3],
+            created_at=r[4],
+            reply_to=r[5],
+            mentions=tuple(json.loads(r[6])),
+        )
+        for r in rows
+    )
+
+
+def load_buffer(conn: Connection, buffer_id: int) -> StoredBuffer | None:
+    """A buffer with its messages, or None if it no longer exists."""
+    row = conn.execute(
+        f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE id = ?", (buffer_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    return StoredBuffer(_row(tuple(row)), _messages(conn, buffer_id))
+
+
+def open_buffer_rows(conn: Connection, channel_id: int | None = None) -> list[BufferRow]:
+    """Open buffers (of one channel, or all), oldest first."""
+    if channel_id is None:
+        rows = conn.execute(
+            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE status = 'open' ORDER BY id"
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers"
+            " WHERE status = 'open' AND channel_id = ?",
+            (channel_id,),
+        ).fetchall()
+    return [_row(tuple(r)) for r in rows]
+
+
+def closed_buffer_ids(conn: Connection) -> list[tuple[int, float]]:
+    """Closed buffers awaiting their note, as (id, next attempt time), oldest first."""
+    rows = conn.execute(
+        "SELECT id, COALESCE(next_attempt_at, 0) FROM channel_buffers"
+        " WHERE status = 'closed' ORDER BY id"
+    ).fetchall()
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def count_buffers(conn: Connection) -> dict[str, int]:
+    """Number of buffers by status (``open`` and ``closed``)."""
+    counts = {"open": 0, "closed": 0}
+    for status, count in conn.execute(
+        "SELECT status, COUNT(*) FROM channel_buffers GROUP BY status"
+    ).fetchall():
+        counts[str(status)] = int(count)
+    return counts

@@ -1,0 +1,241 @@
+"""The one owner of Vivy's SQLite connection.
+
+sqlite-vec is a loadable extension and this machine's Python is built without loadable-extension
+support, so the connection comes from ``sqlean.py`` (SQLite 3.50 with FTS5 and extension
+loading). aiosqlite cannot be the core: it awaits asyncio futures and so does not run under
+trio, where the timer tests run. Instead :class:`Database` owns one connection and runs every
+call either inline (deterministic tests under trio's MockClock, where a task waiting on a worker
+thread counts as idle, python-trio/trio#456) or on a worker thread through
+``anyio.to_thread`` with a capacity limiter of one (production, asyncio or trio).
+
+Writes are group-committed: writes submitted while another batch is on the thread are run
+together in one transaction, each inside its own SAVEPOINT so one failing write does not undo
+the others.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import anyio
+import sqlean
+import sqlite_vec
+
+from vivy.errors import SchemaTooNew, StorageError
+from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Connection", "Database", "connect", "migrate"]
+
+T = TypeVar("T")
+
+#: The DB-API connection type handed to storage functions.
+Connection = sqlite3.Connection
+
+BUSY_TIMEOUT_MS = 5000
+
+
+def connect(path: str | Path) -> Connection:
+    """Open ``path`` with sqlite-vec loaded, WAL, foreign keys and a busy timeout.
+
+    The connection is in autocommit mode; :class:`Database` opens transactions itself.
+    """
+    try:
+        conn: Connection = sqlean.connect(str(path), isolation_level=None, check_same_thread=False)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.row_factory = sqlean.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if str(path) != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlean.Error as exc:
+        raise StorageError(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+def migrate(conn: Connection) -> int:
+    """Apply every pending migration and return the resulting schema version.
+
+    Raises :class:`SchemaTooNew` when the database was written by a newer Vivy.
+    """
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(version, SCHEMA_VERSION)
+    for number in range(version + 1, SCHEMA_VERSION + 1):
+        script = MIGRATIONS[number - 1]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except sqlean.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StorageError(f"migration {number} failed: {exc}") from exc
+    return SCHEMA_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into complete statements (triggers included)."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlean.complete_statement(pending):
+            if pending.strip():
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip():
+        statements.append(pending.strip())
+    return statements
+
+
+@dataclass(eq=False)
+class _Write(Generic[T]):
+    """A write waiting for its batch: the function, and its outcome once run."""
+
+    fn: Callable[..., T]
+    args: tuple[Any, ...]
+    done: anyio.Event | None = None
+    result: Any = None
+    error: BaseException | None = None
+
+
+class Database:
+    """Owns the connection; every read and write of Vivy goes through :meth:`read` / :meth:`write`.
+
+    Storage functions are plain synchronous functions taking the connection first; the
+    modules of :mod:`vivy.storage` hold them, grouped by area.
+    """
+
+    def __init__(self, conn: Connection, *, inline: bool) -> None:
+        self._conn = conn
+        self._inline = inline
+        self._limiter = anyio.CapacityLimiter(1)
+        self._pending: list[_Write[Any]] = []
+        self._flushing = False
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: str | Path, *, inline: bool = False) -> Database:
+        """Open (creating and migrating as needed) the database at ``path``."""
+        conn = connect(path)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, inline=inline)
+
+    @property
+    def inline(self) -> bool:
+        """Whether calls run on the event loop's thread (mock-clock tests) or a worker thread."""
+        return self._inline
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` outside any explicit transaction and return its result."""
+        self._check_open()
+        if self._inline:
+            await anyio.lowlevel.checkpoint()
+            return self._call(fn, args)
+        return await anyio.to_thread.run_sync(self._call, fn, args, limiter=self._limiter)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in a committed transaction and return its result.
+
+        When this returns, the change is durable. An exception raised by ``fn`` undoes only
+        its own changes and is re-raised here.
+        """
+        self._check_open()
+        job: _Write[T] = _Write(fn, args)
+        if self._inline:
+            await anyio.lowlevel.checkpoint()
+            self._run_batch([job])
+        else:
+            job.done = anyio.Event()
+            self._pending.append(job)
+            if self._flushing:
+                await job.done.wait()
+            else:
+                await self._flush()
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[no-any-return]
+
+    def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a read on the calling thread; for command-line tools outside any event loop."""
+        self._check_open()
+        return self._call(fn, args)
+
+    def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a write on the calling thread; for command-line tools outside any event loop."""
+        self._check_open()
+        job: _Write[T] = _Write(fn, args)
+        self._run_batch([job])
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close the connection; later calls raise :class:`StorageError`."""
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    async def _flush(self) -> None:
+        """Run pending writes in batches until none is left (the caller's own is among them)."""
+        self._flushing = True
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._run_batch, batch, limiter=self._limiter)
+                for job in batch:
+                    if job.done is not None:
+                        job.done.set()
+        finally:
+            self._flushing = False
+
+    def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        try:
+            return fn(self._conn, *args)
+        except sqlean.Error as exc:
+            raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
+
+    def _run_batch(self, batch: list[_Write[Any]]) -> None:
+        """Run writes in one transaction, one savepoint each; commit once."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlean.Error as exc:
+            for job in batch:
+                job.error = StorageError(f"cannot begin transaction: {exc}")
+            return
+        for job in batch:
+            conn.execute("SAVEPOINT vivy_write")
+            try:
+                job.result = job.fn(conn, *job.args)
+            except BaseException as exc:  # re-raised in the caller's task
+                conn.execute("ROLLBACK TO vivy_write")
+                job.error = (
+                    StorageError(f"{getattr(job.fn, '__name__', job.fn)}: {exc}")
+                    if isinstance(exc, sqlean.Error)
+                    else exc
+                )
+            conn.execute("RELEASE vivy_write")
+        try:
+            conn.execute("COMMIT")
+        except sqlean.Error as exc:
+            conn.execute("ROLLBACK")
+            for job in batch:
+                job.error = StorageError(f"commit failed: {exc}")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("the database is closed")

@@ -1,0 +1,212 @@
+"""Numbered schema migrations of Vivy's SQLite database.
+
+The schema version is SQLite's ``PRAGMA user_version``. Each migration runs once, in order,
+inside one transaction together with the version bump. Discord ids (guilds, channels, users,
+messages) are stored as INTEGER snowflakes; ``*_at`` columns are UTC epoch seconds (REAL);
+``note_date`` is the UTC date ``YYYY-MM-DD``. Seed 000's ``facts`` / ``vec_facts`` tables are
+never created, altered or dropped here, so an old database keeps them untouched.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EMBEDDING_DIMENSION_DEFAULT", "MIGRATIONS", "SCHEMA_VERSION", "vec_notes_ddl"]
+
+EMBEDDING_DIMENSION_DEFAULT = 768
+
+
+def vec_notes_ddl(dimension: int) -> str:
+    """DDL of the ``vec_notes`` index: cosine distance, guild as partition key."""
+    return (
+        "CREATE VIRTUAL TABLE vec_notes USING vec0("
+        "note_id INTEGER PRIMARY KEY, "
+        "guild_id INTEGER PARTITION KEY, "
+        "note_type TEXT, "
+        f"embedding float[{int(dimension)}] distance_metric=cosine)"
+    )
+
+
+_V1 = f"""
+CREATE TABLE IF NOT EXISTS users (
+    id          INTEGER PRIMARY KEY,
+    discord_id  TEXT UNIQUE NOT NULL,
+    username    TEXT NOT NULL
+);
+
+CREATE TABLE guild_members (
+    guild_id      INTEGER NOT NULL,
+    user_id       INTEGER NOT NULL,
+    display_name  TEXT NOT NULL,
+    opted_out     INTEGER NOT NULL DEFAULT 0 CHECK (opted_out IN (0, 1)),
+    updated_at    REAL NOT NULL,
+    PRIMARY KEY (guild_id, user_id)
+);
+
+CREATE TABLE channel_buffers (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    guild_id         INTEGER NOT NULL,
+    channel_id       INTEGER NOT NULL,
+    channel_name     TEXT NOT NULL DEFAULT '',
+    status           TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+    started_at       REAL NOT NULL,
+    last_message_at  REAL NOT NULL,
+    inactivity_s     REAL NOT NULL,
+    closed_at        REAL,
+    close_reason     TEXT CHECK (close_reason IN ('inactivity', 'max_age', 'cap')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  REAL,
+    last_error       TEXT
+);
+CREATE UNIQUE INDEX channel_buffers_one_open ON channel_buffers (channel_id)
+    WHERE status = 'open';
+CREATE INDEX channel_buffers_outbox ON channel_buffers (status, next_attempt_at);
+
+CREATE TABLE buffer_messages (
+    message_id   INTEGER PRIMARY KEY,
+    buffer_id    INTEGER NOT NULL REFERENCES channel_buffers (id) ON DELETE CASCADE,
+    author_id    INTEGER NOT NULL,
+    author_name  TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    created_at   REAL NOT NULL,
+    edited_at    REAL,
+    reply_to     INTEGER,
+    mentions     TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX buffer_messages_by_buffer ON buffer_messages (buffer_id, message_id);
+
+CREATE TABLE channel_watermarks (
+    channel_id       INTEGER PRIMARY KEY,
+    last_message_id  INTEGER NOT NULL
+);
+
+CREATE TABLE interaction_notes (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    guild_id          INTEGER NOT NULL,
+    channel_id        INTEGER NOT NULL,
+    channel_name      TEXT NOT NULL DEFAULT '',
+    note_type         TEXT NOT NULL CHECK (note_type IN ('conversation', 'topic_cluster')),
+    participants      TEXT NOT NULL DEFAULT '[]',
+    title             TEXT NOT NULL,
+    summary           TEXT NOT NULL,
+    topics            TEXT NOT NULL DEFAULT '[]',
+    decisions         TEXT NOT NULL DEFAULT '[]',
+    open_questions    TEXT NOT NULL DEFAULT '[]',
+    entities          TEXT NOT NULL DEFAULT '[]',
+    source_note_ids   TEXT,
+    buffer_id         INTEGER UNIQUE,
+    first_message_id  INTEGER,
+    last_message_id   INTEGER,
+    message_count     INTEGER NOT NULL DEFAULT 0,
+    started_at        REAL,
+    ended_at          REAL,
+    note_date         TEXT NOT NULL,
+    quality           TEXT NOT NULL,
+    model             TEXT NOT NULL DEFAULT '',
+    created_at        REAL NOT NULL
+);
+CREATE INDEX interaction_notes_by_day ON interaction_notes (guild_id, note_type, note_date);
+
+CREATE TABLE note_participants (
+    note_id        INTEGER NOT NULL REFERENCES interaction_notes (id) ON DELETE CASCADE,
+    user_id        INTEGER NOT NULL,
+    display_name   TEXT NOT NULL,
+    message_count  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (note_id, user_id)
+);
+CREATE INDEX note_participants_by_user ON note_participants (user_id, note_id);
+
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    title, summary, topics, entities,
+    content='interaction_notes', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER interaction_notes_fts_insert AFTER INSERT ON interaction_notes BEGIN
+    INSERT INTO notes_fts (rowid, title, summary, topics, entities)
+    VALUES (new.id, new.title, new.summary, new.topics, new.entities);
+END;
+CREATE TRIGGER interaction_notes_fts_delete AFTER DELETE ON interaction_notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, title, summary, topics, entities)
+    VALUES ('delete', old.id, old.title, old.summary, old.topics, old.entities);
+END;
+CREATE TRIGGER interaction_notes_fts_update AFTER UPDATE ON interaction_notes BEGIN
+    INSERT INTO notes_fts (notes_fts, rowid, title, summary, topics, entities)
+    VALUES ('delete', old.id, old.title, old.summary, old.topics, old.entities);
+    INSERT INTO notes_fts (rowid, title, summary, topics, entities)
+    VALUES (new.id, new.title, new.summary, new.topics, new.entities);
+END;
+
+{vec_notes_ddl(EMBEDDING_DIMENSION_DEFAULT)};
+
+CREATE TABLE user_profiles (
+    guild_id    INTEGER NOT NULL,
+    user_id     INTEGER NOT NULL,
+    version     INTEGER NOT NULL DEFAULT 0,
+    updated_at  REAL NOT NULL,
+    PRIMARY KEY (guild_id, user_id)
+);
+
+CREATE TABLE profile_facts (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    guild_id             INTEGER NOT NULL,
+    user_id              INTEGER NOT NULL,
+    section              TEXT NOT NULL CHECK (section IN
+                             ('bio', 'interests', 'skills', 'opinions', 'relationships', 'other')),
+    text                 TEXT NOT NULL,
+    source_kind          TEXT NOT NULL CHECK (source_kind IN
+                             ('note', 'stated', 'consolidation', 'migrated')),
+    source_note_id       INTEGER REFERENCES interaction_notes (id) ON DELETE SET NULL,
+    source_label         TEXT NOT NULL,
+    created_at           REAL NOT NULL,
+    invalidated_at       REAL,
+    invalidation_reason  TEXT,
+    superseded_by        INTEGER REFERENCES profile_facts (id)
+);
+CREATE INDEX profile_facts_by_user ON profile_facts (guild_id, user_id, invalidated_at);
+
+CREATE TABLE profile_updates (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    guild_id         INTEGER NOT NULL,
+    user_id          INTEGER NOT NULL,
+    note_id          INTEGER NOT NULL REFERENCES interaction_notes (id) ON DELETE CASCADE,
+    status           TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'applied')),
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at  REAL,
+    last_error       TEXT,
+    created_at       REAL NOT NULL,
+    applied_at       REAL,
+    UNIQUE (note_id, user_id)
+);
+CREATE INDEX profile_updates_pending ON profile_updates (status, user_id);
+
+CREATE TABLE server_lore (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    guild_id        INTEGER NOT NULL,
+    text            TEXT NOT NULL,
+    author_id       INTEGER NOT NULL,
+    created_at      REAL NOT NULL,
+    invalidated_at  REAL
+);
+CREATE INDEX server_lore_by_guild ON server_lore (guild_id, invalidated_at);
+
+CREATE TABLE memory_job_log (
+    guild_id      INTEGER NOT NULL,
+    job_date      TEXT NOT NULL,
+    pass          TEXT NOT NULL CHECK (pass IN ('clusters', 'consolidation')),
+    completed_at  REAL NOT NULL,
+    PRIMARY KEY (guild_id, job_date, pass)
+);
+
+CREATE TABLE scheduler_runs (
+    job_date      TEXT PRIMARY KEY,
+    completed_at  REAL NOT NULL
+);
+
+CREATE TABLE meta (
+    key    TEXT PRIMARY KEY,
+    value  TEXT NOT NULL
+);
+"""
+
+#: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
+MIGRATIONS: tuple[str, ...] = (_V1,)
+
+#: The newest schema version this Vivy knows.
+SCHEMA_VERSION = len(MIGRATIONS)
