@@ -1,0 +1,279 @@
+"""Tests for vivy.metrics.server: /metrics, the operator API and its access rules."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from vivy.errors import ConfigError
+from vivy.metrics import IngestOutcome, Metrics, MetricsServer
+
+TOKEN = "s3cret-token"
+
+
+class FakeOperatorAPI:
+    """A scripted OperatorAPI that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.fail = False
+
+    def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
+        """Return one hit echoing the arguments."""
+        self.calls.append(("search", guild_id, q, limit))
+        if self.fail:
+            raise RuntimeError("database on fire")
+        return [{"note_id": 7, "title": f"about {q}", "guild_id": guild_id}]
+
+    def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
+        """Return a profile for user 42 only."""
+        self.calls.append(("profile", guild_id, user_id))
+        if user_id != 42:
+            return None
+        return {"user_id": user_id, "facts": [{"text": "likes tea", "source_note": 7}]}
+
+
+def _get(url: str, *, token: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    """GET ``url``; return status, headers and body, also for HTTP errors."""
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), error.read()
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    """A Metrics on a fresh registry."""
+    return Metrics(CollectorRegistry())
+
+
+@pytest.fixture
+def api() -> FakeOperatorAPI:
+    """A fresh fake operator API."""
+    return FakeOperatorAPI()
+
+
+@pytest.fixture
+def server(metrics: Metrics, api: FakeOperatorAPI) -> Iterator[MetricsServer]:
+    """A running server on an ephemeral loopback port, without a token."""
+    with MetricsServer(metrics.registry, api, port=0) as running:
+        yield running
+
+
+@pytest.fixture
+def guarded(metrics: Metrics, api: FakeOperatorAPI) -> Iterator[MetricsServer]:
+    """A running server on an ephemeral loopback port that requires a bearer token."""
+    with MetricsServer(metrics.registry, api, port=0, bearer_token=TOKEN) as running:
+        yield running
+
+
+def test_defaults_are_loopback_9464(metrics: Metrics) -> None:
+    """An unstarted server defaults to 127.0.0.1:9464."""
+    server = MetricsServer(metrics.registry)
+    assert (server.host, server.port, server.running) == ("127.0.0.1", 9464, False)
+
+
+def test_metrics_served_on_ephemeral_port(server: MetricsServer, metrics: Metrics) -> None:
+    """GET /metrics returns the injected registry's exposition on the bound port."""
+    metrics.messages_ingested.labels(IngestOutcome.STORED).inc(5)
+    assert server.port != 0
+    status, headers, body = _get(f"{server.url}/metrics")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain")
+    assert 'vivy_messages_ingested_total{outcome="stored"} 5.0' in body.decode()
+
+
+def test_metrics_negotiates_openmetrics(server: MetricsServer) -> None:
+    """A scraper asking for OpenMetrics gets it."""
+    request = urllib.request.Request(
+        f"{server.url}/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+        assert response.read().decode().rstrip().endswith("# EOF")
+
+
+def test_search_calls_api_and_returns_json(server: MetricsServer, api: FakeOperatorAPI) -> None:
+    """The search route passes parsed parameters to the API and returns its hits as JSON."""
+    status, headers, body = _get(f"{server.url}/api/memory/search?q=tea+time&guild_id=99&limit=5")
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body) == {
+        "results": [{"note_id": 7, "title": "about tea time", "guild_id": 99}]
+    }
+    assert api.calls == [("search", 99, "tea time", 5)]
+
+
+def test_search_limit_defaults_to_ten(server: MetricsServer, api: FakeOperatorAPI) -> None:
+    """Without a limit the search asks for ten hits."""
+    status, _, _ = _get(f"{server.url}/api/memory/search?q=tea&guild_id=99")
+    assert status == 200
+    assert api.calls == [("search", 99, "tea", 10)]
+
+
+def test_profile_calls_api_and_returns_json(server: MetricsServer, api: FakeOperatorAPI) -> None:
+    """The profile route returns the API's profile as JSON."""
+    status, _, body = _get(f"{server.url}/api/memory/profile?guild_id=99&user_id=42")
+    assert status == 200
+    assert json.loads(body)["profile"]["facts"] == [{"text": "likes tea", "source_note": 7}]
+    assert api.calls == [("profile", 99, 42)]
+
+
+def test_missing_profile_is_404(server: MetricsServer) -> None:
+    """A user without a profile gives 404 with a JSON error."""
+    status, _, body = _get(f"{server.url}/api/memory/profile?guild_id=99&user_id=43")
+    assert status == 404
+    assert "no profile" in json.loads(body)["error"]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("/api/memory/search?guild_id=1", "missing parameter 'q'"),
+        ("/api/memory/search?q=tea", "missing parameter 'guild_id'"),
+        ("/api/memory/search?q=%20&guild_id=1", "blank"),
+        ("/api/memory/search?q=tea&guild_id=abc", "positive integer"),
+        ("/api/memory/search?q=tea&guild_id=-5", "positive integer"),
+        ("/api/memory/search?q=tea&guild_id=1&limit=0", "limit"),
+        ("/api/memory/search?q=tea&guild_id=1&limit=51", "limit"),
+        ("/api/memory/search?q=tea&guild_id=1&limit=ten", "limit"),
+        ("/api/memory/search?q=tea&guild_id=1&guild_id=2", "more than once"),
+        ("/api/memory/profile?guild_id=1", "missing parameter 'user_id'"),
+        ("/api/memory/profile?guild_id=1&user_id=1.5", "positive integer"),
+    ],
+)
+def test_bad_parameters_are_400(
+    server: MetricsServer, api: FakeOperatorAPI, query: str, message: str
+) -> None:
+    """Missing or invalid parameters give 400 with a JSON error and never reach the API."""
+    status, headers, body = _get(f"{server.url}{query}")
+    assert status == 400
+    assert headers["Content-Type"] == "application/json"
+    assert message in json.loads(body)["error"]
+    assert api.calls == []
+
+
+def test_unknown_path_is_404(server: MetricsServer) -> None:
+    """An unknown path gives 404 with a JSON error."""
+    status, _, body = _get(f"{server.url}/api/memory/everything")
+    assert status == 404
+    assert json.loads(body) == {"error": "no route for /api/memory/everything"}
+
+
+def test_post_is_refused(server: MetricsServer) -> None:
+    """The server is read-only: POST gives 405."""
+    request = urllib.request.Request(f"{server.url}/api/memory/search", data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    with caught.value as error:
+        assert error.code == 405
+        assert error.headers["Allow"] == "GET"
+
+
+def test_api_failure_is_500_without_details(server: MetricsServer, api: FakeOperatorAPI) -> None:
+    """An exception in the API becomes a 500 that does not leak its message."""
+    api.fail = True
+    status, _, body = _get(f"{server.url}/api/memory/search?q=tea&guild_id=1")
+    assert status == 500
+    assert json.loads(body) == {"error": "internal error"}
+
+
+def test_api_without_backend_is_503(metrics: Metrics) -> None:
+    """Without an OperatorAPI the API routes answer 503 while /metrics works."""
+    with MetricsServer(metrics.registry, port=0) as server:
+        assert _get(f"{server.url}/api/memory/search?q=a&guild_id=1")[0] == 503
+        assert _get(f"{server.url}/metrics")[0] == 200
+
+
+def test_token_required_for_api(guarded: MetricsServer, api: FakeOperatorAPI) -> None:
+    """With a token, /api without the right bearer token gives 401 and never reaches the API."""
+    url = f"{guarded.url}/api/memory/profile?guild_id=1&user_id=42"
+    status, headers, body = _get(url)
+    assert status == 401
+    assert headers["WWW-Authenticate"].startswith("Bearer")
+    assert "bearer token" in json.loads(body)["error"]
+    assert _get(url, token="wrong")[0] == 401
+    assert api.calls == []
+    assert _get(url, token=TOKEN)[0] == 200
+    assert api.calls == [("profile", 1, 42)]
+
+
+def test_metrics_open_with_token(guarded: MetricsServer) -> None:
+    """With a token, /metrics still needs no authorisation."""
+    assert _get(f"{guarded.url}/metrics")[0] == 200
+
+
+def test_refuses_non_loopback_without_token(metrics: Metrics) -> None:
+    """Starting on 0.0.0.0 without a token raises ConfigError and binds nothing."""
+    server = MetricsServer(metrics.registry, host="0.0.0.0", port=0)
+    with pytest.raises(ConfigError, match="bearer token"):
+        server.start()
+    assert not server.running
+
+
+def test_accepts_non_loopback_with_token(metrics: Metrics) -> None:
+    """Starting on 0.0.0.0 with a token serves, and the API demands the token."""
+    with MetricsServer(metrics.registry, host="0.0.0.0", port=0, bearer_token=TOKEN) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        assert _get(f"{base}/metrics")[0] == 200
+        assert _get(f"{base}/api/memory/profile?guild_id=1&user_id=42")[0] == 401
+
+
+def test_empty_token_is_a_config_error(metrics: Metrics) -> None:
+    """A blank bearer token is refused rather than treated as no token."""
+    with pytest.raises(ConfigError, match="empty"):
+        MetricsServer(metrics.registry, bearer_token="  ")
+
+
+def test_port_in_use_is_a_config_error(metrics: Metrics) -> None:
+    """A port that cannot be bound raises ConfigError naming the address."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"127.0.0.1:{port}"):
+            MetricsServer(metrics.registry, port=port).start()
+
+
+def test_stop_releases_port_and_is_idempotent(metrics: Metrics) -> None:
+    """After stop() the port is free again and a second stop() does nothing."""
+    server = MetricsServer(metrics.registry, port=0)
+    server.start()
+    port = server.port
+    server.stop()
+    server.stop()
+    assert not server.running
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))
+
+
+def test_ipv6_loopback(metrics: Metrics) -> None:
+    """::1 counts as loopback: it is served without a token."""
+    server = MetricsServer(metrics.registry, host="::1", port=0)
+    try:
+        server.start()
+    except ConfigError as error:
+        pytest.skip(f"cannot bind ::1 here: {error}")
+    try:
+        assert server.url == f"http://[::1]:{server.port}"
+        assert _get(f"{server.url}/metrics")[0] == 200
+    finally:
+        server.stop()
+
+
+def test_double_start_raises(server: MetricsServer) -> None:
+    """Starting a running server raises ConfigError."""
+    with pytest.raises(ConfigError, match="already running"):
+        server.start()

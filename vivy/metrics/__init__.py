@@ -1,0 +1,57 @@
+"""Prometheus metrics for Vivy and the HTTP server that exposes them.
+
+:class:`Metrics` holds every metric family on an injected ``CollectorRegistry``; label values
+are the bounded enums defined here. :class:`MetricsServer` serves ``/metrics`` and the
+read-only operator memory API backed by an :class:`OperatorAPI`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LLM_DURATION_BUCKETS",
+    "RETRIEVAL_BUCKETS",
+    "SCHEDULER_BUCKETS",
+    "ActorKind",
+    "BoundedFamily",
+    "CommandName",
+    "CommandOutcome",
+    "DiscardReason",
+    "FactRejection",
+    "FlushReason",
+    "IngestOutcome",
+    "LLMOperation",
+    "LLMOutcome",
+    "Metrics",
+    "MetricsServer",
+    "NoteType",
+    "OperatorAPI",
+    "ProfileUpdateOutcome",
+    "ReplyOutcome",
+    "RetrievalPath",
+    "SchedulerPass",
+    "TokenDirection",
+]
+
+from vivy.metrics.registry import (
+    LLM_DURATION_BUCKETS,
+    RETRIEVAL_BUCKETS,
+    SCHEDULER_BUCKETS,
+    ActorKind,
+    BoundedFamily,
+    CommandName,
+    CommandOutcome,
+    DiscardReason,
+    FactRejection,
+    FlushReason,
+    IngestOutcome,
+    LLMOperation,
+    LLMOutcome,
+    Metrics,
+    NoteType,
+    ProfileUpdateOutcome,
+    ReplyOutcome,
+    RetrievalPath,
+    SchedulerPass,
+    TokenDirection,
+)
+from vivy.metrics.server import MetricsServer, OperatorAPI
