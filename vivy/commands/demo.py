@@ -6,6 +6,7 @@ and with which messages.
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage import buffers as store
 from vivy.storage.db import Database
 
-__all__ = ["run_demo"]
+__all__ = ["register", "run_demo"]
 
 START = 1772470800.0  # 2026-03-02T17:00:00Z
 
@@ -60,6 +61,15 @@ class _Quiet:
 
     def actor_restarted(self) -> None:
         """Not shown in the demo."""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy demo``."""
+    parser = commands.add_parser(
+        "demo", help="replay a bundled conversation offline and show what Vivy remembers"
+    )
+    parser.add_argument("--db", default=None, help="database file (default: a temporary file)")
+    parser.set_defaults(handler=lambda args: run_demo(args.db))
 
 
 def run_demo(db_path: str | None) -> int:
