@@ -1,0 +1,101 @@
+"""The output schemas: strict limits, no extra fields, a discriminated union of operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from vivy.llm.schemas import (
+    AddFact,
+    ClusterDraft,
+    InvalidateFact,
+    KeepFact,
+    MergeFacts,
+    NoteDraft,
+    ProfileOperations,
+)
+
+NOTE: dict[str, Any] = {"title": "Co-op night", "summary": "Alex and Sam planned a session."}
+
+
+def test_note_draft_defaults_lists_and_strips_text() -> None:
+    """Missing lists default to empty and surrounding whitespace is stripped."""
+    note = NoteDraft.model_validate({"title": "  Co-op night ", "summary": "Planned."})
+    assert note.title == "Co-op night"
+    assert (note.topics, note.decisions, note.open_questions, note.entities) == ([], [], [], [])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"title": "x" * 81},
+        {"title": "   "},
+        {"summary": "x" * 1201},
+        {"topics": [f"t{i}" for i in range(11)]},
+        {"entities": ["x" * 81]},
+        {"decisions": [""]},
+        {"mood": "happy"},
+    ],
+)
+def test_note_draft_rejects_out_of_bounds_answers(change: dict[str, Any]) -> None:
+    """Over-long text, too many items, blank strings and extra fields all fail."""
+    with pytest.raises(ValidationError):
+        NoteDraft.model_validate({**NOTE, **change})
+
+
+def test_profile_operations_parse_by_op() -> None:
+    """Each op value selects its own model."""
+    parsed = ProfileOperations.model_validate(
+        {
+            "operations": [
+                {"op": "add", "section": "bio", "text": "Lives in Austin"},
+                {
+                    "op": "merge",
+                    "fact_ids": [1, 2],
+                    "text": "Owns an Xbox and a PS5",
+                    "section": "other",
+                },
+                {"op": "invalidate", "fact_id": 3, "reason": "moved"},
+                {"op": "keep", "fact_id": 4},
+            ]
+        }
+    )
+    assert [type(op) for op in parsed.operations] == [AddFact, MergeFacts, InvalidateFact, KeepFact]
+    add = parsed.operations[0]
+    assert isinstance(add, AddFact) and add.note_id is None and add.evidence == ""
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "delete", "fact_id": 1},
+        {"op": "add", "section": "secrets", "text": "x"},
+        {"op": "add", "section": "bio", "text": "x" * 201},
+        {"op": "merge", "fact_ids": [], "text": "x", "section": "bio"},
+        {"op": "keep", "fact_id": 1, "note": "extra"},
+        {"op": "invalidate"},
+    ],
+)
+def test_profile_operations_reject_bad_operations(operation: dict[str, Any]) -> None:
+    """Unknown ops, unknown sections, long text, empty merges and extras are refused."""
+    with pytest.raises(ValidationError):
+        ProfileOperations.model_validate({"operations": [operation]})
+
+
+def test_cluster_draft_limits() -> None:
+    """At most eight clusters, each citing at least one note."""
+    cluster = {"title": "Games", "summary": "Games.", "source_note_ids": [1]}
+    assert len(ClusterDraft.model_validate({"clusters": [cluster] * 8}).clusters) == 8
+    with pytest.raises(ValidationError):
+        ClusterDraft.model_validate({"clusters": [cluster] * 9})
+    with pytest.raises(ValidationError):
+        ClusterDraft.model_validate({"clusters": [{**cluster, "source_note_ids": []}]})
+
+
+def test_models_are_frozen() -> None:
+    """Validated answers cannot be altered after the fact."""
+    note = NoteDraft.model_validate(NOTE)
+    with pytest.raises(ValidationError):
+        note.title = "changed"

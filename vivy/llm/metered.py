@@ -1,0 +1,239 @@
+"""Metering for the LLM port: calls, tokens, latency and failures of any implementation.
+
+:class:`MeteredLLM` wraps an :class:`~vivy.llm.port.LLM` and reports each call to an
+:class:`LLMMeter` (the Prometheus metrics module implements one). Labels stay bounded: the
+operation is an :class:`~vivy.llm.port.Operation` value, the model a configured name and
+the outcome one of :data:`OUTCOMES`. Latency is read from the injected clock, so virtual
+time in tests gives exact durations.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from vivy.clock import Clock
+from vivy.errors import LLMInvalidOutput, LLMUnavailable
+from vivy.llm.port import (
+    LLM,
+    ChatAnswer,
+    ChatRequest,
+    EmbeddingTask,
+    Generation,
+    GenerationRequest,
+    ModelTier,
+    Operation,
+    T,
+)
+
+__all__ = [
+    "OUTCOMES",
+    "CountingMeter",
+    "LLMMeter",
+    "LLMObservation",
+    "MeterStatistics",
+    "MeteredLLM",
+    "NullMeter",
+    "outcome_of",
+]
+
+#: Every outcome label a meter can receive.
+OUTCOMES: tuple[str, ...] = ("ok", "invalid_output", "unavailable", "error")
+
+
+class LLMMeter(Protocol):
+    """Receives one observation per LLM call."""
+
+    def observe_llm(
+        self,
+        *,
+        operation: str,
+        model: str,
+        outcome: str,
+        input_tokens: int,
+        output_tokens: int,
+        seconds: float,
+    ) -> None:
+        """Record a finished call; must not block or raise."""
+        ...
+
+
+class NullMeter:
+    """A meter that discards every observation."""
+
+    def observe_llm(
+        self,
+        *,
+        operation: str,
+        model: str,
+        outcome: str,
+        input_tokens: int,
+        output_tokens: int,
+        seconds: float,
+    ) -> None:
+        """Discard the observation."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMObservation:
+    """One call as a :class:`CountingMeter` recorded it."""
+
+    operation: str
+    model: str
+    outcome: str
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class MeterStatistics:
+    """Totals over every observation a :class:`CountingMeter` holds."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    outcomes: Mapping[str, int] = field(default_factory=dict)
+
+
+class CountingMeter:
+    """A meter that keeps every observation in memory, for tests and benchmarks."""
+
+    def __init__(self) -> None:
+        self.observations: list[LLMObservation] = []
+
+    def observe_llm(
+        self,
+        *,
+        operation: str,
+        model: str,
+        outcome: str,
+        input_tokens: int,
+        output_tokens: int,
+        seconds: float,
+    ) -> None:
+        """Append the observation."""
+        self.observations.append(
+            LLMObservation(operation, model, outcome, input_tokens, output_tokens, seconds)
+        )
+
+    def calls(self, *, operation: str | None = None, outcome: str | None = None) -> int:
+        """How many calls matched ``operation`` and ``outcome`` (None matches any)."""
+        return sum(
+            1
+            for seen in self.observations
+            if (operation is None or seen.operation == operation)
+            and (outcome is None or seen.outcome == outcome)
+        )
+
+    def statistics(self) -> MeterStatistics:
+        """Totals of calls, tokens and seconds, and the count of each outcome."""
+        return MeterStatistics(
+            calls=len(self.observations),
+            input_tokens=sum(seen.input_tokens for seen in self.observations),
+            output_tokens=sum(seen.output_tokens for seen in self.observations),
+            seconds=sum(seen.seconds for seen in self.observations),
+            outcomes=dict(Counter(seen.outcome for seen in self.observations)),
+        )
+
+
+def outcome_of(error: BaseException) -> str:
+    """The outcome label of a failed call."""
+    if isinstance(error, LLMInvalidOutput):
+        return "invalid_output"
+    if isinstance(error, LLMUnavailable):
+        return "unavailable"
+    return "error"
+
+
+class MeteredLLM:
+    """An :class:`~vivy.llm.port.LLM` that reports every call of ``inner`` to ``meter``.
+
+    Failures are reported and re-raised unchanged; cancellation is not a failure and is
+    not reported.
+    """
+
+    def __init__(self, inner: LLM, meter: LLMMeter, clock: Clock) -> None:
+        self.inner = inner
+        self.dimension = inner.dimension
+        self.embedding_model = inner.embedding_model
+        self.quality = inner.quality
+        self._meter = meter
+        self._clock = clock
+
+    def model_for(self, tier: ModelTier) -> str:
+        """The inner LLM's model for ``tier``."""
+        return self.inner.model_for(tier)
+
+    async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
+        """The inner generation, metered under ``request.operation``."""
+        started = self._clock.monotonic()
+        try:
+            result = await self.inner.generate(request)
+        except Exception as error:
+            self._observe(request.operation, self.model_for(request.tier), started, error)
+            raise
+        self._observe(
+            request.operation,
+            result.model,
+            started,
+            None,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+        )
+        return result
+
+    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
+        """The inner embeddings, metered as ``embed``."""
+        started = self._clock.monotonic()
+        try:
+            vectors = await self.inner.embed(texts, task)
+        except Exception as error:
+            self._observe(Operation.EMBED, self.embedding_model, started, error)
+            raise
+        self._observe(Operation.EMBED, self.embedding_model, started, None)
+        return vectors
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """The inner chat answer, metered as ``chat``."""
+        started = self._clock.monotonic()
+        try:
+            answer = await self.inner.chat(request)
+        except Exception as error:
+            self._observe(Operation.CHAT, self.model_for(request.tier), started, error)
+            raise
+        self._observe(
+            Operation.CHAT,
+            answer.model,
+            started,
+            None,
+            answer.usage.input_tokens,
+            answer.usage.output_tokens,
+        )
+        return answer
+
+    async def aclose(self) -> None:
+        """Close the inner LLM."""
+        await self.inner.aclose()
+
+    def _observe(
+        self,
+        operation: Operation,
+        model: str,
+        started: float,
+        error: BaseException | None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> None:
+        """Report one call to the meter."""
+        self._meter.observe_llm(
+            operation=operation.value,
+            model=model,
+            outcome="ok" if error is None else outcome_of(error),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            seconds=max(0.0, self._clock.monotonic() - started),
+        )

@@ -1,0 +1,211 @@
+"""What goes into and comes out of the LLM: input payloads and strict output schemas.
+
+The output models are the only shapes an LLM answer may take. They reject extra fields and
+bound every string and list, so a rambling or hijacked answer fails validation (and is
+retried) instead of reaching the database. The input payloads are plain frozen dataclasses:
+the prompt builders render them as text, and the offline provider reads them directly, so it
+never has to parse prompt text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+__all__ = [
+    "PROFILE_SECTIONS",
+    "AddFact",
+    "ClusterDraft",
+    "ClusterInput",
+    "DraftCluster",
+    "FactView",
+    "InvalidateFact",
+    "KeepFact",
+    "MergeFacts",
+    "NoteDraft",
+    "NoteInput",
+    "NoteView",
+    "ProfileInput",
+    "ProfileOperation",
+    "ProfileOperations",
+    "ProfileSection",
+    "TranscriptLine",
+]
+
+#: The sections of a user profile (seed 002's ``user_profiles`` columns).
+ProfileSection = Literal["bio", "interests", "skills", "opinions", "relationships", "other"]
+
+#: The profile sections in display order.
+PROFILE_SECTIONS: tuple[ProfileSection, ...] = (
+    "bio",
+    "interests",
+    "skills",
+    "opinions",
+    "relationships",
+    "other",
+)
+
+_Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+_Summary = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1200)]
+_Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
+_Sentence = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=240)]
+_FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+_Reason = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+_Evidence = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoteDraft(BaseModel):
+    """A conversation note as the LLM writes it (seed 001's session fields)."""
+
+    model_config = _STRICT
+
+    title: _Title
+    summary: _Summary
+    topics: list[_Term] = Field(default_factory=list, max_length=10)
+    decisions: list[_Sentence] = Field(default_factory=list, max_length=10)
+    open_questions: list[_Sentence] = Field(default_factory=list, max_length=10)
+    entities: list[_Term] = Field(default_factory=list, max_length=10)
+
+
+class AddFact(BaseModel):
+    """Add a new third-person fact to a profile section.
+
+    ``note_id`` names the source note when the input held several notes (consolidation);
+    ``evidence`` quotes the transcript words the fact rests on, for the grounding guard.
+    """
+
+    model_config = _STRICT
+
+    op: Literal["add"]
+    section: ProfileSection
+    text: _FactText
+    note_id: int | None = None
+    evidence: _Evidence = ""
+
+
+class MergeFacts(BaseModel):
+    """Replace one or more existing facts by a single richer fact (seed 000's MERGE)."""
+
+    model_config = _STRICT
+
+    op: Literal["merge"]
+    fact_ids: list[int] = Field(min_length=1, max_length=20)
+    text: _FactText
+    section: ProfileSection
+    note_id: int | None = None
+
+
+class InvalidateFact(BaseModel):
+    """Retire an existing fact that newer information contradicts (seed 000's INVALIDATE)."""
+
+    model_config = _STRICT
+
+    op: Literal["invalidate"]
+    fact_id: int
+    reason: _Reason = ""
+
+
+class KeepFact(BaseModel):
+    """Leave an existing fact as it is (seed 000's KEEP); a no-op the model may state."""
+
+    model_config = _STRICT
+
+    op: Literal["keep"]
+    fact_id: int
+
+
+#: One operation on a profile, told apart by its ``op`` field.
+ProfileOperation = Annotated[
+    AddFact | MergeFacts | InvalidateFact | KeepFact, Field(discriminator="op")
+]
+
+
+class ProfileOperations(BaseModel):
+    """The answer to a profile update or consolidation: operations, never a rewritten profile."""
+
+    model_config = _STRICT
+
+    operations: list[ProfileOperation] = Field(default_factory=list, max_length=40)
+
+
+class DraftCluster(BaseModel):
+    """One daily topic cluster, citing the conversation notes it summarises."""
+
+    model_config = _STRICT
+
+    title: _Title
+    summary: _Summary
+    source_note_ids: list[int] = Field(min_length=1, max_length=100)
+
+
+class ClusterDraft(BaseModel):
+    """The answer to the midnight clustering pass: up to eight topic clusters."""
+
+    model_config = _STRICT
+
+    clusters: list[DraftCluster] = Field(default_factory=list, max_length=8)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptLine:
+    """One human message of a conversation; ``at`` is UTC wall time in epoch seconds."""
+
+    author_id: int
+    author_name: str
+    text: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class NoteInput:
+    """A closed channel buffer, ready to be written up as a conversation note."""
+
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    lines: tuple[TranscriptLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FactView:
+    """An active profile fact as shown to the LLM; ``source`` describes its note."""
+
+    id: int
+    section: str
+    text: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoteView:
+    """A stored note as shown to the LLM, optionally with its transcript lines."""
+
+    id: int
+    title: str
+    summary: str
+    date: str
+    participants: tuple[str, ...]
+    lines: tuple[TranscriptLine, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileInput:
+    """A user's current facts and the notes that may change them."""
+
+    user_id: int
+    user_name: str
+    facts: tuple[FactView, ...]
+    notes: tuple[NoteView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInput:
+    """A guild's conversation notes of one day, to be grouped into topic clusters."""
+
+    guild_id: int
+    date: str
+    notes: tuple[NoteView, ...]
