@@ -3,7 +3,9 @@
 The schema version is SQLite's ``PRAGMA user_version``. Each migration runs once, in order,
 inside one transaction together with the version bump. Discord ids (guilds, channels, users,
 messages) are stored as INTEGER snowflakes; ``*_at`` columns are UTC epoch seconds (REAL);
-``note_date`` is the UTC date ``YYYY-MM-DD``. Seed 000's ``facts`` / ``vec_facts`` tables are
+``note_date`` is the UTC date ``YYYY-MM-DD``. ``note_lines`` keeps a note's source messages
+only until every profile update of the note is applied (the grounding guard reads them), so
+message text does not outlive its use. Seed 000's ``facts`` / ``vec_facts`` tables are
 never created, altered or dropped here, so an old database keeps them untouched.
 """
 
@@ -15,13 +17,19 @@ EMBEDDING_DIMENSION_DEFAULT = 768
 
 
 def vec_notes_ddl(dimension: int) -> str:
-    """DDL of the ``vec_notes`` index: cosine distance, guild as partition key."""
+    """DDL of the ``vec_notes`` index: cosine distance, guild as partition key.
+
+    Besides the float vector, each note has a binary-quantised copy (``embedding_bits``): a
+    KNN over bits (hamming distance) finds candidates fast at 100k notes, and the float
+    vectors re-rank them exactly.
+    """
     return (
         "CREATE VIRTUAL TABLE vec_notes USING vec0("
         "note_id INTEGER PRIMARY KEY, "
         "guild_id INTEGER PARTITION KEY, "
         "note_type TEXT, "
-        f"embedding float[{int(dimension)}] distance_metric=cosine)"
+        f"embedding float[{int(dimension)}] distance_metric=cosine, "
+        f"embedding_bits bit[{int(dimension)}])"
     )
 
 
@@ -113,6 +121,16 @@ CREATE TABLE note_participants (
     PRIMARY KEY (note_id, user_id)
 );
 CREATE INDEX note_participants_by_user ON note_participants (user_id, note_id);
+
+CREATE TABLE note_lines (
+    message_id   INTEGER PRIMARY KEY,
+    note_id      INTEGER NOT NULL REFERENCES interaction_notes (id) ON DELETE CASCADE,
+    author_id    INTEGER NOT NULL,
+    author_name  TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    created_at   REAL NOT NULL
+);
+CREATE INDEX note_lines_by_note ON note_lines (note_id, message_id);
 
 CREATE VIRTUAL TABLE notes_fts USING fts5(
     title, summary, topics, entities,

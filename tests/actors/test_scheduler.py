@@ -1,0 +1,162 @@
+"""The Scheduler under trio's MockClock: midnights, catch-up and resumable passes."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import pytest
+
+from vivy.app import App, running_app
+from vivy.clock import Clock
+from vivy.config import BufferSettings, Settings
+from vivy.errors import LLMUnavailable
+from vivy.llm.offline import OfflineLLM
+from vivy.llm.port import Generation, GenerationRequest, Operation
+
+from .harness import message
+
+pytestmark = pytest.mark.anyio
+
+T = TypeVar("T")
+
+
+def utc(text: str) -> float:
+    """Epoch seconds of an ISO UTC time."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def settings(path: Path, zone: str = "UTC") -> Settings:
+    """Settings with a fixed 25-minute window and clustering from three notes."""
+    return Settings(
+        database=path,
+        buffers=BufferSettings(inactivity_min_s=1500.0, inactivity_max_s=1500.0),
+        timezone=zone,
+        min_cluster_notes=3,
+    )
+
+
+def clock_at(wall: float) -> Clock:
+    """A clock whose wall time is ``wall`` now."""
+    return Clock.starting_at(wall)
+
+
+TOPICS = [
+    [
+        (11, "I love JRPGs, anyone played the new Persona?"),
+        (12, "Persona is great, I prefer Metaphor"),
+    ],
+    [(11, "I work at Dell as a QA engineer"), (13, "Dell QA sounds fun, I use Neovim at work")],
+    [(12, "I live in Austin and the tacos here are great"), (13, "Austin tacos are the best")],
+]
+
+
+async def chat_three_conversations(app: App, first_id: int) -> None:
+    """Three conversations an hour apart, each closing by inactivity."""
+    message_id = first_id
+    for lines in TOPICS:
+        for author, text in lines:
+            await app.router.ingest(message(message_id, author=author, text=text))
+            message_id += 1
+            await anyio.sleep(60)
+        await anyio.sleep(3600)
+
+
+async def count(app: App, sql: str) -> int:
+    """One integer from a query."""
+    return int(await app.db.read(lambda c: c.execute(sql).fetchone()[0]))
+
+
+async def test_job_fires_at_midnight(tmp_path: Path) -> None:
+    """The job for a day runs exactly at the next midnight and writes its clusters."""
+    async with running_app(
+        settings(tmp_path / "v.db"),
+        clock=clock_at(utc("2026-03-02T12:00:00")),
+        inline_db=True,
+        llm=OfflineLLM(),
+    ) as app:
+        await chat_three_conversations(app, 1)
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T00:00:01")))
+        assert [(r.day, r.ran_at) for r in app.scheduler.reports] == [
+            (date(2026, 3, 2), utc("2026-03-03T00:00:00"))
+        ]
+        assert app.scheduler.reports[0].clusters >= 1
+        assert await count(app, "SELECT COUNT(*) FROM memory_job_log") == 2
+
+
+async def test_job_fires_at_local_midnight_across_dst(tmp_path: Path) -> None:
+    """In New York the job runs at local midnight before and after the spring-forward day."""
+    async with running_app(
+        settings(tmp_path / "v.db", "America/New_York"),
+        clock=clock_at(utc("2026-03-07T17:00:00")),
+        inline_db=True,
+        llm=OfflineLLM(),
+    ) as app:
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-09T12:00:00")))
+        assert [(r.day, r.ran_at) for r in app.scheduler.reports] == [
+            (date(2026, 3, 7), utc("2026-03-08T05:00:00")),
+            (date(2026, 3, 8), utc("2026-03-09T04:00:00")),
+        ]
+
+
+async def test_three_days_down_catch_up_in_order(tmp_path: Path) -> None:
+    """After three days down, start-up runs the three missed days in order before it completes."""
+    path = tmp_path / "v.db"
+    async with running_app(
+        settings(path), clock=clock_at(utc("2026-03-02T12:00:00")), inline_db=True, llm=OfflineLLM()
+    ) as app:
+        await chat_three_conversations(app, 1)
+        assert app.scheduler.reports == []
+    async with running_app(
+        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline_db=True, llm=OfflineLLM()
+    ) as again:
+        assert [r.day for r in again.scheduler.reports] == [
+            date(2026, 3, 2),
+            date(2026, 3, 3),
+            date(2026, 3, 4),
+        ]
+        assert all(r.ran_at == utc("2026-03-05T09:00:00") for r in again.scheduler.reports)
+
+
+class FailingConsolidation(OfflineLLM):
+    """The offline provider, except that profile consolidation is unavailable."""
+
+    async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
+        """Fail consolidation calls; answer everything else offline."""
+        if request.operation is Operation.PROFILE_CONSOLIDATION:
+            raise LLMUnavailable("consolidation model down")
+        return await super().generate(request)
+
+
+async def test_interrupted_job_resumes_with_pass_two_only(tmp_path: Path) -> None:
+    """A job stopped between pass 1 and pass 2 resumes with pass 2 and no duplicate clusters."""
+    path = tmp_path / "v.db"
+    async with running_app(
+        settings(path),
+        clock=clock_at(utc("2026-03-02T12:00:00")),
+        inline_db=True,
+        llm=FailingConsolidation(),
+    ) as app:
+        await chat_three_conversations(app, 1)
+        report = await app.scheduler.run_day(date(2026, 3, 2))
+        assert report.clusters >= 1 and not report.complete
+        clusters = await count(
+            app, "SELECT COUNT(*) FROM interaction_notes WHERE note_type = 'topic_cluster'"
+        )
+    async with running_app(
+        settings(path),
+        clock=clock_at(utc("2026-03-02T23:00:00")),
+        inline_db=True,
+        llm=OfflineLLM(),
+        scheduler=False,
+    ) as again:
+        report = await again.scheduler.run_day(date(2026, 3, 2))
+        assert report.complete and report.clusters == 0 and report.consolidated == 3
+        assert report.skipped_passes == ["100:clusters"]
+        after = await count(
+            again, "SELECT COUNT(*) FROM interaction_notes WHERE note_type = 'topic_cluster'"
+        )
+        assert after == clusters
+        assert await count(again, "SELECT COUNT(*) FROM scheduler_runs") == 1

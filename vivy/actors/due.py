@@ -1,0 +1,70 @@
+"""A set of keys, each due at a wall time, that an actor waits on.
+
+Work items that failed come back later (backoff); new ones are due at once. Waiting uses the
+injected clock's monotonic deadlines, so trio's MockClock drives retries in tests.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from typing import Generic, TypeVar
+
+import anyio
+
+from vivy.clock import Clock
+from vivy.llm.retry import Backoff
+
+__all__ = ["DueQueue", "retry_delay"]
+
+K = TypeVar("K")
+
+
+class DueQueue(Generic[K]):
+    """Keys with due times; a key queued twice keeps its earlier time."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._due: dict[K, float] = {}
+        self._heap: list[tuple[float, int, K]] = []
+        self._counter = 0
+        self._changed = anyio.Event()
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    def put(self, key: K, due: float) -> None:
+        """Queue ``key`` for wall time ``due`` (never blocks)."""
+        current = self._due.get(key)
+        if current is not None and current <= due:
+            return
+        self._due[key] = due
+        self._counter += 1
+        heapq.heappush(self._heap, (due, self._counter, key))
+        self._changed.set()
+
+    async def get(self) -> K:
+        """Wait until some key is due and take it (earliest first)."""
+        while True:
+            while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
+                heapq.heappop(self._heap)  # superseded entry
+            deadline = math.inf
+            if self._heap:
+                due, _, key = self._heap[0]
+                if due <= self._clock.now():
+                    heapq.heappop(self._heap)
+                    del self._due[key]
+                    return key
+                deadline = self._clock.to_monotonic(due)
+            self._changed = anyio.Event()
+            with anyio.move_on_at(deadline):
+                await self._changed.wait()
+
+
+def retry_delay(backoff: Backoff, attempts: int, rng: random.Random) -> float:
+    """Seconds until a failed outbox item is tried again: at least ``base_s``, jittered.
+
+    The floor keeps an outage from turning into a busy loop of retries.
+    """
+    return backoff.base_s + backoff.delay(attempts, rng)

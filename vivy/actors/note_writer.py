@@ -1,0 +1,221 @@
+"""The NoteWriter actor: turns closed buffers into conversation notes.
+
+It takes buffer ids from the channel actors (and, at start-up, every closed buffer still in
+the outbox), and for each one either discards it (fewer messages than the minimum, no LLM
+call) or asks the flash model for a note, embeds the note's contextualised text, and commits
+note, embedding, participants, buffer deletion and one pending profile update per participant
+in one transaction. A failure leaves the buffer pending; it is retried with backoff. The
+lifecycle of each buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer`
+machine as in the channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Protocol
+
+import anyio
+import structlog
+
+from vivy.actors.due import DueQueue, retry_delay
+from vivy.clock import Clock
+from vivy.errors import LLMError
+from vivy.llm.port import LLM, EmbeddingTask
+from vivy.llm.prompts import note_request
+from vivy.llm.retry import Backoff
+from vivy.llm.schemas import NoteInput, TranscriptLine
+from vivy.state.buffer import (
+    BufferConfig,
+    ChannelBuffer,
+    HandedOff,
+    NoteCommitted,
+    NoteFailed,
+    Restored,
+)
+from vivy.storage import buffers as buffer_store
+from vivy.storage import notes as note_store
+from vivy.storage.db import Database
+
+__all__ = ["NoteObserver", "NoteWriter", "ProfileNotifier", "contextual_text"]
+
+log = structlog.get_logger(__name__)
+
+#: Retry schedule of a buffer whose note failed: 30 s doubling up to an hour, jittered.
+OUTBOX_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
+
+
+class ProfileNotifier(Protocol):
+    """Where new pending profile updates are announced (the ProfileUpdater)."""
+
+    def notify(self, guild_id: int, user_id: int) -> None:
+        """A pending profile update for this member was committed."""
+
+
+class NoteObserver(Protocol):
+    """What the NoteWriter reports for metrics."""
+
+    def note_written(self, note_type: str) -> None:
+        """A note of ``note_type`` was committed."""
+
+    def buffer_discarded(self) -> None:
+        """A buffer had too few messages to become a note."""
+
+
+def contextual_text(
+    channel_name: str,
+    day: str,
+    participants: list[str],
+    topics: list[str],
+    title: str,
+    summary: str,
+) -> str:
+    """The text embedded for a note: a context header, then title and summary (seed 001)."""
+    header = [
+        f"Channel: #{channel_name}" if channel_name else "Channel: (unknown)",
+        f"Date: {day}",
+        f"Participants: {', '.join(participants)}",
+    ]
+    if topics:
+        header.append(f"Topics: {', '.join(topics)}")
+    return "\n".join(header) + f"\n\n{title}\n{summary}"
+
+
+class NoteWriter:
+    """Writes conversation notes; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLM,
+        clock: Clock,
+        profiles: ProfileNotifier,
+        observer: NoteObserver,
+        min_messages: int = 2,
+        backoff: Backoff = OUTBOX_BACKOFF,
+        concurrency: int = 2,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._db = db
+        self._llm = llm
+        self._clock = clock
+        self._profiles = profiles
+        self._observer = observer
+        self._min_messages = min_messages
+        self._backoff = backoff
+        self._rng = rng or random.Random(0)
+        self._slots = anyio.Semaphore(concurrency)
+        self._queue: DueQueue[int] = DueQueue(clock)
+        self._in_flight: set[int] = set()
+
+    def hand_off(self, buffer_id: int) -> None:
+        """Take a closed buffer (its outbox row is already committed); never blocks."""
+        self._queue.put(buffer_id, self._clock.now())
+
+    @property
+    def backlog(self) -> int:
+        """Buffers queued or being written."""
+        return len(self._queue) + len(self._in_flight)
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Re-queue every closed buffer of the outbox, then write notes until cancelled."""
+        for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
+            self._queue.put(buffer_id, due)
+        task_status.started()
+        async with anyio.create_task_group() as tg:
+            while True:
+                buffer_id = await self._queue.get()
+                if buffer_id in self._in_flight:
+                    continue
+                await self._slots.acquire()
+                self._in_flight.add(buffer_id)
+                tg.start_soon(self._write_released, buffer_id)
+
+    async def _write_released(self, buffer_id: int) -> None:
+        try:
+            await self.write(buffer_id)
+        finally:
+            self._in_flight.discard(buffer_id)
+            self._slots.release()
+
+    async def write(self, buffer_id: int) -> int | None:
+        """Write (or discard) one closed buffer; returns the note id if one was committed."""
+        bound = log.bind(buffer_id=buffer_id)
+        stored = await self._db.read(buffer_store.load_buffer, buffer_id)
+        if stored is None or stored.row.status != "closed":
+            return None  # already noted or discarded
+        row = stored.row
+        bound = bound.bind(guild_id=row.guild_id, channel_id=row.channel_id)
+        machine = ChannelBuffer(BufferConfig(inactivity_s=row.inactivity_s))
+        machine.handle(Restored(row.snapshot(frozenset(m.message_id for m in stored.messages))), 0)
+        machine.handle(HandedOff(), self._clock.now())
+        if len(stored.messages) < self._min_messages:
+            if await self._db.write(note_store.discard_buffer, buffer_id):
+                self._observer.buffer_discarded()
+                bound.debug("buffer too small for a note; discarded", messages=len(stored.messages))
+            machine.handle(NoteCommitted(None), self._clock.now())
+            return None
+        lines = tuple(
+            TranscriptLine(m.author_id, m.author_name, m.text, m.created_at)
+            for m in stored.messages
+        )
+        counts = Counter(m.author_id for m in stored.messages)
+        names = {m.author_id: m.author_name for m in stored.messages}
+        day = note_store.note_date(row.started_at)
+        try:
+            generation = await self._llm.generate(
+                note_request(NoteInput(row.guild_id, row.channel_id, row.channel_name, lines))
+            )
+            draft = generation.value
+            text = contextual_text(
+                row.channel_name,
+                day,
+                [names[user] for user in counts],
+                list(draft.topics),
+                draft.title,
+                draft.summary,
+            )
+            [embedding] = await self._llm.embed([text], EmbeddingTask.DOCUMENT)
+        except LLMError as exc:
+            machine.handle(NoteFailed(str(exc)), self._clock.now())
+            delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
+            retry_at = self._clock.now() + delay
+            await self._db.write(buffer_store.record_note_failure, buffer_id, str(exc), retry_at)
+            self._queue.put(buffer_id, retry_at)
+            bound.warning("note failed; will retry", error=str(exc), retry_in_s=round(delay, 1))
+            return None
+        participants = tuple(
+            note_store.Participant(user, names[user], count) for user, count in counts.items()
+        )
+        note = note_store.NewNote(
+            guild_id=row.guild_id,
+            channel_id=row.channel_id,
+            channel_name=row.channel_name,
+            note_type="conversation",
+            title=draft.title,
+            summary=draft.summary,
+            topics=tuple(draft.topics),
+            decisions=tuple(draft.decisions),
+            open_questions=tuple(draft.open_questions),
+            entities=tuple(draft.entities),
+            participants=participants,
+            note_date=day,
+            quality=generation.quality,
+            model=generation.model,
+            embedding=embedding,
+            created_at=self._clock.now(),
+            started_at=row.started_at,
+            ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,
+        )
+        note_id = await self._db.write(note_store.commit_conversation_note, buffer_id, note)
+        machine.handle(NoteCommitted(note_id), self._clock.now())
+        if note_id is None:
+            return None
+        self._observer.note_written("conversation")
+        bound.info("note written", note_id=note_id, participants=len(participants))
+        for participant in participants:
+            self._profiles.notify(row.guild_id, participant.user_id)
+        return note_id

@@ -1,0 +1,247 @@
+"""ProfileUpdater actors: one per member with pending profile updates.
+
+Each member's updates are serialised by their own actor, while different members proceed in
+parallel under a concurrency limit. An actor coalesces all of its member's due updates into
+one flash call that returns operations on the member's facts; the operations are checked by
+:func:`~vivy.state.profile.plan_operations` (grounding, injection, unknown ids, caps) and the
+plan is written together with the "applied" marks in one transaction guarded by the profile
+version. A failure leaves the updates pending for a retry with backoff. An actor with nothing
+pending retires.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from vivy.clock import Clock
+from vivy.errors import LLMError
+from vivy.llm.port import LLM
+from vivy.llm.prompts import profile_update_request
+from vivy.llm.retry import Backoff
+from vivy.llm.schemas import FactView, NoteView, ProfileInput, TranscriptLine
+from vivy.state.profile import FactSource, ProfilePlan, plan_operations
+from vivy.storage import notes as note_store
+from vivy.storage import profiles as profile_store
+from vivy.storage.db import Connection, Database
+
+__all__ = ["MAX_NOTES_PER_CALL", "ProfileObserver", "ProfileUpdaters"]
+
+log = structlog.get_logger(__name__)
+
+#: Most notes coalesced into one profile-update call.
+MAX_NOTES_PER_CALL = 8
+
+#: Retry schedule of a member's failed update: 30 s doubling up to an hour, jittered.
+UPDATE_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
+
+
+class ProfileObserver(Protocol):
+    """What the ProfileUpdaters report for metrics."""
+
+    def profile_update(self, outcome: str) -> None:
+        """An update attempt ended: ``applied``, ``failed`` or ``conflict_retried``."""
+
+    def fact_rejected(self, reason: str) -> None:
+        """A proposed operation was refused for ``reason`` (a :class:`Rejection` value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    guild_id: int
+    user_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """Everything one update call needs, read in one go."""
+
+    version: int
+    facts: list[profile_store.Fact]
+    notes: list[note_store.Note]
+    lines: dict[int, list[tuple[int, str, str, float]]]
+
+
+def _read_context(conn: Connection, guild_id: int, user_id: int, note_ids: list[int]) -> _Context:
+    return _Context(
+        version=profile_store.profile_version(conn, guild_id, user_id),
+        facts=profile_store.active_facts(conn, guild_id, user_id),
+        notes=note_store.get_notes(conn, note_ids),
+        lines=profile_store.note_sources(conn, note_ids),
+    )
+
+
+def _write_plan(
+    conn: Connection,
+    member: _Member,
+    version: int,
+    plan: ProfilePlan,
+    update_ids: Sequence[int],
+    now: float,
+) -> bool:
+    """Apply the plan and mark the updates applied, or change nothing on a version conflict."""
+    if plan.changes and not profile_store.apply_plan(
+        conn, member.guild_id, member.user_id, version, plan, now
+    ):
+        return False
+    profile_store.mark_updates_applied(conn, update_ids, now)
+    return True
+
+
+class ProfileUpdaters:
+    """Supervises one actor per member with pending updates; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLM,
+        clock: Clock,
+        observer: ProfileObserver,
+        concurrency: int = 4,
+        backoff: Backoff = UPDATE_BACKOFF,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._db = db
+        self._llm = llm
+        self._clock = clock
+        self._observer = observer
+        self._backoff = backoff
+        self._rng = rng or random.Random(0)
+        self._limiter = anyio.CapacityLimiter(concurrency)
+        self._wake: dict[_Member, anyio.Event] = {}
+        self._tg: TaskGroup | None = None
+
+    @property
+    def active(self) -> int:
+        """Members whose actor is running."""
+        return len(self._wake)
+
+    def notify(self, guild_id: int, user_id: int) -> None:
+        """A pending update for the member was committed: wake or start their actor."""
+        member = _Member(guild_id, user_id)
+        wake = self._wake.get(member)
+        if wake is not None:
+            wake.set()
+            return
+        if self._tg is None:
+            raise RuntimeError("ProfileUpdaters.run() must be started first")
+        self._wake[member] = anyio.Event()
+        self._tg.start_soon(self._member_actor, member)
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Start an actor for every member with pending updates, then serve until cancelled."""
+        pending = await self._db.read(profile_store.pending_updates)
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            for update in pending:
+                self.notify(update.guild_id, update.user_id)
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def _member_actor(self, member: _Member) -> None:
+        bound = log.bind(guild_id=member.guild_id, user_id=member.user_id)
+        while True:
+            self._wake[member] = wake = anyio.Event()
+            pending = [
+                u
+                for u in await self._db.read(profile_store.pending_updates, member.user_id)
+                if u.guild_id == member.guild_id
+            ]
+            now = self._clock.now()
+            due = [u for u in pending if u.next_attempt_at <= now][:MAX_NOTES_PER_CALL]
+            if due:
+                async with self._limiter:
+                    await self._update(member, due, bound)
+                continue
+            if not pending and not wake.is_set():
+                del self._wake[member]
+                return
+            next_at = min((u.next_attempt_at for u in pending), default=math.inf)
+            with anyio.move_on_at(self._clock.to_monotonic(next_at)):
+                await wake.wait()
+
+    async def _update(
+        self,
+        member: _Member,
+        updates: list[profile_store.PendingUpdate],
+        bound: structlog.typing.FilteringBoundLogger,
+    ) -> None:
+        note_ids = [u.note_id for u in updates]
+        ctx = await self._db.read(_read_context, member.guild_id, member.user_id, note_ids)
+        own_name = next(
+            (
+                p.display_name
+                for n in ctx.notes
+                for p in n.participants
+                if p.user_id == member.user_id
+            ),
+            str(member.user_id),
+        )
+        views = tuple(
+            NoteView(
+                id=note.id,
+                title=note.title,
+                summary=note.summary,
+                date=note.note_date,
+                participants=tuple(p.display_name for p in note.participants),
+                lines=tuple(
+                    TranscriptLine(a, name, text, at) for a, name, text, at in ctx.lines[note.id]
+                ),
+            )
+            for note in ctx.notes
+        )
+        payload = ProfileInput(
+            user_id=member.user_id,
+            user_name=own_name,
+            facts=tuple(FactView(f.id, f.section, f.text, f.source_label) for f in ctx.facts),
+            notes=views,
+        )
+        try:
+            generation = await self._llm.generate(profile_update_request(payload))
+        except LLMError as exc:
+            self._observer.profile_update("failed")
+            attempts = max(u.attempts for u in updates) + 1
+            retry_at = (
+                self._clock.now() + self._backoff.delay(attempts, self._rng) + self._backoff.base_s
+            )
+            ids = [u.id for u in updates]
+            await self._db.write(profile_store.record_update_failure, ids, str(exc), retry_at)
+            bound.warning("profile update failed; will retry", error=str(exc))
+            return
+        sources = {
+            note.id: FactSource(
+                note.id,
+                note_store.source_label(note.title, note.note_date),
+                "\n".join(text for a, _, text, _ in ctx.lines[note.id] if a == member.user_id),
+            )
+            for note in ctx.notes
+        }
+        plan = plan_operations(
+            [f.existing() for f in ctx.facts], generation.value.operations, sources
+        )
+        written = await self._db.write(
+            _write_plan, member, ctx.version, plan, [u.id for u in updates], self._clock.now()
+        )
+        if not written:
+            self._observer.profile_update("conflict_retried")
+            return
+        for reason, _ in plan.rejected:
+            self._observer.fact_rejected(reason.value)
+        self._observer.profile_update("applied")
+        bound.info(
+            "profile updated",
+            notes=len(updates),
+            added=len(plan.added),
+            retired=len(plan.retired),
+            rejected=len(plan.rejected),
+        )

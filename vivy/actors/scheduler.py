@@ -1,0 +1,300 @@
+"""The Scheduler actor: start-up catch-up and the nightly memory job.
+
+At start-up it runs, oldest first, every day of the catch-up window that has no completed
+run; start-up waits for that at most ``catchup_limit_s``, after which the catch-up goes on in
+the background. Then it sleeps until each local midnight and runs the day that just ended.
+
+The job for a day has two passes per guild, each recorded in ``memory_job_log`` so that a
+crash resumes where it stopped: pass 1 clusters the day's conversation notes into topic
+clusters with the pro model (sources validated to be that day's notes); pass 2 consolidates
+the profile of every member active that day with the pro model, through the same operation
+checks as per-note updates. The job only reads and writes through the database owner, so
+message ingestion never waits for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+import anyio
+import structlog
+
+from vivy.clock import Clock
+from vivy.errors import LLMError
+from vivy.llm.port import LLM, EmbeddingTask
+from vivy.llm.prompts import cluster_request, consolidation_request
+from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput
+from vivy.state.profile import FactSource, plan_operations
+from vivy.state.schedule import (
+    day_bounds,
+    local_day,
+    missed_days,
+    next_midnight,
+    validate_clusters,
+)
+from vivy.storage import jobs
+from vivy.storage import notes as note_store
+from vivy.storage import profiles as profile_store
+from vivy.storage.db import Connection, Database
+
+__all__ = ["JobReport", "Scheduler", "SchedulerObserver"]
+
+log = structlog.get_logger(__name__)
+
+CLUSTERS = "clusters"
+CONSOLIDATION = "consolidation"
+
+
+class SchedulerObserver(Protocol):
+    """What the Scheduler reports for metrics."""
+
+    def job_succeeded(self, completed_at: float, seconds: float) -> None:
+        """The job for a day completed."""
+
+    def job_failed(self, job_pass: str) -> None:
+        """A pass failed (``clustering`` or ``consolidation``)."""
+
+    def note_written(self, note_type: str) -> None:
+        """A topic-cluster note was committed."""
+
+    def profile_update(self, outcome: str) -> None:
+        """A consolidation was applied or failed."""
+
+    def fact_rejected(self, reason: str) -> None:
+        """A proposed consolidation operation was refused."""
+
+
+@dataclass(slots=True)
+class JobReport:
+    """What one day's job did."""
+
+    day: date
+    ran_at: float = 0.0
+    clusters: int = 0
+    consolidated: int = 0
+    skipped_passes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every pass of every guild completed."""
+        return not self.failures
+
+
+class Scheduler:
+    """Runs the nightly job; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLM,
+        clock: Clock,
+        observer: SchedulerObserver,
+        zone: ZoneInfo,
+        min_cluster_notes: int = 3,
+        catchup_limit_s: float = 300.0,
+    ) -> None:
+        self._db = db
+        self._llm = llm
+        self._clock = clock
+        self._observer = observer
+        self._zone = zone
+        self._min_cluster_notes = min_cluster_notes
+        self._catchup_limit_s = catchup_limit_s
+        self._lock = anyio.Lock()
+        self.reports: list[JobReport] = []
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Catch up (bounded), report started, then run at every local midnight."""
+        caught_up = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._catch_up, caught_up)
+            with anyio.move_on_after(self._catchup_limit_s):
+                await caught_up.wait()
+            if not caught_up.is_set():
+                log.warning("catch-up continues in the background", limit_s=self._catchup_limit_s)
+            task_status.started()
+            while True:
+                midnight = next_midnight(self._clock.now(), self._zone)
+                await anyio.sleep_until(self._clock.to_monotonic(midnight))
+                ended = local_day(midnight - 1.0, self._zone)
+                await self.run_day(ended)
+
+    async def _catch_up(self, done: anyio.Event) -> None:
+        completed, first = await self._db.read(_catchup_state)
+        first_day = None if first is None else local_day(first, self._zone)
+        days = missed_days(self._clock.now(), self._zone, completed, first_activity=first_day)
+        if days:
+            log.info("catching up on missed days", days=[d.isoformat() for d in days])
+        for day in days:
+            await self.run_day(day)
+        done.set()
+
+    async def run_day(self, day: date) -> JobReport:
+        """Run (or resume) the job for one local day; runs never overlap."""
+        async with self._lock:
+            started = anyio.current_time()
+            report = JobReport(day, ran_at=self._clock.now())
+            start, end = day_bounds(day, self._zone)
+            for guild_id in await self._db.read(jobs.guilds_with_notes, start, end):
+                await self._cluster_pass(guild_id, day, start, end, report)
+                await self._consolidation_pass(guild_id, day, start, end, report)
+            if report.complete:
+                now = self._clock.now()
+                await self._db.write(jobs.record_run, day, now)
+                self._observer.job_succeeded(now, anyio.current_time() - started)
+            log.info(
+                "nightly job ran",
+                day=day.isoformat(),
+                clusters=report.clusters,
+                consolidated=report.consolidated,
+                failures=report.failures,
+            )
+            self.reports.append(report)
+            return report
+
+    async def _cluster_pass(
+        self, guild_id: int, day: date, start: float, end: float, report: JobReport
+    ) -> None:
+        if await self._db.read(jobs.pass_done, guild_id, day, CLUSTERS):
+            report.skipped_passes.append(f"{guild_id}:{CLUSTERS}")
+            return
+        notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
+        new: list[note_store.NewNote] = []
+        if len(notes) >= self._min_cluster_notes:
+            views = tuple(_view(n) for n in notes)
+            try:
+                generation = await self._llm.generate(
+                    cluster_request(ClusterInput(guild_id, day.isoformat(), views))
+                )
+                clusters = validate_clusters(generation.value, [n.id for n in notes])
+                texts = [
+                    f"Topic cluster of {day.isoformat()}\n\n{c.title}\n{c.summary}"
+                    for c in clusters
+                ]
+                vectors = await self._llm.embed(texts, EmbeddingTask.DOCUMENT) if texts else []
+            except LLMError as exc:
+                report.failures.append(f"{guild_id}:{CLUSTERS}")
+                self._observer.job_failed("clustering")
+                log.warning("clustering failed", guild_id=guild_id, error=str(exc))
+                return
+            by_id = {n.id: n for n in notes}
+            for cluster, vector in zip(clusters, vectors, strict=True):
+                people: dict[int, note_store.Participant] = {}
+                for note_id in cluster.source_note_ids:
+                    for p in by_id[note_id].participants:
+                        people.setdefault(p.user_id, p)
+                new.append(
+                    note_store.NewNote(
+                        guild_id=guild_id,
+                        channel_id=0,
+                        channel_name="",
+                        note_type="topic_cluster",
+                        title=cluster.title,
+                        summary=cluster.summary,
+                        topics=(),
+                        decisions=(),
+                        open_questions=(),
+                        entities=(),
+                        participants=tuple(people.values()),
+                        note_date=day.isoformat(),
+                        quality=generation.quality,
+                        model=generation.model,
+                        embedding=vector,
+                        created_at=self._clock.now(),
+                        started_at=start,
+                        ended_at=end,
+                        source_note_ids=cluster.source_note_ids,
+                    )
+                )
+        ids = await self._db.write(
+            note_store.commit_cluster_notes, guild_id, day.isoformat(), new, self._clock.now()
+        )
+        report.clusters += len(ids)
+        for _ in ids:
+            self._observer.note_written("topic_cluster")
+
+    async def _consolidation_pass(
+        self, guild_id: int, day: date, start: float, end: float, report: JobReport
+    ) -> None:
+        if await self._db.read(jobs.pass_done, guild_id, day, CONSOLIDATION):
+            report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
+            return
+        notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
+        members = sorted({p.user_id for n in notes for p in n.participants})
+        failed = False
+        for user_id in members:
+            theirs = [n for n in notes if any(p.user_id == user_id for p in n.participants)]
+            try:
+                await self._consolidate(guild_id, user_id, theirs)
+                report.consolidated += 1
+            except LLMError as exc:
+                failed = True
+                self._observer.profile_update("failed")
+                log.warning(
+                    "consolidation failed", guild_id=guild_id, user_id=user_id, error=str(exc)
+                )
+        if failed:
+            report.failures.append(f"{guild_id}:{CONSOLIDATION}")
+            self._observer.job_failed("consolidation")
+            return
+        await self._db.write(jobs.record_pass, guild_id, day, CONSOLIDATION, self._clock.now())
+
+    async def _consolidate(self, guild_id: int, user_id: int, notes: list[note_store.Note]) -> None:
+        """One consolidation call for one member; retried once on a version conflict."""
+        for _ in range(2):
+            facts = await self._db.read(profile_store.active_facts, guild_id, user_id)
+            version = await self._db.read(profile_store.profile_version, guild_id, user_id)
+            name = next(
+                p.display_name for n in notes for p in n.participants if p.user_id == user_id
+            )
+            payload = ProfileInput(
+                user_id=user_id,
+                user_name=name,
+                facts=tuple(FactView(f.id, f.section, f.text, f.source_label) for f in facts),
+                notes=tuple(_view(n) for n in notes),
+            )
+            generation = await self._llm.generate(consolidation_request(payload))
+            sources = {
+                n.id: FactSource(
+                    n.id, note_store.source_label(n.title, n.note_date), f"{n.title}\n{n.summary}"
+                )
+                for n in notes
+            }
+            plan = plan_operations(
+                [f.existing() for f in facts],
+                generation.value.operations,
+                sources,
+                consolidation=True,
+            )
+            for reason, _ in plan.rejected:
+                self._observer.fact_rejected(reason.value)
+            if not plan.changes:
+                return
+            written = await self._db.write(
+                profile_store.apply_plan, guild_id, user_id, version, plan, self._clock.now()
+            )
+            if written:
+                self._observer.profile_update("applied")
+                return
+            self._observer.profile_update("conflict_retried")
+
+
+def _view(note: note_store.Note) -> NoteView:
+    return NoteView(
+        id=note.id,
+        title=note.title,
+        summary=note.summary,
+        date=note.note_date,
+        participants=tuple(p.display_name for p in note.participants),
+    )
+
+
+def _catchup_state(conn: Connection) -> tuple[list[date], float | None]:
+    return jobs.completed_days(conn), jobs.first_note_time(conn)

@@ -1,0 +1,184 @@
+"""The composition root: builds every actor from the settings and runs them together.
+
+``running_app`` opens the database, checks that its vectors were made by the configured
+embedding model, wires the metrics, the LLM, the router, the NoteWriter, the ProfileUpdaters
+and the Scheduler, and runs them under one task group until the block ends. Cancelling the
+group is a graceful stop: open buffers and pending work are already durable and resume on the
+next start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import structlog
+from prometheus_client import CollectorRegistry
+
+from vivy import __version__
+from vivy.actors.note_writer import NoteWriter
+from vivy.actors.profile_updater import ProfileUpdaters
+from vivy.actors.router import Router
+from vivy.actors.scheduler import Scheduler
+from vivy.clock import Clock
+from vivy.config import Settings
+from vivy.errors import ConfigError
+from vivy.llm import make_llm
+from vivy.llm.metered import MeteredLLM
+from vivy.llm.port import LLM, ModelTier
+from vivy.metrics import ActorKind, Metrics
+from vivy.metrics.observer import MetricsObserver
+from vivy.state.gate import CapturePolicy
+from vivy.storage.db import Connection, Database
+from vivy.storage.meta import get_meta, set_meta
+
+__all__ = ["GAUGE_INTERVAL_S", "App", "check_embedding_model", "running_app"]
+
+log = structlog.get_logger(__name__)
+
+#: How often the backlog, database-size and inbox gauges are refreshed.
+GAUGE_INTERVAL_S = 15.0
+
+
+@dataclass
+class App:
+    """The running system."""
+
+    settings: Settings
+    db: Database
+    clock: Clock
+    llm: LLM
+    metrics: Metrics
+    router: Router
+    notes: NoteWriter
+    profiles: ProfileUpdaters
+    scheduler: Scheduler
+
+
+def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
+    """Record the embedding model on first use; refuse a different one while notes exist."""
+    stored = get_meta(conn, "embedding_model")
+    stored_dim = get_meta(conn, "embedding_dimension")
+    current = f"{model} ({dimension} dimensions)"
+    if stored is None:
+        set_meta(conn, "embedding_model", model)
+        set_meta(conn, "embedding_dimension", str(dimension))
+        return
+    if stored == model and stored_dim == str(dimension):
+        return
+    notes = conn.execute("SELECT COUNT(*) FROM interaction_notes").fetchone()[0]
+    if notes == 0:
+        set_meta(conn, "embedding_model", model)
+        set_meta(conn, "embedding_dimension", str(dimension))
+        return
+    raise ConfigError(
+        f"the notes in this database were embedded with {stored} ({stored_dim} dimensions) but "
+        f"the configured embedding model is {current}; run `vivy reembed` first"
+    )
+
+
+def _backlog(conn: Connection) -> tuple[int, int, int]:
+    closed = conn.execute("SELECT COUNT(*) FROM channel_buffers WHERE status = 'closed'")
+    pending = conn.execute("SELECT COUNT(*) FROM profile_updates WHERE status = 'pending'")
+    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    return int(closed.fetchone()[0]), int(pending.fetchone()[0]), int(page_count * page_size)
+
+
+@asynccontextmanager
+async def running_app(
+    settings: Settings,
+    *,
+    clock: Clock,
+    inline_db: bool = False,
+    llm: LLM | None = None,
+    registry: CollectorRegistry | None = None,
+    own_user_id: int | None = None,
+    environ: Mapping[str, str] | None = None,
+    scheduler: bool = True,
+) -> AsyncIterator[App]:
+    """Run the whole capture and memory pipeline until the block ends."""
+    db = Database.open(settings.database, inline=inline_db)
+    metrics = Metrics(registry or CollectorRegistry())
+    observer = MetricsObserver(metrics)
+    model: LLM = (
+        MeteredLLM(llm, metrics, clock)
+        if llm is not None
+        else make_llm(environ if environ is not None else os.environ, meter=metrics, clock=clock)
+    )
+    metrics.set_build_info(version=__version__, llm_quality=model.quality)
+    try:
+        await db.write(check_embedding_model, model.embedding_model, model.dimension)
+        profiles = ProfileUpdaters(
+            db=db,
+            llm=model,
+            clock=clock,
+            observer=observer,
+            concurrency=settings.profile_concurrency,
+        )
+        notes = NoteWriter(
+            db=db,
+            llm=model,
+            clock=clock,
+            profiles=profiles,
+            observer=observer,
+            min_messages=settings.min_note_messages,
+        )
+        router = Router(
+            db=db,
+            clock=clock,
+            buffers=settings.buffers,
+            policy=CapturePolicy(
+                own_user_id=own_user_id,
+                allowed_guilds=settings.allowed_guilds,
+                blacklisted_users=settings.blacklisted_users,
+                blacklisted_channels=settings.blacklisted_channels,
+                capture_enabled=settings.capture_enabled,
+            ),
+            hand_off=notes,
+            observer=observer,
+        )
+        nightly = Scheduler(
+            db=db,
+            llm=model,
+            clock=clock,
+            observer=observer,
+            zone=settings.zone,
+            min_cluster_notes=settings.min_cluster_notes,
+            catchup_limit_s=settings.catchup_time_limit_s,
+        )
+        app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)
+        async with anyio.create_task_group() as tg:
+            await tg.start(profiles.run)
+            await tg.start(notes.run)
+            await tg.start(router.run)
+            tg.start_soon(_refresh_gauges, app)
+            if scheduler:
+                await tg.start(nightly.run)
+            log.info(
+                "vivy started",
+                llm=model.quality,
+                flash=model.model_for(ModelTier.FLASH),
+                database=str(settings.database),
+            )
+            yield app
+            tg.cancel_scope.cancel()
+    finally:
+        await model.aclose()
+        db.close()
+
+
+async def _refresh_gauges(app: App) -> None:
+    """Keep the backlog, size and inbox gauges current (they are read, not counted)."""
+    while True:
+        closed, pending, size = await app.db.read(_backlog)
+        app.metrics.outbox_buffers_pending.set(closed)
+        app.metrics.outbox_profile_updates_pending.set(pending)
+        app.metrics.database_size.set(size)
+        stats = app.router.statistics()
+        app.metrics.actor_inbox_depth.labels(actor=ActorKind.CHANNEL).set(stats.queued_items)
+        app.metrics.actor_inbox_depth.labels(actor=ActorKind.NOTE_WRITER).set(app.notes.backlog)
+        await anyio.sleep(GAUGE_INTERVAL_S)

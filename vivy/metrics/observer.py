@@ -1,0 +1,72 @@
+"""Reports of the actors, turned into Prometheus metrics.
+
+The actors depend only on small observer protocols (``IngestObserver``, ``NoteObserver``,
+``ProfileObserver``, ``SchedulerObserver``); :class:`MetricsObserver` implements them all on
+top of :class:`~vivy.metrics.registry.Metrics`, converting reason strings into the bounded
+label enums (an unknown value raises, as a bug should).
+"""
+
+from __future__ import annotations
+
+from vivy.metrics.registry import (
+    ActorKind,
+    DiscardReason,
+    FactRejection,
+    FlushReason,
+    Metrics,
+    NoteType,
+    ProfileUpdateOutcome,
+    SchedulerPass,
+)
+from vivy.state.gate import IngestOutcome
+
+__all__ = ["MetricsObserver"]
+
+
+class MetricsObserver:
+    """Counts what the actors report; see the module docstring."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def ingested(self, outcome: IngestOutcome) -> None:
+        """One gateway event ended with ``outcome``."""
+        self.metrics.messages_ingested.labels(outcome=outcome).inc()
+
+    def buffer_opened(self) -> None:
+        """A buffer opened."""
+        self.metrics.open_buffers.inc()
+
+    def buffer_closed(self, reason: str) -> None:
+        """A buffer closed for ``reason``."""
+        self.metrics.open_buffers.dec()
+        self.metrics.buffer_flushes.labels(reason=FlushReason(reason)).inc()
+
+    def actor_restarted(self) -> None:
+        """A channel actor crashed and was restarted."""
+        self.metrics.actor_restarts.labels(actor=ActorKind.CHANNEL).inc()
+
+    def note_written(self, note_type: str) -> None:
+        """A note was committed."""
+        self.metrics.notes_written.labels(type=NoteType(note_type)).inc()
+
+    def buffer_discarded(self) -> None:
+        """A buffer was too small for a note."""
+        self.metrics.buffers_discarded.labels(reason=DiscardReason.TOO_FEW_MESSAGES).inc()
+
+    def profile_update(self, outcome: str) -> None:
+        """A profile update attempt ended."""
+        self.metrics.profile_updates.labels(outcome=ProfileUpdateOutcome(outcome)).inc()
+
+    def fact_rejected(self, reason: str) -> None:
+        """A proposed fact operation was refused."""
+        self.metrics.profile_facts_rejected.labels(reason=FactRejection(reason)).inc()
+
+    def job_succeeded(self, completed_at: float, seconds: float) -> None:
+        """The nightly job completed a day."""
+        self.metrics.scheduler_last_success.set(completed_at)
+        self.metrics.scheduler_duration.observe(seconds)
+
+    def job_failed(self, job_pass: str) -> None:
+        """A pass of the nightly job failed (``clustering`` or ``consolidation``)."""
+        self.metrics.scheduler_failures.labels(SchedulerPass(job_pass)).inc()

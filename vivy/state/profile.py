@@ -1,0 +1,231 @@
+"""Turning LLM profile operations into a checked plan, without I/O.
+
+The LLM proposes operations on a member's facts (seed 000's model applied to profiles: add,
+merge, invalidate, keep). :func:`plan_operations` validates each one against the member's
+active facts and the guards, and returns what to write and what was rejected and why:
+
+* every new fact carries the note it came from, or is marked as a consolidation;
+* a fact must be grounded in its source and must not read as an instruction or a secret;
+* operations naming fact ids that are not the member's active facts are rejected;
+* a fact has at most :data:`~vivy.state.guards.MAX_FACT_WORDS` words;
+* a section holds at most :data:`SECTION_CAP` facts and a profile :data:`PROFILE_CAP`; when a
+  cap is reached the oldest facts learnt from conversation are folded (retired) first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from vivy.llm.schemas import AddFact, InvalidateFact, KeepFact, MergeFacts, ProfileOperation
+from vivy.state.guards import MAX_FACT_WORDS, content_tokens, is_grounded, looks_like_instruction
+
+__all__ = [
+    "PROFILE_CAP",
+    "SECTION_CAP",
+    "ExistingFact",
+    "FactSource",
+    "NewFact",
+    "ProfilePlan",
+    "Rejection",
+    "RetiredFact",
+    "check_fact_text",
+    "plan_operations",
+]
+
+#: Most active facts in one section.
+SECTION_CAP = 8
+#: Most active facts in one profile.
+PROFILE_CAP = 45
+
+
+class Rejection(StrEnum):
+    """Why a proposed operation was not applied."""
+
+    UNGROUNDED = "ungrounded"
+    INSTRUCTION = "instruction"
+    UNKNOWN_FACT = "unknown_fact"
+    TOO_LONG = "too_long"
+    SECTION_FULL = "section_full"
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingFact:
+    """An active fact of the member's profile."""
+
+    id: int
+    section: str
+    text: str
+    source_kind: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class FactSource:
+    """A note a new fact may come from: its id, its label for citations, and its text."""
+
+    note_id: int
+    label: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    """A fact to insert; ``supersedes`` are fact ids it replaces (a merge)."""
+
+    section: str
+    text: str
+    source_kind: str
+    source_note_id: int | None
+    source_label: str
+    supersedes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RetiredFact:
+    """A fact to invalidate, with the reason kept in its history."""
+
+    fact_id: int
+    reason: str
+
+
+@dataclass(slots=True)
+class ProfilePlan:
+    """What to write for one profile update, and what was refused."""
+
+    added: list[NewFact] = field(default_factory=list)
+    retired: list[RetiredFact] = field(default_factory=list)
+    rejected: list[tuple[Rejection, str]] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        """Whether anything is to be written."""
+        return bool(self.added or self.retired)
+
+
+def check_fact_text(text: str) -> Rejection | None:
+    """The guard a fact's text fails on its own (length, instruction), if any."""
+    if looks_like_instruction(text):
+        return Rejection.INSTRUCTION
+    if len(text.split()) > MAX_FACT_WORDS:
+        return Rejection.TOO_LONG
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    return content_tokens(a) == content_tokens(b) and bool(content_tokens(a))
+
+
+def plan_operations(
+    facts: Sequence[ExistingFact],
+    operations: Sequence[ProfileOperation],
+    sources: Mapping[int, FactSource],
+    *,
+    consolidation: bool = False,
+) -> ProfilePlan:
+    """Validate ``operations`` against ``facts`` and ``sources``; see the module docstring.
+
+    ``sources`` are the notes the operations may cite; an add without a note id cites the only
+    source when there is exactly one. In a consolidation, new facts are marked as such and may
+    also rest on the text of the facts they merge.
+    """
+    plan = ProfilePlan()
+    active = {fact.id: fact for fact in facts}
+    retiring: set[int] = set()
+    single = next(iter(sources.values())) if len(sources) == 1 else None
+
+    def source_for(note_id: int | None) -> FactSource | None:
+        if note_id is None:
+            return single
+        return sources.get(note_id)
+
+    for op in operations:
+        if isinstance(op, KeepFact):
+            if op.fact_id not in active:
+                plan.rejected.append((Rejection.UNKNOWN_FACT, f"keep {op.fact_id}"))
+            continue
+        if isinstance(op, InvalidateFact):
+            if op.fact_id not in active or op.fact_id in retiring:
+                plan.rejected.append((Rejection.UNKNOWN_FACT, f"invalidate {op.fact_id}"))
+                continue
+            if looks_like_instruction(op.reason):
+                plan.rejected.append((Rejection.INSTRUCTION, f"invalidate {op.fact_id}"))
+                continue
+            retiring.add(op.fact_id)
+            plan.retired.append(RetiredFact(op.fact_id, op.reason or "contradicted"))
+            continue
+        refused = check_fact_text(op.text)
+        if refused is not None:
+            plan.rejected.append((refused, op.text))
+            continue
+        source = source_for(op.note_id)
+        if op.note_id is not None and source is None:
+            plan.rejected.append((Rejection.UNKNOWN_FACT, f"note {op.note_id}"))
+            continue
+        if isinstance(op, MergeFacts):
+            ids = tuple(dict.fromkeys(op.fact_ids))
+            if any(i not in active or i in retiring for i in ids):
+                plan.rejected.append((Rejection.UNKNOWN_FACT, f"merge {list(ids)}"))
+                continue
+            basis = " ".join(active[i].text for i in ids) + " " + (source.text if source else "")
+            if not is_grounded(op.text, basis):
+                plan.rejected.append((Rejection.UNGROUNDED, op.text))
+                continue
+            retiring.update(ids)
+            plan.retired.extend(RetiredFact(i, "merged") for i in ids)
+            plan.added.append(_new_fact(op.section, op.text, source, consolidation, ids))
+            continue
+        assert isinstance(op, AddFact)
+        if source is None and not consolidation:
+            plan.rejected.append((Rejection.UNGROUNDED, op.text))
+            continue
+        basis = (source.text if source else "") + " " + op.evidence
+        if not is_grounded(op.text, source.text if source else "") and not (
+            op.evidence
+            and source is not None
+            and is_grounded(op.evidence, source.text)
+            and is_grounded(op.text, basis)
+        ):
+            plan.rejected.append((Rejection.UNGROUNDED, op.text))
+            continue
+        duplicate = any(
+            _same(f.text, op.text) for f in active.values() if f.id not in retiring
+        ) or any(_same(n.text, op.text) for n in plan.added)
+        if duplicate:
+            continue
+        plan.added.append(_new_fact(op.section, op.text, source, consolidation, ()))
+    _fold_to_caps(plan, [f for f in facts if f.id not in retiring])
+    return plan
+
+
+def _new_fact(
+    section: str,
+    text: str,
+    source: FactSource | None,
+    consolidation: bool,
+    supersedes: tuple[int, ...],
+) -> NewFact:
+    if source is not None:
+        return NewFact(section, text, "note", source.note_id, source.label, supersedes)
+    return NewFact(section, text, "consolidation", None, "daily consolidation", supersedes)
+
+
+def _fold_to_caps(plan: ProfilePlan, remaining: list[ExistingFact]) -> None:
+    """Retire the oldest conversation facts until every section and the profile fit the caps."""
+    # Stated facts (the member's own words) are folded last; older before newer.
+    order = sorted(remaining, key=lambda f: (f.source_kind == "stated", f.created_at, f.id))
+    for section in {n.section for n in plan.added} | {f.section for f in remaining}:
+        in_section = [f for f in order if f.section == section]
+        excess = len(in_section) + sum(n.section == section for n in plan.added) - SECTION_CAP
+        for fact in in_section[: max(0, excess)]:
+            plan.retired.append(RetiredFact(fact.id, "folded: section full"))
+            order.remove(fact)
+        if excess > len(in_section):
+            dropped = [n for n in plan.added if n.section == section][: excess - len(in_section)]
+            for new in dropped:
+                plan.added.remove(new)
+                plan.rejected.append((Rejection.SECTION_FULL, new.text))
+    excess = len(order) + len(plan.added) - PROFILE_CAP
+    for fact in order[: max(0, excess)]:
+        plan.retired.append(RetiredFact(fact.id, "folded: profile full"))

@@ -1,0 +1,323 @@
+"""Storage of interaction notes: conversation notes, topic clusters, and their index rows.
+
+A conversation note is committed in one transaction with everything that depends on it: its
+embedding (``vec_notes``), its keyword index row (``notes_fts``, by trigger), its participants,
+its source lines (kept until its profile updates are applied), the deletion of its buffer,
+and one pending profile-update row per human participant. The buffer id is unique among notes,
+so committing the same buffer twice yields one note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlite_vec
+
+from vivy.storage.db import Connection
+
+__all__ = [
+    "NewNote",
+    "Note",
+    "Participant",
+    "commit_cluster_notes",
+    "commit_conversation_note",
+    "discard_buffer",
+    "get_note",
+    "get_notes",
+    "note_date",
+    "notes_between",
+    "notes_of_day",
+    "serialize_vector",
+    "short_date",
+    "source_label",
+]
+
+
+def note_date(wall: float) -> str:
+    """The UTC date ``YYYY-MM-DD`` of a wall time."""
+    return datetime.fromtimestamp(wall, tz=UTC).date().isoformat()
+
+
+def short_date(day: str) -> str:
+    """``Mon D`` for a ``YYYY-MM-DD`` date, as sources are cited (``Feb 23``)."""
+    date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    return f"{date.strftime('%b')} {date.day}"
+
+
+def source_label(title: str, day: str) -> str:
+    """How a fact cites its note: ``note title, Mon D``."""
+    return f"{title}, {short_date(day)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """A human participant of a note."""
+
+    user_id: int
+    display_name: str
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewNote:
+    """A note ready to be stored (either type)."""
+
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    note_type: str
+    title: str
+    summary: str
+    topics: tuple[str, ...]
+    decisions: tuple[str, ...]
+    open_questions: tuple[str, ...]
+    entities: tuple[str, ...]
+    participants: tuple[Participant, ...]
+    note_date: str
+    quality: str
+    model: str
+    embedding: Sequence[float]
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    source_note_ids: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A stored note."""
+
+    id: int
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    note_type: str
+    title: str
+    summary: str
+    topics: tuple[str, ...]
+    decisions: tuple[str, ...]
+    open_questions: tuple[str, ...]
+    entities: tuple[str, ...]
+    participants: tuple[Participant, ...]
+    source_note_ids: tuple[int, ...]
+    note_date: str
+    started_at: float | None
+    ended_at: float | None
+    quality: str
+    created_at: float
+
+
+def serialize_vector(vector: Sequence[float]) -> bytes:
+    """The float32 blob sqlite-vec stores."""
+    return bytes(sqlite_vec.serialize_float32(list(vector)))
+
+
+def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
+    ids = json.dumps([str(p.user_id) for p in note.participants])
+    cursor = conn.execute(
+        "INSERT INTO interaction_notes (guild_id, channel_id, channel_name, note_type,"
+        " participants, title, summary, topics, decisions, open_questions, entities,"
+        " source_note_ids, buffer_id, note_date, quality, model, created_at, started_at,"
+        " ended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            note.guild_id,
+            note.channel_id,
+            note.channel_name,
+            note.note_type,
+            ids,
+            note.title,
+            note.summary,
+            json.dumps(list(note.topics)),
+            json.dumps(list(note.decisions)),
+            json.dumps(list(note.open_questions)),
+            json.dumps(list(note.entities)),
+            None if note.source_note_ids is None else json.dumps(list(note.source_note_ids)),
+            buffer_id,
+            note.note_date,
+            note.quality,
+            note.model,
+            note.created_at,
+            note.started_at,
+            note.ended_at,
+        ),
+    )
+    note_id = int(cursor.lastrowid or 0)
+    conn.executemany(
+        "INSERT INTO note_participants (note_id, user_id, display_name, message_count)"
+        " VALUES (?, ?, ?, ?)",
+        [(note_id, p.user_id, p.display_name, p.message_count) for p in note.participants],
+    )
+    vector = serialize_vector(note.embedding)
+    conn.execute(
+        "INSERT INTO vec_notes (note_id, guild_id, note_type, embedding, embedding_bits)"
+        " VALUES (?, ?, ?, ?, vec_quantize_binary(?))",
+        (note_id, note.guild_id, note.note_type, vector, vector),
+    )
+    for p in note.participants:
+        conn.execute(
+            "INSERT INTO users (id, discord_id, username) VALUES (?, ?, ?)"
+            " ON CONFLICT (discord_id) DO UPDATE SET username = excluded.username",
+            (p.user_id, str(p.user_id), p.display_name),
+        )
+        conn.execute(
+            "INSERT INTO guild_members (guild_id, user_id, display_name, updated_at)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (guild_id, user_id) DO UPDATE SET"
+            " display_name = excluded.display_name, updated_at = excluded.updated_at",
+            (note.guild_id, p.user_id, p.display_name, note.created_at),
+        )
+    return note_id
+
+
+def commit_conversation_note(conn: Connection, buffer_id: int, note: NewNote) -> int | None:
+    """Store the note of a closed buffer with everything that depends on it.
+
+    Returns the note id, or None when the buffer is gone or no longer closed (its note was
+    already committed): committing twice yields one note.
+    """
+    row = conn.execute("SELECT status FROM channel_buffers WHERE id = ?", (buffer_id,)).fetchone()
+    if row is None or row[0] != "closed":
+        return None
+    note_id = _insert_note(conn, note, buffer_id)
+    conn.execute(
+        "INSERT INTO note_lines (message_id, note_id, author_id, author_name, text, created_at)"
+        " SELECT message_id, ?, author_id, author_name, text, created_at FROM buffer_messages"
+        " WHERE buffer_id = ?",
+        (note_id, buffer_id),
+    )
+    conn.execute("DELETE FROM channel_buffers WHERE id = ?", (buffer_id,))
+    conn.executemany(
+        "INSERT INTO profile_updates (guild_id, user_id, note_id, created_at, next_attempt_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [
+            (note.guild_id, p.user_id, note_id, note.created_at, note.created_at)
+            for p in note.participants
+        ],
+    )
+    return note_id
+
+
+def discard_buffer(conn: Connection, buffer_id: int) -> bool:
+    """Delete a closed buffer too small to become a note; False if it was already gone."""
+    cursor = conn.execute(
+        "DELETE FROM channel_buffers WHERE id = ? AND status = 'closed'", (buffer_id,)
+    )
+    return cursor.rowcount > 0
+
+
+def commit_cluster_notes(
+    conn: Connection, guild_id: int, day: str, clusters: Sequence[NewNote], completed_at: float
+) -> list[int]:
+    """Store a day's topic clusters and mark the clustering pass done, at most once.
+
+    Returns the new note ids, or an empty list when the pass was already recorded for
+    (guild, day), so a resumed job never duplicates clusters.
+    """
+    done = conn.execute(
+        "SELECT 1 FROM memory_job_log WHERE guild_id = ? AND job_date = ? AND pass = 'clusters'",
+        (guild_id, day),
+    ).fetchone()
+    if done:
+        return []
+    ids = [_insert_note(conn, cluster, None) for cluster in clusters]
+    conn.execute(
+        "INSERT INTO memory_job_log (guild_id, job_date, pass, completed_at)"
+        " VALUES (?, ?, 'clusters', ?)",
+        (guild_id, day, completed_at),
+    )
+    return ids
+
+
+_NOTE_COLUMNS = (
+    "id, guild_id, channel_id, channel_name, note_type, title, summary, topics, decisions,"
+    " open_questions, entities, source_note_ids, note_date, started_at, ended_at, quality,"
+    " created_at"
+)
+
+
+def _participants(conn: Connection, note_ids: Sequence[int]) -> dict[int, list[Participant]]:
+    found: dict[int, list[Participant]] = {note_id: [] for note_id in note_ids}
+    if not note_ids:
+        return found
+    marks = ",".join("?" * len(note_ids))
+    for note_id, user_id, name, count in conn.execute(
+        f"SELECT note_id, user_id, display_name, message_count FROM note_participants"
+        f" WHERE note_id IN ({marks}) ORDER BY message_count DESC, user_id",
+        list(note_ids),
+    ).fetchall():
+        found[int(note_id)].append(Participant(int(user_id), str(name), int(count)))
+    return found
+
+
+def _notes(conn: Connection, rows: Sequence[Any]) -> list[Note]:
+    people = _participants(conn, [int(r[0]) for r in rows])
+    notes = []
+    for r in rows:
+        note_id = int(r[0])
+        notes.append(
+            Note(
+                id=note_id,
+                guild_id=int(r[1]),
+                channel_id=int(r[2]),
+                channel_name=str(r[3]),
+                note_type=str(r[4]),
+                title=str(r[5]),
+                summary=str(r[6]),
+                topics=tuple(json.loads(str(r[7]))),
+                decisions=tuple(json.loads(str(r[8]))),
+                open_questions=tuple(json.loads(str(r[9]))),
+                entities=tuple(json.loads(str(r[10]))),
+                participants=tuple(people[note_id]),
+                source_note_ids=tuple(json.loads(str(r[11]))) if r[11] else (),
+                note_date=str(r[12]),
+                started_at=r[13],
+                ended_at=r[14],
+                quality=str(r[15]),
+                created_at=float(r[16]),
+            )
+        )
+    return notes
+
+
+def get_note(conn: Connection, note_id: int) -> Note | None:
+    """One note, or None."""
+    found = get_notes(conn, [note_id])
+    return found[0] if found else None
+
+
+def get_notes(conn: Connection, note_ids: Sequence[int]) -> list[Note]:
+    """Notes by id, in the order given (missing ids are skipped)."""
+    if not note_ids:
+        return []
+    marks = ",".join("?" * len(note_ids))
+    rows = conn.execute(
+        f"SELECT {_NOTE_COLUMNS} FROM interaction_notes WHERE id IN ({marks})", list(note_ids)
+    ).fetchall()
+    by_id = {note.id: note for note in _notes(conn, rows)}
+    return [by_id[i] for i in note_ids if i in by_id]
+
+
+def notes_between(
+    conn: Connection, guild_id: int, start: float, end: float, note_type: str
+) -> list[Note]:
+    """A guild's notes of one type that started in [start, end), oldest first."""
+    rows = conn.execute(
+        f"SELECT {_NOTE_COLUMNS} FROM interaction_notes WHERE guild_id = ? AND note_type = ?"
+        " AND COALESCE(started_at, created_at) >= ? AND COALESCE(started_at, created_at) < ?"
+        " ORDER BY id",
+        (guild_id, note_type, start, end),
+    ).fetchall()
+    return _notes(conn, rows)
+
+
+def notes_of_day(conn: Connection, guild_id: int, day: str, note_type: str) -> list[Note]:
+    """A guild's notes of one type on one UTC date, oldest first."""
+    rows = conn.execute(
+        f"SELECT {_NOTE_COLUMNS} FROM interaction_notes"
+        " WHERE guild_id = ? AND note_date = ? AND note_type = ? ORDER BY id",
+        (guild_id, day, note_type),
+    ).fetchall()
+    return _notes(conn, rows)

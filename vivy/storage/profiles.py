@@ -1,0 +1,180 @@
+"""Storage of member profiles: facts with their sources, and the profile-update outbox.
+
+Facts are rows (one per fact, with its section, its source note and a printable source
+label). Invalidated and merged facts stay, with ``invalidated_at``, a reason and the fact that
+superseded them. ``user_profiles.version`` is bumped on every change, so a plan computed
+against an older version is refused instead of applied twice or over a newer profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vivy.llm.schemas import PROFILE_SECTIONS
+from vivy.state.profile import ExistingFact, ProfilePlan
+from vivy.storage.db import Connection
+
+__all__ = [
+    "Fact",
+    "PendingUpdate",
+    "active_facts",
+    "apply_plan",
+    "mark_updates_applied",
+    "note_sources",
+    "pending_updates",
+    "profile_version",
+    "record_update_failure",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """An active fact, as retrieval and commands show it."""
+
+    id: int
+    section: str
+    text: str
+    source_kind: str
+    source_note_id: int | None
+    source_label: str
+    created_at: float
+
+    def existing(self) -> ExistingFact:
+        """The view the operation planner needs."""
+        return ExistingFact(self.id, self.section, self.text, self.source_kind, self.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingUpdate:
+    """A profile update waiting to be applied: one (note, member) pair."""
+
+    id: int
+    guild_id: int
+    user_id: int
+    note_id: int
+    attempts: int
+    next_attempt_at: float
+
+
+def active_facts(conn: Connection, guild_id: int, user_id: int) -> list[Fact]:
+    """The member's active facts in section order, oldest first within a section."""
+    rows = conn.execute(
+        "SELECT id, section, text, source_kind, source_note_id, source_label, created_at"
+        " FROM profile_facts WHERE guild_id = ? AND user_id = ? AND invalidated_at IS NULL"
+        " ORDER BY created_at, id",
+        (guild_id, user_id),
+    ).fetchall()
+    facts = [Fact(*tuple(r)) for r in rows]
+    order: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
+    return sorted(facts, key=lambda f: order.get(f.section, len(order)))
+
+
+def profile_version(conn: Connection, guild_id: int, user_id: int) -> int:
+    """The member's profile version (0 before the first change)."""
+    row = conn.execute(
+        "SELECT version FROM user_profiles WHERE guild_id = ? AND user_id = ?", (guild_id, user_id)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def apply_plan(
+    conn: Connection,
+    guild_id: int,
+    user_id: int,
+    expected_version: int,
+    plan: ProfilePlan,
+    now: float,
+) -> bool:
+    """Write ``plan`` if the profile is still at ``expected_version``; False otherwise."""
+    if profile_version(conn, guild_id, user_id) != expected_version:
+        return False
+    retire_reason = {r.fact_id: r.reason for r in plan.retired}
+    superseded: dict[int, int] = {}
+    for new in plan.added:
+        cursor = conn.execute(
+            "INSERT INTO profile_facts (guild_id, user_id, section, text, source_kind,"
+            " source_note_id, source_label, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                guild_id,
+                user_id,
+                new.section,
+                new.text,
+                new.source_kind,
+                new.source_note_id,
+                new.source_label,
+                now,
+            ),
+        )
+        for old in new.supersedes:
+            superseded[old] = int(cursor.lastrowid or 0)
+    for fact_id, reason in retire_reason.items():
+        conn.execute(
+            "UPDATE profile_facts SET invalidated_at = ?, invalidation_reason = ?,"
+            " superseded_by = ? WHERE id = ? AND guild_id = ? AND user_id = ?"
+            " AND invalidated_at IS NULL",
+            (now, reason, superseded.get(fact_id), fact_id, guild_id, user_id),
+        )
+    conn.execute(
+        "INSERT INTO user_profiles (guild_id, user_id, version, updated_at) VALUES (?, ?, 1, ?)"
+        " ON CONFLICT (guild_id, user_id) DO UPDATE SET version = version + 1,"
+        " updated_at = excluded.updated_at",
+        (guild_id, user_id, now),
+    )
+    return True
+
+
+def pending_updates(conn: Connection, user_id: int | None = None) -> list[PendingUpdate]:
+    """Pending profile updates (of one member, or all), oldest first."""
+    query = (
+        "SELECT id, guild_id, user_id, note_id, attempts, COALESCE(next_attempt_at, 0)"
+        " FROM profile_updates WHERE status = 'pending'"
+    )
+    if user_id is None:
+        rows = conn.execute(query + " ORDER BY id").fetchall()
+    else:
+        rows = conn.execute(query + " AND user_id = ? ORDER BY id", (user_id,)).fetchall()
+    return [PendingUpdate(*tuple(r)) for r in rows]
+
+
+def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float) -> None:
+    """Mark updates applied, and drop the source lines of notes with none left pending."""
+    marks = ",".join("?" * len(update_ids))
+    conn.execute(
+        f"UPDATE profile_updates SET status = 'applied', applied_at = ?"
+        f" WHERE id IN ({marks}) AND status = 'pending'",
+        (now, *update_ids),
+    )
+    conn.execute(
+        "DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT note_id FROM note_lines"
+        " EXCEPT SELECT note_id FROM profile_updates WHERE status = 'pending')"
+    )
+
+
+def record_update_failure(
+    conn: Connection, update_ids: Sequence[int], error: str, next_attempt_at: float
+) -> None:
+    """Count a failed attempt; the updates stay pending until ``next_attempt_at``."""
+    marks = ",".join("?" * len(update_ids))
+    conn.execute(
+        f"UPDATE profile_updates SET attempts = attempts + 1, last_error = ?,"
+        f" next_attempt_at = ? WHERE id IN ({marks})",
+        (error[:500], next_attempt_at, *update_ids),
+    )
+
+
+def note_sources(
+    conn: Connection, note_ids: Sequence[int]
+) -> dict[int, list[tuple[int, str, str, float]]]:
+    """The kept source lines of notes: note id -> [(author id, author name, text, at)]."""
+    found: dict[int, list[tuple[int, str, str, float]]] = {n: [] for n in note_ids}
+    if not note_ids:
+        return found
+    marks = ",".join("?" * len(note_ids))
+    for note_id, author_id, name, text, at in conn.execute(
+        f"SELECT note_id, author_id, author_name, text, created_at FROM note_lines"
+        f" WHERE note_id IN ({marks}) ORDER BY message_id",
+        list(note_ids),
+    ).fetchall():
+        found[int(note_id)].append((int(author_id), str(name), str(text), float(at)))
+    return found
