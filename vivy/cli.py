@@ -13,11 +13,20 @@ import sys
 from collections.abc import Sequence
 
 from vivy.errors import VivyError
+from vivy.logs import configure_logging
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 #: The modules that provide subcommands, in the order ``--help`` lists them.
-COMMAND_MODULES = ("vivy.commands.demo",)
+COMMAND_MODULES = (
+    "vivy.commands.demo",
+    "vivy.commands.importer",
+    "vivy.commands.inspect",
+    "vivy.commands.db",
+    "vivy.commands.migrate",
+    "vivy.commands.reembed",
+    "vivy.commands.bench",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code (2 for usage errors)."""
     args = build_parser().parse_args(argv)
+    configure_logging("warning")
     try:
         return int(args.handler(args))
     except VivyError as exc:

@@ -51,6 +51,10 @@ def connect(path: str | Path) -> Connection:
         conn.row_factory = sqlean.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:  # checked before WAL changes the file header
+            conn.close()
+            raise SchemaTooNew(version, SCHEMA_VERSION)
         if str(path) != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -209,7 +213,12 @@ class Database:
             raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
 
     def _run_batch(self, batch: list[_Write[Any]]) -> None:
-        """Run writes in one transaction, one savepoint each; commit once."""
+        """Run writes in one transaction, one savepoint each; commit once.
+
+        If a write aborts the whole transaction (a ROLLBACK inside it, a full disk), the
+        writes of the batch that ran before it are lost with it: all of them fail with
+        :class:`StorageError` and none is reported as committed.
+        """
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -217,24 +226,35 @@ class Database:
             for job in batch:
                 job.error = StorageError(f"cannot begin transaction: {exc}")
             return
-        for job in batch:
+        for index, job in enumerate(batch):
             conn.execute("SAVEPOINT vivy_write")
             try:
                 job.result = job.fn(conn, *job.args)
             except BaseException as exc:  # re-raised in the caller's task
-                conn.execute("ROLLBACK TO vivy_write")
                 job.error = (
                     StorageError(f"{getattr(job.fn, '__name__', job.fn)}: {exc}")
                     if isinstance(exc, sqlean.Error)
                     else exc
                 )
+                if not conn.in_transaction:
+                    self._abort(batch, index, "the transaction was aborted by another write")
+                    return
+                conn.execute("ROLLBACK TO vivy_write")
             conn.execute("RELEASE vivy_write")
         try:
             conn.execute("COMMIT")
         except sqlean.Error as exc:
-            conn.execute("ROLLBACK")
-            for job in batch:
-                job.error = StorageError(f"commit failed: {exc}")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._abort(batch, -1, f"commit failed: {exc}")
+
+    @staticmethod
+    def _abort(batch: list[_Write[Any]], culprit: int, reason: str) -> None:
+        """Fail every write of a batch whose transaction is gone (except the culprit's own)."""
+        for index, job in enumerate(batch):
+            if index != culprit:
+                job.result = None
+                job.error = StorageError(reason)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -188,6 +188,12 @@ def commit_conversation_note(conn: Connection, buffer_id: int, note: NewNote) ->
         " WHERE buffer_id = ?",
         (note_id, buffer_id),
     )
+    conn.execute(
+        "UPDATE interaction_notes SET (first_message_id, last_message_id, message_count) ="
+        " (SELECT MIN(message_id), MAX(message_id), COUNT(*) FROM note_lines WHERE note_id = ?)"
+        " WHERE id = ?",
+        (note_id, note_id),
+    )
     conn.execute("DELETE FROM channel_buffers WHERE id = ?", (buffer_id,))
     conn.executemany(
         "INSERT INTO profile_updates (guild_id, user_id, note_id, created_at, next_attempt_at)"

@@ -1,0 +1,98 @@
+"""The ingest benchmark on a tiny size: it runs, counts right and reports every figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vivy.bench.ingest import format_results, main, run_ingest_bench
+from vivy.storage.db import connect
+
+FIGURES = {
+    "messages",
+    "seconds",
+    "messages_per_s",
+    "ack_p50_ms",
+    "ack_p99_ms",
+    "raw_sqlite_batched_rows_per_s",
+    "ratio_vs_raw",
+    "json_rewrite_rows_per_s",
+    "ratio_vs_json_rewrite",
+}
+
+
+def count(path: Path, sql: str) -> int:
+    """The single integer ``sql`` returns from the database at ``path``."""
+    conn = connect(path)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_tiny_run_stores_every_message(tmp_path: Path) -> None:
+    """3 channels × 5 messages: every figure is reported and all 15 messages are stored."""
+    results = run_ingest_bench(3, 5, tmp_path)
+    assert set(results) >= FIGURES
+    assert results["messages"] == 15
+    assert results["rows_stored"] == 15
+    assert results["stored_outcomes"] == 15
+    assert results["buffers_handed_off"] == 0  # 5 messages stay below the 100-message cap
+    assert all(value >= 0 for value in results.values())
+    assert results["ack_p50_ms"] <= results["ack_p99_ms"] <= results["ack_max_ms"]
+    assert count(tmp_path / "vivy-ingest.db", "SELECT COUNT(*) FROM buffer_messages") == 15
+    assert count(tmp_path / "raw-batched-0.db", "SELECT COUNT(*) FROM buffer_messages") == 15
+
+
+def test_json_baseline_keeps_one_array_per_channel(tmp_path: Path) -> None:
+    """The seed-002 baseline leaves one row per channel holding that channel's messages."""
+    run_ingest_bench(3, 5, tmp_path)
+    conn = connect(tmp_path / "json-rewrite.db")
+    try:
+        rows = conn.execute("SELECT channel_id, messages FROM channel_buffers").fetchall()
+    finally:
+        conn.close()
+    assert len(rows) == 3
+    for channel_id, messages in rows:
+        texts = [entry["text"] for entry in json.loads(messages)]
+        assert len(texts) == 5
+        assert all(f"in channel {int(channel_id) - 1000}:" in text for text in texts)
+
+
+def test_cap_closes_buffers_during_the_run(tmp_path: Path) -> None:
+    """Past the 100-message cap every channel hands off a full buffer and keeps going."""
+    results = run_ingest_bench(2, 120, tmp_path)
+    assert results["messages"] == results["rows_stored"] == 240
+    assert results["buffers_handed_off"] == 2
+
+
+def test_main_prints_one_figure_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command prints ``name: value`` lines, counts as integers."""
+    assert main(["--channels", "2", "--messages", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    figures = dict(line.split(": ") for line in lines)
+    assert set(figures) >= FIGURES
+    assert figures["messages"] == "6"
+    assert all(float(value) >= 0 for value in figures.values())
+
+
+def test_main_runs_on_trio(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--backend trio`` runs the same path on trio."""
+    assert main(["--channels", "2", "--messages", "2", "--backend", "trio"]) == 0
+    assert "rows_stored: 4" in capsys.readouterr().out.splitlines()
+
+
+def test_main_rejects_empty_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    """Zero channels is a usage error, not a run."""
+    with pytest.raises(SystemExit) as info:
+        main(["--channels", "0"])
+    assert info.value.code == 2
+    assert "at least 1" in capsys.readouterr().err
+
+
+def test_format_results_writes_counts_as_integers() -> None:
+    """Counts are printed without decimals, measurements with three."""
+    text = format_results({"messages": 15.0, "ack_p50_ms": 1.23456})
+    assert text.splitlines() == ["messages: 15", "ack_p50_ms: 1.235"]

@@ -1,0 +1,392 @@
+"""``vivy bench ingest``: message ingestion throughput and acknowledgement latency.
+
+N channels × M messages go through the real path, Router → ChannelActors → SQLite, with the
+database in thread mode (group commit on a worker thread) on a real event loop in real time.
+Every channel has its own sender task that sends its messages in order, each ``ingest`` returning
+once the message is durable, so up to N messages are in flight at once.
+
+Two baselines run on the same machine in the same process, on fresh databases opened with the
+same pragmas (WAL, ``synchronous=NORMAL``):
+
+* ``raw_sqlite_batched``: one ``executemany`` of the same rows, in arrival order, into Vivy's
+  own ``buffer_messages`` table in a single transaction, the ceiling of what SQLite can take
+  (the median of :data:`RAW_RUNS` runs, each on a fresh database);
+* ``json_rewrite``: seed 002's design, one ``channel_buffers`` row per channel holding a JSON
+  array of its buffered messages, read, appended to and written back in its own transaction
+  for every message (a buffer holds 100 messages, then its row starts over). It runs
+  synchronously on one connection, with no event loop in the way: a generous baseline.
+
+The benchmark reads the real clock (``time.perf_counter``) to measure; Vivy itself still reads
+time only from its :class:`~vivy.clock.Clock`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from vivy.actors.router import Router
+from vivy.clock import Clock
+from vivy.config import BufferSettings
+from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
+from vivy.storage.db import Connection, Database, connect, migrate
+
+__all__ = [
+    "CountingHandOff",
+    "CountingObserver",
+    "format_results",
+    "main",
+    "run_ingest_bench",
+]
+
+#: 2026-03-02T00:00:00Z: the wall time the bench's clock starts at.
+WALL0 = 1772409600.0
+GUILD_ID = 4242
+#: The bot's own user id (never an author in the traffic).
+OWN_USER_ID = 1
+#: Messages of one seed-002 JSON buffer before its row starts over.
+JSON_BUFFER_SIZE = 100
+#: Runs of the raw batched insert; the median is reported.
+RAW_RUNS = 3
+#: Distinct authors taking turns in each channel.
+AUTHORS_PER_CHANNEL = 5
+
+_FILLER = "the quick brown fox jumps over the lazy dog while the bot takes careful notes"
+
+
+@dataclass
+class CountingHandOff:
+    """A NoteWriter stand-in that counts the closed buffers handed to it."""
+
+    buffer_ids: list[int] = field(default_factory=list)
+
+    def hand_off(self, buffer_id: int) -> None:
+        """Count the buffer."""
+        self.buffer_ids.append(buffer_id)
+
+
+@dataclass
+class CountingObserver:
+    """An ingest observer that counts outcomes, buffers and restarts."""
+
+    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
+    opened: int = 0
+    closed: Counter[str] = field(default_factory=Counter)
+    restarts: int = 0
+
+    def ingested(self, outcome: IngestOutcome) -> None:
+        """Count one outcome."""
+        self.outcomes[outcome] += 1
+
+    def buffer_opened(self) -> None:
+        """Count an opened buffer."""
+        self.opened += 1
+
+    def buffer_closed(self, reason: str) -> None:
+        """Count a closed buffer by reason."""
+        self.closed[reason] += 1
+
+    def actor_restarted(self) -> None:
+        """Count an actor restart."""
+        self.restarts += 1
+
+
+def _traffic(channels: int, messages: int) -> list[list[IncomingMessage]]:
+    """Each channel's messages, in order; ids grow with time across all channels."""
+    return [
+        [
+            IncomingMessage(
+                guild_id=GUILD_ID,
+                channel_id=1000 + c,
+                message_id=10_000_000 + k * channels + c,
+                author_id=100 + (c * AUTHORS_PER_CHANNEL) + k % AUTHORS_PER_CHANNEL,
+                author_name=f"member-{c}-{k % AUTHORS_PER_CHANNEL}",
+                text=f"message {k} in channel {c}: {_FILLER}",
+                created_at=WALL0 + k,
+                channel_name=f"channel-{c}",
+            )
+            for k in range(messages)
+        ]
+        for c in range(channels)
+    ]
+
+
+def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending sequence (0.0 when it is empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else math.inf
+
+
+# The Vivy path --------------------------------------------------------------------------
+
+
+@dataclass
+class _RouterRun:
+    seconds: float
+    latencies: list[float]
+    observer: CountingObserver
+    hand_off: CountingHandOff
+
+
+async def _send_channel(
+    router: Router, messages: Sequence[IncomingMessage], latencies: list[float]
+) -> None:
+    """Send one channel's messages in order, each after the previous one is durable."""
+    for message in messages:
+        started = time.perf_counter()
+        await router.ingest(message)
+        latencies.append(time.perf_counter() - started)
+
+
+async def _run_router(traffic: list[list[IncomingMessage]], path: Path) -> _RouterRun:
+    db = Database.open(path)
+    observer = CountingObserver()
+    hand_off = CountingHandOff()
+    latencies: list[float] = []
+    try:
+        router = Router(
+            db=db,
+            clock=Clock.starting_at(WALL0),
+            buffers=BufferSettings(),
+            policy=CapturePolicy(own_user_id=OWN_USER_ID),
+            hand_off=hand_off,
+            observer=observer,
+        )
+        async with anyio.create_task_group() as tg:
+            await tg.start(router.run)
+            started = time.perf_counter()
+            async with anyio.create_task_group() as senders:
+                for messages in traffic:
+                    senders.start_soon(_send_channel, router, messages, latencies)
+            seconds = time.perf_counter() - started
+            tg.cancel_scope.cancel()
+    finally:
+        db.close()
+    return _RouterRun(seconds, latencies, observer, hand_off)
+
+
+def _count_rows(path: Path) -> int:
+    """Buffered message rows in the database at ``path``, read on a fresh connection."""
+    conn = connect(path)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM buffer_messages").fetchone()[0])
+    finally:
+        conn.close()
+
+
+# Baselines ------------------------------------------------------------------------------
+
+
+def _arrival_order(traffic: list[list[IncomingMessage]]) -> list[IncomingMessage]:
+    """Every message in the order the channels' senders interleave them (by message id)."""
+    return sorted((m for messages in traffic for m in messages), key=lambda m: m.message_id)
+
+
+def _raw_batched(traffic: list[list[IncomingMessage]], path: Path) -> float:
+    """Rows per second of one ``executemany`` into a fresh ``buffer_messages`` table."""
+    conn = connect(path)
+    try:
+        migrate(conn)
+        buffer_ids = _raw_parent_buffers(conn, traffic)
+        rows = [
+            (
+                m.message_id,
+                buffer_ids[m.channel_id],
+                m.author_id,
+                m.author_name,
+                m.text,
+                m.created_at,
+                m.reply_to,
+                json.dumps(list(m.mentions)),
+            )
+            for m in _arrival_order(traffic)
+        ]
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO buffer_messages (message_id, buffer_id, author_id, author_name, text,"
+            " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.execute("COMMIT")
+        seconds = time.perf_counter() - started
+    finally:
+        conn.close()
+    return _rate(len(rows), seconds)
+
+
+def _raw_parent_buffers(conn: Connection, traffic: list[list[IncomingMessage]]) -> dict[int, int]:
+    """One open buffer row per channel (untimed), so the rows' foreign keys hold; by channel."""
+    ids: dict[int, int] = {}
+    conn.execute("BEGIN IMMEDIATE")
+    for channel_id in sorted({m.channel_id for messages in traffic for m in messages}):
+        cursor = conn.execute(
+            "INSERT INTO channel_buffers (guild_id, channel_id, status, started_at,"
+            " last_message_at, inactivity_s) VALUES (?, ?, 'open', ?, ?, 1500.0)",
+            (GUILD_ID, channel_id, WALL0, WALL0),
+        )
+        ids[channel_id] = int(cursor.lastrowid or 0)
+    conn.execute("COMMIT")
+    return ids
+
+
+_JSON_DDL = """
+CREATE TABLE channel_buffers (
+    channel_id  TEXT PRIMARY KEY,
+    guild_id    TEXT NOT NULL,
+    messages    TEXT NOT NULL,
+    started_at  DATETIME DEFAULT CURRENT_TIMESTAMP,
+    updated_at  DATETIME DEFAULT CURRENT_TIMESTAMP
+)
+"""
+
+
+def _json_rewrite(traffic: list[list[IncomingMessage]], path: Path) -> float:
+    """Messages per second stored the seed-002 way (a JSON array rewritten per message)."""
+    conn = connect(path)
+    try:
+        conn.execute(_JSON_DDL)
+        interleaved = _arrival_order(traffic)
+        started = time.perf_counter()
+        for message in interleaved:
+            _json_append(conn, message)
+        seconds = time.perf_counter() - started
+    finally:
+        conn.close()
+    return _rate(len(interleaved), seconds)
+
+
+def _json_append(conn: Connection, message: IncomingMessage) -> None:
+    """One seed-002 upsert: SELECT the array, append in memory, write it back, commit."""
+    channel_id = str(message.channel_id)
+    entry = {
+        "discord_id": str(message.author_id),
+        "username": message.author_name,
+        "display_name": message.author_name,
+        "text": message.text,
+        "message_id": str(message.message_id),
+    }
+    conn.execute("BEGIN IMMEDIATE")
+    row = conn.execute(
+        "SELECT messages FROM channel_buffers WHERE channel_id = ?", (channel_id,)
+    ).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO channel_buffers (channel_id, guild_id, messages) VALUES (?, ?, ?)",
+            (channel_id, str(message.guild_id), json.dumps([entry])),
+        )
+    else:
+        buffered: list[dict[str, str]] = json.loads(row[0])
+        if len(buffered) >= JSON_BUFFER_SIZE:  # that buffer was flushed; start over
+            buffered = []
+        buffered.append(entry)
+        conn.execute(
+            "UPDATE channel_buffers SET messages = ?, updated_at = CURRENT_TIMESTAMP"
+            " WHERE channel_id = ?",
+            (json.dumps(buffered), channel_id),
+        )
+    conn.execute("COMMIT")
+
+
+# Entry points ---------------------------------------------------------------------------
+
+
+def run_ingest_bench(
+    channels: int, messages: int, db_dir: Path | None = None, *, backend: str = "asyncio"
+) -> dict[str, float]:
+    """Run the ingest benchmark and its two baselines; return the figures by name.
+
+    Databases are created in ``db_dir`` (a temporary directory, removed afterwards, when None).
+    """
+    if channels < 1 or messages < 1:
+        raise ValueError("channels and messages must both be at least 1")
+    traffic = _traffic(channels, messages)
+    if db_dir is None:
+        with tempfile.TemporaryDirectory(prefix="vivy-bench-") as tmp:
+            return _run_all(traffic, Path(tmp), backend)
+    db_dir.mkdir(parents=True, exist_ok=True)
+    return _run_all(traffic, db_dir, backend)
+
+
+def _run_all(traffic: list[list[IncomingMessage]], db_dir: Path, backend: str) -> dict[str, float]:
+    vivy_path = db_dir / "vivy-ingest.db"
+    run = anyio.run(_run_router, traffic, vivy_path, backend=backend)
+    rows_stored = _count_rows(vivy_path)
+    # The batched insert takes a fraction of a second: take the median of a few runs.
+    raw = statistics.median(
+        _raw_batched(traffic, db_dir / f"raw-batched-{n}.db") for n in range(RAW_RUNS)
+    )
+    rewrite = _json_rewrite(traffic, db_dir / "json-rewrite.db")
+    total = sum(len(messages) for messages in traffic)
+    rate = _rate(total, run.seconds)
+    latencies = sorted(run.latencies)
+    return {
+        "messages": float(total),
+        "seconds": run.seconds,
+        "messages_per_s": rate,
+        "ack_p50_ms": _percentile(latencies, 0.50) * 1000,
+        "ack_p99_ms": _percentile(latencies, 0.99) * 1000,
+        "raw_sqlite_batched_rows_per_s": raw,
+        "ratio_vs_raw": rate / raw,
+        "json_rewrite_rows_per_s": rewrite,
+        "ratio_vs_json_rewrite": rate / rewrite,
+        "ack_max_ms": (latencies[-1] if latencies else 0.0) * 1000,
+        "rows_stored": float(rows_stored),
+        "stored_outcomes": float(run.observer.outcomes[IngestOutcome.STORED]),
+        "buffers_handed_off": float(len(run.hand_off.buffer_ids)),
+    }
+
+
+_COUNTS = frozenset({"messages", "rows_stored", "stored_outcomes", "buffers_handed_off"})
+
+
+def format_results(results: dict[str, float]) -> str:
+    """One ``name: value`` line per figure: counts as integers, the rest with 3 decimals."""
+    return "\n".join(
+        f"{name}: {int(value)}" if name in _COUNTS else f"{name}: {value:.3f}"
+        for name, value in results.items()
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vivy bench ingest",
+        description="Measure ingestion throughput and acknowledgement latency against SQLite.",
+    )
+    parser.add_argument("--channels", type=int, default=200, help="channels (default 200)")
+    parser.add_argument("--messages", type=int, default=100, help="messages each (default 100)")
+    parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--db-dir", type=Path, default=None, help="keep the databases here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``vivy bench ingest`` with ``argv`` (the arguments after it); returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.channels < 1 or args.messages < 1:
+        parser.error("--channels and --messages must both be at least 1")
+    results = run_ingest_bench(args.channels, args.messages, args.db_dir, backend=args.backend)
+    print(format_results(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
