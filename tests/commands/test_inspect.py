@@ -1,0 +1,218 @@
+"""``vivy profile`` and ``vivy notes`` on an imported database."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.importer import BEN, CLEO, GUILD, TWO_DAYS, import_files
+from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
+from vivy.storage import profiles as profile_store
+from vivy.storage.db import Database
+
+from . import run_cli
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with the two-day fixture imported (shared; copy it before changing it)."""
+    db = tmp_path_factory.mktemp("inspect") / "v.db"
+    import_files(db, TWO_DAYS)
+    return db
+
+
+def test_profile_shows_active_facts_by_section_with_sources(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each fact is listed under its section with its `[note title, Mon D]` source."""
+    r = run_cli(
+        monkeypatch, capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(BEN)
+    )
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0] == f"ben ({BEN}) in guild {GUILD}: 3 active facts"
+    assert lines[1] == "bio"
+    assert lines[2].startswith("  - Lives in Austin  [") and lines[2].endswith(", Apr 6]")
+    assert "skills" in lines
+    assert "invalidated" not in r.out
+
+
+def test_profile_all_shows_invalidated_facts_with_reason_and_successor(
+    imported: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With --all, a superseded fact shows when, why, and which fact replaced it."""
+    db = tmp_path / "v.db"
+    shutil.copy(imported, db)
+    database = Database.open(db)
+    try:
+        austin = next(
+            f
+            for f in database.read_sync(profile_store.active_facts, GUILD, BEN)
+            if "Austin" in f.text
+        )
+        version = database.read_sync(profile_store.profile_version, GUILD, BEN)
+        plan = ProfilePlan(
+            added=[NewFact("bio", "Lives in Denver", "stated", None, "stated", (austin.id,))],
+            retired=[RetiredFact(austin.id, "moved to Denver")],
+        )
+        assert database.write_sync(
+            profile_store.apply_plan, GUILD, BEN, version, plan, 1775800000.0
+        )
+        denver = max(f.id for f in database.read_sync(profile_store.active_facts, GUILD, BEN))
+    finally:
+        database.close()
+    plain = run_cli(
+        monkeypatch, capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN)
+    )
+    assert "Austin" not in plain.out and "Lives in Denver  [stated]" in plain.out
+    r = run_cli(
+        monkeypatch, capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN), "--all"
+    )
+    assert r.code == 0
+    after = r.out.split("invalidated (1)\n", 1)[1].splitlines()
+    assert after[0].startswith("  - Lives in Austin  [")
+    assert (
+        after[1]
+        == f"      invalidated Apr 10: moved to Denver; superseded by #{denver} 'Lives in Denver'"
+    )
+
+
+def test_profile_of_unknown_member_or_guild_is_empty_with_a_note(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing known prints nothing on stdout, a note on stderr, and exits 0."""
+    r = run_cli(monkeypatch, capsys, "profile", "--db", str(imported), "--guild", "1", str(BEN))
+    assert (r.code, r.out) == (0, "")
+    assert "no facts remembered" in r.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["profile", "--guild", "1", "not-an-id"],
+        ["profile", "123"],
+        ["notes", "--guild", "1", "--since", "2026-02-30"],
+        ["notes", "--guild", "1", "--limit", "0"],
+        ["notes", "--guild", "1", "--type", "journal"],
+        ["notes"],
+    ],
+)
+def test_usage_errors_exit_2(
+    imported: Path,
+    argv: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A bad id, date, limit or type, or a missing --guild, is a usage error."""
+    r = run_cli(monkeypatch, capsys, *argv, "--db", str(imported))
+    assert r.code == 2
+    assert "usage: vivy" in r.err
+
+
+@pytest.mark.parametrize("command", [["profile", "--guild", "1", "2"], ["notes", "--guild", "1"]])
+def test_missing_database_is_an_error_and_is_not_created(
+    tmp_path: Path,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Reading a database that does not exist fails with exit 1 and leaves no file behind."""
+    missing = tmp_path / "missing.db"
+    r = run_cli(monkeypatch, capsys, *command, "--db", str(missing))
+    assert r.code == 1
+    assert r.err.strip() == f"vivy {command[0]}: no such database file: {missing}"
+    assert not missing.exists()
+
+
+def test_database_comes_from_vivy_db_when_no_option_is_given(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --db the VIVY_DB environment variable names the database."""
+    monkeypatch.setenv("VIVY_DB", str(imported))
+    r = run_cli(monkeypatch, capsys, "notes", "--guild", str(GUILD), "--limit", "1")
+    assert r.code == 0 and r.out.startswith("2026-04-07")
+
+
+def test_notes_lists_newest_first_with_every_field(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Notes show date, channel, kind, title, participants, summary, topics and questions."""
+    r = run_cli(
+        monkeypatch,
+        capsys,
+        "notes",
+        "--db",
+        str(imported),
+        "--guild",
+        str(GUILD),
+        "--type",
+        "conversation",
+    )
+    assert r.code == 0
+    blocks = r.out.split("\n\n")
+    assert len(blocks) == 5
+    heads = [b.splitlines()[0] for b in blocks]
+    assert heads[0] == "2026-04-07  #trip-planning  (conversation #5)"
+    assert heads[-1] == "2026-04-06  #lounge  (conversation #1)"
+    first = blocks[0].splitlines()
+    assert first[2] == "  participants: Ana, ben, Cleo"
+    assert first[3].startswith("  (offline extract)")
+    assert any(line.startswith("  topics: ") for line in first)
+    assert "  open question: Ana: let's book for May 20 then?" in first
+    tokyo = blocks[3].splitlines()
+    assert "  decision: Ana: ok we decided on Tokyo then" in tokyo
+
+
+def test_notes_filters_by_date_type_and_limit(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--since keeps later dates, --type one kind, --limit the newest N."""
+    base = ["notes", "--db", str(imported), "--guild", str(GUILD)]
+    since = run_cli(monkeypatch, capsys, *base, "--since", "2026-04-07")
+    assert [b.splitlines()[0][:10] for b in since.out.split("\n\n")] == ["2026-04-07"] * 2
+    clusters = run_cli(monkeypatch, capsys, *base, "--type", "topic_cluster")
+    assert clusters.out.startswith("2026-04-06  all channels  (topic cluster #6)")
+    assert "  from notes: #1, #2, #3" in clusters.out.splitlines()
+    limited = run_cli(monkeypatch, capsys, *base, "--limit", "2")
+    assert len(limited.out.split("\n\n")) == 2
+
+
+def test_notes_of_unknown_guild_print_nothing(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A guild without notes exits 0 with empty stdout and a note on stderr."""
+    r = run_cli(monkeypatch, capsys, "notes", "--db", str(imported), "--guild", "42")
+    assert (r.code, r.out) == (0, "")
+    assert r.err.strip() == "no notes in guild 42 match"
+
+
+def test_help_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every operator command documents itself under --help."""
+    for argv in (
+        ["profile", "--help"],
+        ["notes", "--help"],
+        ["import", "--help"],
+        ["db", "--help"],
+        ["db", "check", "--help"],
+        ["db", "backup", "--help"],
+        ["migrate-v1", "--help"],
+        ["reembed", "--help"],
+    ):
+        r = run_cli(monkeypatch, capsys, *argv)
+        assert r.code == 0, argv
+        assert r.out.startswith(f"usage: vivy {' '.join(argv[:-1])}"), argv
+
+
+def test_cleo_profile_is_separate_from_ben(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each member's profile holds only their own statements."""
+    r = run_cli(
+        monkeypatch, capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(CLEO)
+    )
+    assert "bakery" in r.out and "Austin" not in r.out

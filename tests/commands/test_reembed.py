@@ -1,0 +1,165 @@
+"""``vivy reembed``: after an embedding model change Vivy refuses to start until it has run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import vivy.commands.reembed as reembed_command
+from tests.importer import GUILD, TWO_DAYS, import_files
+from vivy.actors.note_writer import contextual_text
+from vivy.app import running_app
+from vivy.clock import Clock
+from vivy.commands.db import check_database
+from vivy.config import Settings
+from vivy.errors import ConfigError
+from vivy.llm.metered import MeteredLLM, NullMeter
+from vivy.llm.offline import OfflineLLM, hash_embedding
+from vivy.llm.port import LLM
+from vivy.storage import maintenance as upkeep
+from vivy.storage.db import Connection, Database
+from vivy.storage.meta import get_meta
+from vivy.storage.notes import serialize_vector
+
+from . import run_cli
+
+pytestmark = pytest.mark.anyio
+
+
+class SmallModel(OfflineLLM):
+    """Another embedding model: hashing into 256 dimensions under a new name."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=256)
+        self.embedding_model = "small-hash-v2"
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database whose notes were embedded by the offline model (768 dimensions)."""
+    db = tmp_path_factory.mktemp("reembed") / "v.db"
+    import_files(db, TWO_DAYS)
+    return db
+
+
+@pytest.fixture
+def copy(imported: Path, tmp_path: Path) -> Path:
+    """A private copy of the imported database."""
+    target = tmp_path / "v.db"
+    shutil.copy(imported, target)
+    return target
+
+
+async def _start(db: Path, llm: LLM) -> None:
+    """Start the whole app on ``db`` and stop it again."""
+    clock = Clock.starting_at(1775800000.0)
+    settings = Settings(database=db)
+    async with running_app(settings, clock=clock, inline_db=True, llm=llm, scheduler=False):
+        await anyio.sleep(1)
+
+
+def _nearest(conn: Connection, vector: list[float]) -> tuple[int, float]:
+    row = conn.execute(
+        "SELECT note_id, distance FROM vec_notes WHERE embedding MATCH ? AND k = 3"
+        " AND guild_id = ? ORDER BY distance",
+        (serialize_vector(vector), GUILD),
+    ).fetchone()
+    return int(row[0]), float(row[1])
+
+
+async def test_model_change_is_refused_until_reembed_has_run(copy: Path) -> None:
+    """Starting with another model names `vivy reembed`; after it, Vivy starts and searches."""
+    with pytest.raises(ConfigError, match="run `vivy reembed` first"):
+        await _start(copy, SmallModel())
+    db = Database.open(copy, inline=True)
+    seen: list[int] = []
+    try:
+        report = await reembed_command.reembed_notes(
+            db, SmallModel(), batch_size=4, progress=seen.append
+        )
+        assert (report.notes, report.model, report.dimension) == (6, "small-hash-v2", 256)
+        assert report.previous == "offline-hash-v1 (768 dimensions)"
+        assert seen == [4, 6]
+        assert await db.read(upkeep.vec_notes_dimension) == 256
+        assert await db.read(get_meta, "embedding_model") == "small-hash-v2"
+        assert await db.read(get_meta, "embedding_dimension") == "256"
+        assert await db.read(upkeep.count_rows, "vec_notes") == 6
+        assert await db.read(get_meta, "reembed_model") is None
+        first = await db.read(
+            lambda c: c.execute(
+                "SELECT id, channel_name, note_date, topics, title, summary FROM interaction_notes"
+                " WHERE id = 1"
+            ).fetchone()
+        )
+        people = ["Ana", "ben", "Cleo"]  # in the order they first spoke
+        text = contextual_text(first[1], first[2], people, json.loads(first[3]), first[4], first[5])
+        note_id, distance = await db.read(_nearest, hash_embedding(text, 256))
+        assert note_id == 1 and distance < 1e-6  # the same text the NoteWriter embedded
+    finally:
+        db.close()
+    await _start(copy, SmallModel())
+
+
+async def test_interrupted_reembed_resumes_and_keeps_old_vectors_meanwhile(
+    copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Until every note has a new vector the old ones serve; a re-run reuses staged vectors."""
+
+    class Failing(SmallModel):
+        calls = 0
+
+        async def embed(self, texts: Any, task: Any) -> list[list[float]]:
+            Failing.calls += 1
+            if Failing.calls == 2:
+                raise RuntimeError("connection reset")
+            return await super().embed(texts, task)
+
+    db = Database.open(copy, inline=True)
+    try:
+        with pytest.raises(RuntimeError):
+            await reembed_command.reembed_notes(db, Failing(), batch_size=4)
+        assert await db.read(upkeep.vec_notes_dimension) == 768
+        assert await db.read(get_meta, "embedding_model") == "offline-hash-v1"
+        capsys.readouterr()
+        assert check_database(copy, environ={}) == 0
+        assert "interrupted `vivy reembed` left staged vectors" in capsys.readouterr().out
+        report = await reembed_command.reembed_notes(db, SmallModel(), batch_size=4)
+        assert (report.notes, report.resumed) == (6, 4)
+        assert await db.read(upkeep.vec_notes_dimension) == 256
+    finally:
+        db.close()
+
+
+def test_command_reembeds_with_the_configured_model(
+    copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`vivy reembed` uses the configured LLM and reports the old and the new model."""
+
+    def configured(environ: Mapping[str, str], *, clock: Clock, **_: Any) -> LLM:
+        return MeteredLLM(SmallModel(), NullMeter(), clock)
+
+    monkeypatch.setattr(reembed_command, "make_llm", configured)
+    r = run_cli(monkeypatch, capsys, "reembed", "--db", str(copy))
+    assert r.code == 0, r.err
+    assert r.out.strip() == (
+        "re-embedded 6 notes with small-hash-v2 (256 dimensions); "
+        "before: offline-hash-v1 (768 dimensions)"
+    )
+
+
+def test_command_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing database exits 1 without creating it; a bad batch size exits 2."""
+    missing = tmp_path / "missing.db"
+    r = run_cli(monkeypatch, capsys, "reembed", "--db", str(missing))
+    assert r.code == 1
+    assert r.err.strip() == f"vivy reembed: no such database file: {missing}"
+    assert not missing.exists()
+    assert run_cli(monkeypatch, capsys, "reembed", "--batch-size", "0").code == 2

@@ -1,0 +1,89 @@
+"""An import with a Gemini key: the real SDK on real time beside the virtual replay clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.llm.fake_gemini import FakeGemini, answer, slow
+from vivy.commands.importer import run_import
+from vivy.storage import profiles as profile_store
+from vivy.storage.db import Database
+
+GUILD = 930000000000000001
+DANA = 830000000000000001
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    """A fake Gemini server on an ephemeral port."""
+    server = FakeGemini().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _export(path: Path) -> None:
+    """One member, two messages, then silence: one note and one profile update."""
+    author = {"id": str(DANA), "name": "dana", "nickname": None, "isBot": False}
+    messages = [
+        {
+            "id": str(1500000000000000000 + i),
+            "type": "Default",
+            "timestamp": f"2026-05-01T20:0{i}:00+00:00",
+            "timestampEdited": None,
+            "content": text,
+            "author": author,
+            "mentions": [],
+        }
+        for i, text in enumerate(["I live in Denver now", "and I bake bread on weekends"])
+    ]
+    export = {
+        "guild": {"id": str(GUILD), "name": "G"},
+        "channel": {"id": "931000000000000001", "type": "GuildTextChat", "name": "kitchen"},
+        "messages": messages,
+    }
+    path.write_text(json.dumps(export))
+
+
+NOTE = {
+    "title": "Dana's weekend baking",
+    "summary": "Dana said she lives in Denver and bakes bread on weekends.",
+    "topics": ["baking"],
+    "decisions": [],
+    "open_questions": [],
+    "entities": ["Denver"],
+}
+
+
+def test_import_with_a_gemini_key_survives_slow_answers(
+    tmp_path: Path, fake_gemini: FakeGemini, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0.3 s answer does not time out: network waits run on real time, not the mock clock."""
+    export = tmp_path / "export.json"
+    _export(export)
+    fake_gemini.script_generate(
+        slow(answer(NOTE), 0.3),
+        answer({"operations": [{"op": "add", "section": "bio", "text": "Lives in Denver"}]}),
+        answer({"operations": []}),
+    )
+    db = tmp_path / "v.db"
+    environ = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url}
+    assert run_import([str(export)], database=str(db), environ=environ) == 0
+    out = capsys.readouterr().out
+    assert "(gemini LLM)" in out and "1 conversation note" in out
+    methods = [r.method for r in fake_gemini.requests]
+    assert methods.count("generateContent") == 3
+    assert "batchEmbedContents" in methods
+    database = Database.open(db)
+    try:
+        facts = database.read_sync(profile_store.active_facts, GUILD, DANA)
+    finally:
+        database.close()
+    assert [(f.text, f.source_label) for f in facts] == [
+        ("Lives in Denver", "Dana's weekend baking, May 1")
+    ]

@@ -1,0 +1,245 @@
+"""``vivy db check`` and ``vivy db backup``, and the helpers the operator commands share.
+
+``check`` runs SQLite's ``integrity_check`` and ``foreign_key_check``, compares the schema
+version with the one this Vivy supports, and checks that the note vectors match the embedding
+model recorded in ``meta``; it exits 1 when anything is wrong. ``backup`` copies the database
+with SQLite's online backup API (safe while Vivy runs), checks the copy, and only then moves it
+into place. Both only read the database and never create one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlean
+import structlog
+
+from vivy.config import Settings
+from vivy.errors import StorageError, VivyError
+from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
+from vivy.storage import maintenance as upkeep
+from vivy.storage.db import Connection
+from vivy.storage.meta import get_meta
+from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
+
+__all__ = [
+    "add_database_option",
+    "backup_database",
+    "check_database",
+    "configured_embedding",
+    "database_path",
+    "discord_id",
+    "quiet_logs",
+    "read_only",
+    "register",
+]
+
+
+# --- shared by the operator commands --------------------------------------------------------
+
+
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--db PATH`` (default: ``$VIVY_DB``, else ``vivy.db``)."""
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        default=None,
+        help="database file (default: $VIVY_DB, else vivy.db)",
+    )
+
+
+def database_path(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Path:
+    """The database named by ``--db``, else by the settings."""
+    if getattr(args, "db", None):
+        return Path(args.db)
+    return Settings.from_env(os.environ if environ is None else environ).database
+
+
+def discord_id(text: str) -> int:
+    """An argparse type: a Discord id (a snowflake, digits only)."""
+    value = text.strip()
+    if not value.isascii() or not value.isdigit() or len(value) > 20 or int(value) >= 2**63:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+    return int(value)
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[Connection]:
+    """A read-only connection to an existing Vivy database of the supported version."""
+    conn = upkeep.open_readonly(path)
+    try:
+        upkeep.require_vivy_schema(conn, path)
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def quiet_logs() -> Iterator[None]:
+    """Unless logging is configured, show only warnings, on stderr, while a command runs.
+
+    The pipeline logs every note at info level; a command's own output goes to stdout.
+    """
+    if structlog.is_configured():
+        yield
+        return
+    import logging
+
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+    try:
+        yield
+    finally:
+        structlog.reset_defaults()
+
+
+def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
+    """The embedding model and dimension the environment selects (without opening a client)."""
+    config = gemini_config_from_env(environ)
+    if config is None:
+        return OFFLINE_EMBEDDING_MODEL, EMBEDDING_DIMENSION_DEFAULT
+    return config.embedding_model, config.dimension
+
+
+# --- the commands ---------------------------------------------------------------------------
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy db`` with ``check`` and ``backup``."""
+    parser = commands.add_parser(
+        "db",
+        help="check or back up the database",
+        description="Check the database's integrity, or back it up while Vivy runs.",
+    )
+    sub = parser.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    check = sub.add_parser(
+        "check",
+        help="integrity, foreign keys, schema version and embedding model",
+        description="Run SQLite's integrity and foreign-key checks, compare the schema version "
+        "with this Vivy's, and check the note vectors against the recorded embedding model. "
+        "Exits 1 when anything is wrong.",
+    )
+    add_database_option(check)
+    check.set_defaults(handler=lambda args: check_database(database_path(args)))
+    backup = sub.add_parser(
+        "backup",
+        help="copy the database with SQLite's online backup API",
+        description="Copy the database to PATH with SQLite's online backup API (safe while "
+        "Vivy runs) and check the copy's integrity. An existing PATH is kept unless --force.",
+    )
+    backup.add_argument("path", metavar="PATH", help="where to write the backup")
+    backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    add_database_option(backup)
+    backup.set_defaults(
+        handler=lambda args: backup_database(database_path(args), Path(args.path), force=args.force)
+    )
+
+
+def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
+    """Print the checks of the database at ``path``; 0 when all pass, 1 otherwise."""
+    problems: list[str] = []
+    conn = upkeep.open_readonly(path)
+    try:
+        integrity = upkeep.check_integrity(conn)
+        print(f"integrity_check: {'ok' if not integrity else 'FAILED'}")
+        problems += [f"integrity: {line}" for line in integrity]
+        keys = upkeep.check_foreign_keys(conn)
+        print(f"foreign_key_check: {'ok' if not keys else f'{len(keys)} violations'}")
+        problems += [f"foreign key: {line}" for line in keys]
+        version = upkeep.schema_version(conn)
+        state = "ok" if version == SCHEMA_VERSION else "MISMATCH"
+        print(f"schema version: {version} (this Vivy supports {SCHEMA_VERSION}) {state}")
+        if version != SCHEMA_VERSION:
+            problems.append(
+                f"schema version {version} is not {SCHEMA_VERSION}"
+                + (" (not a Vivy database)" if version == 0 else "")
+            )
+        else:
+            problems += _check_embeddings(conn, os.environ if environ is None else environ)
+    finally:
+        conn.close()
+    if problems:
+        for problem in problems:
+            print(f"problem: {problem}")
+        print(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''} found")
+        return 1
+    print(f"{path}: ok")
+    return 0
+
+
+def _check_embeddings(conn: Connection, environ: Mapping[str, str]) -> list[str]:
+    """The recorded embedding model against the vectors, and against the configured model."""
+    problems = []
+    model = get_meta(conn, "embedding_model")
+    dimension = get_meta(conn, "embedding_dimension")
+    notes = upkeep.count_rows(conn, "interaction_notes")
+    vectors = upkeep.count_rows(conn, "vec_notes")
+    table_dimension = upkeep.vec_notes_dimension(conn)
+    recorded = "none recorded" if model is None else f"{model} ({dimension} dimensions)"
+    print(f"embedding model: {recorded}; {vectors} vectors for {notes} notes")
+    if model is None and notes:
+        problems.append("notes exist but no embedding model is recorded in meta")
+    if dimension is not None and str(table_dimension) != dimension:
+        problems.append(
+            f"vec_notes holds {table_dimension}-dimensional vectors but meta records {dimension}"
+        )
+    if vectors != notes:
+        problems.append(f"{notes} notes but {vectors} note vectors")
+    staging = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (upkeep.REEMBED_STAGING,)
+    ).fetchone()
+    if staging is not None:
+        print("warning: an interrupted `vivy reembed` left staged vectors; run it again to finish")
+    wanted_model, wanted_dimension = configured_embedding(environ)
+    if model is not None and notes and (model, dimension) != (wanted_model, str(wanted_dimension)):
+        print(
+            f"warning: the configured embedding model is {wanted_model} ({wanted_dimension} "
+            "dimensions); Vivy will not start with it until `vivy reembed` has run"
+        )
+    return problems
+
+
+def backup_database(source: Path, target: Path, *, force: bool = False) -> int:
+    """Back up ``source`` to ``target`` with the online backup API; 0 on success."""
+    if target.exists() and not force:
+        raise VivyError(f"{target} already exists; pass --force to replace it")
+    if target.exists() and not target.is_file():
+        raise VivyError(f"{target} is not a file")
+    if not target.parent.is_dir():
+        raise VivyError(f"no such directory: {target.parent}")
+    if target.resolve() == source.resolve():
+        raise VivyError("the backup cannot replace the database itself")
+    conn = upkeep.open_readonly(source)
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    try:
+        copy: Connection = sqlean.connect(str(partial), isolation_level=None)
+        try:
+            conn.backup(copy)
+            # A single self-contained file: no -wal beside it to forget when copying it off.
+            copy.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            copy.close()
+        check = upkeep.open_readonly(partial)
+        try:
+            problems = upkeep.check_integrity(check)
+            pages = int(check.execute("PRAGMA page_count").fetchone()[0])
+        finally:
+            check.close()
+        if problems:
+            raise StorageError(f"the backup failed its integrity check: {problems[0]}")
+        os.replace(partial, target)
+    except sqlean.Error as exc:
+        raise StorageError(f"backup failed: {exc}") from exc
+    finally:
+        conn.close()
+        partial.unlink(missing_ok=True)
+    size = target.stat().st_size
+    print(f"backed up {source} to {target} ({pages} pages, {size:,} bytes); integrity_check: ok")
+    return 0

@@ -1,0 +1,186 @@
+"""``vivy reembed``: re-embed every note with the configured embedding model (seed 001 backfill).
+
+Vivy refuses to start when its notes were embedded by another model than the configured one
+(:func:`vivy.app.check_embedding_model`); this command is the way forward. Each note's
+contextual text is recomputed as the NoteWriter (or, for topic clusters, the Scheduler) builds
+it, embedded in batches as a document, and staged in a work table; once every note has a new
+vector, one transaction swaps them into ``vec_notes`` (recreated when the dimension changed)
+and records the model in ``meta``. Until then the old vectors stay in use, and an interrupted
+run resumes with the vectors it had staged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from vivy.actors.note_writer import contextual_text
+from vivy.clock import Clock
+from vivy.commands.db import add_database_option, database_path, quiet_logs
+from vivy.errors import LLMInvalidOutput, StorageError
+from vivy.llm import make_llm
+from vivy.llm.port import LLM, EmbeddingTask
+from vivy.storage import maintenance as upkeep
+from vivy.storage.db import Database
+from vivy.storage.meta import get_meta
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "ReembedReport",
+    "embedding_text",
+    "format_reembed",
+    "reembed_notes",
+    "register",
+    "run_reembed",
+]
+
+#: Notes embedded per call.
+DEFAULT_BATCH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedReport:
+    """What a re-embed did."""
+
+    notes: int
+    resumed: int
+    model: str
+    dimension: int
+    previous: str | None
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy reembed``."""
+    parser = commands.add_parser(
+        "reembed",
+        help="re-embed every note with the configured embedding model",
+        description="Recompute every note's embedding with the configured embedding model "
+        "and record the model, so Vivy starts after an embedding model change. The old vectors "
+        "stay in use until all new ones are ready; an interrupted run resumes.",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=DEFAULT_BATCH,
+        metavar="N",
+        help=f"notes per embedding call (1-1000, default {DEFAULT_BATCH})",
+    )
+    add_database_option(parser)
+    parser.set_defaults(handler=lambda args: run_reembed(database_path(args), args.batch_size))
+
+
+def _batch_size(text: str) -> int:
+    """An argparse type: a batch size from 1 to 1000."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"not a batch size from 1 to 1000: {text!r}")
+    return value
+
+
+def embedding_text(note: upkeep.NoteText) -> str:
+    """The text a note is embedded from, as it was built when the note was written."""
+    if note.note_type == "topic_cluster":
+        return f"Topic cluster of {note.note_date}\n\n{note.title}\n{note.summary}"
+    return contextual_text(
+        note.channel_name,
+        note.note_date,
+        list(note.participants),
+        list(note.topics),
+        note.title,
+        note.summary,
+    )
+
+
+async def reembed_notes(
+    db: Database,
+    llm: LLM,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> ReembedReport:
+    """Re-embed every note with ``llm`` and swap the vectors in; see the module docstring."""
+    previous = await db.read(get_meta, "embedding_model")
+    previous_dim = await db.read(get_meta, "embedding_dimension")
+    key = f"{llm.embedding_model} ({llm.dimension} dimensions)"
+    resumed = done = await db.write(upkeep.begin_staging, key)
+    while True:
+        batch = await db.read(upkeep.notes_to_embed, batch_size)
+        if not batch:
+            written = await db.write(upkeep.swap_note_vectors, llm.embedding_model, llm.dimension)
+            if written is not None:
+                break
+            continue  # notes were added meanwhile; embed them too
+        vectors = await llm.embed([embedding_text(n) for n in batch], EmbeddingTask.DOCUMENT)
+        if len(vectors) != len(batch) or any(len(v) != llm.dimension for v in vectors):
+            raise LLMInvalidOutput(
+                f"the embedding model returned {len(vectors)} vectors for {len(batch)} texts, "
+                f"or vectors that are not {llm.dimension} long"
+            )
+        staged = [(note.id, vector) for note, vector in zip(batch, vectors, strict=True)]
+        await db.write(upkeep.stage_vectors, staged)
+        done += len(batch)
+        if progress is not None:
+            progress(done)
+    return ReembedReport(
+        notes=written,
+        resumed=resumed,
+        model=llm.embedding_model,
+        dimension=llm.dimension,
+        previous=None if previous is None else f"{previous} ({previous_dim} dimensions)",
+    )
+
+
+def run_reembed(
+    path: Path, batch_size: int = DEFAULT_BATCH, *, environ: Mapping[str, str] | None = None
+) -> int:
+    """Re-embed the notes of the database at ``path``; prints the result, returns the exit code."""
+    if not path.is_file():
+        raise StorageError(f"no such database file: {path}")
+    env = os.environ if environ is None else environ
+    show = sys.stderr.isatty()
+
+    def progress(done: int) -> None:
+        sys.stderr.write(f"\r\x1b[Kre-embedding: {done} notes")
+        sys.stderr.flush()
+
+    async def main() -> ReembedReport:
+        # The command line is the entry point, so it is where wall time is read.
+        clock = Clock.starting_at(time.time())
+        llm = make_llm(env, clock=clock)
+        db = Database.open(path, inline=True)
+        try:
+            return await reembed_notes(
+                db, llm, batch_size=batch_size, progress=progress if show else None
+            )
+        finally:
+            db.close()
+            await llm.aclose()
+
+    with quiet_logs():
+        try:
+            report = anyio.run(main)
+        finally:
+            if show:
+                sys.stderr.write("\r\x1b[K")
+    print(format_reembed(report))
+    return 0
+
+
+def format_reembed(report: ReembedReport) -> str:
+    """What ``vivy reembed`` prints."""
+    line = f"re-embedded {report.notes} notes with {report.model} ({report.dimension} dimensions)"
+    if report.previous:
+        line += f"; before: {report.previous}"
+    if report.resumed:
+        line += f"; resumed with {report.resumed} vectors from an interrupted run"
+    return line

@@ -1,0 +1,697 @@
+"""Importing DiscordChatExporter exports: strict validation first, then a replay of history.
+
+An import has two phases, and nothing is written until the first has passed:
+
+1. :func:`load_exports` reads and checks every file completely. A file holds one export
+   object (``guild``, ``channel``, ``messages``) or a JSON array of them. Any defect (a
+   truncated file, a wrong type, a missing field, a timestamp that is not ISO-8601 with an
+   offset) raises :class:`ImportFormatError` naming the file, the message and the field, and
+   the database is not even opened.
+2. :func:`replay` feeds the messages of all files, merged in timestamp order, through the
+   same pipeline as live traffic (``App.router.ingest``), under trio's ``MockClock`` with an
+   inline database. The clock starts at the first message's time and sleeps until each
+   message's time, so buffers close by inactivity and max age exactly as they would have live;
+   virtual time jumps instantly while every task waits. Afterwards virtual time runs on until
+   every buffer is a note and every profile update is applied, then the nightly job runs for
+   each local day the import covered that has no completed run (idempotent per guild and day
+   through ``memory_job_log``).
+
+Every step of the replay is durable and every message id already seen is skipped (messages at
+or below their channel's watermark before they are fed, buffered ones by the router), so an
+interrupted import is finished by running it again. Exports hold final content, so edits are
+already applied; message types other than ``Default`` and ``Reply`` (pins, joins, thread
+starts) are skipped. Mentioned ids come from ``mentions``, never from the content.
+
+Work that keeps failing (the LLM is down) is left in the durable outbox after
+:data:`MAX_FAILED_ATTEMPTS` tries, and the report says so; the nightly job then waits for a
+later run. A network LLM must be wrapped in :class:`RealTimeLLM`: under the mock clock its
+time-outs would otherwise expire in virtual time the moment every task waits on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import trio
+from prometheus_client import CollectorRegistry
+from trio.testing import MockClock
+
+from vivy.app import App, running_app
+from vivy.clock import Clock
+from vivy.config import Settings
+from vivy.errors import VivyError
+from vivy.llm.port import (
+    LLM,
+    ChatAnswer,
+    ChatRequest,
+    EmbeddingTask,
+    Generation,
+    GenerationRequest,
+    ModelTier,
+)
+from vivy.llm.port import T as ModelT
+from vivy.state.gate import IncomingMessage, IngestOutcome
+from vivy.state.schedule import local_day
+from vivy.storage import jobs
+from vivy.storage import maintenance as upkeep
+from vivy.storage.db import Connection
+
+__all__ = [
+    "ACCEPTED_TYPES",
+    "DRAIN_POLL_S",
+    "MAX_FAILED_ATTEMPTS",
+    "STALL_LIMIT_S",
+    "ExportBatch",
+    "ExportMessage",
+    "ImportFormatError",
+    "ImportProgress",
+    "ImportReport",
+    "RealTimeLLM",
+    "import_exports",
+    "load_exports",
+    "parse_export",
+    "replay",
+]
+
+#: Message types that are conversation; every other type (system entries) is skipped.
+ACCEPTED_TYPES = frozenset({"Default", "Reply"})
+
+#: Virtual seconds between checks for unfinished work once the last message is fed.
+DRAIN_POLL_S = 60.0
+
+#: Failed attempts in this run after which unfinished work is left for a later run.
+MAX_FAILED_ATTEMPTS = 4
+
+#: Longest stretch of virtual time without any progress before the import gives up.
+STALL_LIMIT_S = 7 * 86400.0
+
+T = TypeVar("T")
+
+
+class ImportFormatError(VivyError):
+    """An export file is missing, unreadable or not a valid DiscordChatExporter export.
+
+    The message names the file and, for a defect inside it, the path of the offending field
+    (``export.json: messages[12].timestamp: not an ISO-8601 time``).
+    """
+
+
+# --- the export model -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExportMessage:
+    """One message of an export, validated and typed."""
+
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    message_id: int
+    kind: str
+    timestamp: float
+    author_id: int
+    author_name: str
+    author_is_bot: bool
+    content: str
+    mentions: tuple[int, ...] = ()
+    reply_to: int | None = None
+
+    def incoming(self) -> IncomingMessage:
+        """The message as the gateway would deliver it."""
+        return IncomingMessage(
+            guild_id=self.guild_id,
+            channel_id=self.channel_id,
+            message_id=self.message_id,
+            author_id=self.author_id,
+            author_name=self.author_name,
+            text=self.content,
+            created_at=self.timestamp,
+            author_is_bot=self.author_is_bot,
+            channel_name=self.channel_name,
+            reply_to=self.reply_to,
+            mentions=self.mentions,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExportBatch:
+    """Every file of one import, validated: the conversation messages in timestamp order."""
+
+    files: tuple[str, ...]
+    messages: tuple[ExportMessage, ...]
+    total: int
+    skipped_by_type: Mapping[str, int]
+    repeated: int
+
+    @property
+    def channel_ids(self) -> frozenset[int]:
+        """Channels (and threads) the batch covers."""
+        return frozenset(m.channel_id for m in self.messages)
+
+
+# --- validation -----------------------------------------------------------------------------
+
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+
+
+class _Checker:
+    """Typed access to parsed JSON with errors that name the file and the field path."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, where: str, problem: str) -> ImportFormatError:
+        return ImportFormatError(f"{self.file}: {where}: {problem}" if where else problem)
+
+    def obj(self, value: object, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def field(self, parent: dict[str, Any], key: str, where: str) -> object:
+        if key not in parent:
+            raise self.fail(_join(where, key), "missing")
+        return parent[key]
+
+    def text(self, parent: dict[str, Any], key: str, where: str, *, optional: bool = False) -> str:
+        if optional and parent.get(key) is None:
+            return ""
+        value = self.field(parent, key, where)
+        if not isinstance(value, str):
+            raise self.fail(_join(where, key), f"expected a string, got {_kind(value)}")
+        return value
+
+    def flag(self, parent: dict[str, Any], key: str, where: str) -> bool:
+        value = self.field(parent, key, where)
+        if not isinstance(value, bool):
+            raise self.fail(_join(where, key), f"expected true or false, got {_kind(value)}")
+        return value
+
+    def snowflake(self, parent: dict[str, Any], key: str, where: str) -> int:
+        value = self.field(parent, key, where)
+        if not isinstance(value, str) or not _SNOWFLAKE.fullmatch(value):
+            raise self.fail(_join(where, key), f"expected a Discord id string, got {_kind(value)}")
+        number = int(value)
+        if number >= 2**63:
+            raise self.fail(_join(where, key), "Discord id out of range")
+        return number
+
+    def time(
+        self, parent: dict[str, Any], key: str, where: str, *, optional: bool = False
+    ) -> float:
+        if optional and parent.get(key) is None:
+            return math.nan
+        value = self.field(parent, key, where)
+        if not isinstance(value, str):
+            raise self.fail(_join(where, key), "not an ISO-8601 time")
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise self.fail(_join(where, key), "not an ISO-8601 time") from None
+        if parsed.tzinfo is None:
+            raise self.fail(_join(where, key), "ISO-8601 time without a UTC offset")
+        return parsed.timestamp()
+
+    def array(self, parent: dict[str, Any], key: str, where: str) -> list[object]:
+        value = self.field(parent, key, where)
+        if not isinstance(value, list):
+            raise self.fail(_join(where, key), f"expected an array, got {_kind(value)}")
+        return value
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def parse_export(text: str, file: str) -> list[ExportMessage]:
+    """Every message of one file's text, validated; raises :class:`ImportFormatError`.
+
+    Messages of every type are returned; the caller skips the non-conversation ones.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFormatError(
+            f"{file}: line {exc.lineno} column {exc.colno}: not valid JSON"
+            f" ({exc.msg}); the file may be truncated"
+        ) from None
+    check = _Checker(file)
+    if isinstance(data, list):
+        if not data:
+            raise check.fail("top level", "an empty array holds no export")
+        exports = [(f"[{i}]", item) for i, item in enumerate(data)]
+    elif isinstance(data, dict):
+        exports = [("", data)]
+    else:
+        raise check.fail("top level", "expected an export object or an array of them")
+    messages: list[ExportMessage] = []
+    for where, raw in exports:
+        messages.extend(_parse_channel(check, raw, where))
+    return messages
+
+
+def _parse_channel(check: _Checker, raw: object, where: str) -> list[ExportMessage]:
+    export = check.obj(raw, where or "top level")
+    guild = check.obj(check.field(export, "guild", where), _join(where, "guild"))
+    guild_id = check.snowflake(guild, "id", _join(where, "guild"))
+    check.text(guild, "name", _join(where, "guild"))
+    channel_at = _join(where, "channel")
+    channel = check.obj(check.field(export, "channel", where), channel_at)
+    channel_id = check.snowflake(channel, "id", channel_at)
+    check.text(channel, "type", channel_at)
+    channel_name = check.text(channel, "name", channel_at)
+    found: list[ExportMessage] = []
+    for index, item in enumerate(check.array(export, "messages", where)):
+        at = f"{_join(where, 'messages')}[{index}]"
+        found.append(_parse_message(check, item, at, guild_id, channel_id, channel_name))
+    return found
+
+
+def _parse_message(
+    check: _Checker, raw: object, at: str, guild_id: int, channel_id: int, channel_name: str
+) -> ExportMessage:
+    message = check.obj(raw, at)
+    message_id = check.snowflake(message, "id", at)
+    kind = check.text(message, "type", at)
+    timestamp = check.time(message, "timestamp", at)
+    check.time(message, "timestampEdited", at, optional=True)
+    content = check.text(message, "content", at)
+    author_at = f"{at}.author"
+    author = check.obj(check.field(message, "author", at), author_at)
+    author_id = check.snowflake(author, "id", author_at)
+    name = check.text(author, "name", author_at)
+    nickname = check.text(author, "nickname", author_at, optional=True)
+    is_bot = check.flag(author, "isBot", author_at)
+    mentions: list[int] = []
+    for index, item in enumerate(check.array(message, "mentions", at)):
+        mention_at = f"{at}.mentions[{index}]"
+        mentions.append(check.snowflake(check.obj(item, mention_at), "id", mention_at))
+    reply_to: int | None = None
+    reference = message.get("reference")
+    if reference is not None:
+        ref_at = f"{at}.reference"
+        ref = check.obj(reference, ref_at)
+        if ref.get("messageId") is not None:
+            reply_to = check.snowflake(ref, "messageId", ref_at)
+    return ExportMessage(
+        guild_id=guild_id,
+        channel_id=channel_id,
+        channel_name=channel_name,
+        message_id=message_id,
+        kind=kind,
+        timestamp=timestamp,
+        author_id=author_id,
+        author_name=nickname or name,
+        author_is_bot=is_bot,
+        content=content,
+        mentions=tuple(dict.fromkeys(mentions)),
+        reply_to=reply_to,
+    )
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ImportFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ImportFormatError(f"{path}: is a directory, not an export file") from None
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ImportFormatError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def load_exports(paths: Sequence[str | Path]) -> ExportBatch:
+    """Read and validate every file; the conversation messages of all, in timestamp order.
+
+    A message id seen twice (overlapping exports) is kept once. Nothing is written.
+    """
+    if not paths:
+        raise ImportFormatError("no export files given")
+    found: dict[int, ExportMessage] = {}
+    skipped: Counter[str] = Counter()
+    total = repeated = 0
+    for path in map(Path, paths):
+        for message in parse_export(_read(path), str(path)):
+            if message.message_id in found:
+                repeated += 1
+                continue
+            total += 1
+            if message.kind not in ACCEPTED_TYPES:
+                skipped[message.kind] += 1
+                continue
+            found[message.message_id] = message
+    ordered = sorted(found.values(), key=lambda m: (m.timestamp, m.message_id))
+    return ExportBatch(
+        files=tuple(str(p) for p in paths),
+        messages=tuple(ordered),
+        total=total,
+        skipped_by_type=dict(skipped),
+        repeated=repeated,
+    )
+
+
+# --- the replay -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ImportProgress:
+    """Where a running import is, for a progress line."""
+
+    phase: str
+    seen: int
+    total: int
+    stored: int
+    duplicates: int
+    notes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an import did.
+
+    ``messages`` counts every message in the files (each id once; ``repeated`` counts the
+    copies in overlapping files), ``duplicates`` those imported before, ``skipped_by_type`` the
+    system entries and ``excluded`` the conversation messages the capture gate refused (bots,
+    empty text, blacklists), by outcome. ``days`` are the days whose nightly job ran.
+    ``pending_buffers`` and ``pending_updates`` are work left after repeated LLM failures (the
+    nightly job then waits too); running the import again finishes it.
+    """
+
+    files: int
+    messages: int
+    stored: int
+    duplicates: int
+    repeated: int
+    skipped_by_type: Mapping[str, int]
+    excluded: Mapping[str, int]
+    notes_written: int
+    clusters_written: int
+    facts_added: int
+    days: tuple[date, ...]
+    pending_buffers: int = 0
+    pending_updates: int = 0
+    llm: str = ""
+
+    @property
+    def complete(self) -> bool:
+        """Whether every message became part of a note and every update was applied."""
+        return not (self.pending_buffers or self.pending_updates)
+
+
+@dataclass
+class _Tally:
+    stored: int = 0
+    duplicates: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)
+
+
+def _facts(conn: Connection) -> int:
+    return upkeep.count_rows(conn, "profile_facts")
+
+
+async def replay(
+    batch: ExportBatch,
+    settings: Settings,
+    *,
+    llm: LLM,
+    progress: Callable[[ImportProgress], None] | None = None,
+) -> ImportReport:
+    """Replay ``batch`` into ``settings.database``; must run under trio's ``MockClock``.
+
+    See the module docstring. ``llm`` is used as given (wrap a network LLM in
+    :class:`RealTimeLLM`, so its time-outs run on real time).
+    """
+    start = batch.messages[0].timestamp if batch.messages else 0.0
+    clock = Clock.starting_at(start)
+    tally = _Tally()
+
+    def report(phase: str, seen: int, notes: int) -> None:
+        if progress is not None:
+            progress(
+                ImportProgress(
+                    phase, seen, len(batch.messages), tally.stored, tally.duplicates, notes
+                )
+            )
+
+    async with running_app(
+        settings,
+        clock=clock,
+        inline_db=True,
+        llm=llm,
+        registry=CollectorRegistry(),
+        scheduler=False,
+    ) as app:
+        notes_before = await app.db.read(upkeep.note_counts)
+        facts_before = await app.db.read(_facts)
+        marks = await app.db.read(upkeep.watermarks, batch.channel_ids)
+        baseline = await app.db.read(upkeep.outbox_state)
+        notes_now = sum(notes_before.values())
+        for seen, message in enumerate(batch.messages, start=1):
+            if message.message_id <= marks.get(message.channel_id, 0):
+                tally.duplicates += 1
+            else:
+                await anyio.sleep_until(clock.to_monotonic(message.timestamp))
+                _count(tally, await app.router.ingest(message.incoming()))
+            if seen % 50 == 0:
+                notes_now = sum((await app.db.read(upkeep.note_counts)).values())
+            report("replaying", seen, notes_now)
+        left = await _drain(
+            app, baseline, llm, lambda n: report("finishing", len(batch.messages), n)
+        )
+        days = await _nightly(app, batch, settings) if left.empty else ()
+        notes_after = await app.db.read(upkeep.note_counts)
+        facts_after = await app.db.read(_facts)
+        report("done", len(batch.messages), sum(notes_after.values()))
+    return ImportReport(
+        files=len(batch.files),
+        messages=batch.total,
+        stored=tally.stored,
+        duplicates=tally.duplicates,
+        repeated=batch.repeated,
+        skipped_by_type=dict(batch.skipped_by_type),
+        excluded=dict(tally.excluded),
+        notes_written=notes_after["conversation"] - notes_before["conversation"],
+        clusters_written=notes_after["topic_cluster"] - notes_before["topic_cluster"],
+        facts_added=facts_after - facts_before,
+        days=days,
+        pending_buffers=left.open_buffers + len(left.closed_buffers),
+        pending_updates=len(left.pending_updates),
+        llm=app.llm.quality,
+    )
+
+
+def _count(tally: _Tally, outcome: IngestOutcome) -> None:
+    if outcome in (IngestOutcome.STORED, IngestOutcome.TRUNCATED):
+        tally.stored += 1
+    elif outcome is IngestOutcome.DUPLICATE:
+        tally.duplicates += 1
+    else:
+        tally.excluded[outcome.value] += 1
+
+
+async def _drain(
+    app: App,
+    baseline: upkeep.OutboxState,
+    llm: LLM,
+    progress: Callable[[int], None],
+) -> upkeep.OutboxState:
+    """Let virtual time run until no work is left, or what is left keeps failing.
+
+    Returns the work left: nothing, or buffers and updates that failed
+    :data:`MAX_FAILED_ATTEMPTS` times in this run (they stay durable for a later run).
+    """
+    before = {**baseline.closed_buffers}, {**baseline.pending_updates}
+    previous: upkeep.OutboxState | None = None
+    still = 0.0
+    while True:
+        state = await app.db.read(upkeep.outbox_state)
+        idle = app.notes.backlog == 0 and app.profiles.active == 0
+        if state.empty and idle:
+            return state
+        if not state.open_buffers and _failing(state, before):
+            return state
+        busy = isinstance(llm, RealTimeLLM) and llm.in_flight > 0
+        still = 0.0 if busy or state != previous else still + DRAIN_POLL_S
+        if still >= STALL_LIMIT_S:
+            return state
+        previous = state
+        progress(sum((await app.db.read(upkeep.note_counts)).values()))
+        await anyio.sleep(DRAIN_POLL_S)
+
+
+def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, int]]) -> bool:
+    """Whether every unfinished item has failed often enough in this run to give up on it."""
+    buffers, updates = before
+    tried = [a - buffers.get(i, 0) for i, a in state.closed_buffers.items()]
+    tried += [a - updates.get(i, 0) for i, a in state.pending_updates.items()]
+    return bool(tried) and min(tried) >= MAX_FAILED_ATTEMPTS
+
+
+async def _nightly(app: App, batch: ExportBatch, settings: Settings) -> tuple[date, ...]:
+    """Run the nightly job for each local day of the batch that has no completed run."""
+    zone = settings.zone
+    covered = sorted({local_day(m.timestamp, zone) for m in batch.messages})
+    completed = set(await app.db.read(jobs.completed_days))
+    ran = []
+    for day in covered:
+        if day in completed:
+            continue
+        await app.scheduler.run_day(day)
+        ran.append(day)
+    return tuple(ran)
+
+
+def import_exports(
+    paths: Sequence[str | Path],
+    settings: Settings,
+    *,
+    llm: LLM | Callable[[], LLM],
+    database: str | Path | None = None,
+    progress: Callable[[ImportProgress], None] | None = None,
+) -> ImportReport:
+    """Validate every file, then replay them into the database on virtual time.
+
+    ``llm`` is an LLM or a factory called once validation has passed. When validation fails,
+    :class:`ImportFormatError` is raised before the database is opened.
+    """
+    batch = load_exports(paths)
+    if database is not None:
+        settings = replace(settings, database=Path(database))
+    model = llm() if callable(llm) else llm
+    try:
+        return trio.run(
+            _replay_and_close,
+            batch,
+            settings,
+            model,
+            progress,
+            clock=MockClock(autojump_threshold=0),
+        )
+    except BaseExceptionGroup as group:
+        # The app's task groups wrap an error of the replay; a lone one is raised as itself.
+        leaves = _leaves(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        found.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    return found
+
+
+async def _replay_and_close(
+    batch: ExportBatch,
+    settings: Settings,
+    llm: LLM,
+    progress: Callable[[ImportProgress], None] | None,
+) -> ImportReport:
+    try:
+        return await replay(batch, settings, llm=llm, progress=progress)
+    finally:
+        if isinstance(llm, RealTimeLLM):
+            await llm.aclose()
+
+
+# --- a network LLM on real time -------------------------------------------------------------
+
+
+class RealTimeLLM:
+    """Runs another LLM on a private asyncio loop in a worker thread, on real time.
+
+    Under trio's ``MockClock`` a task waiting on the network counts as blocked, so virtual
+    time would jump past a network client's time-outs and retry sleeps (python-trio/trio#456).
+    Here those waits happen on the private loop's real clock, while the importer's timers stay
+    virtual. ``factory`` builds the inner LLM on that loop (its HTTP client binds there).
+    """
+
+    def __init__(self, factory: Callable[[], LLM]) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="vivy-import-llm", daemon=True
+        )
+        self._thread.start()
+        self.in_flight = 0
+
+        async def build() -> LLM:
+            return factory()
+
+        try:
+            self._inner = self._call_sync(build)
+        except BaseException:
+            self._stop()
+            raise
+        self.dimension = self._inner.dimension
+        self.embedding_model = self._inner.embedding_model
+        self.quality = self._inner.quality
+
+    def _call_sync(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result()
+
+    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        async def run() -> T:
+            return await fn()
+
+        self.in_flight += 1
+        try:
+            return await anyio.to_thread.run_sync(self._call_sync, run)
+        finally:
+            self.in_flight -= 1
+
+    def model_for(self, tier: ModelTier) -> str:
+        """The inner LLM's model for ``tier``."""
+        return self._inner.model_for(tier)
+
+    async def generate(self, request: GenerationRequest[ModelT]) -> Generation[ModelT]:
+        """The inner generation, run on the private loop."""
+        return await self._call(lambda: self._inner.generate(request))
+
+    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
+        """The inner embeddings, run on the private loop."""
+        return await self._call(lambda: self._inner.embed(texts, task))
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """The inner chat answer, run on the private loop."""
+        return await self._call(lambda: self._inner.chat(request))
+
+    async def aclose(self) -> None:
+        """Close the inner LLM and stop the private loop."""
+        if self._thread.is_alive():
+            try:
+                await self._call(self._inner.aclose)
+            finally:
+                self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
