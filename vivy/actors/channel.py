@@ -194,12 +194,17 @@ class ChannelActor:
             if deadline is None and self._retire(self):
                 return
             item: Item | None = None
-            at = math.inf if deadline is None else self._clock.to_monotonic(deadline)
-            with anyio.move_on_at(at):
-                try:
-                    item = await self._inbox.receive()
-                except anyio.EndOfStream:
-                    return
+            try:
+                item = self._inbox.receive_nowait()  # busy channels skip the timer set-up
+            except anyio.WouldBlock:
+                at = math.inf if deadline is None else self._clock.to_monotonic(deadline)
+                with anyio.move_on_at(at):
+                    try:
+                        item = await self._inbox.receive()
+                    except anyio.EndOfStream:
+                        return
+            except anyio.EndOfStream:
+                return
             if item is None:
                 assert deadline is not None
                 await self._on_deadline(deadline)
