@@ -126,6 +126,7 @@ async def running_app(
             profiles=profiles,
             observer=observer,
             min_messages=settings.min_note_messages,
+            profile_delay_s=settings.profile_delay_s,
         )
         router = Router(
             db=db,
@@ -148,6 +149,7 @@ async def running_app(
             observer=observer,
             zone=settings.zone,
             min_cluster_notes=settings.min_cluster_notes,
+            consolidate_min_facts=settings.consolidate_min_facts,
             catchup_limit_s=settings.catchup_time_limit_s,
         )
         app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)

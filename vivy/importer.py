@@ -442,6 +442,7 @@ async def replay(
     *,
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> ImportReport:
     """Replay ``batch`` into ``settings.database``; must run under trio's ``MockClock``.
 
@@ -465,7 +466,7 @@ async def replay(
         clock=clock,
         inline_db=True,
         llm=llm,
-        registry=CollectorRegistry(),
+        registry=registry or CollectorRegistry(),
         scheduler=False,
     ) as app:
         notes_before = await app.db.read(upkeep.note_counts)
@@ -575,6 +576,7 @@ def import_exports(
     llm: LLM | Callable[[], LLM],
     database: str | Path | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> ImportReport:
     """Validate every file, then replay them into the database on virtual time.
 
@@ -592,6 +594,7 @@ def import_exports(
             settings,
             model,
             progress,
+            registry,
             clock=MockClock(autojump_threshold=0),
         )
     except BaseExceptionGroup as group:
@@ -614,9 +617,10 @@ async def _replay_and_close(
     settings: Settings,
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None,
+    registry: CollectorRegistry | None,
 ) -> ImportReport:
     try:
-        return await replay(batch, settings, llm=llm, progress=progress)
+        return await replay(batch, settings, llm=llm, progress=progress, registry=registry)
     finally:
         if isinstance(llm, RealTimeLLM):
             await llm.aclose()

@@ -35,6 +35,8 @@ def settings(path: Path, zone: str = "UTC") -> Settings:
         buffers=BufferSettings(inactivity_min_s=1500.0, inactivity_max_s=1500.0),
         timezone=zone,
         min_cluster_notes=3,
+        profile_delay_s=0.0,
+        consolidate_min_facts=1,
     )
 
 

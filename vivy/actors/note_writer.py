@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from functools import partial
 from typing import Protocol
 
 import anyio
@@ -93,6 +94,7 @@ class NoteWriter:
         profiles: ProfileNotifier,
         observer: NoteObserver,
         min_messages: int = 2,
+        profile_delay_s: float = 0.0,
         backoff: Backoff = OUTBOX_BACKOFF,
         concurrency: int = 2,
         rng: random.Random | None = None,
@@ -103,6 +105,7 @@ class NoteWriter:
         self._profiles = profiles
         self._observer = observer
         self._min_messages = min_messages
+        self._profile_delay_s = profile_delay_s
         self._backoff = backoff
         self._rng = rng or random.Random(0)
         self._slots = anyio.Semaphore(concurrency)
@@ -210,7 +213,11 @@ class NoteWriter:
             started_at=row.started_at,
             ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,
         )
-        note_id = await self._db.write(note_store.commit_conversation_note, buffer_id, note)
+        commit = partial(
+            note_store.commit_conversation_note,
+            updates_due_at=note.created_at + self._profile_delay_s,
+        )
+        note_id = await self._db.write(commit, buffer_id, note)
         machine.handle(NoteCommitted(note_id), self._clock.now())
         if note_id is None:
             return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -22,7 +23,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from vivy.clock import Clock
-from vivy.errors import LLMError
+from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
@@ -39,6 +40,15 @@ log = structlog.get_logger(__name__)
 #: Most notes coalesced into one profile-update call.
 MAX_NOTES_PER_CALL = 8
 
+#: Self-disclosure: a first-person statement about oneself ("I live…", "my dog…", "I'm a…").
+#: A member whose lines have none cannot ground a new fact, so no call is made for them.
+_SELF_DISCLOSURE = re.compile(
+    r"\b(my|mine|i'm|i am|im|i've|i have|i'd|i'll|i (?:\w+ly )?(?:live|work|love|like|enjoy|"
+    r"hate|prefer|use|play|study|learn|moved|own|got|started|switched|speak|grew|was born|"
+    r"go|went|drive|run|build|make|teach|mod|main|drum|sing|cook|bake|read|watch|listen))\b",
+    re.IGNORECASE,
+)
+
 #: Retry schedule of a member's failed update: 30 s doubling up to an hour, jittered.
 UPDATE_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
 
@@ -47,7 +57,7 @@ class ProfileObserver(Protocol):
     """What the ProfileUpdaters report for metrics."""
 
     def profile_update(self, outcome: str) -> None:
-        """An update attempt ended: ``applied``, ``failed`` or ``conflict_retried``."""
+        """An update attempt ended: ``applied``, ``failed``, ``conflict_retried``, ``skipped``."""
 
     def fact_rejected(self, reason: str) -> None:
         """A proposed operation was refused for ``reason`` (a :class:`Rejection` value)."""
@@ -86,7 +96,18 @@ def _write_plan(
     update_ids: Sequence[int],
     now: float,
 ) -> bool:
-    """Apply the plan and mark the updates applied, or change nothing on a version conflict."""
+    """Apply the plan and mark the updates applied, or change nothing on a conflict.
+
+    A conflict is a profile changed meanwhile, or updates no longer pending (the member used
+    ``/memory forget-me`` while the call was out): the plan is then dropped.
+    """
+    marks = ",".join("?" * len(update_ids))
+    still = conn.execute(
+        f"SELECT COUNT(*) FROM profile_updates WHERE status = 'pending' AND id IN ({marks})",
+        list(update_ids),
+    ).fetchone()[0]
+    if still != len(update_ids):
+        return False
     if plan.changes and not profile_store.apply_plan(
         conn, member.guild_id, member.user_id, version, plan, now
     ):
@@ -158,10 +179,16 @@ class ProfileUpdaters:
                 if u.guild_id == member.guild_id
             ]
             now = self._clock.now()
-            due = [u for u in pending if u.next_attempt_at <= now][:MAX_NOTES_PER_CALL]
-            if due:
-                async with self._limiter:
-                    await self._update(member, due, bound)
+            if any(u.next_attempt_at <= now for u in pending):
+                # Coalesce: once one update is due, the member's others ride along.
+                try:
+                    async with self._limiter:
+                        await self._update(member, pending[:MAX_NOTES_PER_CALL], bound)
+                except StorageError as exc:
+                    # The updates stay pending; the next round reads them afresh.
+                    bound.warning("profile update not written", error=str(exc))
+                    self._observer.profile_update("failed")
+                    await anyio.sleep(self._backoff.base_s)
                 continue
             if not pending and not wake.is_set():
                 del self._wake[member]
@@ -206,6 +233,17 @@ class ProfileUpdaters:
             facts=tuple(FactView(f.id, f.section, f.text, f.source_label) for f in ctx.facts),
             notes=views,
         )
+        if not any(
+            _SELF_DISCLOSURE.search(line.text)
+            for view in views
+            for line in view.lines
+            if line.author_id == member.user_id
+        ):
+            # Facts must rest on the member's own words; without any, no call can add one.
+            now = self._clock.now()
+            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], now)
+            self._observer.profile_update("skipped")
+            return
         try:
             generation = await self._llm.generate(profile_update_request(payload))
         except LLMError as exc:

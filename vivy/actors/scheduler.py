@@ -96,6 +96,7 @@ class Scheduler:
         observer: SchedulerObserver,
         zone: ZoneInfo,
         min_cluster_notes: int = 3,
+        consolidate_min_facts: int = 6,
         catchup_limit_s: float = 300.0,
     ) -> None:
         self._db = db
@@ -104,6 +105,7 @@ class Scheduler:
         self._observer = observer
         self._zone = zone
         self._min_cluster_notes = min_cluster_notes
+        self._consolidate_min_facts = consolidate_min_facts
         self._catchup_limit_s = catchup_limit_s
         self._lock = anyio.Lock()
         self.reports: list[JobReport] = []
@@ -227,7 +229,14 @@ class Scheduler:
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
         notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
-        members = sorted({p.user_id for n in notes for p in n.participants})
+        # Only profiles that changed since the day began, and hold enough facts to have
+        # redundancies worth a pro call, are consolidated.
+        changed = set(
+            await self._db.read(
+                profile_store.changed_since, guild_id, start, self._consolidate_min_facts
+            )
+        )
+        members = sorted({p.user_id for n in notes for p in n.participants} & changed)
         failed = False
         for user_id in members:
             theirs = [n for n in notes if any(p.user_id == user_id for p in n.participants)]

@@ -88,6 +88,8 @@ class ProfileUpdateOutcome(StrEnum):
     FAILED = "failed"
     #: A concurrent change was detected and the update was retried.
     CONFLICT_RETRIED = "conflict_retried"
+    #: The member said nothing about themselves in the notes: no call was needed.
+    SKIPPED = "skipped"
 
 
 class FactRejection(StrEnum):
@@ -147,6 +149,8 @@ class RetrievalPath(StrEnum):
     PROFILES_ONLY = "profiles_only"
     #: Retrieval switched off.
     DISABLED = "disabled"
+    #: Nothing relevant was remembered.
+    EMPTY = "empty"
 
 
 class ActorKind(StrEnum):

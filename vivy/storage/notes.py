@@ -172,11 +172,15 @@ def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
     return note_id
 
 
-def commit_conversation_note(conn: Connection, buffer_id: int, note: NewNote) -> int | None:
+def commit_conversation_note(
+    conn: Connection, buffer_id: int, note: NewNote, *, updates_due_at: float | None = None
+) -> int | None:
     """Store the note of a closed buffer with everything that depends on it.
 
     Returns the note id, or None when the buffer is gone or no longer closed (its note was
-    already committed): committing twice yields one note.
+    already committed): committing twice yields one note. The participants' profile updates
+    are due at ``updates_due_at`` (default: at once), which lets a member's updates of
+    several notes coalesce into one call.
     """
     row = conn.execute("SELECT status FROM channel_buffers WHERE id = ?", (buffer_id,)).fetchone()
     if row is None or row[0] != "closed":
@@ -195,13 +199,11 @@ def commit_conversation_note(conn: Connection, buffer_id: int, note: NewNote) ->
         (note_id, note_id),
     )
     conn.execute("DELETE FROM channel_buffers WHERE id = ?", (buffer_id,))
+    due = note.created_at if updates_due_at is None else updates_due_at
     conn.executemany(
         "INSERT INTO profile_updates (guild_id, user_id, note_id, created_at, next_attempt_at)"
         " VALUES (?, ?, ?, ?, ?)",
-        [
-            (note.guild_id, p.user_id, note_id, note.created_at, note.created_at)
-            for p in note.participants
-        ],
+        [(note.guild_id, p.user_id, note_id, note.created_at, due) for p in note.participants],
     )
     return note_id
 

@@ -20,6 +20,7 @@ __all__ = [
     "PendingUpdate",
     "active_facts",
     "apply_plan",
+    "changed_since",
     "mark_updates_applied",
     "note_sources",
     "pending_updates",
@@ -122,6 +123,19 @@ def apply_plan(
         (guild_id, user_id, now),
     )
     return True
+
+
+def changed_since(conn: Connection, guild_id: int, since: float, min_facts: int = 1) -> list[int]:
+    """Members with a fact added or invalidated at or after ``since`` and ``min_facts`` active."""
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT user_id FROM profile_facts WHERE guild_id = ? GROUP BY user_id"
+            " HAVING SUM(created_at >= ? OR invalidated_at >= ?) > 0"
+            " AND SUM(invalidated_at IS NULL) >= ?",
+            (guild_id, since, since, min_facts),
+        )
+    ]
 
 
 def pending_updates(conn: Connection, user_id: int | None = None) -> list[PendingUpdate]:
