@@ -9,8 +9,8 @@ thread counts as idle, python-trio/trio#456) or on a worker thread through
 ``anyio.to_thread`` with a capacity limiter of one (production, asyncio or trio).
 
 Writes are group-committed: writes submitted while another batch is on the thread are run
-together in one transaction, each inside its own SAVEPOINT so one failing write does not undo
-the others.
+together in one transaction; if one of them fails, the batch is rolled back and each write is
+run again alone, so one failing write does not undo the others.
 """
 
 from __future__ import annotations
@@ -213,48 +213,53 @@ class Database:
             raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
 
     def _run_batch(self, batch: list[_Write[Any]]) -> None:
-        """Run writes in one transaction, one savepoint each; commit once.
+        """Run writes in one transaction and commit once (group commit).
 
-        If a write aborts the whole transaction (a ROLLBACK inside it, a full disk), the
-        writes of the batch that ran before it are lost with it: all of them fail with
-        :class:`StorageError` and none is reported as committed.
+        Writes are optimistic: if one of them fails, the transaction is rolled back and
+        every write of the batch is run again in a transaction of its own, so the failure
+        undoes only its own changes. Storage functions only touch the database, so running
+        one again after a rollback is safe.
         """
+        if len(batch) > 1 and self._run_together(batch):
+            return
+        for job in batch:
+            self._run_together([job])
+
+    def _run_together(self, batch: list[_Write[Any]]) -> bool:
+        """Run ``batch`` in one transaction; True if it committed (or failed as a whole)."""
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlean.Error as exc:
             for job in batch:
                 job.error = StorageError(f"cannot begin transaction: {exc}")
-            return
-        for index, job in enumerate(batch):
-            conn.execute("SAVEPOINT vivy_write")
+            return True
+        results: list[Any] = []
+        for job in batch:
             try:
-                job.result = job.fn(conn, *job.args)
+                results.append(job.fn(conn, *job.args))
             except BaseException as exc:  # re-raised in the caller's task
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if len(batch) > 1:
+                    return False  # isolate the failure: run each write alone
                 job.error = (
                     StorageError(f"{getattr(job.fn, '__name__', job.fn)}: {exc}")
                     if isinstance(exc, sqlean.Error)
                     else exc
                 )
-                if not conn.in_transaction:
-                    self._abort(batch, index, "the transaction was aborted by another write")
-                    return
-                conn.execute("ROLLBACK TO vivy_write")
-            conn.execute("RELEASE vivy_write")
+                return True
         try:
             conn.execute("COMMIT")
         except sqlean.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._abort(batch, -1, f"commit failed: {exc}")
-
-    @staticmethod
-    def _abort(batch: list[_Write[Any]], culprit: int, reason: str) -> None:
-        """Fail every write of a batch whose transaction is gone (except the culprit's own)."""
-        for index, job in enumerate(batch):
-            if index != culprit:
-                job.result = None
-                job.error = StorageError(reason)
+            for job in batch:
+                job.error = StorageError(f"commit failed: {exc}")
+            return True
+        for job, result in zip(batch, results, strict=True):
+            job.result, job.error = result, None
+        return True
 
     def _check_open(self) -> None:
         if self._closed:

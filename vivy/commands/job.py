@@ -1,0 +1,63 @@
+"""``vivy job run [--date YYYY-MM-DD]``: run the nightly memory job by hand.
+
+It runs (or resumes) the job for one local day of the configured time zone — yesterday by
+default — with the configured LLM: topic clusters for each guild, then consolidation of each
+changed profile. The job is idempotent per guild and day, so running it twice does nothing the
+second time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from datetime import date, timedelta
+from pathlib import Path
+
+import anyio
+
+from vivy.app import running_app
+from vivy.clock import Clock
+from vivy.commands.db import add_database_option, database_path
+from vivy.config import Settings
+from vivy.state.schedule import local_day
+
+__all__ = ["register", "run_job"]
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy job run``."""
+    parser = commands.add_parser("job", help="run the nightly memory job by hand")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = actions.add_parser("run", help="run (or resume) the job for one day", description=__doc__)
+    run.add_argument("--date", type=_day, default=None, help="local day (default: yesterday)")
+    add_database_option(run)
+    run.set_defaults(handler=lambda args: run_job(database_path(args), args.date))
+
+
+def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
+    """Run the job for ``day`` on the database at ``path``; returns the exit code."""
+    settings = replace(Settings.from_env(os.environ), database=Path(path))
+    return anyio.run(_run, settings, day)
+
+
+async def _run(settings: Settings, day: date | None) -> int:
+    clock = Clock.starting_at(time.time())  # the entry point's one wall-clock read
+    target = day or local_day(clock.now(), settings.zone) - timedelta(days=1)
+    async with running_app(settings, clock=clock, scheduler=False) as app:
+        report = await app.scheduler.run_day(target)
+    status = "complete" if report.complete else "incomplete: " + ", ".join(report.failures)
+    print(f"nightly job for {target.isoformat()}: {status}")
+    print(f"  topic clusters written: {report.clusters}")
+    print(f"  profiles consolidated:  {report.consolidated}")
+    if report.skipped_passes:
+        print(f"  already done before:    {', '.join(report.skipped_passes)}")
+    return 0 if report.complete else 1
