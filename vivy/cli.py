@@ -20,11 +20,16 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 #: The modules that provide subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
     "vivy.commands.demo",
+    "vivy.commands.run",
     "vivy.commands.importer",
     "vivy.commands.inspect",
     "vivy.commands.db",
     "vivy.commands.migrate",
     "vivy.commands.reembed",
+    "vivy.commands.job",
+    "vivy.commands.snapshot",
+    "vivy.commands.eval",
+    "vivy.commands.search",
     "vivy.commands.bench",
 )
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -32,7 +33,6 @@ from vivy.metrics import (
     FlushReason,
     IngestOutcome,
     Metrics,
-    MetricsServer,
     NoteType,
     ProfileUpdateOutcome,
     ReplyOutcome,
@@ -226,66 +226,86 @@ def _wait_for(condition: Any, what: str, process: subprocess.Popen[bytes], log: 
 def live(
     prometheus_binary: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LivePrometheus]:
-    """Prometheus on an ephemeral loopback port scraping a MetricsServer every second."""
+    """Prometheus on loopback scraping a running ``vivy demo`` every second."""
     workdir = tmp_path_factory.mktemp("prometheus")
     shutil.copy(PROMETHEUS_DIR / "alerts.yml", workdir / "alerts.yml")
-    metrics = _sample_metrics()
-    with MetricsServer(metrics.registry, port=0) as server:
-        config = workdir / "prometheus.yml"
-        config.write_text(
-            "global:\n"
-            "  scrape_interval: 1s\n"
-            "  scrape_timeout: 1s\n"
-            "  evaluation_interval: 1s\n"
-            "rule_files: [alerts.yml]\n"
-            "scrape_configs:\n"
-            "  - job_name: vivy\n"
-            "    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{server.port}']\n"
+    vivy_port = _free_port()
+    demo_log = workdir / "demo.log"
+    with demo_log.open("wb") as demo_out:
+        demo = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vivy.cli",
+                "demo",
+                "--metrics-port",
+                str(vivy_port),
+                "--linger",
+                str(WAIT_SECONDS + 30),
+            ],
+            stdout=demo_out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env={**os.environ, "GEMINI_API_KEY": "", "MEMORY_GEMINI_TOKEN": ""},
         )
-        port = _free_port()
-        log = workdir / "prometheus.log"
-        with log.open("wb") as log_file:
-            process = subprocess.Popen(
-                [
-                    prometheus_binary,
-                    f"--config.file={config}",
-                    f"--storage.tsdb.path={workdir / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{port}",
-                    "--log.level=warn",
-                ],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-            )
-        try:
-            live = LivePrometheus(url=f"http://127.0.0.1:{port}", metrics=metrics)
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        "global:\n"
+        "  scrape_interval: 1s\n"
+        "  scrape_timeout: 1s\n"
+        "  evaluation_interval: 1s\n"
+        "rule_files: [alerts.yml]\n"
+        "scrape_configs:\n"
+        "  - job_name: vivy\n"
+        "    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{vivy_port}']\n"
+    )
+    port = _free_port()
+    log = workdir / "prometheus.log"
+    with log.open("wb") as log_file:
+        process = subprocess.Popen(
+            [
+                prometheus_binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+        )
+    try:
+        live = LivePrometheus(url=f"http://127.0.0.1:{port}", metrics=_sample_metrics())
 
-            def scraped() -> bool:
-                up = live.api("query", query='up{job="vivy"} == 1')["data"]["result"]
-                series = live.api("series", **{"match[]": '{__name__=~"vivy_.+"}'})
-                return bool(up) and bool(series["data"])
+        def scraped() -> bool:
+            if demo.poll() is not None:
+                pytest.fail(f"vivy demo exited ({demo.returncode}):\n{demo_log.read_text()}")
+            up = live.api("query", query='up{job="vivy"} == 1')["data"]["result"]
+            done = live.api("query", query="vivy_scheduler_last_success_timestamp_seconds > 0")
+            return bool(up) and bool(done["data"]["result"])
 
-            _wait_for(scraped, 'up{job="vivy"} == 1 and vivy_* series', process, log)
-            yield live
-        finally:
-            process.terminate()
+        _wait_for(scraped, "vivy demo scraped after its nightly jobs ran", process, log)
+        yield live
+    finally:
+        for child in (process, demo):
+            child.terminate()
             try:
-                process.wait(timeout=10)
+                child.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+                child.kill()
+                child.wait(timeout=10)
 
 
 def test_prometheus_scrapes_every_family(live: LivePrometheus) -> None:
-    """The live Prometheus has the vivy job up and a series for every Vivy family."""
+    """Prometheus scraping ``vivy demo`` has the job up and a series for every Vivy family."""
     up = live.api("query", query='up{job="vivy"}')["data"]["result"]
     assert [sample["value"][1] for sample in up] == ["1"]
     series = live.api("series", **{"match[]": '{__name__=~"vivy_.+", job="vivy"}'})["data"]
     names = {entry["__name__"] for entry in series}
     assert _family_names(live.metrics) <= {re.sub(r"_bucket$", "", name) for name in names}
     stored = live.api("query", query='vivy_messages_ingested_total{outcome="stored"}')
-    assert stored["data"]["result"][0]["value"][1] == "40"
+    assert stored["data"]["result"][0]["value"][1] == "399"  # the demo's human messages
 
 
 def _dashboard_expressions() -> list[tuple[str, str]]:

@@ -258,17 +258,12 @@ def test_vec_notes_knn_is_partitioned_by_guild(db: Database) -> None:
     ]
 
     def insert(conn: Connection) -> None:
-        # The index may keep a binary-quantised copy of each vector beside the float one.
-        bits = "embedding_bits" in {r[1] for r in conn.execute("PRAGMA table_info(vec_notes)")}
         sql = (
-            "INSERT INTO vec_notes (note_id, guild_id, note_type, embedding, embedding_bits)"
-            " VALUES (?, ?, 'conversation', ?, vec_quantize_binary(?))"
-            if bits
-            else "INSERT INTO vec_notes (note_id, guild_id, note_type, embedding)"
-            " VALUES (?, ?, 'conversation', ?)"
+            "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
+            " VALUES (?, ?, 'conv', ?, vec_quantize_binary(?))"
         )
         for note_id, guild_id, embedding in entries:
-            conn.execute(sql, (note_id, guild_id, embedding, embedding)[: 4 if bits else 3])
+            conn.execute(sql, (note_id, guild_id, embedding, embedding))
 
     def knn(conn: Connection, guild_id: int) -> list[int]:
         rows = conn.execute(

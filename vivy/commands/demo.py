@@ -1,117 +1,173 @@
-"""``vivy demo``: a built-in replay through the real buffers, on virtual time.
+"""``vivy demo``: what Vivy remembers of a bundled three-day conversation, in seconds.
 
-Until notes land, the demo shows what the buffers produced: which buffers closed, when, why,
-and with which messages.
+The bundled DiscordChatExporter export (``vivy/data/demo_export.json``) is replayed through
+the real pipeline — router, channel actors, NoteWriter, ProfileUpdaters, Scheduler — on SQLite,
+with virtual time (trio's MockClock) standing in for three days, so buffers close by
+inactivity and by max age and the nightly job runs for each day. It then prints the notes,
+each member's profile with sources, and the memory context Vivy would build for a member's
+question, with the answer. ``/metrics`` is served while it runs. Without a Gemini key the
+offline provider is used (offline quality); with ``GEMINI_API_KEY`` or
+``MEMORY_GEMINI_TOKEN`` set, Gemini.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
-import trio
-from trio.testing import MockClock
+from prometheus_client import CollectorRegistry
 
-from vivy.actors.router import Router
-from vivy.clock import Clock, format_utc
-from vivy.config import BufferSettings
-from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
-from vivy.storage import buffers as store
+from vivy.clock import Clock
+from vivy.commands.importer import _make_llm, format_report
+from vivy.commands.inspect import show_notes, show_profile
+from vivy.config import Settings
+from vivy.importer import ExportMessage, import_exports, load_exports
+from vivy.llm import gemini_config_from_env
+from vivy.llm.port import LLM, ChatTurn
+from vivy.llm.prompts import chat_request
+from vivy.metrics.server import MetricsServer
+from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
+from vivy.retrieval.operator import OperatorStore
 from vivy.storage.db import Database
 
-__all__ = ["register", "run_demo"]
+__all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
-START = 1772470800.0  # 2026-03-02T17:00:00Z
+#: The bundled conversation.
+DEMO_EXPORT = Path(__file__).resolve().parents[1] / "data" / "demo_export.json"
 
-#: (minute, channel, author id, author name, text)
-SCRIPT: list[tuple[float, int, int, str, str]] = [
-    (0, 1, 11, "Alex", "Anyone up for a game night this week?"),
-    (2, 1, 12, "Sam", "Yes! I love co-op games, what do you have in mind?"),
-    (4, 1, 11, "Alex", "I live in Austin so evenings CST work best for me"),
-    (5, 1, 13, "Jo", "Let's do Friday at 8, I can host the Discord call"),
-    (7, 1, 12, "Sam", "Friday works. I'll bring Deep Rock Galactic"),
-    (70, 2, 13, "Jo", "Has anyone tried the new Postgres 17 release?"),
-    (73, 2, 11, "Alex", "I work at Dell as a QA engineer, we are still on 15"),
-    (75, 2, 13, "Jo", "We decided to use Postgres for the bot too"),
-]
-
-
-@dataclass
-class _Recorder:
-    """Stands in for the NoteWriter: records the buffers handed off."""
-
-    received: list[int] = field(default_factory=list)
-
-    def hand_off(self, buffer_id: int) -> None:
-        self.received.append(buffer_id)
-
-
-class _Quiet:
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """Not shown in the demo."""
-
-    def buffer_opened(self) -> None:
-        """Not shown in the demo."""
-
-    def buffer_closed(self, reason: str) -> None:
-        """Not shown in the demo."""
-
-    def actor_restarted(self) -> None:
-        """Not shown in the demo."""
+#: The member's question the demo answers (it is in the bundled export).
+QUESTION_MARKER = "remember about Sam's dog"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy demo``."""
     parser = commands.add_parser(
-        "demo", help="replay a bundled conversation offline and show what Vivy remembers"
+        "demo",
+        help="replay a bundled conversation and show what Vivy remembers (offline by default)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--db", default=None, help="database file (default: a temporary file)")
-    parser.set_defaults(handler=lambda args: run_demo(args.db))
+    parser.add_argument("--db", default=None, help="database file (default: a temporary one)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="port of /metrics on 127.0.0.1 (default: any free port, printed)",
+    )
+    parser.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep serving /metrics this long after the demo (for a scraper to look)",
+    )
+    parser.set_defaults(
+        handler=lambda args: run_demo(args.db, port=args.metrics_port, linger=args.linger)
+    )
 
 
-def run_demo(db_path: str | None) -> int:
-    """Run the replay and print the closed buffers; returns the exit code."""
+def run_demo(
+    db_path: str | None,
+    *,
+    port: int = 0,
+    linger: float = 0.0,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Run the demo; returns the exit code."""
+    env = os.environ if environ is None else environ
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(db_path) if db_path else Path(tmp) / "demo.db"
-        trio.run(_demo, path, clock=MockClock(autojump_threshold=0))
+        settings = replace(Settings.from_env(env), database=path)
+        registry = CollectorRegistry()
+        batch = load_exports([DEMO_EXPORT])
+        llm_factory = _make_llm(env)
+        with MetricsServer(registry, host="127.0.0.1", port=port) as server:
+            print(f"Vivy demo: metrics at {server.url}/metrics")
+            offline = gemini_config_from_env(env) is None
+            quality = "offline provider (offline quality)" if offline else "Gemini models"
+            print(
+                f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
+                f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
+                f"on virtual time, with the {quality}.\n"
+            )
+            report = import_exports([DEMO_EXPORT], settings, llm=llm_factory, registry=registry)
+            print(format_report(report, str(path)))
+            guild = batch.messages[0].guild_id
+            _section("Notes")
+            show_notes(path, guild, limit=100)
+            _section("Profiles")
+            for user_id in _members(path, guild):
+                show_profile(path, guild, user_id, include_invalidated=False)
+                print()
+            _section("Memory for a question")
+            anyio.run(_answer, path, batch.messages, llm_factory)
+            server_api = OperatorStore(path)
+            hits = server_api.search(guild, "game night", 3)
+            print(f"\nOperator search API (`/api/memory/search?q=game night`): {len(hits)} hits")
+            if linger > 0:
+                print(f"\nServing {server.url}/metrics for {linger:g} more seconds.")
+                time.sleep(linger)
     return 0
 
 
-async def _demo(path: Path) -> None:
-    db = Database.open(path, inline=True)
-    clock = Clock.starting_at(START)
-    recorder = _Recorder()
-    router = Router(
-        db=db,
-        clock=clock,
-        buffers=BufferSettings(),
-        policy=CapturePolicy(),
-        hand_off=recorder,
-        observer=_Quiet(),
-    )
-    async with anyio.create_task_group() as tg:
-        await tg.start(router.run)
-        for index, (minute, channel, author, name, text) in enumerate(SCRIPT, start=1):
-            await anyio.sleep_until(clock.to_monotonic(START + minute * 60))
-            await router.ingest(
-                IncomingMessage(
-                    1, channel, index, author, name, text, clock.now(), channel_name=f"c{channel}"
-                )
-            )
-        await anyio.sleep(3 * 3600)
-        tg.cancel_scope.cancel()
-    for buffer_id in recorder.received:
-        buffer = db.read_sync(store.load_buffer, buffer_id)
-        assert buffer is not None
-        row = buffer.row
-        print(
-            f"buffer {row.id} #{row.channel_name}: {format_utc(row.started_at)} -> "
-            f"{format_utc(row.closed_at or 0)} ({row.close_reason}, "
-            f"{len(buffer.messages)} messages)"
+def _section(title: str) -> None:
+    print(f"\n{'=' * 8} {title} {'=' * (60 - len(title))}\n")
+
+
+def _members(path: Path, guild_id: int) -> list[int]:
+    db = Database.open(path)
+    try:
+        rows = db.read_sync(
+            lambda conn: conn.execute(
+                "SELECT user_id FROM guild_members WHERE guild_id = ? ORDER BY display_name",
+                (guild_id,),
+            ).fetchall()
         )
-        for m in buffer.messages:
-            print(f"    {m.author_name}: {m.text}")
-    db.close()
+    finally:
+        db.close()
+    return [int(r[0]) for r in rows]
+
+
+async def _answer(
+    path: Path, messages: Sequence[ExportMessage], llm_factory: Callable[[], LLM]
+) -> None:
+    """Build the memory context for the member's question in the export, and answer it."""
+    question = next(m for m in messages if QUESTION_MARKER in m.content)
+    earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
+    llm = llm_factory()
+    db = Database.open(path)
+    try:
+        clock = Clock.starting_at(question.timestamp + 3 * 86400)
+        retriever = Retriever(db, llm, clock)
+        conversation = tuple(
+            ConversationMessage(m.author_id, m.author_name, m.content)
+            for m in earlier
+            if m.timestamp < question.timestamp and not m.author_is_bot
+        )[-5:]
+        context = await retriever.build_context(
+            RetrievalRequest(
+                guild_id=question.guild_id,
+                channel_id=question.channel_id,
+                query=question.content,
+                conversation=conversation,
+                mentioned_user_ids=tuple(question.mentions),
+            )
+        )
+        print(f"{question.author_name} asks: {question.content}\n")
+        print(f"Memory context ({context.path} retrieval):\n{context.xml or '(empty)'}\n")
+        answer = await llm.chat(
+            chat_request(
+                (ChatTurn("user", question.author_name, question.content),),
+                memory_context=context.xml,
+            )
+        )
+        print(f"Vivy would answer ({answer.quality}): {answer.text}")
+    finally:
+        await llm.aclose()
+        db.close()

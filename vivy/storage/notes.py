@@ -18,6 +18,7 @@ from typing import Any
 import sqlite_vec
 
 from vivy.storage.db import Connection
+from vivy.storage.schema import VEC_KINDS
 
 __all__ = [
     "NewNote",
@@ -153,9 +154,9 @@ def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
     )
     vector = serialize_vector(note.embedding)
     conn.execute(
-        "INSERT INTO vec_notes (note_id, guild_id, note_type, embedding, embedding_bits)"
+        "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
         " VALUES (?, ?, ?, ?, vec_quantize_binary(?))",
-        (note_id, note.guild_id, note.note_type, vector, vector),
+        (note_id, note.guild_id, VEC_KINDS[note.note_type], vector, vector),
     )
     for p in note.participants:
         conn.execute(

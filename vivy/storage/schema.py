@@ -11,9 +11,20 @@ never created, altered or dropped here, so an old database keeps them untouched.
 
 from __future__ import annotations
 
-__all__ = ["EMBEDDING_DIMENSION_DEFAULT", "MIGRATIONS", "SCHEMA_VERSION", "vec_notes_ddl"]
+__all__ = [
+    "EMBEDDING_DIMENSION_DEFAULT",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "VEC_KINDS",
+    "vec_notes_ddl",
+]
 
 EMBEDDING_DIMENSION_DEFAULT = 768
+
+
+#: ``vec_notes.note_kind`` for each ``interaction_notes.note_type``. sqlite-vec filters text
+#: metadata fastest up to 12 bytes, and "topic_cluster" is 13.
+VEC_KINDS = {"conversation": "conv", "topic_cluster": "cluster"}
 
 
 def vec_notes_ddl(dimension: int) -> str:
@@ -27,7 +38,7 @@ def vec_notes_ddl(dimension: int) -> str:
         "CREATE VIRTUAL TABLE vec_notes USING vec0("
         "note_id INTEGER PRIMARY KEY, "
         "guild_id INTEGER PARTITION KEY, "
-        "note_type TEXT, "
+        "note_kind TEXT, "
         f"embedding float[{int(dimension)}] distance_metric=cosine, "
         f"embedding_bits bit[{int(dimension)}])"
     )

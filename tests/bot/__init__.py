@@ -1,0 +1,1 @@
+"""Tests of the Discord adapter, the reply path and the /memory commands."""

@@ -1,0 +1,253 @@
+"""The bot harness: a real hikari bot whose REST client talks to a fake Discord, and the app.
+
+Events are built from raw gateway payloads by the bot's own event factory and dispatched
+through its event manager to the subscribed :class:`~vivy.bot.gateway.Gateway`. The app is
+the real one (thread-mode database, offline LLM) on asyncio, as in production.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import hikari
+import pytest
+from hikari.impl import GatewayShardImpl, RESTClientImpl
+from prometheus_client import CollectorRegistry
+
+from vivy.app import App, running_app
+from vivy.bot.gateway import INTENTS, Gateway
+from vivy.bot.reply import RateLimit, ReplyRateLimiter
+from vivy.clock import Clock
+from vivy.config import BufferSettings, Settings
+from vivy.errors import LLMUnavailable
+from vivy.llm.offline import OfflineLLM
+from vivy.llm.port import ChatAnswer, ChatRequest, Usage
+from vivy.storage.db import Connection
+
+from . import payloads
+from .fake_discord import FakeDiscord
+
+T = TypeVar("T")
+
+VIVY = 1_000_000_000_000_000_001
+GUILD = 2_000_000_000_000_000_002
+CHANNEL = 3_000_000_000_000_000_003
+OTHER_CHANNEL = 3_000_000_000_000_000_004
+TOKEN = base64.b64encode(str(VIVY).encode()).decode().rstrip("=") + ".fake.token"
+
+VIVY_USER = payloads.user(VIVY, "vivy", bot=True, global_name="Vivy")
+ALEX = payloads.user(4_000_000_000_000_000_011, "alex_a", global_name="Alex")
+SAM = payloads.user(4_000_000_000_000_000_012, "sam_s", global_name="Sam")
+JO = payloads.user(4_000_000_000_000_000_013, "jo_j", global_name="Jo")
+OTHER_BOT = payloads.user(4_000_000_000_000_000_099, "helper", bot=True)
+
+
+def uid(user: dict[str, Any]) -> int:
+    """The id of a user payload."""
+    return int(user["id"])
+
+
+class ScriptedLLM(OfflineLLM):
+    """The offline provider, recording chat requests; it can answer a fixed text or fail."""
+
+    def __init__(self, *, answer: str | None = None, fail: bool = False) -> None:
+        super().__init__()
+        self.answer = answer
+        self.fail = fail
+        self.chats: list[ChatRequest] = []
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """Record the request, then answer as scripted."""
+        self.chats.append(request)
+        if self.fail:
+            raise LLMUnavailable("scripted outage")
+        if self.answer is not None:
+            return ChatAnswer(self.answer, Usage(), "scripted", self.quality)
+        return await super().chat(request)
+
+
+@dataclass
+class Harness:
+    """A running app, a fake Discord, and the real hikari bot between them."""
+
+    bot: hikari.GatewayBot
+    fake: FakeDiscord
+    app: App
+    gateway: Gateway
+    llm: ScriptedLLM
+    shard: GatewayShardImpl
+    seen: list[int] = field(default_factory=list)
+
+    async def dispatch(self, event: hikari.Event) -> None:
+        """Dispatch an event through the bot's event manager and wait for the listeners."""
+        await self.bot.event_manager.dispatch(event, return_tasks=True)
+
+    async def post(self, payload: dict[str, Any]) -> None:
+        """Deliver a MESSAGE_CREATE payload."""
+        factory = self.bot.event_factory
+        await self.dispatch(factory.deserialize_message_create_event(self.shard, payload))
+
+    async def say(
+        self,
+        author: dict[str, Any],
+        content: str,
+        *,
+        channel_id: int = CHANNEL,
+        mentions: tuple[dict[str, Any], ...] = (),
+        reply_to: dict[str, Any] | None = None,
+        nick: str | None = None,
+    ) -> int:
+        """Post a guild message from ``author``; returns its id."""
+        message_id = payloads.next_snowflake()
+        await self.post(
+            payloads.message(
+                message_id,
+                author,
+                content,
+                channel_id=channel_id,
+                guild_id=GUILD,
+                nick=nick,
+                mentions=mentions,
+                reply_to=int(reply_to["id"]) if reply_to else None,
+                referenced=reply_to,
+            )
+        )
+        self.seen.append(message_id)
+        return message_id
+
+    async def edit(self, author: dict[str, Any], message_id: int, content: str) -> None:
+        """Deliver a MESSAGE_UPDATE with new content."""
+        payload = payloads.message_update(
+            message_id, author, content, channel_id=CHANNEL, guild_id=GUILD
+        )
+        factory = self.bot.event_factory
+        await self.dispatch(factory.deserialize_message_update_event(self.shard, payload))
+
+    async def delete(self, message_id: int) -> None:
+        """Deliver a MESSAGE_DELETE."""
+        payload = payloads.message_delete(message_id, channel_id=CHANNEL, guild_id=GUILD)
+        factory = self.bot.event_factory
+        await self.dispatch(factory.deserialize_message_delete_event(self.shard, payload))
+
+    async def command(
+        self,
+        invoker: dict[str, Any],
+        subcommand: str,
+        options: dict[str, Any] | None = None,
+        *,
+        manager: bool = False,
+        resolved_users: tuple[dict[str, Any], ...] = (),
+    ) -> dict[str, Any]:
+        """Run ``/memory <subcommand>`` and return the interaction callback body."""
+        permissions = int(hikari.Permissions.MANAGE_GUILD) if manager else 0
+        payload = payloads.interaction(
+            application_id=VIVY,
+            guild_id=GUILD,
+            channel_id=CHANNEL,
+            invoker=invoker,
+            subcommand=subcommand,
+            options=options,
+            permissions=permissions,
+            resolved_users=resolved_users,
+        )
+        before = len(self.fake.callbacks())
+        factory = self.bot.event_factory
+        await self.dispatch(factory.deserialize_interaction_create_event(self.shard, payload))
+        callbacks = self.fake.callbacks()
+        assert len(callbacks) == before + 1, "the interaction was not answered"
+        return callbacks[-1]
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a read on the app's database."""
+        return await self.app.db.read(fn, *args)
+
+    async def wait_for(self, fn: Callable[[Connection], bool]) -> None:
+        """Poll the database until ``fn`` holds, for at most ten seconds."""
+        with anyio.fail_after(10):
+            while True:
+                if await self.app.db.read(fn):
+                    return
+                await anyio.sleep(0.02)
+
+
+def buffered_texts(conn: Connection) -> list[str]:
+    """Texts of every buffered message, in id order."""
+    return [r[0] for r in conn.execute("SELECT text FROM buffer_messages ORDER BY message_id")]
+
+
+def make_settings(tmp_path: Path, **changes: Any) -> Settings:
+    """Test settings on a temporary database (fixed 20-minute buffers, immediate profiles)."""
+    base: dict[str, Any] = {
+        "database": tmp_path / "vivy.db",
+        "buffers": BufferSettings(inactivity_min_s=1200.0, inactivity_max_s=1200.0),
+        "profile_delay_s": 0.0,
+    }
+    base.update(changes)
+    return Settings(**base)
+
+
+@asynccontextmanager
+async def running_harness(
+    tmp_path: Path,
+    *,
+    llm: ScriptedLLM | None = None,
+    limit: RateLimit | None = None,
+    **settings: Any,
+) -> AsyncIterator[Harness]:
+    """Start the fake Discord, a hikari bot pointed at it, the app and the gateway."""
+    model = llm or ScriptedLLM()
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+        bot = hikari.GatewayBot(
+            TOKEN,
+            intents=INTENTS,
+            banner=None,
+            logs=None,
+            rest_url=fake.url,
+            suppress_optimization_warning=True,
+        )
+        shard = GatewayShardImpl(
+            event_factory=bot.event_factory,
+            event_manager=bot.event_manager,
+            http_settings=bot.http_settings,
+            proxy_settings=bot.proxy_settings,
+            intents=INTENTS,
+            token=TOKEN,
+            url="wss://127.0.0.1:1",
+        )
+        rest = bot.rest
+        assert isinstance(rest, RESTClientImpl)
+        rest.start()  # REST without the gateway: the shards are never started
+        try:
+            async with running_app(
+                make_settings(tmp_path, **settings),
+                clock=Clock.starting_at(time.time()),
+                inline_db=False,
+                llm=model,
+                registry=CollectorRegistry(),
+                own_user_id=VIVY,
+                scheduler=False,
+            ) as app:
+                gateway = Gateway(
+                    bot.rest,
+                    app,
+                    own_user_id=VIVY,
+                    limiter=ReplyRateLimiter(limit) if limit else None,
+                )
+                gateway.subscribe(bot.event_manager)
+                yield Harness(bot, fake, app, gateway, model, shard)
+                gateway.unsubscribe(bot.event_manager)
+        finally:
+            await bot.rest.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio in real time: hikari needs asyncio."""
+    return "asyncio"

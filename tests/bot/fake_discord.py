@@ -1,0 +1,239 @@
+"""A fake Discord REST API on 127.0.0.1 that records every request hikari sends it.
+
+It serves the routes Vivy uses (current user, create message, trigger typing, get one
+message, interaction callback, bulk-overwrite commands, the application) on an ephemeral
+port, on the test's own event loop (aiohttp). Point hikari at it with
+``GatewayBot(token, rest_url=fake.url)``. Messages Vivy sends are kept, so a later reply chain
+can fetch them; tests can seed others. For ``vivy run`` it also serves a minimal gateway
+websocket (``GET /gateway/bot`` points to it): HELLO, READY after IDENTIFY, heartbeat ACKs,
+zlib-stream compressed, and :meth:`FakeDiscord.dispatch` pushes events to the connected bot.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from aiohttp import WSMsgType, web
+
+from . import payloads
+
+__all__ = ["FakeDiscord", "Recorded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """One request received: method, path below ``/api/v10``, query and JSON body."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+
+
+class FakeDiscord:
+    """The fake REST API; use ``async with FakeDiscord(bot_user) as fake``."""
+
+    def __init__(self, bot_user: dict[str, Any], *, guild_id: int) -> None:
+        self.bot_user = bot_user
+        self.guild_id = guild_id
+        self.requests: list[Recorded] = []
+        self.messages: dict[int, dict[str, Any]] = {}
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+        self._ws: web.WebSocketResponse | None = None
+        self._zlib: Any = None
+        self._seq = 0
+        self.ready = anyio.Event()
+        self.gateway_closed = anyio.Event()
+
+    @property
+    def url(self) -> str:
+        """The ``rest_url`` to give hikari."""
+        return f"http://127.0.0.1:{self._port}/api/v10"
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_get("/api/v10/users/@me", self._me)
+        app.router.add_post("/api/v10/channels/{channel}/messages", self._create_message)
+        app.router.add_post("/api/v10/channels/{channel}/typing", self._typing)
+        app.router.add_get("/api/v10/channels/{channel}/messages/{message}", self._get_message)
+        app.router.add_post("/api/v10/interactions/{id}/{token}/callback", self._callback)
+        app.router.add_put("/api/v10/applications/{app}/commands", self._commands)
+        app.router.add_put("/api/v10/applications/{app}/guilds/{guild}/commands", self._commands)
+        app.router.add_get("/api/v10/oauth2/applications/@me", self._application)
+        app.router.add_get("/api/v10/gateway/bot", self._gateway_bot)
+        app.router.add_get("/gateway", self._gateway)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self._port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # Views for assertions ------------------------------------------------------------------
+
+    def sent(self, channel_id: int | None = None) -> list[dict[str, Any]]:
+        """Bodies of the messages created (in one channel, or all), oldest first."""
+        return [
+            r.body
+            for r in self.requests
+            if r.method == "POST"
+            and r.path.endswith("/messages")
+            and (channel_id is None or r.path == f"/channels/{channel_id}/messages")
+        ]
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        """Bodies of the interaction callbacks, oldest first."""
+        return [r.body for r in self.requests if r.path.endswith("/callback")]
+
+    def typing(self) -> list[str]:
+        """Paths of the typing triggers received."""
+        return [r.path for r in self.requests if r.path.endswith("/typing")]
+
+    def fetched(self) -> list[str]:
+        """Paths of the single messages fetched."""
+        return [r.path for r in self.requests if r.method == "GET" and "/messages/" in r.path]
+
+    # Gateway -------------------------------------------------------------------------------
+
+    async def dispatch(self, name: str, data: dict[str, Any]) -> None:
+        """Send a DISPATCH event (``MESSAGE_CREATE``, ...) to the connected bot."""
+        self._seq += 1
+        await self._send({"op": 0, "t": name, "s": self._seq, "d": data})
+
+    async def _send(self, payload: dict[str, Any]) -> None:
+        assert self._ws is not None, "no bot is connected to the gateway"
+        raw = json.dumps(payload).encode()
+        await self._ws.send_bytes(self._zlib.compress(raw) + self._zlib.flush(zlib.Z_SYNC_FLUSH))
+
+    async def _gateway_bot(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        url = f"ws://127.0.0.1:{self._port}/gateway"
+        return web.json_response({"url": url, "shards": 1, "session_start_limit": limit})
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        assert request.query.get("compress") == "zlib-stream", "the fake speaks zlib-stream"
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._ws, self._zlib = ws, zlib.compressobj()
+        await self._send({"op": 10, "d": {"heartbeat_interval": 45_000}, "s": None, "t": None})
+        async for frame in ws:
+            if frame.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                continue
+            op = json.loads(frame.data)["op"]
+            if op == 2:  # IDENTIFY
+                await self.dispatch(
+                    "READY",
+                    {
+                        "v": 10,
+                        "user": self._own_user(),
+                        "guilds": [],
+                        "session_id": "fake-session",
+                        "resume_gateway_url": f"ws://127.0.0.1:{self._port}/gateway",
+                        "shard": [0, 1],
+                        "application": {"id": self.bot_user["id"], "flags": 0},
+                    },
+                )
+                self.ready.set()
+            elif op == 1:  # HEARTBEAT
+                await self._send({"op": 11, "d": None, "s": None, "t": None})
+        self._ws = None
+        self.gateway_closed.set()
+        return ws
+
+    # Routes --------------------------------------------------------------------------------
+
+    async def _record(self, request: web.Request) -> Any:
+        raw = await request.read()
+        body = json.loads(raw) if raw else None
+        path = request.path.removeprefix("/api/v10")
+        self.requests.append(Recorded(request.method, path, dict(request.query), body))
+        return body
+
+    def _own_user(self) -> dict[str, Any]:
+        """The bot's user as ``/users/@me`` and READY carry it (with account fields)."""
+        return {**self.bot_user, "mfa_enabled": False, "flags": 0, "verified": True}
+
+    async def _me(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.json_response(self._own_user())
+
+    async def _application(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.json_response(
+            {
+                "id": self.bot_user["id"],
+                "name": "Vivy",
+                "icon": None,
+                "description": "A memory bot",
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": payloads.user(1, "owner"),
+                "verify_key": "0" * 64,
+                "team": None,
+                "flags": 0,
+                "approximate_guild_count": 1,
+                "approximate_user_install_count": 0,
+            }
+        )
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        body = await self._record(request)
+        channel_id = int(request.match_info["channel"])
+        message_id = payloads.next_snowflake()
+        reference = body.get("message_reference")
+        message = payloads.message(
+            message_id,
+            self.bot_user,
+            body.get("content", ""),
+            channel_id=channel_id,
+            guild_id=self.guild_id,
+            reply_to=int(reference["message_id"]) if reference else None,
+        )
+        self.messages[message_id] = message
+        return web.json_response(message)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        return web.Response(status=204)
+
+    async def _get_message(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        found = self.messages.get(int(request.match_info["message"]))
+        if found is None:
+            return web.json_response({"message": "Unknown Message", "code": 10008}, status=404)
+        return web.json_response(found)
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        interaction = {"id": request.match_info["id"], "type": 2}
+        return web.json_response({"interaction": interaction})
+
+    async def _commands(self, request: web.Request) -> web.Response:
+        body = await self._record(request)
+        application_id = request.match_info["app"]
+        guild = request.match_info.get("guild")
+        made = [
+            {
+                **command,
+                "id": str(payloads.next_snowflake()),
+                "application_id": application_id,
+                "version": "1",
+                "default_member_permissions": None,
+                "type": command.get("type", 1),
+                **({"guild_id": guild} if guild else {}),
+            }
+            for command in body
+        ]
+        return web.json_response(made)

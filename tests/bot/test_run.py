@@ -1,0 +1,138 @@
+"""``vivy run``: no token means exit 2; with one it serves the gateway until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import hikari
+import pytest
+
+from vivy.bot.gateway import INTENTS
+from vivy.commands import run
+from vivy.errors import ConfigError
+from vivy.storage.db import Database
+
+from . import payloads
+from .conftest import (
+    ALEX,
+    CHANNEL,
+    GUILD,
+    TOKEN,
+    VIVY,
+    VIVY_USER,
+    buffered_texts,
+    make_settings,
+)
+from .fake_discord import FakeDiscord
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv`` with a parser that has only ``vivy run`` registered."""
+    parser = argparse.ArgumentParser(prog="vivy")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run.register(commands)
+    return parser.parse_args(argv)
+
+
+def test_run_without_a_token_exits_2_and_points_to_the_demo(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without DISCORD_TOKEN the command prints why and what to try, and exits with 2."""
+    monkeypatch.delenv("DISCORD_TOKEN", raising=False)
+    args = parse(["run"])
+    assert args.handler(args) == 2
+    err = capsys.readouterr().err
+    assert "DISCORD_TOKEN is not set" in err
+    assert "vivy demo" in err
+
+
+def test_run_accepts_guild_scopes() -> None:
+    """``--guild`` may be repeated to register the commands in those servers only."""
+    args = parse(["run", "--guild", "1", "--guild", "2"])
+    assert args.guild == [1, 2]
+
+
+def test_a_malformed_token_is_a_configuration_error() -> None:
+    """A token that is not a Discord bot token is refused before any connection."""
+    assert run.own_user_id("MTAwMA.fake.token") == 1000
+    with pytest.raises(ConfigError, match="does not look like a Discord bot token"):
+        run.own_user_id("not a token!!")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio in real time: hikari needs asyncio."""
+    return "asyncio"
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` every 10 ms until it holds (the caller bounds the wait)."""
+    while True:
+        if condition():
+            return
+        await anyio.sleep(0.01)
+
+
+def _stored_texts(path: Path) -> list[str]:
+    """Buffered texts in the database at ``path`` (opened after the bot stopped)."""
+    db = Database.open(path, inline=True)
+    try:
+        return db.read_sync(buffered_texts)
+    finally:
+        db.close()
+
+
+@pytest.mark.anyio
+async def test_serve_runs_the_bot_until_sigterm(tmp_path: Path) -> None:
+    """``serve`` connects, registers commands, captures and answers, and stops on SIGTERM."""
+    settings = make_settings(tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
+    before = signal.getsignal(signal.SIGTERM)
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+        bot = hikari.GatewayBot(
+            TOKEN,
+            intents=INTENTS,
+            banner=None,
+            logs=None,
+            rest_url=fake.url,
+            suppress_optimization_warning=True,
+        )
+        outcome: list[int] = []
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+
+                async def serving() -> None:
+                    outcome.append(await run.serve(settings, environ={}, bot=bot))
+
+                tg.start_soon(serving)
+                await fake.ready.wait()
+                await until(lambda: any(r.method == "PUT" for r in fake.requests))
+                message_id = payloads.next_snowflake()
+                await fake.dispatch(
+                    "MESSAGE_CREATE",
+                    payloads.message(
+                        message_id,
+                        ALEX,
+                        f"<@{VIVY}> hello from the gateway",
+                        channel_id=CHANNEL,
+                        guild_id=GUILD,
+                        mentions=[VIVY_USER],
+                    ),
+                )
+                await until(lambda: bool(fake.sent(CHANNEL)))
+                # Once the signal receiver is installed, SIGTERM reaches it (not pytest).
+                await until(
+                    lambda: signal.getsignal(signal.SIGTERM) not in (before, signal.SIG_DFL)
+                )
+                os.kill(os.getpid(), signal.SIGTERM)
+        await fake.gateway_closed.wait()
+    assert outcome == [0]
+    [put] = [r for r in fake.requests if r.method == "PUT"]
+    assert put.path == f"/applications/{VIVY}/commands"
+    [reply] = fake.sent(CHANNEL)
+    assert reply["message_reference"]["message_id"] == str(message_id)
+    assert _stored_texts(settings.database) == [f"<@{VIVY}> hello from the gateway"]

@@ -1,0 +1,77 @@
+"""The offline recall@k eval: fusion must not lose to either search alone."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from vivy.commands import eval as eval_command
+from vivy.retrieval.eval import KS, METHODS, EvalReport, format_report, recall_at, run_eval
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    ("ranked", "relevant", "k", "expected"),
+    [
+        (["a", "b", "c"], ["b"], 1, 0.0),
+        (["a", "b", "c"], ["b"], 3, 1.0),
+        (["a", "b", "c"], ["b", "z"], 3, 0.5),
+        ([], ["b"], 5, 0.0),
+        (["a"], [], 5, 1.0),
+    ],
+)
+def test_recall_at(ranked: list[str], relevant: list[str], k: int, expected: float) -> None:
+    """Recall@k is the share of relevant keys among the first k."""
+    assert recall_at(ranked, relevant, k) == expected
+
+
+async def test_fusion_beats_either_search_alone() -> None:
+    """On the bundled eval set, fused recall@5 is at least vector-only and keyword-only."""
+    report = await run_eval()
+    fused = report.recall["fused"][5]
+    assert fused >= report.recall["vector"][5]
+    assert fused >= report.recall["keyword"][5]
+    assert (report.notes, report.questions) == (40, 33)
+    assert report.kinds == {"keyword": 14, "semantic": 19}
+    assert report.by_kind["keyword"]["keyword"] == 1.0
+
+
+async def test_report_table() -> None:
+    """The table has a header with every cut-off and one row per method."""
+    report = await run_eval()
+    lines = format_report(report).splitlines()
+    assert lines[1].split()[:5] == ["method", *(f"R@{k}" for k in KS)]
+    assert [line.split()[0] for line in lines[2 : 2 + len(METHODS)]] == list(METHODS)
+
+
+def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """``vivy eval --check`` prints the table and exits 0 while fusion holds up."""
+    parser = argparse.ArgumentParser()
+    eval_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", "--check"])
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    assert "fused+gate" in out and "offline-hash-v1" in out
+
+
+def test_check_fails_when_fusion_loses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--check`` exits 1 when fused recall@5 is below a single search."""
+    bad = EvalReport(
+        embedding_model="x",
+        notes=1,
+        questions=1,
+        recall={m: {k: (0.1 if m.startswith("fused") else 0.9) for k in KS} for m in METHODS},
+        by_kind={m: {} for m in METHODS},
+        kinds={},
+    )
+
+    async def fake_run(*args: object, **kwargs: object) -> EvalReport:
+        return bad
+
+    monkeypatch.setattr("vivy.retrieval.eval.run_eval", fake_run)
+    parser = argparse.ArgumentParser()
+    eval_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", "--check"])
+    assert args.handler(args) == 1

@@ -1,0 +1,195 @@
+"""The retrieval SQL: safe keyword queries, term pruning and guild-scoped searches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.retrieval import add_member, add_note, new_note
+from vivy.llm.offline import hash_embedding
+from vivy.retrieval import search
+from vivy.storage.db import Database
+from vivy.storage.notes import serialize_vector
+
+GUILD_A = 1
+GUILD_B = 2
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A fresh database, used synchronously."""
+    database = Database.open(tmp_path / "vivy.db", inline=True)
+    yield database
+    database.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        (
+            "What did Maya say to order at Bouldin Creek Cafe?",
+            ["maya", "order", "bouldin", "creek", "cafe"],
+        ),
+        ("what was that LEDG-4012 thing Sam got paged for?", ["ledg", "4012", "sam", "paged"]),
+        ('title: "x" OR y* NEAR(a b) -c ^d', ["title", "near"]),
+        ("<@123456> hey <@!42> look at <#99> <:owl:777> https://x.y/z?q=1 owls", ["look", "owls"]),
+        ("Café crème brûlée", ["café", "crème", "brûlée"]),
+        ("the the THE and a", []),
+        ("7 a 7 b", ["7"]),
+        ("", []),
+    ],
+)
+def test_query_terms(text: str, terms: list[str]) -> None:
+    """Words only, lower-cased and deduplicated; stop words, markup and syntax dropped."""
+    assert search.query_terms(text) == terms
+
+
+def test_terms_are_capped() -> None:
+    """A long message yields at most 16 terms."""
+    text = " ".join(f"word{i}" for i in range(40))
+    assert len(search.query_terms(text)) == search.MAX_TERMS
+
+
+@pytest.mark.parametrize(
+    ("text", "expression"),
+    [
+        ("Bento's vet", '"bento" OR "vet"'),
+        ('"; DROP TABLE notes; -- NEAR(x)', '"drop" OR "table" OR "notes" OR "near"'),
+        ("? ! ...", None),
+    ],
+)
+def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
+    """The MATCH expression is quoted terms joined by OR, never raw user text."""
+    assert search.fts_query(text) == expression
+
+
+@pytest.mark.parametrize(
+    ("counts", "budget", "kept"),
+    [
+        ({"rare": 2, "mid": 30, "common": 400}, 5000, ["rare", "mid", "common"]),
+        ({"rare": 2, "mid": 30, "common": 400}, 100, ["rare", "mid"]),
+        ({"huge": 6000}, 5000, []),
+        ({"absent": 0, "rare": 1}, 5000, ["rare"]),
+        ({"b": 3, "a": 3}, 5000, ["a", "b"]),
+    ],
+)
+def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> None:
+    """Rarest first within the postings budget; terms in no note dropped."""
+    assert search.prune_terms(list(counts), counts, budget) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Bento the corgi learned a trick", 1.0),
+        ("Bento slept all day", 0.5),
+        ("A corgi is a dog", 0.0),
+        ("BENTO's TRICK!", 1.0),
+        ("Bentō trick", 1.0),
+    ],
+)
+def test_coverage(text: str, expected: float) -> None:
+    """Coverage is the weighted share of searched terms present, case and accents folded."""
+    assert search.coverage(text, {"bento": 2.0, "trick": 2.0}) == pytest.approx(expected)
+
+
+def test_term_weight_stays_positive() -> None:
+    """Rare terms weigh more; a term in every note still weighs more than nothing."""
+    assert search.term_weight(1, 1000) > search.term_weight(100, 1000) > 0
+    assert search.term_weight(4, 4) > 0
+
+
+def vector_of(text: str) -> bytes:
+    """The offline query vector of ``text``."""
+    return serialize_vector(hash_embedding(text))
+
+
+def test_vector_search_stays_in_the_guild_partition(db: Database) -> None:
+    """A guild sees only its own notes, however close another guild's vectors are."""
+    text = "Bento the corgi learned to roll over"
+    for i in range(30):
+        db.write_sync(add_note, new_note(GUILD_A, f"{text} {i}", text))
+    mine = db.write_sync(add_note, new_note(GUILD_B, "Pottery class", "Glazing mugs"))
+    found = db.read_sync(
+        lambda conn: search.vector_search(
+            conn, GUILD_B, vector_of(text), note_type=None, limit=5, candidates=5
+        )
+    )
+    assert [match.note_id for match in found] == [mine]
+    assert -1.0 <= found[0].similarity <= 1.0
+
+
+def test_vector_search_reranks_exactly_and_filters_type(db: Database) -> None:
+    """Candidates are re-ranked by exact cosine; the note type filter is in the index."""
+    best = db.write_sync(add_note, new_note(GUILD_A, "Sourdough starter", "Feeding the starter"))
+    db.write_sync(add_note, new_note(GUILD_A, "Sourdough", "Bread", note_type="topic_cluster"))
+    db.write_sync(add_note, new_note(GUILD_A, "Chess openings", "Sicilian defence"))
+    query = vector_of("Channel: #general\nSourdough starter\nFeeding the starter")
+    found = db.read_sync(
+        lambda conn: search.vector_search(
+            conn, GUILD_A, query, note_type="conversation", limit=5, candidates=40
+        )
+    )
+    assert found[0].note_id == best
+    assert len(found) == 2
+    assert [m.similarity for m in found] == sorted((m.similarity for m in found), reverse=True)
+
+
+def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None:
+    """Many better matches in another guild cannot push a guild's only match out."""
+    for i in range(15):
+        db.write_sync(
+            add_note, new_note(GUILD_A, f"Bouldin Creek Cafe {i}", "Bouldin Creek Cafe brunch")
+        )
+    mine = db.write_sync(add_note, new_note(GUILD_B, "Dinner plans", "Maybe Bouldin Creek"))
+    for i in range(20):
+        db.write_sync(add_note, new_note(GUILD_B, f"Filler {i}", "Nothing to see"))
+    found = db.read_sync(
+        lambda conn: search.keyword_search(
+            conn, GUILD_B, ["bouldin", "creek", "cafe"], note_type=None, limit=1
+        )
+    )
+    assert [match.note_id for match in found] == [mine]
+    assert found[0].bm25 > 0
+    assert found[0].coverage == pytest.approx(
+        (search.term_weight(16, 36) * 2)
+        / (search.term_weight(16, 36) * 2 + search.term_weight(15, 36))
+    )
+
+
+@pytest.mark.parametrize("text", ['"', "NEAR(", "title:x", "a*", "-", "AND OR NOT", "^"])
+def test_keyword_search_survives_fts_syntax(db: Database, text: str) -> None:
+    """Messages full of FTS5 operators never reach FTS5 as syntax."""
+    db.write_sync(add_note, new_note(GUILD_A, "Near the title", "Operators and stars"))
+    terms = search.query_terms(text)
+    found = db.read_sync(
+        lambda conn: search.keyword_search(conn, GUILD_A, terms, note_type=None, limit=5)
+    )
+    assert isinstance(found, list)
+
+
+def test_member_names_prefer_the_guild_nickname(db: Database) -> None:
+    """Guild display name first, then this guild's note name; never another guild's."""
+    db.write_sync(add_note, new_note(GUILD_A, "T", "S", participants=((7, "sev-in-notes"),)))
+    db.write_sync(add_note, new_note(GUILD_B, "T", "S", participants=((8, "eight-in-b"),)))
+    db.write_sync(lambda conn: conn.execute("DELETE FROM guild_members"))
+    db.write_sync(add_member, GUILD_A, 9, "Nine")
+    names = db.read_sync(search.member_names, GUILD_A, [7, 8, 9, 10])
+    assert names == {7: "sev-in-notes", 9: "Nine"}
+
+
+def test_memory_version_changes_with_notes_facts_and_lore(db: Database) -> None:
+    """The fingerprint moves when anything a context is built from changes."""
+    first = db.read_sync(search.memory_version, GUILD_A)
+    db.write_sync(add_note, new_note(GUILD_A, "T", "S"))
+    second = db.read_sync(search.memory_version, GUILD_A)
+    db.write_sync(
+        lambda conn: conn.execute(
+            "INSERT INTO server_lore (guild_id, text, author_id, created_at) VALUES (?, 'x', 1, 0)",
+            (GUILD_A,),
+        )
+    )
+    third = db.read_sync(search.memory_version, GUILD_A)
+    assert len({first, second, third}) == 3

@@ -1,0 +1,441 @@
+"""The hikari adapter: gateway events into the router, and Vivy's answers back to Discord.
+
+This is the only asyncio-only part of Vivy (hikari needs asyncio). Guild message create,
+update and delete events become :class:`~vivy.state.gate.IncomingMessage` /
+``IncomingEdit`` / ``IncomingDelete`` for the router (DMs are ignored; the gate drops Vivy's
+own and other bots' messages). A human message that mentions Vivy or replies to one of its
+messages is answered: typing shows while the reply chain is fetched, memory is retrieved and
+the chat model answers; the answer is sent as a reply, split into Discord-sized chunks, with
+no pings. Memory failing never stops an answer; the chat model failing gives an apology.
+Hikari's exceptions are caught here and logged; they never reach the app.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import hikari
+import structlog
+
+from vivy.app import App
+from vivy.bot.commands import COMMAND_NAME, MemoryCommands
+from vivy.bot.reply import (
+    APOLOGY,
+    MAX_CHAIN,
+    NO_ANSWER,
+    RateDecision,
+    ReplyRateLimiter,
+    build_chat_request,
+    is_addressed,
+    rate_limited_text,
+    render_mentions,
+    split_message,
+)
+from vivy.metrics import ReplyOutcome, RetrievalPath
+from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
+from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage
+
+__all__ = [
+    "CAPTURED_TYPES",
+    "INTENTS",
+    "TYPING_REFRESH_S",
+    "Gateway",
+    "author_name",
+    "incoming_edit",
+    "incoming_message",
+]
+
+log = structlog.get_logger(__name__)
+
+#: What Vivy asks the gateway for: guilds, their messages, and the messages' text.
+INTENTS = hikari.Intents.GUILDS | hikari.Intents.GUILD_MESSAGES | hikari.Intents.MESSAGE_CONTENT
+
+#: Discord shows typing for 10 s; it is triggered again a little before that.
+TYPING_REFRESH_S = 8.0
+
+#: Message types people write (system messages such as joins and pins are ignored).
+CAPTURED_TYPES = frozenset({hikari.MessageType.DEFAULT, hikari.MessageType.REPLY})
+
+
+def author_name(message: hikari.PartialMessage) -> str:
+    """The name members see: server nickname, else global name, else username."""
+    member = message.member
+    if isinstance(member, hikari.Member):
+        return member.display_name
+    author = message.author
+    if isinstance(author, hikari.User):
+        return author.global_name or author.username
+    return "someone"
+
+
+def _is_bot(message: hikari.PartialMessage) -> bool:
+    author = message.author
+    return message.webhook_id not in (None, hikari.UNDEFINED) or (
+        isinstance(author, hikari.User) and author.is_bot is True
+    )
+
+
+def _reference_id(message: hikari.PartialMessage) -> int | None:
+    """The id of the message this one replies to (forwards are not replies)."""
+    ref = message.message_reference
+    if not isinstance(ref, hikari.MessageReference) or ref.id is None:
+        return None
+    if ref.type != hikari.messages.MessageReferenceType.DEFAULT:
+        return None
+    return int(ref.id)
+
+
+def incoming_message(message: hikari.Message, channel_name: str = "") -> IncomingMessage | None:
+    """The router's view of a guild message; None for DMs and system messages."""
+    if message.guild_id is None or message.type not in CAPTURED_TYPES:
+        return None
+    return IncomingMessage(
+        guild_id=int(message.guild_id),
+        channel_id=int(message.channel_id),
+        message_id=int(message.id),
+        author_id=int(message.author.id),
+        author_name=author_name(message),
+        text=message.content or "",
+        created_at=message.created_at.timestamp(),
+        author_is_bot=_is_bot(message),
+        channel_name=channel_name,
+        reply_to=_reference_id(message),
+        mentions=tuple(int(user) for user in message.user_mentions_ids or ()),
+    )
+
+
+def incoming_edit(message: hikari.PartialMessage) -> IncomingEdit | None:
+    """The router's view of an edit; None for DMs and updates that did not touch the text."""
+    if message.guild_id is None or not isinstance(message.content, str):
+        return None
+    author = message.author
+    return IncomingEdit(
+        guild_id=int(message.guild_id),
+        channel_id=int(message.channel_id),
+        message_id=int(message.id),
+        text=message.content,
+        author_id=int(author.id) if isinstance(author, hikari.User) else None,
+        author_is_bot=_is_bot(message),
+    )
+
+
+class Gateway:
+    """Connects hikari's events and REST client to the running app.
+
+    :meth:`subscribe` registers the handlers on a hikari event manager. ``rest`` sends the
+    answers; ``cache`` (the bot's) names channels; ``retriever`` and ``limiter`` default to
+    ones built on the app.
+    """
+
+    def __init__(
+        self,
+        rest: hikari.api.RESTClient,
+        app: App,
+        *,
+        own_user_id: int,
+        cache: hikari.api.Cache | None = None,
+        retriever: Retriever | None = None,
+        limiter: ReplyRateLimiter | None = None,
+    ) -> None:
+        self._rest = rest
+        self._app = app
+        self._own = own_user_id
+        self._cache = cache
+        self._retriever = retriever or Retriever(
+            app.db, app.llm, app.clock, observe=self._observe_retrieval
+        )
+        self._limiter = limiter or ReplyRateLimiter()
+        self._commands = MemoryCommands(app, forgotten=self._retriever.clear_cache)
+        self._connected: set[int] = set()
+        self._own_mention = re.compile(rf"<@!?{own_user_id}>")
+
+    @property
+    def own_user_id(self) -> int:
+        """Vivy's user id."""
+        return self._own
+
+    def subscribe(self, events: hikari.api.EventManager) -> None:
+        """Listen to every event Vivy handles."""
+        for event_type, callback in self._listeners():
+            events.subscribe(event_type, callback)
+
+    def unsubscribe(self, events: hikari.api.EventManager) -> None:
+        """Stop listening (before shutting the app down)."""
+        for event_type, callback in self._listeners():
+            events.unsubscribe(event_type, callback)
+
+    def _listeners(self) -> list[tuple[type[Any], Callable[[Any], Coroutine[Any, Any, None]]]]:
+        return [
+            (hikari.GuildMessageCreateEvent, self.on_message_create),
+            (hikari.GuildMessageUpdateEvent, self.on_message_update),
+            (hikari.GuildMessageDeleteEvent, self.on_message_delete),
+            (hikari.GuildBulkMessageDeleteEvent, self.on_bulk_delete),
+            (hikari.InteractionCreateEvent, self.on_interaction),
+            (hikari.ShardConnectedEvent, self.on_shard_up),
+            (hikari.ShardReadyEvent, self.on_shard_up),
+            (hikari.ShardResumedEvent, self.on_shard_up),
+            (hikari.ShardDisconnectedEvent, self.on_shard_down),
+        ]
+
+    # Capture -------------------------------------------------------------------------------
+
+    async def on_message_create(self, event: hikari.GuildMessageCreateEvent) -> None:
+        """Capture a new message and answer it if it is addressed to Vivy."""
+        message = event.message
+        incoming = incoming_message(message, self._channel_name(int(message.channel_id)))
+        if incoming is None:
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._capture, incoming)
+            if self._addressed(message, incoming):
+                tg.start_soon(self.answer, message)
+
+    async def on_message_update(self, event: hikari.GuildMessageUpdateEvent) -> None:
+        """Apply an edit to the buffered copy of the message."""
+        edit = incoming_edit(event.message)
+        if edit is None or edit.author_id == self._own:
+            return
+        try:
+            await self._app.router.edit(edit)
+        except Exception:
+            log.exception("edit not applied", message_id=edit.message_id)
+
+    async def on_message_delete(self, event: hikari.GuildMessageDeleteEvent) -> None:
+        """Remove a deleted message from its buffer."""
+        await self._delete(int(event.guild_id), int(event.channel_id), [int(event.message_id)])
+
+    async def on_bulk_delete(self, event: hikari.GuildBulkMessageDeleteEvent) -> None:
+        """Remove every message of a bulk deletion from its buffer."""
+        ids = sorted(int(m) for m in event.message_ids)
+        await self._delete(int(event.guild_id), int(event.channel_id), ids)
+
+    async def _delete(self, guild_id: int, channel_id: int, message_ids: Sequence[int]) -> None:
+        for message_id in message_ids:
+            try:
+                await self._app.router.delete(IncomingDelete(guild_id, channel_id, message_id))
+            except Exception:
+                log.exception("deletion not applied", message_id=message_id)
+
+    async def _capture(self, incoming: IncomingMessage) -> None:
+        try:
+            await self._app.router.ingest(incoming)
+        except Exception:
+            log.exception(
+                "message not captured",
+                guild_id=incoming.guild_id,
+                channel_id=incoming.channel_id,
+                message_id=incoming.message_id,
+            )
+
+    def _channel_name(self, channel_id: int) -> str:
+        if self._cache is None:
+            return ""
+        channel = self._cache.get_guild_channel(channel_id) or self._cache.get_thread(channel_id)
+        return (channel.name or "") if channel is not None else ""
+
+    # Commands and connection state ---------------------------------------------------------
+
+    async def on_interaction(self, event: hikari.InteractionCreateEvent) -> None:
+        """Answer ``/memory`` commands."""
+        interaction = event.interaction
+        if not isinstance(interaction, hikari.CommandInteraction):
+            return
+        if interaction.command_name != COMMAND_NAME:
+            return
+        try:
+            await self._commands.handle(interaction)
+        except hikari.HikariError:
+            log.exception("command answer not delivered", guild_id=interaction.guild_id)
+
+    async def on_shard_up(
+        self, event: hikari.ShardConnectedEvent | hikari.ShardReadyEvent | hikari.ShardResumedEvent
+    ) -> None:
+        """A shard is connected: the gateway gauge reads 1."""
+        self._connected.add(event.shard.id)
+        self._app.metrics.gateway_connected.set(1)
+
+    async def on_shard_down(self, event: hikari.ShardDisconnectedEvent) -> None:
+        """A shard lost its connection: the gauge reads 0 once no shard is connected."""
+        self._connected.discard(event.shard.id)
+        self._app.metrics.gateway_connected.set(1 if self._connected else 0)
+
+    # Answers -------------------------------------------------------------------------------
+
+    def _addressed(self, message: hikari.Message, incoming: IncomingMessage) -> bool:
+        if incoming.author_is_bot or incoming.author_id == self._own:
+            return False
+        replied_to: int | None = None
+        referenced = message.referenced_message
+        if isinstance(referenced, hikari.PartialMessage) and isinstance(
+            referenced.author, hikari.User
+        ):
+            replied_to = int(referenced.author.id)
+        return is_addressed(
+            self._own,
+            author_is_bot=incoming.author_is_bot,
+            mentions=incoming.mentions,
+            replied_to_author=replied_to,
+        )
+
+    async def answer(self, message: hikari.Message) -> ReplyOutcome:
+        """Answer a message addressed to Vivy, as a reply; returns how it ended."""
+        author = int(message.author.id)
+        now = self._app.clock.now()
+        decision = self._limiter.check(author, now)
+        if decision is not RateDecision.ALLOW:
+            if decision is RateDecision.DENY_NOTIFY:
+                wait = self._limiter.retry_after(author, now)
+                await self._send(message, rate_limited_text(wait))
+            return self._count(ReplyOutcome.RATE_LIMITED)
+        bound = log.bind(
+            guild_id=message.guild_id, channel_id=message.channel_id, message_id=message.id
+        )
+        outcome = ReplyOutcome.ANSWERED
+        async with self._typing(int(message.channel_id)):
+            conversation, mentioned = await self._conversation(message)
+            memory = await self._memory(message, conversation, mentioned, bound)
+            request = build_chat_request(conversation, self._own, memory)
+            try:
+                answer = await self._app.llm.chat(request)
+                text = answer.text.strip() or NO_ANSWER
+            except Exception:
+                bound.exception("chat model failed; apologising")
+                text, outcome = APOLOGY, ReplyOutcome.FAILED
+        if not await self._send(message, text):
+            outcome = ReplyOutcome.FAILED
+        return self._count(outcome)
+
+    def _observe_retrieval(self, path: str, seconds: float) -> None:
+        """Record a retrieval's latency under its path (paths the metric lacks are skipped)."""
+        try:
+            label = RetrievalPath(path)
+        except ValueError:
+            return
+        self._app.metrics.retrieval_duration.labels(label).observe(seconds)
+
+    def _count(self, outcome: ReplyOutcome) -> ReplyOutcome:
+        self._app.metrics.replies.labels(outcome).inc()
+        return outcome
+
+    @asynccontextmanager
+    async def _typing(self, channel_id: int) -> AsyncIterator[None]:
+        """Show "Vivy is typing…" in the channel until the block ends."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self._keep_typing, channel_id)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _keep_typing(
+        self, channel_id: int, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        """Trigger typing now (reported started once sent) and again before it lapses."""
+        started = False
+        try:
+            while True:
+                await self._rest.trigger_typing(channel_id)
+                if not started:
+                    started = True
+                    task_status.started()
+                await anyio.sleep(TYPING_REFRESH_S)
+        except hikari.HikariError as exc:  # no permission, or Discord is struggling
+            log.debug("typing indicator unavailable", channel_id=channel_id, error=str(exc))
+            if not started:
+                task_status.started()
+
+    async def _send(self, message: hikari.Message, text: str) -> bool:
+        """Send ``text`` as a reply to ``message`` in chunks, pinging no one."""
+        try:
+            for index, chunk in enumerate(split_message(text)):
+                await self._rest.create_message(
+                    message.channel_id,
+                    chunk,
+                    reply=message.id if index == 0 else hikari.UNDEFINED,
+                    reply_must_exist=False,
+                    mentions_everyone=False,
+                    user_mentions=False,
+                    role_mentions=False,
+                    mentions_reply=False,
+                )
+        except hikari.HikariError:
+            log.exception("answer not delivered", channel_id=message.channel_id)
+            return False
+        return True
+
+    async def _conversation(
+        self, message: hikari.Message
+    ) -> tuple[list[ConversationMessage], tuple[int, ...]]:
+        """The reply chain (oldest first, at most :data:`MAX_CHAIN` earlier messages) and
+        the users mentioned in the message, except Vivy."""
+        chain: list[hikari.PartialMessage] = [message]
+        seen = {int(message.id)}
+        embedded: hikari.PartialMessage | hikari.UndefinedType | None = message.referenced_message
+        next_id = _reference_id(message)
+        while next_id is not None and next_id not in seen and len(chain) <= MAX_CHAIN:
+            if isinstance(embedded, hikari.PartialMessage) and int(embedded.id) == next_id:
+                found: hikari.PartialMessage = embedded
+            else:
+                try:
+                    found = await self._rest.fetch_message(message.channel_id, next_id)
+                except hikari.HikariError:
+                    break
+            chain.append(found)
+            seen.add(next_id)
+            embedded = found.referenced_message
+            next_id = _reference_id(found)
+        names = {self._own: "Vivy"}
+        for item in chain:
+            for user_id, user in (item.user_mentions or {}).items():
+                names.setdefault(int(user_id), user.global_name or user.username)
+        conversation = [
+            ConversationMessage(
+                author_id=int(item.author.id) if isinstance(item.author, hikari.User) else 0,
+                author_name="Vivy"
+                if isinstance(item.author, hikari.User) and int(item.author.id) == self._own
+                else author_name(item),
+                text=render_mentions(item.content or "", names),
+            )
+            for item in reversed(chain)
+        ]
+        mentioned = tuple(
+            dict.fromkeys(int(u) for u in message.user_mentions_ids or () if int(u) != self._own)
+        )
+        return conversation, mentioned
+
+    async def _memory(
+        self,
+        message: hikari.Message,
+        conversation: list[ConversationMessage],
+        mentioned: tuple[int, ...],
+        bound: structlog.typing.FilteringBoundLogger,
+    ) -> str:
+        """The ``<background_facts>`` block, or "" when retrieval is off or failed."""
+        if not self._app.settings.retrieval_enabled:
+            self._app.metrics.retrieval_duration.labels(RetrievalPath.DISABLED).observe(0.0)
+            return ""
+        assert message.guild_id is not None
+        query = " ".join(self._own_mention.sub(" ", message.content or "").split())
+        request = RetrievalRequest(
+            guild_id=int(message.guild_id),
+            channel_id=int(message.channel_id),
+            query=render_mentions(query, {}),
+            conversation=tuple(conversation),
+            mentioned_user_ids=mentioned,
+        )
+        try:
+            context = await self._retriever.build_context(request)
+        except Exception:
+            bound.exception("memory retrieval failed; answering without memory")
+            return ""
+        bound.debug(
+            "memory retrieved",
+            path=context.path,
+            notes=len(context.note_ids),
+            users=len(context.user_ids),
+        )
+        return context.xml

@@ -1,0 +1,200 @@
+"""``vivy run``: connect to Discord and remember its conversations.
+
+The app (buffers, notes, profiles, nightly job) starts first, then the metrics server, then
+the hikari gateway, so no event arrives before the router can take it. SIGTERM or SIGINT
+stops it gracefully within ``VIVY_SHUTDOWN_GRACE_SECONDS``: the gateway closes, then the
+app's task group is cancelled (open buffers and pending work are already durable and resume
+on the next start). Without ``DISCORD_TOKEN`` it exits with status 2 and points to
+``vivy demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import structlog
+
+from vivy.config import Settings
+from vivy.errors import ConfigError
+
+if TYPE_CHECKING:
+    import hikari
+
+__all__ = ["NO_TOKEN_MESSAGE", "make_bot", "own_user_id", "register", "run_bot", "serve"]
+
+log = structlog.get_logger(__name__)
+
+#: Printed (with exit status 2) when no Discord token is configured.
+NO_TOKEN_MESSAGE = (
+    "vivy run: DISCORD_TOKEN is not set, so Vivy cannot connect to Discord.\n"
+    "Set DISCORD_TOKEN to your bot's token (Discord developer portal > your app > Bot), "
+    "or run `vivy demo` to watch Vivy remember a conversation offline, without Discord."
+)
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy run``."""
+    parser = commands.add_parser(
+        "run", help="connect to Discord and remember conversations (needs DISCORD_TOKEN)"
+    )
+    parser.add_argument(
+        "--guild",
+        type=int,
+        action="append",
+        default=[],
+        metavar="ID",
+        help="register the /memory commands in this server only (repeatable; instant) "
+        "instead of globally; defaults to VIVY_ALLOWED_GUILDS when set",
+    )
+    parser.set_defaults(handler=lambda args: run_bot(os.environ, guild_ids=tuple(args.guild)))
+
+
+def run_bot(environ: Mapping[str, str], *, guild_ids: Sequence[int] = ()) -> int:
+    """Run the bot until stopped; returns the exit code (2 without a token)."""
+    settings = Settings.from_env(environ)
+    if not settings.discord_token:
+        print(NO_TOKEN_MESSAGE, file=sys.stderr)
+        return 2
+    import anyio
+
+    from vivy.logs import configure_logging
+
+    configure_logging("info")
+    return anyio.run(_serve, settings, environ, tuple(guild_ids), backend="asyncio")
+
+
+async def _serve(settings: Settings, environ: Mapping[str, str], guild_ids: Sequence[int]) -> int:
+    return await serve(settings, environ=environ, guild_ids=guild_ids)
+
+
+def make_bot(token: str, *, rest_url: str | None = None) -> hikari.GatewayBot:
+    """The hikari bot with Vivy's intents (guilds, guild messages, message content)."""
+    import hikari
+
+    from vivy.bot.gateway import INTENTS
+
+    return hikari.GatewayBot(token, intents=INTENTS, banner=None, rest_url=rest_url)
+
+
+def own_user_id(token: str) -> int:
+    """The bot's user id, read from its token (no network needed)."""
+    import hikari
+
+    try:
+        return int(hikari.applications.get_token_id(token))
+    except ValueError:
+        raise ConfigError("DISCORD_TOKEN does not look like a Discord bot token") from None
+
+
+async def serve(
+    settings: Settings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    guild_ids: Sequence[int] = (),
+    bot: hikari.GatewayBot | None = None,
+) -> int:
+    """Run app, metrics server and gateway together until a signal or the gateway stops."""
+    import anyio
+
+    from vivy.app import running_app
+    from vivy.bot.gateway import Gateway
+    from vivy.clock import Clock
+    from vivy.metrics.server import MetricsServer
+    from vivy.retrieval.operator import OperatorStore
+
+    assert settings.discord_token is not None
+    me = own_user_id(settings.discord_token)
+    bot = bot or make_bot(settings.discord_token)
+    clock = Clock.starting_at(time.time())  # the one wall-clock read; all else uses `clock`
+    async with running_app(
+        settings, clock=clock, inline_db=False, own_user_id=me, environ=environ
+    ) as app:
+        server = MetricsServer(
+            app.metrics.registry,
+            OperatorStore(settings.database),
+            host=settings.metrics_host,
+            port=settings.metrics_port,
+            bearer_token=settings.api_token,
+        )
+        server.start()
+        gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
+        gateway.subscribe(bot.event_manager)
+        try:
+            await _start(bot)
+            connected = bot.get_me()
+            if connected is not None and int(connected.id) != me:
+                log.warning("the token's user id differs from the connected user")
+            scope = list(guild_ids) or sorted(settings.allowed_guilds or ())
+            await _register(bot, scope, me)
+            await _wait_for_stop(bot)
+        finally:
+            gateway.unsubscribe(bot.event_manager)
+            app.metrics.gateway_connected.set(0)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(settings.shutdown_grace_s):
+                if bot.is_alive:
+                    await bot.close()
+            server.stop()
+    log.info("vivy stopped")
+    return 0
+
+
+async def _start(bot: hikari.GatewayBot) -> None:
+    import hikari
+
+    try:
+        await bot.start(check_for_updates=False)
+    except hikari.UnauthorizedError as exc:
+        raise ConfigError(
+            "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
+        ) from exc
+    except hikari.HikariError as exc:
+        raise ConfigError(f"cannot connect to Discord: {exc}") from exc
+
+
+async def _register(bot: hikari.GatewayBot, guild_ids: Sequence[int], fallback_id: int) -> None:
+    """Register ``/memory``; a failure is logged and the bot runs on without it.
+
+    The application id comes from Discord; if it cannot be read, the bot's user id (the
+    same for every application made since 2016) stands in.
+    """
+    from vivy.bot.commands import register_commands
+
+    try:
+        application_id = int((await bot.rest.fetch_application()).id)
+    except Exception:  # hikari errors, or a payload this hikari cannot parse
+        log.warning("application not readable; using the bot's user id", exc_info=True)
+        application_id = fallback_id
+    try:
+        await register_commands(bot.rest, application_id, guild_ids)
+    except Exception:
+        log.exception("slash commands not registered")
+        return
+    log.info("slash commands registered", guilds=len(guild_ids) or "global")
+
+
+async def _wait_for_stop(bot: hikari.GatewayBot) -> None:
+    """Return on SIGTERM or SIGINT, or when the gateway closes by itself."""
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+
+        async def on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+                async for signum in received:
+                    log.info("stopping", signal=signal.Signals(signum).name)
+                    break
+            tg.cancel_scope.cancel()
+
+        async def on_close() -> None:
+            await bot.join()
+            log.warning("the Discord gateway closed")
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_signal)
+        tg.start_soon(on_close)

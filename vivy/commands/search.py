@@ -1,0 +1,81 @@
+"""``vivy search --guild G QUERY``: the retriever's ranking of a guild's notes for a query.
+
+It embeds the query with the configured embedding model (the offline one without a key),
+searches the guild's notes by vector and by keyword, fuses them as replies do, and prints the
+hits with their scores. Read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from vivy.clock import Clock
+from vivy.commands.db import add_database_option, database_path, discord_id, read_only
+from vivy.commands.importer import _make_llm
+from vivy.retrieval import Retriever
+from vivy.storage.db import Database
+from vivy.storage.notes import short_date
+
+__all__ = ["register", "search"]
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 50:
+        raise argparse.ArgumentTypeError(f"expected a number from 1 to 50, got {text!r}")
+    return value
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy search``."""
+    parser = commands.add_parser("search", help="search a guild's notes", description=__doc__)
+    parser.add_argument("--guild", type=discord_id, required=True, help="guild id")
+    parser.add_argument("--limit", type=_limit, default=10, help="hits to show (1-50)")
+    parser.add_argument("query", nargs="+", help="what to look for")
+    add_database_option(parser)
+    parser.set_defaults(
+        handler=lambda args: search(
+            database_path(args), args.guild, " ".join(args.query), args.limit
+        )
+    )
+
+
+def search(path: Path, guild_id: int, query: str, limit: int) -> int:
+    """Print the fused ranking; returns the exit code."""
+    with read_only(path):  # refuses a missing or foreign database before opening it for real
+        pass
+    hits = anyio.run(_search, path, guild_id, query, limit)
+    if not hits:
+        print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)
+        return 0
+    for rank, (score, day, title, channel, summary) in enumerate(hits, start=1):
+        where = f"#{channel}" if channel else "all channels"
+        print(f"{rank:2}. {score:.3f}  [{short_date(day)}] {title}  ({where})")
+        print(f"    {summary[:200]}")
+    return 0
+
+
+async def _search(
+    path: Path, guild_id: int, query: str, limit: int
+) -> list[tuple[float, str, str, str, str]]:
+    llm = _make_llm(os.environ)()
+    db = Database.open(path)
+    try:
+        retriever = Retriever(db, llm, Clock.starting_at(time.time()))
+        found = await retriever.search_notes(guild_id, query, limit)
+    finally:
+        await llm.aclose()
+        db.close()
+    return [
+        (hit.score, hit.note.note_date, hit.note.title, hit.note.channel_name, hit.note.summary)
+        for hit in found
+    ]

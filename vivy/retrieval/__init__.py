@@ -1,0 +1,42 @@
+"""Retrieval: the memory the chat model reads when the bot answers.
+
+:class:`Retriever` builds the ``<background_facts>`` block of a reply and searches notes;
+:class:`OperatorStore` serves the operator API's searches from its own read-only connection.
+The SQL lives in :mod:`~vivy.retrieval.search`, the fusion and gate in
+:mod:`~vivy.retrieval.ranking`, the XML in :mod:`~vivy.retrieval.context`, and the offline
+recall@k evaluation in :mod:`~vivy.retrieval.eval`.
+"""
+
+from __future__ import annotations
+
+from vivy.retrieval.operator import OperatorStore
+from vivy.retrieval.retriever import (
+    PATH_DISABLED,
+    PATH_EMPTY,
+    PATH_FULL,
+    PATH_KEYWORD_ONLY,
+    PATH_PROFILES_ONLY,
+    ConversationMessage,
+    MemoryContext,
+    NoteHit,
+    RetrievalRequest,
+    RetrievalSettings,
+    Retriever,
+    RetrieverStatistics,
+)
+
+__all__ = [
+    "PATH_DISABLED",
+    "PATH_EMPTY",
+    "PATH_FULL",
+    "PATH_KEYWORD_ONLY",
+    "PATH_PROFILES_ONLY",
+    "ConversationMessage",
+    "MemoryContext",
+    "NoteHit",
+    "OperatorStore",
+    "RetrievalRequest",
+    "RetrievalSettings",
+    "Retriever",
+    "RetrieverStatistics",
+]

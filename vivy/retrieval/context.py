@@ -1,0 +1,197 @@
+"""Rendering of the ``<background_facts>`` block the chat model reads (pure).
+
+The format is seed 002's, with inline sources so the bot can say where it learned something::
+
+    <background_facts>
+    <user name="Alex">
+    Bio:
+    - Lives in Austin, works at Dell  [Gaming session, Feb 23]
+
+    Interests:
+    - RPG games  [Gaming discussion, Feb 23]
+    </user>
+    <notes>
+    - [Feb 23] Gaming discussion — Alex, Sam, and Jake debated JRPG recommendations...
+    - [Feb 23] Daily topic: Games — Three conversations about co-op games...
+    </notes>
+    <recent_activity>
+    - Alex: Gaming discussion [Feb 23]; OS debate [Feb 21]
+    </recent_activity>
+    <server_lore>
+    - The server's mascot is an owl named Hoot.
+    </server_lore>
+    </background_facts>
+
+* One ``<user>`` block per member with facts; sections in the order Bio, Interests, Skills,
+  Opinions, Relationships, Other, only non-empty ones, a blank line between sections. Each
+  fact is ``- text  [source label]`` (two spaces), the label as stored with the fact.
+* ``<notes>``: conversation notes in rank order, then the day's topic clusters (marked
+  ``Daily topic:``), each ``- [Mon D] Title — summary`` with the summary cut to about 300
+  characters ("..." marks a cut).
+* ``<recent_activity>`` (seed 004's transient memory, no LLM call): for each member of the
+  conversation, the titles of conversation notes they took part in over the last days.
+* ``<server_lore>``: the guild's active lore, oldest first.
+
+Blocks with nothing to say are left out; with nothing at all the result is the empty string.
+Every stored text (names, facts, labels, titles, summaries, lore) is escaped (``&``, ``<``,
+``>``, and ``"`` in attributes) and its whitespace collapsed, so stored text can neither close
+a block (a stored ``</background_facts>``) nor start a line that looks like a fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vivy.storage.notes import Note, short_date
+from vivy.storage.profiles import Fact
+
+__all__ = [
+    "SECTION_TITLES",
+    "ActivityBlock",
+    "ContextParts",
+    "ProfileBlock",
+    "clip",
+    "escape_attribute",
+    "escape_text",
+    "render_context",
+    "sections_of",
+]
+
+#: Profile sections in display order, with their headings.
+SECTION_TITLES: tuple[tuple[str, str], ...] = (
+    ("bio", "Bio"),
+    ("interests", "Interests"),
+    ("skills", "Skills"),
+    ("opinions", "Opinions"),
+    ("relationships", "Relationships"),
+    ("other", "Other"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileBlock:
+    """A member's name and active facts."""
+
+    name: str
+    facts: tuple[Fact, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityBlock:
+    """A member's recent conversation notes as (``YYYY-MM-DD``, title), newest first."""
+
+    name: str
+    notes: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParts:
+    """Everything that goes into one ``<background_facts>`` block."""
+
+    profiles: tuple[ProfileBlock, ...] = ()
+    notes: tuple[Note, ...] = ()
+    clusters: tuple[Note, ...] = ()
+    activity: tuple[ActivityBlock, ...] = ()
+    lore: tuple[str, ...] = ()
+
+
+def _squash(text: str) -> str:
+    """``text`` on one line, runs of whitespace collapsed to single spaces."""
+    return " ".join(text.split())
+
+
+def escape_text(text: str) -> str:
+    """``text`` on one line, with ``&``, ``<`` and ``>`` escaped for XML character data."""
+    return _squash(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_attribute(text: str) -> str:
+    """``text`` escaped for a double-quoted XML attribute value."""
+    return escape_text(text).replace('"', "&quot;")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters + "..."."""
+    text = _squash(text)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ,;:-—")
+    return (cut or text[:limit]) + "..."
+
+
+def _profile(block: ProfileBlock) -> list[str]:
+    """The lines of one ``<user>`` block, or none when the member has no facts."""
+    sections: list[list[str]] = []
+    for key, heading in SECTION_TITLES:
+        facts = [fact for fact in block.facts if fact.section == key]
+        if facts:
+            lines = [f"{heading}:"]
+            lines += [
+                f"- {escape_text(fact.text)}  [{escape_text(fact.source_label)}]" for fact in facts
+            ]
+            sections.append(lines)
+    known = {key for key, _ in SECTION_TITLES}
+    strays = [fact for fact in block.facts if fact.section not in known]
+    if strays:
+        other = [f"- {escape_text(f.text)}  [{escape_text(f.source_label)}]" for f in strays]
+        if sections and sections[-1][0] == "Other:":
+            sections[-1] += other
+        else:
+            sections.append(["Other:", *other])
+    if not sections:
+        return []
+    lines = [f'<user name="{escape_attribute(block.name)}">']
+    for index, section in enumerate(sections):
+        if index:
+            lines.append("")
+        lines += section
+    lines.append("</user>")
+    return lines
+
+
+def _note_line(note: Note, summary_chars: int, *, cluster: bool) -> str:
+    """``- [Mon D] Title — summary`` for one note."""
+    prefix = "Daily topic: " if cluster else ""
+    title = escape_text(note.title)
+    summary = escape_text(clip(note.summary, summary_chars))
+    return f"- [{short_date(note.note_date)}] {prefix}{title} — {summary}"
+
+
+def render_context(parts: ContextParts, *, summary_chars: int = 300) -> str:
+    """The ``<background_facts>`` block for ``parts``, or "" when there is nothing in it."""
+    body: list[str] = []
+    for profile in parts.profiles:
+        body += _profile(profile)
+    if parts.notes or parts.clusters:
+        body.append("<notes>")
+        body += [_note_line(note, summary_chars, cluster=False) for note in parts.notes]
+        body += [_note_line(note, summary_chars, cluster=True) for note in parts.clusters]
+        body.append("</notes>")
+    activity = [block for block in parts.activity if block.notes]
+    if activity:
+        body.append("<recent_activity>")
+        for block in activity:
+            titles = "; ".join(
+                f"{escape_text(title)} [{short_date(day)}]" for day, title in block.notes
+            )
+            body.append(f"- {escape_text(block.name)}: {titles}")
+        body.append("</recent_activity>")
+    lore = [text for text in parts.lore if text.strip()]
+    if lore:
+        body.append("<server_lore>")
+        body += [f"- {escape_text(text)}" for text in lore]
+        body.append("</server_lore>")
+    if not body:
+        return ""
+    return "\n".join(["<background_facts>", *body, "</background_facts>"])
+
+
+def sections_of(facts: Sequence[Fact]) -> dict[str, list[Fact]]:
+    """Facts grouped by section, in display order (sections without facts left out)."""
+    grouped: dict[str, list[Fact]] = {}
+    for key, _ in SECTION_TITLES:
+        chosen = [fact for fact in facts if fact.section == key]
+        if chosen:
+            grouped[key] = chosen
+    return grouped

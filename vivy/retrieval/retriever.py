@@ -1,0 +1,663 @@
+"""The retriever: the memory the chat model sees when the bot answers (seed 002's retrieval).
+
+For one reply it embeds the query (the current message and a little recent conversation),
+searches the guild's notes by vector and by keyword, fuses both rankings
+(:mod:`vivy.retrieval.ranking`), loads the profiles of the people concerned, their recent
+activity and the server's lore, and renders them as ``<background_facts>``
+(:mod:`vivy.retrieval.context`).
+
+Profiles included, each member once: everyone in the conversation (the most recent
+``conversation_profiles`` speakers), up to three @mentioned members more, then up to three
+participants of the retrieved notes more. Members who opted out are left out.
+
+Fallbacks (seed 004): memory must never cost the bot its answer.
+
+=================  ============================================  ================
+what failed        what the context holds                        ``path``
+=================  ============================================  ================
+nothing            notes (vector + keyword), profiles, extras    ``full``
+nothing            nothing relevant was remembered (``""``)      ``empty``
+embedding          notes by keyword only, profiles, extras       ``keyword_only``
+note search        profiles, activity and lore only              ``profiles_only``
+everything         nothing (``xml == ""``)                       ``empty``
+retrieval off      nothing                                       ``disabled``
+=================  ============================================  ================
+
+A degraded path keeps its name even when it found nothing, so degradations stay visible in
+the metrics. Each failure is logged as a warning; :meth:`Retriever.build_context` never
+raises for it.
+
+Built contexts are cached (LRU, 256 entries, five minutes) under a hash of the request and
+of the guild's *memory version* (newest note id, the guild's fact, lore and member
+fingerprint; one query), so asking twice does not embed or search twice, yet any new note,
+fact or lore line is seen at once, and a forgotten member is gone at once. Only complete
+contexts (nothing failed) are cached, so a recovered LLM is used on the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import structlog
+
+from vivy.clock import Clock
+from vivy.errors import LLMError, StorageError
+from vivy.llm.port import LLM, EmbeddingTask
+from vivy.retrieval import search
+from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
+from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
+from vivy.storage.db import Connection, Database
+from vivy.storage.notes import Note
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "PATH_DISABLED",
+    "PATH_EMPTY",
+    "PATH_FULL",
+    "PATH_KEYWORD_ONLY",
+    "PATH_PROFILES_ONLY",
+    "ConversationMessage",
+    "MemoryContext",
+    "NoteHit",
+    "RankedNotes",
+    "RetrievalRequest",
+    "RetrievalSettings",
+    "Retriever",
+    "RetrieverStatistics",
+    "embedding_text",
+    "keyword_text",
+    "ranked_notes",
+]
+
+#: Vector search, keywords and profiles.
+PATH_FULL = "full"
+#: Keyword search only: the query could not be embedded.
+PATH_KEYWORD_ONLY = "keyword_only"
+#: Profiles, activity and lore only: notes could not be searched.
+PATH_PROFILES_ONLY = "profiles_only"
+#: Retrieval switched off in the settings.
+PATH_DISABLED = "disabled"
+#: Nothing to remember: nothing relevant was found, or nothing could be read at all.
+PATH_EMPTY = "empty"
+
+CONVERSATION = "conversation"
+TOPIC_CLUSTER = "topic_cluster"
+
+_log = structlog.get_logger(__name__)
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationMessage:
+    """One message of the conversation being answered."""
+
+    author_id: int
+    author_name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalRequest:
+    """What to build memory for: the current message and its conversation.
+
+    ``conversation`` is the reply chain and recent messages, oldest first; include the
+    current message as its last entry so that its author's profile is included.
+    """
+
+    guild_id: int
+    channel_id: int
+    query: str
+    conversation: tuple[ConversationMessage, ...] = ()
+    mentioned_user_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryContext:
+    """The ``<background_facts>`` block, the path that built it and what it includes.
+
+    ``note_ids`` lists the notes and topic clusters shown, ``user_ids`` the members whose
+    profile is shown.
+    """
+
+    xml: str
+    path: str
+    note_ids: tuple[int, ...]
+    user_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteHit:
+    """A note found by search: its fused score and its raw vector and keyword scores.
+
+    ``vector_score`` is the cosine similarity and ``keyword_score`` the BM25 strength
+    (higher is better); each is None when that search did not find the note.
+    """
+
+    note: Note
+    score: float
+    vector_score: float | None
+    keyword_score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """Limits and tuning of retrieval; the defaults follow seeds 002, 001 and 004."""
+
+    enabled: bool = True
+    #: Conversation notes and topic clusters in a context.
+    conversation_notes: int = 5
+    topic_clusters: int = 3
+    #: Profiles: conversation members (most recent speakers), then extra mentions and
+    #: extra note participants.
+    conversation_profiles: int = 10
+    mention_profiles: int = 3
+    participant_profiles: int = 3
+    #: Vector candidates taken from the binary index and re-ranked exactly, per search.
+    candidates: int = 40
+    #: Keyword matches taken from FTS5, per search.
+    keyword_candidates: int = 40
+    #: Earlier conversation messages embedded with the current one, and their length cap.
+    context_messages: int = 2
+    context_message_chars: int = 300
+    query_chars: int = 1000
+    summary_chars: int = 300
+    #: Seed 004's transient memory: notes of the last days per conversation member.
+    activity_days: float = 7.0
+    activity_notes: int = 5
+    lore_items: int = 20
+    cache_size: int = 256
+    cache_ttl_s: float = 300.0
+    weights: Weights = field(default_factory=Weights)
+    gate: Gate = field(default_factory=Gate)
+    #: Similarity scale of the embedding model; None picks it from the LLM's model name.
+    calibration: Calibration | None = None
+
+
+#: The default settings, shared (they are immutable).
+DEFAULT_SETTINGS = RetrievalSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverStatistics:
+    """The context cache's state: entries held, and requests served from it or built."""
+
+    cached_contexts: int
+    cache_hits: int
+    cache_misses: int
+
+
+@dataclass(frozen=True, slots=True)
+class RankedNotes:
+    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised."""
+
+    hits: tuple[NoteHit, ...]
+    vector_failed: bool
+
+
+def ranked_notes(
+    conn: Connection,
+    *,
+    guild_id: int,
+    vector: bytes | None,
+    terms: Sequence[str],
+    note_type: str | None,
+    limit: int,
+    channel_id: int | None,
+    now: float,
+    calibration: Calibration,
+    settings: RetrievalSettings,
+) -> RankedNotes:
+    """Search the guild's notes by vector and keyword, fuse, gate and load the best ``limit``.
+
+    This is all of a note search but the embedding call; the benchmark times it as is.
+    """
+    found = search.search_notes_sync(
+        conn,
+        search.NoteSearch(
+            guild_id=guild_id,
+            vector=vector,
+            terms=tuple(terms),
+            note_type=note_type,
+            candidates=max(settings.candidates, limit),
+            keyword_candidates=max(settings.keyword_candidates, limit),
+        ),
+    )
+    ranked = rank(
+        found.candidates,
+        now=now,
+        channel_id=channel_id,
+        calibration=calibration,
+        weights=settings.weights,
+        gate=settings.gate,
+        limit=limit,
+    )
+    notes = {
+        note.id: note for note in search.guild_notes(conn, guild_id, [s.note_id for s in ranked])
+    }
+    hits = tuple(
+        NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25)
+        for s in ranked
+        if s.note_id in notes
+    )
+    return RankedNotes(hits, found.vector_failed)
+
+
+def embedding_text(request: RetrievalRequest, settings: RetrievalSettings) -> str:
+    """The text embedded for a request: the last few messages before it, then the query.
+
+    Earlier messages are prefixed with their author's name, as notes list participants.
+    """
+    earlier = (
+        _earlier_messages(request)[-settings.context_messages :]
+        if settings.context_messages
+        else []
+    )
+    limit = settings.context_message_chars
+    lines = [
+        f"{message.author_name}: {clip(search.strip_markup(message.text), limit)}"
+        for message in earlier
+    ]
+    lines.append(clip(search.strip_markup(request.query), settings.query_chars))
+    return "\n".join(line for line in lines if line.strip())
+
+
+def keyword_text(request: RetrievalRequest) -> str:
+    """The text searched by keyword: the query, or the last message before it if the query
+    has no searchable word ("what about that?")."""
+    if search.query_terms(request.query):
+        return request.query
+    earlier = _earlier_messages(request)
+    return earlier[-1].text if earlier else request.query
+
+
+def _words(text: str) -> str:
+    """``text`` as lower-case words separated by single spaces, markup removed."""
+    return " ".join(_WORD.findall(search.strip_markup(text).lower()))
+
+
+def _earlier_messages(request: RetrievalRequest) -> list[ConversationMessage]:
+    """The conversation without the current message, when it is the last entry.
+
+    The last entry counts as the current message when its words contain the query's, since
+    callers may strip the bot's mention from the query but show it as ``@Vivy`` in the
+    conversation.
+    """
+    messages = [m for m in request.conversation if m.text.strip()]
+    query = _words(request.query)
+    if messages and query and f" {query} " in f" {_words(messages[-1].text)} ":
+        messages.pop()
+    return messages
+
+
+@dataclass(frozen=True, slots=True)
+class _People:
+    """Profiles, activity and lore read for one context."""
+
+    profiles: tuple[tuple[int, ProfileBlock], ...]
+    activity: tuple[ActivityBlock, ...]
+    lore: tuple[str, ...]
+
+
+def _choose_people(
+    conn: Connection,
+    guild_id: int,
+    speakers: Sequence[tuple[int, str]],
+    mentioned: Sequence[int],
+    participants: Sequence[tuple[int, str]],
+    now: float,
+    settings: RetrievalSettings,
+) -> _People:
+    """Read the profiles, recent activity and lore of a context (one database call)."""
+    candidates = [user for user, _ in speakers] + list(mentioned) + [u for u, _ in participants]
+    hidden = search.opted_out(conn, guild_id, candidates)
+    chosen: list[int] = []
+
+    def take(users: Sequence[int], quota: int) -> None:
+        added = 0
+        for user in users:
+            if added >= quota:
+                break
+            if user in hidden or user in chosen:
+                continue
+            chosen.append(user)
+            added += 1
+
+    # The most recent speakers (up to the cap), in order of first appearance.
+    newest_first = list(dict.fromkeys(user for user, _ in reversed(speakers)))
+    latest = set(newest_first[: settings.conversation_profiles])
+    in_order = [user for user in dict.fromkeys(user for user, _ in speakers) if user in latest]
+    take(in_order, len(in_order))
+    speakers_kept = list(chosen)
+    take(list(mentioned), settings.mention_profiles)
+    take([user for user, _ in participants], settings.participant_profiles)
+
+    fallback = {user: name for user, name in participants}
+    fallback.update({user: name for user, name in speakers})
+    names = search.member_names(conn, guild_id, chosen)
+    facts = search.profile_facts(conn, guild_id, chosen)
+
+    def name_of(user: int) -> str:
+        return names.get(user) or fallback.get(user) or f"user {user}"
+
+    profiles = tuple(
+        (user, ProfileBlock(name_of(user), tuple(facts.get(user, [])))) for user in chosen
+    )
+    recent = search.recent_activity(
+        conn,
+        guild_id,
+        speakers_kept,
+        since=now - settings.activity_days * 86400.0,
+        limit=settings.activity_notes,
+    )
+    activity = tuple(
+        ActivityBlock(name_of(user), tuple(recent[user]))
+        for user in speakers_kept
+        if user in recent
+    )
+    lore = tuple(
+        item.text for item in search.active_lore(conn, guild_id, limit=settings.lore_items)
+    )
+    return _People(profiles, activity, lore)
+
+
+def _both_searches(
+    conn: Connection,
+    guild_id: int,
+    vector: bytes | None,
+    terms: Sequence[str],
+    channel_id: int,
+    now: float,
+    calibration: Calibration,
+    settings: RetrievalSettings,
+) -> tuple[RankedNotes, RankedNotes]:
+    """Conversation notes and topic clusters for one context (one database call).
+
+    The keyword terms are planned once (their note counts read once) for both searches.
+    """
+    terms = search.plan_terms(conn, terms).terms
+    return (
+        _ranked_notes_call(
+            conn,
+            guild_id,
+            vector,
+            terms,
+            CONVERSATION,
+            settings.conversation_notes,
+            channel_id,
+            now,
+            calibration,
+            settings,
+        ),
+        _ranked_notes_call(
+            conn,
+            guild_id,
+            vector,
+            terms,
+            TOPIC_CLUSTER,
+            settings.topic_clusters,
+            channel_id,
+            now,
+            calibration,
+            settings,
+        ),
+    )
+
+
+class Retriever:
+    """Builds the memory context of a reply, and searches notes for commands and operators.
+
+    ``observe(path, seconds)`` is called once per :meth:`build_context` with the path taken
+    and the time it took (the metrics module records it as a histogram).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        llm: LLM,
+        clock: Clock,
+        *,
+        observe: Callable[[str, float], None] | None = None,
+        settings: RetrievalSettings = DEFAULT_SETTINGS,
+    ) -> None:
+        self._db = db
+        self._llm = llm
+        self._clock = clock
+        self._observe = observe
+        self._settings = settings
+        self._calibration = settings.calibration or calibration_for(llm.embedding_model)
+        self._cache: OrderedDict[str, tuple[float, MemoryContext]] = OrderedDict()
+        self._hits = 0
+        self._misses = 0
+
+    @property
+    def settings(self) -> RetrievalSettings:
+        """The settings in use."""
+        return self._settings
+
+    async def build_context(self, request: RetrievalRequest) -> MemoryContext:
+        """The ``<background_facts>`` block for ``request``; never raises for memory failures."""
+        started = anyio.current_time()
+        try:
+            context = await self._build(request)
+        except Exception:  # a bug must not cost the bot its answer either
+            _log.exception("memory retrieval failed", guild_id=request.guild_id)
+            context = MemoryContext("", PATH_EMPTY, (), ())
+        if self._observe is not None:
+            try:
+                self._observe(context.path, anyio.current_time() - started)
+            except Exception:
+                _log.exception("retrieval observer failed", path=context.path)
+        return context
+
+    async def search_notes(self, guild_id: int, query: str, limit: int = 10) -> list[NoteHit]:
+        """The guild's notes (both types) best matching ``query``, fused and gated, best first.
+
+        Without an embedding (the LLM failed) the search is by keyword only. Raises
+        :class:`~vivy.errors.StorageError` when the notes cannot be read.
+        """
+        vector = await self._embed(query, guild_id)
+        found = await self._db.read(
+            _ranked_notes_call,
+            guild_id,
+            vector,
+            search.query_terms(query),
+            None,
+            max(1, limit),
+            None,
+            self._clock.now(),
+            self._calibration,
+            self._settings,
+        )
+        return list(found.hits)
+
+    def clear_cache(self) -> None:
+        """Forget every cached context."""
+        self._cache.clear()
+
+    def statistics(self) -> RetrieverStatistics:
+        """A snapshot of the context cache."""
+        return RetrieverStatistics(len(self._cache), self._hits, self._misses)
+
+    async def _build(self, request: RetrievalRequest) -> MemoryContext:
+        """Build (or fetch from the cache) the context, degrading as the module docstring says."""
+        settings = self._settings
+        if not settings.enabled:
+            return MemoryContext("", PATH_DISABLED, (), ())
+        guild = request.guild_id
+        key: str | None = None
+        try:
+            version = await self._db.read(search.memory_version, guild)
+            key = _cache_key(request, version)
+        except StorageError as exc:
+            _log.warning("memory version unreadable; not caching", guild_id=guild, error=str(exc))
+        if key is not None:
+            cached = self._cache_get(key)
+            if cached is not None:
+                self._hits += 1
+                return cached
+        self._misses += 1
+
+        now = self._clock.now()
+        vector = await self._embed(embedding_text(request, settings), guild)
+        terms = search.query_terms(keyword_text(request))
+        notes: tuple[NoteHit, ...] = ()
+        clusters: tuple[NoteHit, ...] = ()
+        notes_ok = True
+        vector_ok = vector is not None
+        try:
+            found_notes, found_clusters = await self._db.read(
+                _both_searches,
+                guild,
+                vector,
+                terms,
+                request.channel_id,
+                now,
+                self._calibration,
+                settings,
+            )
+            notes, clusters = found_notes.hits, found_clusters.hits
+            if found_notes.vector_failed or found_clusters.vector_failed:
+                vector_ok = False
+                _log.warning("vector search failed; keyword search only", guild_id=guild)
+        except StorageError as exc:
+            notes_ok = False
+            _log.warning("note search failed; profiles only", guild_id=guild, error=str(exc))
+
+        speakers = tuple((m.author_id, m.author_name) for m in request.conversation)
+        participants = tuple(
+            (p.user_id, p.display_name)
+            for hit in (*notes, *clusters)
+            for p in hit.note.participants
+        )
+        people: _People | None = None
+        try:
+            people = await self._db.read(
+                _choose_people,
+                guild,
+                speakers,
+                tuple(request.mentioned_user_ids),
+                participants,
+                now,
+                settings,
+            )
+        except StorageError as exc:
+            _log.warning("profiles unreadable", guild_id=guild, error=str(exc))
+
+        if not notes_ok and people is None:
+            return MemoryContext("", PATH_EMPTY, (), ())
+        parts = ContextParts(
+            profiles=tuple(block for _, block in people.profiles) if people else (),
+            notes=tuple(hit.note for hit in notes),
+            clusters=tuple(hit.note for hit in clusters),
+            activity=people.activity if people else (),
+            lore=people.lore if people else (),
+        )
+        xml = render_context(parts, summary_chars=settings.summary_chars)
+        complete = notes_ok and vector_ok and people is not None
+        if not notes_ok:
+            path = PATH_PROFILES_ONLY
+        elif not vector_ok:
+            path = PATH_KEYWORD_ONLY
+        else:
+            path = PATH_FULL if xml else PATH_EMPTY
+        context = MemoryContext(
+            xml=xml,
+            path=path,
+            note_ids=tuple(hit.note.id for hit in (*notes, *clusters)),
+            user_ids=tuple(user for user, block in people.profiles if block.facts)
+            if people
+            else (),
+        )
+        if key is not None and complete:
+            self._cache_put(key, context)
+        return context
+
+    async def _embed(self, text: str, guild_id: int) -> bytes | None:
+        """The query's float32 blob, or None when the LLM fails (keyword search only)."""
+        if not text.strip():
+            return None
+        try:
+            [vector] = await self._llm.embed([text], EmbeddingTask.QUERY)
+        except LLMError as exc:
+            _log.warning(
+                "query embedding failed; keyword search only", guild_id=guild_id, error=str(exc)
+            )
+            return None
+        except ValueError as exc:  # a provider returning the wrong number of vectors
+            _log.warning(
+                "query embedding unusable; keyword search only", guild_id=guild_id, error=str(exc)
+            )
+            return None
+        return search.query_vector(vector)
+
+    def _cache_get(self, key: str) -> MemoryContext | None:
+        """The cached context under ``key`` if it is still fresh."""
+        entry = self._cache.get(key)
+        if entry is None:
+            return None
+        expires, context = entry
+        if self._clock.monotonic() >= expires:
+            del self._cache[key]
+            return None
+        self._cache.move_to_end(key)
+        return context
+
+    def _cache_put(self, key: str, context: MemoryContext) -> None:
+        """Store a context, evicting the least recently used beyond the cache size."""
+        if self._settings.cache_size <= 0:
+            return
+        self._cache[key] = (self._clock.monotonic() + self._settings.cache_ttl_s, context)
+        self._cache.move_to_end(key)
+        while len(self._cache) > self._settings.cache_size:
+            self._cache.popitem(last=False)
+
+
+def _ranked_notes_call(
+    conn: Connection,
+    guild_id: int,
+    vector: bytes | None,
+    terms: Sequence[str],
+    note_type: str | None,
+    limit: int,
+    channel_id: int | None,
+    now: float,
+    calibration: Calibration,
+    settings: RetrievalSettings,
+) -> RankedNotes:
+    """:func:`ranked_notes` with positional arguments, as :meth:`Database.read` passes them."""
+    return ranked_notes(
+        conn,
+        guild_id=guild_id,
+        vector=vector,
+        terms=terms,
+        note_type=note_type,
+        limit=limit,
+        channel_id=channel_id,
+        now=now,
+        calibration=calibration,
+        settings=settings,
+    )
+
+
+def _cache_key(request: RetrievalRequest, version: Sequence[object]) -> str:
+    """A hash of everything a context is built from: the request and the memory version."""
+    material = json.dumps(
+        [
+            request.guild_id,
+            request.channel_id,
+            request.query,
+            [[m.author_id, m.author_name, m.text] for m in request.conversation],
+            list(request.mentioned_user_ids),
+            list(version),
+        ],
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()

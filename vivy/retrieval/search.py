@@ -1,0 +1,546 @@
+"""The SQL of retrieval: vector and keyword search over notes, and the reads around them.
+
+Rules of this module:
+
+* Every query is scoped to one guild *inside* the index or before any ``LIMIT``: the vector
+  KNN constrains ``vec_notes``' ``guild_id`` partition key, the keyword search joins
+  ``interaction_notes`` and filters by guild before ordering and limiting, and every profile,
+  member, activity and lore read names the guild. Nothing read here can belong to another
+  guild, whatever the caller passes.
+* Vector search runs in two steps. A KNN over the binary-quantised vectors
+  (``embedding_bits``, hamming distance) finds ``candidates`` notes in the guild's partition;
+  the exact cosine distance of their float vectors (``vec_distance_cosine``) re-ranks them.
+  Both steps read only the guild's partition, so the guild filter is never applied after a
+  top-k cut.
+* User text never reaches FTS5 as syntax: :func:`query_terms` keeps word tokens only and
+  drops stop words, :func:`match_expression` quotes each one and joins them with OR, so
+  ``"``, ``*``, ``NEAR``, ``-`` or ``column:`` in a message are plain text.
+* A keyword search reads a bounded number of postings (:func:`plan_terms`): the rarest terms
+  first, the commonest dropped beyond :data:`KEYWORD_POSTINGS_BUDGET`, so its cost stays flat
+  as a guild grows to 100k notes.
+* Functions are synchronous and take the connection first, as :class:`~vivy.storage.db.Database`
+  runs them; the benchmark calls them directly on a connection.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import sqlean
+
+from vivy.retrieval.ranking import Candidate
+from vivy.storage.db import Connection
+from vivy.storage.schema import VEC_KINDS
+from vivy.storage.notes import Note, get_notes, serialize_vector
+from vivy.storage.profiles import Fact, active_facts
+
+__all__ = [
+    "KEYWORD_POSTINGS_BUDGET",
+    "STOPWORDS",
+    "KeywordMatch",
+    "LoreItem",
+    "NoteSearch",
+    "NoteSearchResult",
+    "TermPlan",
+    "VectorMatch",
+    "active_lore",
+    "candidate_rows",
+    "coverage",
+    "fts_query",
+    "guild_notes",
+    "keyword_search",
+    "match_expression",
+    "member_names",
+    "memory_version",
+    "opted_out",
+    "plan_terms",
+    "profile_facts",
+    "prune_terms",
+    "query_terms",
+    "query_vector",
+    "recent_activity",
+    "search_notes_sync",
+    "strip_markup",
+    "term_weight",
+    "vector_search",
+]
+
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are aren't around as at be
+    because been before being below between both but by can can't cannot could couldn't did
+    didn't do does doesn't doing don't done down during each else even ever every few for from
+    further get got had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it
+    it's its itself just know let let's like me more most much my myself no nor not now of
+    off on once only or other ought our ours ourselves out over own really remember said same
+    say she she'd she'll she's should shouldn't so some someone something such tell than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've thing things think this those through to too under until up us very was
+    wasn't we we'd we'll we're we've were weren't what what's whatever when when's where
+    where's which while who who's whom why why's will with won't would wouldn't you you'd
+    you'll you're you've your yours yourself yourselves yeah yes ok okay hey hi lol pls please
+    vivy again anyone anybody somebody ever still
+"""
+#: Words too common to search for; dropped from keyword queries.
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+#: Discord markup that carries ids, not words: user, role and channel mentions, custom emoji.
+_MARKUP = re.compile(r"<(?:@[!&]?|#|a?:\w+:)\d+>")
+_URL = re.compile(r"https?://\S+")
+#: Word tokens as FTS5's unicode61 tokenizer sees them (letters and digits; no punctuation).
+_TOKEN = re.compile(r"[^\W_]+")
+#: Longest keyword query, in distinct terms.
+MAX_TERMS = 16
+
+
+def strip_markup(text: str) -> str:
+    """``text`` without Discord mentions, custom emoji and URLs (ids and links, not words)."""
+    return " ".join(_URL.sub(" ", _MARKUP.sub(" ", text)).split())
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct searchable words of ``text``, lower-cased, in order of appearance.
+
+    Mentions, custom emoji and URLs are removed first; stop words and single characters
+    (except digits, which may be codes) are dropped.
+    """
+    text = strip_markup(text)
+    seen: list[str] = []
+    for raw in _TOKEN.findall(text.lower()):
+        if raw in STOPWORDS or (len(raw) < 2 and not raw.isdigit()) or raw in seen:
+            continue
+        seen.append(raw)
+        if len(seen) == MAX_TERMS:
+            break
+    return seen
+
+
+def match_expression(terms: Sequence[str]) -> str | None:
+    """A safe FTS5 MATCH expression: each term quoted, joined by OR; None without terms.
+
+    Terms from :func:`query_terms` contain letters and digits only, so quoting cannot be
+    broken out of; a stray ``"`` is removed anyway.
+    """
+    quoted = [f'"{term.replace(chr(34), "")}"' for term in terms if term.replace('"', "")]
+    return " OR ".join(quoted) if quoted else None
+
+
+def fts_query(text: str) -> str | None:
+    """The safe FTS5 MATCH expression for the words of ``text`` (None when none is left)."""
+    return match_expression(query_terms(text))
+
+
+#: Most postings one keyword search reads. Terms are taken rarest first; the commonest are
+#: dropped beyond the budget, which bounds the search's cost at 100k notes (a term in 5000
+#: notes carries little weight there anyway).
+KEYWORD_POSTINGS_BUDGET = 5000
+
+
+def prune_terms(terms: Sequence[str], counts: Mapping[str, int], budget: int) -> list[str]:
+    """The terms worth searching, rarest first, within ``budget`` postings in total.
+
+    Terms in no note cannot match; the rarest term over the budget is dropped like the rest.
+    """
+    usable = [term for term in dict.fromkeys(terms) if 0 < counts.get(term, 0) <= budget]
+    usable.sort(key=lambda term: (counts[term], term))
+    kept: list[str] = []
+    spent = 0
+    for term in usable:
+        if spent + counts[term] > budget:
+            break
+        kept.append(term)
+        spent += counts[term]
+    return kept
+
+
+def term_weight(count: int, total: int) -> float:
+    """A term's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive even for common terms."""
+    count = max(0, min(count, total))
+    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """The terms a keyword search reads, rarest first, each with its idf weight."""
+
+    weights: Mapping[str, float]
+
+    @property
+    def terms(self) -> list[str]:
+        """The terms, rarest first."""
+        return list(self.weights)
+
+
+def plan_terms(
+    conn: Connection, terms: Sequence[str], *, budget: int = KEYWORD_POSTINGS_BUDGET
+) -> TermPlan:
+    """The terms to search and their weights, each term's note count read from the index.
+
+    Counts are capped at ``budget + 1``, so counting a common term costs no more than the
+    budget; the note total is the newest note id (an upper bound, read in O(log n)).
+    """
+    if not terms:
+        return TermPlan({})
+    row = conn.execute("SELECT MAX(id) FROM interaction_notes").fetchone()
+    total = int(row[0] or 0)
+    counts: dict[str, int] = {}
+    for term in dict.fromkeys(terms):
+        expression = match_expression([term])
+        if expression is None:
+            continue
+        counted = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
+            (expression, budget + 1),
+        ).fetchone()
+        counts[term] = int(counted[0])
+    kept = prune_terms(list(counts), counts, budget)
+    return TermPlan({term: term_weight(counts[term], total) for term in kept})
+
+
+def _fold(text: str) -> str:
+    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def coverage(text: str, weights: Mapping[str, float]) -> float:
+    """The idf-weighted share of the searched terms that occur in ``text`` (0 to 1).
+
+    It says how much of the question a note answers: a note matching only a common word of
+    a long question scores low, one matching its rare words high.
+    """
+    total = math.fsum(weights.values())
+    if total <= 0:
+        return 0.0
+    words = set(_TOKEN.findall(_fold(text)))
+    return math.fsum(weight for term, weight in weights.items() if _fold(term) in words) / total
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """A note found by vector search, with the exact cosine similarity of its float vector."""
+
+    note_id: int
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordMatch:
+    """A note found by keyword search: BM25 strength (higher is better) and term coverage."""
+
+    note_id: int
+    bm25: float
+    coverage: float
+
+
+def vector_search(
+    conn: Connection,
+    guild_id: int,
+    vector: bytes,
+    *,
+    note_type: str | None,
+    limit: int,
+    candidates: int,
+) -> list[VectorMatch]:
+    """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob), best first.
+
+    ``candidates`` notes come from the binary index of the guild's partition (hamming KNN);
+    their float vectors are then compared exactly. ``note_type`` None searches both types.
+    """
+    k = max(candidates, limit)
+    if note_type is None:
+        rows = conn.execute(
+            "SELECT note_id FROM vec_notes WHERE embedding_bits MATCH vec_quantize_binary(?)"
+            " AND k = ? AND guild_id = ?",
+            (vector, k, guild_id),
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT note_id FROM vec_notes WHERE embedding_bits MATCH vec_quantize_binary(?)"
+            " AND k = ? AND guild_id = ? AND note_kind = ?",
+            (vector, k, guild_id, VEC_KINDS[note_type]),
+        ).fetchall()
+    # Point lookups by primary key: vec0 answers ``note_id = ?`` from the row's chunk, while
+    # ``note_id IN (...)`` or a join would scan the whole table.
+    exact: list[VectorMatch] = []
+    for (note_id,) in rows:
+        found = conn.execute(
+            "SELECT vec_distance_cosine(embedding, ?) FROM vec_notes"
+            " WHERE note_id = ? AND guild_id = ?",
+            (vector, note_id, guild_id),
+        ).fetchone()
+        if found is not None and found[0] is not None:
+            exact.append(VectorMatch(int(note_id), 1.0 - float(found[0])))
+    exact.sort(key=lambda match: (-match.similarity, match.note_id))
+    return exact[:limit]
+
+
+#: BM25 column weights: title, summary, topics, entities. Titles, topics and entities are
+#: short and chosen by the note writer, so a hit there says more than one in the summary.
+BM25_WEIGHTS = (3.0, 1.0, 2.0, 2.0)
+
+
+def keyword_search(
+    conn: Connection,
+    guild_id: int,
+    terms: Sequence[str],
+    *,
+    note_type: str | None,
+    limit: int,
+    budget: int = KEYWORD_POSTINGS_BUDGET,
+) -> list[KeywordMatch]:
+    """The ``limit`` best BM25 matches in the guild of any of ``terms``, rarest terms first
+    within the postings budget (:func:`plan_terms`).
+
+    The guild (and type) filter is part of the query, so it applies before the ``LIMIT``.
+    """
+    plan = plan_terms(conn, terms, budget=budget)
+    match = match_expression(plan.terms)
+    if match is None:
+        return []
+    weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
+    type_filter = "" if note_type is None else " AND n.note_type = ?"
+    params: list[object] = [match, guild_id]
+    if note_type is not None:
+        params.append(note_type)
+    rows = conn.execute(
+        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score,"
+        f" n.title || ' ' || n.summary || ' ' || n.topics || ' ' || n.entities"
+        f" FROM notes_fts AS f JOIN interaction_notes AS n ON n.id = f.rowid"
+        f" WHERE notes_fts MATCH ? AND n.guild_id = ?{type_filter}"
+        f" ORDER BY score, f.rowid LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    # FTS5's bm25() is negative, lower is better; flip it so that higher is better.
+    return [
+        KeywordMatch(int(note_id), max(0.0, -float(score)), coverage(str(text), plan.weights))
+        for note_id, score, text in rows
+    ]
+
+
+def candidate_rows(
+    conn: Connection, guild_id: int, note_ids: Sequence[int]
+) -> dict[int, tuple[int, float]]:
+    """Channel and time (end of the conversation, else creation) of the guild's notes."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
+    # otherwise scan the guild's whole (guild_id, ...) index.
+    rows = conn.execute(
+        f"SELECT id, channel_id, COALESCE(ended_at, created_at) FROM interaction_notes"
+        f" WHERE id IN ({marks}) AND +guild_id = ?",
+        (*note_ids, guild_id),
+    ).fetchall()
+    return {int(r[0]): (int(r[1]), float(r[2])) for r in rows}
+
+
+def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
+    """Notes by id in the order given, keeping only the guild's own."""
+    return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearch:
+    """One note search: the guild, the query (vector and/or keywords) and how many to find.
+
+    ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
+    keyword (from :func:`query_terms`). ``note_type`` None searches both types.
+    """
+
+    guild_id: int
+    vector: bytes | None
+    terms: tuple[str, ...]
+    note_type: str | None
+    candidates: int
+    keyword_candidates: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearchResult:
+    """The fusion inputs of one search; ``vector_failed`` when sqlite-vec raised."""
+
+    candidates: tuple[Candidate, ...]
+    vector_failed: bool
+
+
+def search_notes_sync(conn: Connection, search: NoteSearch) -> NoteSearchResult:
+    """Run the vector and keyword halves of ``search`` and join them into fusion candidates.
+
+    A failing vector query (sqlite-vec missing or its index damaged) is reported, not
+    raised, so the keyword half still serves; a failing keyword query raises.
+    """
+    vectors: list[VectorMatch] = []
+    vector_failed = False
+    if search.vector is not None:
+        try:
+            vectors = vector_search(
+                conn,
+                search.guild_id,
+                search.vector,
+                note_type=search.note_type,
+                limit=search.candidates,
+                candidates=search.candidates,
+            )
+        except sqlean.Error:
+            vector_failed = True
+    keywords: list[KeywordMatch] = []
+    if search.terms:
+        keywords = keyword_search(
+            conn,
+            search.guild_id,
+            search.terms,
+            note_type=search.note_type,
+            limit=search.keyword_candidates,
+        )
+    similarity = {match.note_id: match.similarity for match in vectors}
+    strength = {match.note_id: match for match in keywords}
+    ids = list(dict.fromkeys([*similarity, *strength]))
+    rows = candidate_rows(conn, search.guild_id, ids)
+    candidates = tuple(
+        Candidate(
+            note_id=note_id,
+            channel_id=rows[note_id][0],
+            at=rows[note_id][1],
+            similarity=similarity.get(note_id),
+            bm25=strength[note_id].bm25 if note_id in strength else None,
+            coverage=strength[note_id].coverage if note_id in strength else 0.0,
+        )
+        for note_id in ids
+        if note_id in rows
+    )
+    return NoteSearchResult(candidates, vector_failed)
+
+
+def query_vector(values: Sequence[float]) -> bytes:
+    """The float32 blob of a query embedding."""
+    return serialize_vector(values)
+
+
+# --- everything around the notes --------------------------------------------------------------
+
+
+def memory_version(conn: Connection, guild_id: int) -> tuple[int | float | None, ...]:
+    """A cheap fingerprint of what a guild's context is built from, read in one query.
+
+    It changes when a note is added anywhere (the newest note id) or added to or deleted
+    from the guild (its note count, read from the guild's index), and when the guild's facts,
+    lore or members change (counts, newest ids, newest invalidation and update times), so a
+    "forget me" takes effect at once.
+    """
+    row = conn.execute(
+        "SELECT (SELECT MAX(id) FROM interaction_notes),"
+        " (SELECT COUNT(*) FROM interaction_notes WHERE guild_id = :g),"
+        " (SELECT COUNT(*) FROM profile_facts WHERE guild_id = :g),"
+        " (SELECT MAX(id) FROM profile_facts WHERE guild_id = :g),"
+        " (SELECT MAX(invalidated_at) FROM profile_facts WHERE guild_id = :g),"
+        " (SELECT COUNT(*) FROM server_lore WHERE guild_id = :g AND invalidated_at IS NULL),"
+        " (SELECT MAX(id) FROM server_lore WHERE guild_id = :g),"
+        " (SELECT COUNT(*) FROM guild_members WHERE guild_id = :g),"
+        " (SELECT MAX(updated_at) FROM guild_members WHERE guild_id = :g)",
+        {"g": guild_id},
+    ).fetchone()
+    return tuple(row)
+
+
+def member_names(conn: Connection, guild_id: int, user_ids: Iterable[int]) -> dict[int, str]:
+    """Display names of members in this guild: the guild's nickname, else the name they had
+    in this guild's newest note with them.
+
+    ``users.username`` is not read: it is global and holds whichever guild's nickname was
+    written last, so it could carry one guild's name into another's prompt.
+    """
+    ids = list(dict.fromkeys(user_ids))
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    names: dict[int, str] = {}
+    for user_id in ids:
+        # Newest first along note_participants_by_user, stopping at this guild's first note.
+        row = conn.execute(
+            "SELECT p.display_name FROM note_participants AS p"
+            " CROSS JOIN interaction_notes AS n ON n.id = p.note_id"
+            " WHERE p.user_id = ? AND n.guild_id = ? ORDER BY p.note_id DESC LIMIT 1",
+            (user_id, guild_id),
+        ).fetchone()
+        if row is not None:
+            names[user_id] = str(row[0])
+    for user_id, name in conn.execute(
+        f"SELECT user_id, display_name FROM guild_members"
+        f" WHERE guild_id = ? AND user_id IN ({marks})",
+        (guild_id, *ids),
+    ).fetchall():
+        names[int(user_id)] = str(name)
+    return names
+
+
+def opted_out(conn: Connection, guild_id: int, user_ids: Iterable[int]) -> set[int]:
+    """The members among ``user_ids`` who opted out of memory in this guild."""
+    ids = list(dict.fromkeys(user_ids))
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT user_id FROM guild_members WHERE guild_id = ? AND opted_out = 1"
+        f" AND user_id IN ({marks})",
+        (guild_id, *ids),
+    ).fetchall()
+    return {int(r[0]) for r in rows}
+
+
+def profile_facts(
+    conn: Connection, guild_id: int, user_ids: Iterable[int]
+) -> dict[int, list[Fact]]:
+    """Each member's active facts in this guild (section order, oldest first)."""
+    return {user_id: active_facts(conn, guild_id, user_id) for user_id in dict.fromkeys(user_ids)}
+
+
+def recent_activity(
+    conn: Connection,
+    guild_id: int,
+    user_ids: Iterable[int],
+    *,
+    since: float,
+    limit: int,
+) -> dict[int, list[tuple[str, str]]]:
+    """Per member, the (date, title) of up to ``limit`` conversation notes of this guild they
+    took part in since ``since``, newest first."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for user_id in dict.fromkeys(user_ids):
+        rows = conn.execute(
+            "SELECT n.note_date, n.title FROM note_participants AS p"
+            " CROSS JOIN interaction_notes AS n ON n.id = p.note_id"
+            " WHERE p.user_id = ? AND n.guild_id = ? AND n.note_type = 'conversation'"
+            " AND COALESCE(n.ended_at, n.created_at) >= ?"
+            " ORDER BY COALESCE(n.ended_at, n.created_at) DESC, n.id DESC LIMIT ?",
+            (user_id, guild_id, since, limit),
+        ).fetchall()
+        if rows:
+            found[user_id] = [(str(r[0]), str(r[1])) for r in rows]
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class LoreItem:
+    """One active piece of server lore."""
+
+    id: int
+    text: str
+    created_at: float
+
+
+def active_lore(conn: Connection, guild_id: int, *, limit: int) -> list[LoreItem]:
+    """The guild's active lore, oldest first, at most ``limit`` items (the newest ones)."""
+    rows = conn.execute(
+        "SELECT id, text, created_at FROM server_lore WHERE guild_id = ?"
+        " AND invalidated_at IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
+        (guild_id, limit),
+    ).fetchall()
+    return [LoreItem(int(r[0]), str(r[1]), float(r[2])) for r in reversed(rows)]
