@@ -34,9 +34,9 @@ import sqlean
 
 from vivy.retrieval.ranking import Candidate
 from vivy.storage.db import Connection
-from vivy.storage.schema import VEC_KINDS
 from vivy.storage.notes import Note, get_notes, serialize_vector
 from vivy.storage.profiles import Fact, active_facts
+from vivy.storage.schema import VEC_KINDS
 
 __all__ = [
     "KEYWORD_POSTINGS_BUDGET",
