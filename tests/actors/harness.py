@@ -81,11 +81,12 @@ async def running_router(
     settings: BufferSettings = FIXED,
     policy: CapturePolicy | None = None,
     wall0: float = WALL0,
+    hand_off_type: type[RecordingHandOff] = RecordingHandOff,
 ) -> AsyncIterator[Harness]:
     """Open the database at ``path`` inline and run a router on it until the block ends."""
     db = Database.open(path, inline=True)
     clock = Clock(wall_origin=wall0, mono_origin=0.0)
-    hand_off = RecordingHandOff(clock)
+    hand_off = hand_off_type(clock)
     observer = CountingObserver()
     router = Router(
         db=db,

@@ -12,7 +12,7 @@ from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestO
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
 
-from .harness import GUILD, message, running_router
+from .harness import GUILD, RecordingHandOff, message, running_router
 
 pytestmark = pytest.mark.anyio
 
@@ -209,3 +209,27 @@ async def test_inactivity_window_is_drawn_per_buffer(tmp_path: Path) -> None:
     assert len(first) == 5 and all(1200.0 <= t <= 1800.0 for t in first)
     assert len(set(first)) > 1
     assert first == second
+
+
+class FlakyHandOff(RecordingHandOff):
+    """Fails the first hand-off, as a crash between closing and handing off would."""
+
+    def hand_off(self, buffer_id: int) -> None:
+        """Raise once, then record."""
+        if not self.received and not getattr(self, "failed", False):
+            self.failed = True
+            raise RuntimeError("hand-off lost")
+        super().hand_off(buffer_id)
+
+
+async def test_crashed_actor_is_restarted_from_the_database(tmp_path: Path) -> None:
+    """An actor that crashes is counted and restarted with its channel's state from the db."""
+    async with running_router(tmp_path / "v.db", hand_off_type=FlakyHandOff) as h:
+        await h.router.ingest(message(1))
+        await anyio.sleep(1600)  # closes at 1500 s; the hand-off raises; the actor restarts
+        assert h.observer.restarts == 1
+        assert h.router.statistics().restarts == 1
+        assert await h.router.ingest(message(2)) is IngestOutcome.STORED
+        assert await h.router.ingest(message(1)) is IngestOutcome.DUPLICATE
+        counts = await h.db.read(store.count_buffers)
+        assert counts == {"open": 1, "closed": 1}

@@ -42,6 +42,9 @@ __all__ = ["NoteObserver", "NoteWriter", "ProfileNotifier", "contextual_text"]
 
 log = structlog.get_logger(__name__)
 
+#: How often the outbox is scanned for closed buffers nobody handed off.
+OUTBOX_RESCAN_S = 300.0
+
 #: Retry schedule of a buffer whose note failed: 30 s doubling up to an hour, jittered.
 OUTBOX_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
 
@@ -124,11 +127,15 @@ class NoteWriter:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Re-queue every closed buffer of the outbox, then write notes until cancelled."""
-        for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
-            self._queue.put(buffer_id, due)
+        """Re-queue every closed buffer of the outbox, then write notes until cancelled.
+
+        The outbox is scanned again every :data:`OUTBOX_RESCAN_S`, so a buffer whose hand-off
+        was lost (its channel actor crashed right after closing it) is still written.
+        """
+        await self._rescan()
         task_status.started()
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._rescan_periodically)
             while True:
                 buffer_id = await self._queue.get()
                 if buffer_id in self._in_flight:
@@ -136,6 +143,16 @@ class NoteWriter:
                 await self._slots.acquire()
                 self._in_flight.add(buffer_id)
                 tg.start_soon(self._write_released, buffer_id)
+
+    async def _rescan(self) -> None:
+        for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
+            if buffer_id not in self._in_flight:
+                self._queue.put(buffer_id, due)
+
+    async def _rescan_periodically(self) -> None:
+        while True:
+            await anyio.sleep(OUTBOX_RESCAN_S)
+            await self._rescan()
 
     async def _write_released(self, buffer_id: int) -> None:
         try:
