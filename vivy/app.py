@@ -169,8 +169,11 @@ async def running_app(
             yield app
             tg.cancel_scope.cancel()
     finally:
-        await model.aclose()
-        db.close()
+        try:
+            with anyio.CancelScope(shield=True):
+                await model.aclose()
+        finally:
+            db.close()
 
 
 async def _refresh_gauges(app: App) -> None:

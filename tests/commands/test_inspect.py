@@ -215,4 +215,4 @@ def test_cleo_profile_is_separate_from_ben(
     r = run_cli(
         monkeypatch, capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(CLEO)
     )
-    assert "bakery" in r.out and "Austin" not in r.out
+    assert "bakery" in r.out and "Lives in Austin" not in r.out

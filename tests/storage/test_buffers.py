@@ -91,15 +91,16 @@ def test_one_open_buffer_per_channel(db: Database) -> None:
     assert db.read_sync(store.count_buffers) == {"open": 2, "closed": 0}
 
 
-def test_duplicate_message_id_is_refused_and_changes_nothing(db: Database) -> None:
-    """Appending an already stored message id fails and leaves the batch's other rows out."""
-    buffer_id = open_with(db, 1, msg(1))
-    with pytest.raises(StorageError, match="UNIQUE"):
-        db.write_sync(store.append_messages, buffer_id, [msg(2), msg(1)], WALL0 + 99)
-    stored = db.read_sync(store.load_buffer, buffer_id)
-    assert stored is not None
-    assert [m.message_id for m in stored.messages] == [1]
-    assert stored.row.last_message_at == WALL0 + 60
+def test_message_id_held_elsewhere_is_skipped_and_reported(db: Database) -> None:
+    """An id another buffer already holds is not appended again; the rest of the batch is."""
+    first = open_with(db, 1, msg(1))
+    other = open_with(db, 2)
+    taken = db.write_sync(store.append_messages, other, [msg(2), msg(1)], WALL0 + 99)
+    assert taken == frozenset({1})
+    kept = db.read_sync(store.load_buffer, other)
+    original = db.read_sync(store.load_buffer, first)
+    assert kept is not None and [m.message_id for m in kept.messages] == [2]
+    assert original is not None and [m.message_id for m in original.messages] == [1]
 
 
 def test_edit_replaces_text_wherever_the_message_is(db: Database) -> None:

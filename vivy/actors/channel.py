@@ -139,8 +139,9 @@ class _Plan:
 
     effects: list[Effect] = field(default_factory=list)
     channel_names: list[str] = field(default_factory=list)
-    #: (ack, outcome, index of the effect whose result decides an edit/delete, or -1)
-    answers: list[tuple[Ack, IngestOutcome, int]] = field(default_factory=list)
+    #: (ack, outcome, index of the effect whose result decides an edit/delete or -1,
+    #: id of the created message or None)
+    answers: list[tuple[Ack, IngestOutcome, int, int | None]] = field(default_factory=list)
     closing: list[ChannelBuffer] = field(default_factory=list)
 
     def add(self, effects: list[Effect], channel_name: str = "") -> int:
@@ -257,10 +258,10 @@ class ChannelActor:
                 last = plan.add(
                     self._machine.handle(MessageEdited(item.message_id, item.text), now)
                 )
-                plan.answers.append((item.ack, IngestOutcome.EDITED, last))
+                plan.answers.append((item.ack, IngestOutcome.EDITED, last, None))
             else:
                 last = plan.add(self._machine.handle(MessageDeleted(item.message_id), now))
-                plan.answers.append((item.ack, IngestOutcome.DELETED, last))
+                plan.answers.append((item.ack, IngestOutcome.DELETED, last, None))
         try:
             await self._carry_out(plan)
         except BaseException as exc:
@@ -272,7 +273,7 @@ class ChannelActor:
     def _plan_create(self, item: Create, now: float, plan: _Plan) -> None:
         message = item.message
         if message.message_id <= self._watermark:
-            plan.answers.append((item.ack, IngestOutcome.DUPLICATE, -1))
+            plan.answers.append((item.ack, IngestOutcome.DUPLICATE, -1, None))
             return
         outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
         while True:
@@ -289,16 +290,16 @@ class ChannelActor:
             plan.add([e for e in effects if not isinstance(e, StartNextBuffer)], item.channel_name)
             if not any(isinstance(e, StartNextBuffer) for e in effects):
                 break
-        plan.answers.append((item.ack, outcome, -1))
+        plan.answers.append((item.ack, outcome, -1, message.message_id))
 
     async def _carry_out(self, plan: _Plan) -> None:
         """Commit the plan's storage effects in one transaction, then hand off and answer."""
+        results: list[object] = []
+        taken: frozenset[int] = frozenset()
         if plan.effects:
-            results = await self._db.write(
+            results, taken = await self._db.write(
                 _apply, self.key, self._buffer_id, plan.effects, plan.channel_names
             )
-        else:
-            results = []
         for effect, result in zip(plan.effects, results, strict=True):
             if isinstance(effect, OpenBuffer) and isinstance(result, int):
                 self._buffer_id = result
@@ -315,7 +316,9 @@ class ChannelActor:
         if self._machine.state is BufferState.HANDED_OFF:
             self._machine = self._fresh_machine(0)
             self._buffer_id = None
-        for ack, outcome, index in plan.answers:
+        for ack, outcome, index, message_id in plan.answers:
+            if message_id in taken:
+                outcome = IngestOutcome.DUPLICATE
             if index >= 0 and not results[index]:
                 outcome = (
                     IngestOutcome.UNKNOWN_EDIT
@@ -357,23 +360,25 @@ def _apply(
     buffer_id: int | None,
     effects: list[Effect],
     channel_names: list[str],
-) -> list[object]:
+) -> tuple[list[object], frozenset[int]]:
     """Carry out storage effects in order inside the caller's transaction.
 
     Returns one result per effect: the new buffer id for OpenBuffer, the closed buffer's id
     for CloseBuffer and HandOff, whether a message was found for edits and deletes, else None.
-    Consecutive appends to one buffer are written with a single ``executemany``.
+    Consecutive appends to one buffer are written with a single ``executemany``. Also
+    returns the ids of messages not appended because another buffer already holds them.
     """
     results: list[object] = []
     current = buffer_id
     last_closed: int | None = None
     pending: list[AppendMessage] = []
+    taken: set[int] = set()
 
     def flush_appends() -> None:
         if pending:
             assert current is not None
             messages = [append.message for append in pending]
-            store.append_messages(conn, current, messages, pending[-1].at)
+            taken.update(store.append_messages(conn, current, messages, pending[-1].at))
             pending.clear()
 
     for effect, channel_name in zip(effects, channel_names, strict=True):
@@ -410,7 +415,7 @@ def _apply(
             result = None
         results.append(result)
     flush_appends()
-    return results
+    return results, frozenset(taken)
 
 
 def _only_open_buffer(conn: Connection, channel_id: int) -> int:

@@ -34,6 +34,7 @@ from vivy.state.buffer import (
     NoteFailed,
     Restored,
 )
+from vivy.state.guards import clean_note
 from vivy.storage import buffers as buffer_store
 from vivy.storage import notes as note_store
 from vivy.storage.db import Database
@@ -189,7 +190,7 @@ class NoteWriter:
             generation = await self._llm.generate(
                 note_request(NoteInput(row.guild_id, row.channel_id, row.channel_name, lines))
             )
-            draft = generation.value
+            draft = clean_note(generation.value, f"Conversation in #{row.channel_name}")
             text = contextual_text(
                 row.channel_name,
                 day,

@@ -3,11 +3,13 @@
 It keeps Vivy useful when no Gemini key is set (seed 000's graceful degradation) and gives
 the demo and the tests a deterministic LLM. Everything is plain text statistics and rules:
 
-* notes are extracts: salient terms for the title and topics, the most representative lines
-  for the summary, capitalised names for entities, "let's"/"we'll"/"decided" lines for
-  decisions and lines ending in "?" for open questions;
+* notes are extracts: salient noun phrases for the title and topics (names first; verbs,
+  adverbs and chat noise never make a topic), who talked plus a few representative quoted
+  lines for the summary, capitalised names for entities, "let's"/"we'll"/"decided" lines
+  for decisions and lines ending in "?" for open questions; lines that read as instructions
+  to the bot are left out of all of it;
 * profile operations come from first-person statements by the user ("I live in Austin" adds
-  "Lives in Austin"; "I moved to Denver" invalidates it);
+  "Lives in Austin"; "I moved to Denver last month" invalidates it with "Lives in Denver");
 * consolidation merges near-duplicate facts and retires superseded ones;
 * topic clusters group notes that share salient terms;
 * embeddings hash word unigrams and bigrams into a fixed-size signed vector.
@@ -22,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import anyio.lowlevel
@@ -60,6 +63,7 @@ from vivy.llm.schemas import (
     ProfileSection,
     TranscriptLine,
 )
+from vivy.state.guards import looks_like_instruction
 
 __all__ = [
     "OFFLINE_EMBEDDING_MODEL",
@@ -84,7 +88,6 @@ OFFLINE_QUALITY = "offline"
 OFFLINE_LABEL = "(offline extract)"
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
 _STOPWORD_TEXT = """
     a about above actually after again against all almost also although always am an and
@@ -112,8 +115,8 @@ _STOPWORD_TEXT = """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _DECISION = re.compile(
-    r"\b(let'?s|let us|we'?ll|we will|we'?re going to|we are going to|decided|agreed|"
-    r"going with|the plan is|plan is to)\b",
+    r"\b(let['’]?s|let us|we['’]ll|we will|we['’]?re going to|we are going to|decided|"
+    r"decision|agreed|going with|the plan is|plan is to)\b",
     re.IGNORECASE,
 )
 
@@ -157,110 +160,667 @@ def _capitalise(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-# --- salient terms -------------------------------------------------------------------------
+# --- sentences and message markup ----------------------------------------------------------
+
+#: Words whose trailing period does not end a sentence ("St. David's", "e.g. Rust").
+_ABBREVIATIONS = frozenset(
+    "st dr mr mrs ms mx prof sr jr vs approx dept mt ft fig vol e.g i.e cf etc".split()
+)
+_SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"'“”‘’)\]]|$)|\n")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+
+
+def _ends_abbreviation(text: str, dot: int) -> bool:
+    """Whether the period at ``text[dot]`` closes an abbreviation rather than a sentence."""
+    match = _WORD_BEFORE.search(text[max(0, dot - 12) : dot])
+    if match is None:
+        return False
+    word = match.group(1)
+    if len(word) == 1 and word.isupper():
+        return True  # an initial, as in "J. R. R. Tolkien"
+    if word.lower() not in _ABBREVIATIONS:
+        return False
+    if word.lower() == "etc":
+        following = text[dot + 1 :].lstrip()
+        return not following[:1].isupper()
+    return True
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` split into sentences, each keeping its end punctuation.
+
+    A period ends a sentence only before whitespace, a quote or the end of the text, and
+    not after an abbreviation ("St.", "Dr.", "e.g.", "etc." unless a capital follows), so
+    "fly.io" and "a nurse at St. David's" stay whole.
+    """
+    sentences: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.group() == "." and _ends_abbreviation(text, match.start()):
+            continue
+        piece = text[start : match.end()].strip()
+        if piece:
+            sentences.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+_USER_MENTION = re.compile(r"<@!?(?P<id>\d+)>")
+_ROLE_MENTION = re.compile(r"<@&\d+>")
+_CHANNEL_MENTION = re.compile(r"<#\d+>")
+_CUSTOM_EMOJI = re.compile(r"<a?:(?P<name>\w+):\d+>")
+_MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*(?:\s[^<>]*)?>")
+_URL = re.compile(r"https?://\S+|\b(?:[\w-]+\.)+[A-Za-z]{2,}/\S*")
+_LEADING_AT = re.compile(r"^\s*@(?P<name>[\w.-]+)")
+
+
+def _readable(text: str, names: Mapping[int, str]) -> str:
+    """``text`` with Discord markup made readable for quoting.
+
+    ``<@id>`` becomes "@Name" when the id belongs to someone in the conversation and
+    "@someone" otherwise; role and channel mentions and custom emoji lose their ids.
+    """
+
+    def user(match: re.Match[str]) -> str:
+        name = names.get(int(match["id"]))
+        return f"@{name}" if name else "@someone"
+
+    text = _USER_MENTION.sub(user, text)
+    text = _ROLE_MENTION.sub("@role", _CHANNEL_MENTION.sub("#channel", text))
+    return _squash(_CUSTOM_EMOJI.sub(lambda match: f":{match['name']}:", text))
+
+
+def _plain(text: str) -> str:
+    """``text`` without mentions, markup tags, custom emoji and links, for analysis."""
+    for pattern in (_USER_MENTION, _ROLE_MENTION, _CHANNEL_MENTION, _CUSTOM_EMOJI, _URL):
+        text = pattern.sub(" ", text)
+    return _MARKUP_TAG.sub(" ", text).replace("’", "'")
+
+
+def _talks_to_outsider(text: str, names: Mapping[int, str]) -> bool:
+    """Whether a message mentions someone outside the conversation, usually the bot.
+
+    The bot's own messages never reach a transcript, so a mention of an id that is not
+    among the conversation's authors (or a leading "@Name" that is not one of theirs) is
+    almost always aimed at it.
+    """
+    if any(int(match["id"]) not in names for match in _USER_MENTION.finditer(text)):
+        return True
+    match = _LEADING_AT.match(text)
+    if match is None or match["name"] is None:
+        return False
+    return match["name"].lower() not in {name.lower() for name in names.values()}
+
+
+# --- word classes --------------------------------------------------------------------------
+
+#: Chat noise: interjections, hedges and evaluations that never name a topic.
+_NOISE_TEXT = """
+    lol lmao lmfao rofl omg omfg wtf brb gg ggs gn gm ty thx pls plz til tldr tl dr imho ikr
+    irl smh rn fr ngl jk xd hehe heh oops welp meh pog bruh dude yo sup hello bye congrats
+    grats sorry noted deal exactly obviously definitely literally basically honestly
+    seriously anyway anyways yay oof ooh ohh ohhh ugh aww wow whoa yikes hm lmk ig lets cool
+    nice great awesome amazing incredible fine bad terrible awful good perfect lovely
+    wonderful fantastic excellent horrible weird rough fair true false correct wrong ready
+    happy sad glad tired busy sure real fun funny hard easy brutal wild insane crazy legit
+    plenty enough whole entire sweet neat epic clean boring jealous bold classic rusty mean
+    also always already again ago almost else ever never often once soon sometimes usually
+    yesterday tonight tomorrow today later earlier anymore instead maybe perhaps apparently
+    probably especially finally totally super mostly though although otherwise far least
+    less lot lots much way ways bit e.g i.e etc vs per everywhere anywhere somewhere nowhere
+    everybody someone somebody nobody each hey hi yeah yep nope nah ok okay cause cuz tho
+    thru gonna wanna gotta kinda sorta lemme gimme dunno aight alright oh ah eh uh um umm er
+    hmm huh first second third last next other another same different own
+"""
+_NOISE = frozenset(_NOISE_TEXT.split()) | _STOPWORDS
+
+#: Nouns too generic to be a topic on their own, though fine inside one ("game night").
+_GENERIC_TEXT = """
+    time times day days week weeks month months year years night nights morning mornings
+    evening afternoon weekend hour hours minute minutes moment moments thing stuff side
+    point part kind sort type end idea question questions answer problem problems issue
+    issues reason place places people person everyone anyone guy folks friend friends team
+    name names list number numbers one ones game games job jobs update updates news round
+    rounds rest life story word words version versions option options bunch couple sense
+    chance luck level levels mode fan fans vibe vibes case cases fact facts reminder
+    confession call plans plan ton tons piece pieces start result chat chats talk discussion
+    conversation convo thread channel message messages
+    monday tuesday wednesday thursday friday saturday sunday january february march april
+    june july august september october november december mon tue wed thu fri sat sun
+    weekday weekends tonight's today's
+"""
+_GENERIC = frozenset(_GENERIC_TEXT.split())
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december".split()
+)
+
+#: Describing words that may open a topic ("free tier", "cozy co-op") but never end one.
+_MODIFIER_TEXT = """
+    new old big small little huge tiny long short high low early late free full half main
+    only cozy random fresh quick slow fast eastern western central pacific local daily
+    weekly monthly nightly favorite favourite single double multiple several extra top
+    bottom open closed public private official similar special usual certain common simple
+    basic final whole actual best better worse worst more most less few many various major
+    minor serious solo online offline live total overall entire proper normal regular
+    early-access dark light personal hot cold warm chilly sunny rainy humid wet dry cheap
+    expensive busy quiet loud
+"""
+_MODIFIERS = frozenset(_MODIFIER_TEXT.split())
+_ADJECTIVE_ENDINGS = ("ful", "less", "ous", "ish", "able", "ible")
+#: Words in "-ly" that are nouns, not adverbs.
+_LY_NOUNS = frozenset(
+    "family italy rally supply reply assembly ally belly bully jelly lily".split()
+)
+#: Words in "-ing" that are nouns, not verb forms.
+_ING_NOUNS = frozenset(
+    "spring string thing morning evening ring king wing sibling ceiling pudding wedding meeting "
+    "building bouldering clothing ping swing sling".split()
+)
+
+_VERB_TEXT = """
+    accept add agree allow apologize appreciate argue arrive ask avoid bake become begin
+    believe bet blame bonk borrow bounce break bring buy care carry catch chart choose clap
+    climb clone come compare complain confess confirm consider continue count cart craft cry
+    dare decide defer delete demand deploy describe deserve die dig do drink eat enjoy
+    ensure exist expect explain fail fear feel figure fill find finish fit follow forget
+    forgive gain get give go grab grant grow guess handle hang happen hate hear heckle hide
+    hope hurt ignore imagine include insert install invite join judge keep kid kill know
+    laugh lay learn leave lend let lie like listen live lose love lurk make manage mangle
+    marry mean meet mention mind miss move name need notice offer optimize outvote own parse
+    pay pick prefer prepare pretend promise prove pull put quit reach realize recommend
+    relax relocate remember remind remove repeat retire say see seem sell send settle shake
+    shut sing sit slap sleep solve speak spend stay steal stop suck suggest suppose surprise
+    swim take teach tell thank think throw try understand unlock unpack upgrade use wait
+    wake want warn wash waste wear win wish wonder worry write yell apologise realise
+    optimise recognize recognise belong tend call check close cook drive drop fix hold kick
+    push return save set start study talk travel turn visit vote walk watch
+"""
+_VERBS = frozenset(_VERB_TEXT.split())
+#: Verbs that are just as often nouns ("a walk", "the tests"): generic, not a break.
+_NOUN_VERBS = frozenset(
+    """
+    test rank order post file host mark point plan play work run update end start trade sign
+    switch chart copy export import commit deal help load lock mail pack print report ride
+    roll search share ship shop show sound stress talk track train travel visit walk watch
+    call change check cook cost count crash cut drink drive drop fight fix hold jump kick
+    land lead look matter need offer pass push reply return save set smell stand stay stick
+    store study taste touch treat turn use vote wait wear win build hunt shift poll craft
+    review link note list guess name cart
+    """.split()
+)
+_IRREGULAR_TEXT = """
+    said told got gotten made went gone ran wrote written saw seen took taken thought bought
+    brought came did done gave given knew known left lost felt kept found ate eaten slept
+    sat stood won began begun broke broken chose chosen drove flew forgot forgotten hid
+    held meant met paid put sent spent taught understood woke wore bit caught fell fought
+    heard led rode rang sang shot sold sought spoke stole stuck swam threw tore built
+    become became dealt drew drawn grew grown hung laid lay lent let lit quit read rose shut
+    slid split spread sprang strung swept swung thrown
+"""
+_IRREGULAR = frozenset(_IRREGULAR_TEXT.split())
+#: Words after which a verb follows ("I main hammer", "we should grab tacos").
+_SUBJECTS = frozenset(
+    "i we you they he she i'll we'll you'll they'll i'd we'd i've we've i'm we're will would "
+    "can could should shall might must gonna wanna gotta don't doesn't didn't won't can't "
+    "cannot couldn't wouldn't shouldn't let's lets".split()
+)
+
+
+def _verb_base(word: str) -> str | None:
+    """The base form of ``word`` if it is an inflection of a known verb."""
+    if word in _VERBS or word in _NOUN_VERBS:
+        return word
+    if word in _IRREGULAR:
+        return word
+    for suffix in ("ing", "ed", "es", "s", "d"):
+        if not word.endswith(suffix) or len(word) <= len(suffix) + 1:
+            continue
+        stem = word[: -len(suffix)]
+        for base in (stem, stem + "e", stem[:-1], stem[:-1] + "y" if stem.endswith("i") else ""):
+            if base and (base in _VERBS or base in _NOUN_VERBS):
+                return base
+    return None
+
+
+def _word_kind(word: str, after_subject: bool) -> str:
+    """The class of a lower-case word: ``noise``, ``verb``, ``generic``, ``modifier`` or
+    ``content``. ``after_subject`` says a pronoun or modal came just before it."""
+    if word in _NOISE or (word.endswith("ly") and len(word) > 4 and word not in _LY_NOUNS):
+        return "noise"
+    if word in _CALENDAR:
+        return "generic"
+    if word.endswith("ing") and word not in _ING_NOUNS and _verb_base(word) is not None:
+        return "verb"
+    base = _verb_base(word)
+    if base is not None:
+        if word in _IRREGULAR or (word.endswith(("ed", "ing")) and word != base):
+            return "verb"
+        if after_subject or base not in _NOUN_VERBS:
+            return "verb"
+        return "generic"
+    if after_subject and word not in _GENERIC:
+        return "verb"
+    if word.endswith("ed") and len(word) >= 6 and not word.endswith("eed"):
+        return "verb"  # the past form of a verb not listed above ("booked", "carted")
+    if word in _GENERIC:
+        return "generic"
+    if word in _MODIFIERS or word.endswith(_ADJECTIVE_ENDINGS):
+        return "modifier"
+    return "content"
+
+
+def _fold_plural(word: str) -> str:
+    """``word`` with a regular English plural folded to its singular, for counting."""
+    if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is", "'s")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    if word.endswith("s"):
+        return word[:-1]
+    return word
+
+
+# --- salient phrases -----------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\W_][\w'-]*(?:\.[^\W\d][\w-]*)*")
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    """A word of a message as the phrase finder sees it."""
+
+    raw: str
+    word: str
+    caps: bool
+    initial: bool
+    joined: bool
 
 
 @dataclass(frozen=True, slots=True)
 class _Term:
-    """A salient unigram or bigram, with the surface form to display and its score."""
+    """A salient phrase, with the surface form to display, its score and first position."""
 
     key: str
     display: str
     score: float
     first: int
+    proper: bool = False
+    aliases: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class _Phrase:
+    """Occurrences of one candidate phrase while a conversation is read."""
+
+    key: tuple[str, ...]
+    first: int
+    count: int = 0
+    authors: set[int] = field(default_factory=set)
+    forms: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    proper: bool = False
+    weak: bool = False
+
+
+def _tokens(text: str) -> list[list[_Token]]:
+    """The words of ``text``, sentence by sentence, with their casing and spacing."""
+    result: list[list[_Token]] = []
+    for sentence in _sentences(_plain(text)):
+        tokens: list[_Token] = []
+        end = 0
+        for match in _TOKEN.finditer(sentence):
+            raw = match.group().strip("'_-")
+            if raw.lower().endswith("'s") and len(raw) > 2:
+                raw = raw[:-2] + "'s"
+            gap = sentence[end : match.start()].strip()
+            end = match.end()
+            if not raw:
+                continue
+            if gap == "." and tokens and tokens[-1].word in _ABBREVIATIONS:
+                tokens[-1] = replace(tokens[-1], raw=tokens[-1].raw + ".")
+                gap = ""
+            shouted = raw.isupper() and len(raw) > 4
+            tokens.append(
+                _Token(
+                    raw=raw,
+                    word=raw.lower(),
+                    caps=raw[0].isupper() and not shouted,
+                    initial=not tokens,
+                    joined=bool(tokens) and not gap,
+                )
+            )
+        if tokens:
+            result.append(tokens)
+    return result
+
+
+#: Lower-case words that are acronyms, shown in capitals ("discord ID", "the API").
+_ACRONYMS = frozenset(
+    "api cli csv db ci id os pr qa sql ui ux url dm pc gpu cpu rpg jrpg mmo fps ai tv faq pdf "
+    "vpn ssh dns aws gcp npc dlc ram ssd".split()
+)
+
+
+def _is_acronym(raw: str) -> bool:
+    """Whether ``raw`` is written like an acronym ("DRG", "XC2", "PR")."""
+    return 2 <= len(raw) <= 4 and raw.isupper() and raw[:1].isalpha()
+
+
+#: Word classes that can be part of a phrase.
+_PHRASE_KINDS = frozenset({"content", "generic", "modifier", "possessive", "number"})
+#: Words that may stand between a subject and its verb ("I mostly live", "we should grab").
+_BETWEEN_SUBJECT_AND_VERB = frozenset(
+    "just also still really actually always never even totally probably finally already only "
+    "mostly usually often kinda literally basically definitely not sometimes rarely".split()
+)
 
 
 def _salient_terms(texts: Sequence[tuple[int, str]], *, exclude: Iterable[str] = ()) -> list[_Term]:
-    """Terms of ``texts`` (author id, text) ranked by how much the conversation is about them.
+    """Noun phrases of ``texts`` (author id, text), ranked by how much the talk is about them.
 
-    A term's score is its frequency, boosted when several authors use it (a shared topic
-    rather than one person's aside); bigrams that recur score double and displace their
-    words. Stopwords stand in for an idf over everyday English. Ties go to the earlier term.
+    Verbs, adverbs and chat noise break phrases, and generic words ("night", "game") or
+    describing words ("free", "eastern") cannot be a topic alone; runs of the remaining words
+    give candidate phrases of one to three words, plus names such as "Fields of Mistria". A
+    phrase scores by its frequency, boosted when several authors use it, when it is longer
+    and when it is a name (capitalised mid-sentence, or an acronym). Phrases of two or more
+    words need two mentions unless they are names. A phrase that mostly occurs inside a
+    longer one gives way to it (and lends it its mentions when it is the longer one's start,
+    as "Stardew" is of "Stardew co-op"); an acronym folds into the name it abbreviates
+    ("DRG" into "Deep Rock Galactic"). Ties go to the earlier phrase.
     """
     excluded = {word.lower() for word in exclude}
-    counts: Counter[str] = Counter()
-    authors: defaultdict[str, set[int]] = defaultdict(set)
-    surfaces: defaultdict[str, Counter[str]] = defaultdict(Counter)
-    first: dict[str, int] = {}
+    sentences = [(author, tokens) for author, text in texts for tokens in _tokens(text)]
+    proper_words = {
+        token.word
+        for _, tokens in sentences
+        for token in tokens
+        if token.caps and (not token.initial or _is_acronym(token.raw))
+    }
+    phrases: dict[tuple[str, ...], _Phrase] = {}
     position = 0
 
-    def count(term: str, surface: str, author: int) -> None:
-        counts[term] += 1
-        authors[term].add(author)
-        first.setdefault(term, position)
-        surfaces[term][surface] += 1
+    def add(run: Sequence[tuple[_Token, str]], author: int, is_name: bool) -> None:
+        key = tuple(_phrase_word(token, kind) for token, kind in run)
+        phrase = phrases.get(key)
+        if phrase is None:
+            phrase = phrases[key] = _Phrase(key=key, first=position)
+        phrase.count += 1
+        phrase.authors.add(author)
+        phrase.forms[tuple(token.raw for token, _ in run)] += 1
+        phrase.proper = phrase.proper or is_name
+        phrase.weak = all(kind != "content" for _, kind in run)
 
-    for author, text in texts:
-        previous: tuple[str, str] | None = None
-        for raw in _WORD.findall(text):
-            word = raw.strip("'’-_")
-            key = word.lower()
+    for author, tokens in sentences:
+        run: list[tuple[_Token, str]] = []
+        after_subject = False
+        for index, token in enumerate(tokens):
             position += 1
-            if len(key) < 3 or key in _STOPWORDS or key in excluded or key.isdigit():
-                previous = None
+            kind = _kind(token, after_subject, excluded, proper_words)
+            after_subject = token.word in _SUBJECTS or (
+                after_subject
+                and (token.word in _BETWEEN_SUBJECT_AND_VERB or token.word.endswith("ly"))
+            )
+            if kind in _PHRASE_KINDS and token.joined and run:
+                run.append((token, kind))
+            else:
+                _count_run(run, author, proper_words, add)
+                run = [(token, kind)] if kind in _PHRASE_KINDS - {"number"} else []
+            if token.word == "of":
+                name = _name_with_connector(tokens, index, proper_words)
+                if name is not None:
+                    add([(part, "content") for part in name], author, True)
+        _count_run(run, author, proper_words, add)
+    return _rank(phrases, proper_words)
+
+
+def _phrase_word(token: _Token, kind: str) -> str:
+    """The counting form of a phrase word: lower case, possessive and plural folded."""
+    if kind == "possessive":
+        return token.word
+    return _fold_plural(token.word.removesuffix("'s"))
+
+
+def _kind(token: _Token, after_subject: bool, excluded: set[str], proper: set[str]) -> str:
+    """The class of ``token`` in context (see :func:`_word_kind`), with names and numbers."""
+    word = token.word
+    if word.endswith("'s") and word[:-2] in excluded:
+        return "possessive"
+    if word in excluded or word.removesuffix("'s") in excluded:
+        return "noise"
+    if word.isdigit():
+        return "number" if len(word) <= 3 else "noise"
+    if word[:1].isdigit():
+        return "noise"
+    kind = _word_kind(word.removesuffix("'s"), after_subject)
+    named = token.caps and word in proper and not _is_acronym(token.raw)
+    if named and kind in {"verb", "generic", "modifier"} and word not in _CALENDAR:
+        return "content"
+    if kind == "content" and len(word) < 3 and not _is_acronym(token.raw):
+        return "content" if word in _ACRONYMS else "noise"
+    return kind
+
+
+def _name_with_connector(
+    tokens: Sequence[_Token], index: int, proper: set[str]
+) -> list[_Token] | None:
+    """A name spanning "of" at ``index`` ("Fields of Mistria"), if there is one."""
+    if not 0 < index < len(tokens) - 1 or tokens[index].word != "of":
+        return None
+    before, after = tokens[index - 1], tokens[index + 1]
+    if not (before.caps and after.caps and before.word in proper and after.word in proper):
+        return None
+    start = index - 1
+    while start > 0 and tokens[start].joined and tokens[start - 1].caps:
+        start -= 1
+    return list(tokens[start : index + 2])
+
+
+def _count_run(
+    run: Sequence[tuple[_Token, str]],
+    author: int,
+    proper: set[str],
+    add: Callable[[Sequence[tuple[_Token, str]], int, bool], None],
+) -> None:
+    """Count every phrase of one to three words inside ``run``, and names of four to six
+    capitalised words ("Lakeview Animal Clinic Downtown") whole."""
+    named = [token.caps and token.word in proper for token, _ in run]
+    start = 0
+    while start < len(run):
+        end = start
+        while end < len(run) and named[end]:
+            end += 1
+        if 4 <= end - start <= 6:
+            add(run[start:end], author, True)
+        start = max(end, start + 1)
+    for start in range(len(run)):
+        for size in range(1, 4):
+            piece = run[start : start + size]
+            if len(piece) < size:
+                break
+            kinds = [kind for _, kind in piece]
+            if kinds[0] == "number" or kinds[-1] in {"modifier", "possessive"}:
                 continue
-            count(key, word, author)
-            if previous is not None:
-                count(f"{previous[0]} {key}", f"{previous[1]} {word}", author)
-            previous = (key, word)
-    terms: list[_Term] = []
-    for key, total in counts.items():
-        is_bigram = " " in key
-        if is_bigram and total < 2:
+            if "possessive" in kinds[1:]:
+                continue
+            if size == 1 and kinds[0] != "content":
+                continue
+            words = [token for token, kind in piece if kind != "number"]
+            is_name = all(token.caps and token.word in proper for token in words)
+            add(piece, author, is_name)
+
+
+def _rank(phrases: dict[tuple[str, ...], _Phrase], proper: set[str]) -> list[_Term]:
+    """Qualifying phrases as ranked :class:`_Term` objects (see :func:`_salient_terms`)."""
+    pool = {
+        key: phrase
+        for key, phrase in phrases.items()
+        if len(key) == 1 or phrase.count >= 2 or phrase.proper
+    }
+    for key, phrase in list(pool.items()):
+        letters = [word for word in key if word[:1].isalpha()]
+        if len(letters) < 2 or not phrase.proper:
             continue
-        score = total * (1.0 + 0.5 * (len(authors[key]) - 1)) * (2.0 if is_bigram else 1.0)
-        display = surfaces[key].most_common(1)[0][0]
-        terms.append(_Term(key=key, display=display, score=score, first=first[key]))
+        short = pool.get(("".join(word[0] for word in letters),))
+        if short is not None and short is not phrase:
+            phrase.count += short.count
+            phrase.authors |= short.authors
+            phrase.first = min(phrase.first, short.first)
+            del pool[short.key]
+    containers: defaultdict[tuple[str, ...], list[_Phrase]] = defaultdict(list)
+    for key, phrase in pool.items():
+        for size in range(1, len(key)):
+            for start in range(len(key) - size + 1):
+                containers[key[start : start + size]].append(phrase)
+    absorbed: list[tuple[_Phrase, _Phrase]] = []
+    parents: dict[tuple[str, ...], _Phrase] = {}
+    kept: list[_Phrase] = []
+    for key, phrase in pool.items():
+        outer = [other for other in containers[key] if other.count >= 0.6 * phrase.count]
+        if not outer:
+            kept.append(phrase)
+            continue
+        best = max(outer, key=lambda other: (other.count, len(other.key), other.key))
+        if best.proper or best.key[: len(key)] == key:  # "Stardew" in "Stardew co-op"
+            parents[key] = best
+            absorbed.append((best, phrase))
+    for outer_phrase, inner in absorbed:
+        outer_phrase.count = max(outer_phrase.count, inner.count)
+        outer_phrase.authors |= inner.authors
+    aliases: defaultdict[tuple[str, ...], list[_Phrase]] = defaultdict(list)
+    for key in parents:
+        root = parents[key]
+        while root.key in parents:  # parents are strictly longer, so this ends
+            root = parents[root.key]
+        aliases[root.key].append(pool[key])
+    terms = [_term(phrase, proper, aliases[phrase.key]) for phrase in kept]
     terms.sort(key=lambda term: (-term.score, term.first, term.key))
-    chosen: list[_Term] = []
-    covered: set[str] = set()
-    for term in terms:
-        words = set(term.key.split())
-        if words <= covered:
+    return terms
+
+
+def _term(phrase: _Phrase, proper: set[str], aliases: Sequence[_Phrase] = ()) -> _Term:
+    """The scored, displayable form of ``phrase``; ``aliases`` are the shorter phrases it
+    stood in for ("Elden Ring" in "Elden Ring bosses")."""
+    size = len(phrase.key)
+    named = phrase.proper or any(word in proper for word in phrase.key)
+    score = (
+        phrase.count
+        * (1.0 + 0.5 * min(len(phrase.authors) - 1, 3))
+        * (1.0 + 0.6 * (size - 1))
+        * (1.5 if named else 1.0)
+        * (0.7 if phrase.weak else 1.0)
+    )
+    return _Term(
+        key=" ".join(phrase.key),
+        display=_display(phrase, proper),
+        score=score,
+        first=phrase.first,
+        proper=phrase.proper,
+        aliases=tuple((" ".join(alias.key), _display(alias, proper)) for alias in aliases),
+    )
+
+
+#: A word written like code ("rows.Close", "game_nights"), shown exactly as written.
+_CODE_LIKE = re.compile(r"[._]|[a-z][A-Z]")
+
+
+def _display(phrase: _Phrase, proper: set[str]) -> str:
+    """How ``phrase`` is written: each word in its most common form, lower case unless it
+    is a name (capitalised mid-sentence somewhere, an acronym or a participant's)."""
+    words: list[str] = []
+    for index in range(len(phrase.key)):
+        spellings: Counter[str] = Counter()
+        for written, count in phrase.forms.items():
+            spellings[written[index]] += count
+        named = [
+            spelling
+            for spelling in spellings
+            if spelling[:1].isupper()
+            and not (spelling.isupper() and len(spelling) > 4)
+            and (spelling.lower() in proper or spelling.lower().endswith("'s"))
+        ]
+        if named:
+            words.append(max(named, key=lambda spelling: (spellings[spelling], spelling)))
             continue
-        chosen.append(term)
-        covered |= words
-    return chosen
+        code = [spelling for spelling in spellings if _CODE_LIKE.search(spelling)]
+        if code:
+            words.append(max(code, key=lambda spelling: (spellings[spelling], spelling)))
+            continue
+        lowered: Counter[str] = Counter()
+        for spelling, count in spellings.items():
+            lowered[spelling.lower()] += count
+        shown = max(lowered, key=lambda spelling: (lowered[spelling], spelling))
+        words.append(shown.upper() if _fold_plural(shown) in _ACRONYMS else shown)
+    return " ".join(words)
 
 
-def _entities(lines: Sequence[TranscriptLine]) -> list[str]:
-    """Capitalised names in ``lines``, most mentioned first.
+def _name_like(token: _Token) -> bool:
+    """Whether ``token`` can be part of a name: capitalised and not a stopword."""
+    word = token.word.removesuffix("'s")
+    return token.caps and word not in _STOPWORDS and not word.startswith("i'")
 
-    Consecutive capitalised words form one name ("Elden Ring"). A word that opens a
-    sentence counts only if it also appears capitalised mid-sentence, or is an acronym,
-    since sentence case says nothing about names.
+
+def _name_runs(tokens: Sequence[_Token]) -> Iterable[list[_Token]]:
+    """Runs of adjacent capitalised words in one sentence, bridging "of" and capitalised
+    small words ("Fields of Mistria", "Veracruz All Natural"). A lone acronym must not be an
+    everyday word: "DRG" is a name, "TOLD" and "LETS" are shouting."""
+    index = 0
+    while index < len(tokens):
+        if not _name_like(tokens[index]):
+            index += 1
+            continue
+        run = [tokens[index]]
+        index += 1
+        while index < len(tokens) and tokens[index].joined:
+            token = tokens[index]
+            if _name_like(token):
+                run.append(token)
+                index += 1
+                continue
+            bridge = token.word == "of" or (token.caps and token.word != "i")
+            if (
+                bridge
+                and index + 1 < len(tokens)
+                and tokens[index + 1].joined
+                and _name_like(tokens[index + 1])
+            ):
+                run.extend(tokens[index : index + 2])
+                index += 2
+                continue
+            break
+        lone = run[0]
+        if len(run) > 1 or not _is_acronym(lone.raw) or _word_kind(lone.word, False) == "content":
+            yield run
+
+
+def _entities(lines: Sequence[TranscriptLine], exclude: Iterable[str] = ()) -> list[str]:
+    """Names in ``lines`` (not the participants'), most mentioned first.
+
+    Adjacent capitalised words form one name ("Elden Ring", "St. David's"), and punctuation
+    ends it. A one-word name that opens a sentence counts only if it also appears capitalised
+    mid-sentence, or is an acronym, since sentence case says nothing about names.
     """
+    excluded = {word.lower() for word in exclude}
     mid_sentence: set[str] = set()
     candidates: list[tuple[str, bool]] = []
     for line in lines:
-        for sentence in _SENTENCE.findall(line.text):
-            words = _WORD.findall(sentence)
-            run: list[str] = []
-            run_starts_sentence = False
-            for index, raw in enumerate([*words, ""]):
-                word = raw.strip("'’-_")
-                is_name = (
-                    bool(word)
-                    and word[0].isupper()
-                    and word.lower() not in _STOPWORDS
-                    and not word.lower().startswith(("i'", "i’"))
-                )
-                if is_name:
-                    if not run:
-                        run_starts_sentence = index == 0
-                    run.append(word)
-                    if index > 0:
-                        mid_sentence.add(word)
-                    continue
-                if run:
-                    candidates.append((" ".join(run), run_starts_sentence))
-                run = []
+        for tokens in _tokens(line.text):
+            for run in _name_runs(tokens):
+                words = [token.raw for token in run]
+                if len(words) == 1:
+                    words[0] = words[0].removesuffix("'s")
+                mid_sentence.update(token.raw for token in run if not token.initial)
+                candidates.append((" ".join(words), run[0].initial))
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for name, starts in candidates:
-        head = name.split()[0]
-        acronym = len(head) >= 2 and head.isupper()
-        if starts and " " not in name and head not in mid_sentence and not acronym:
+        if name.lower() in excluded:
+            continue
+        if starts and " " not in name and name not in mid_sentence and not _is_acronym(name):
             continue
         counts[name] += 1
         order.setdefault(name, len(order))
@@ -270,16 +830,48 @@ def _entities(lines: Sequence[TranscriptLine]) -> list[str]:
 
 # --- notes ---------------------------------------------------------------------------------
 
+#: The longest offline note title, in characters.
+TITLE_LIMIT = 60
 
-def _participants(lines: Iterable[TranscriptLine]) -> list[str]:
-    """Display names of the authors of ``lines`` in order of first appearance."""
+_PETS = (
+    r"dog|cat|puppy|kitten|bird|parrot|rabbit|bunny|hamster|snake|turtle|tortoise|fish|"
+    r"horse|ferret|lizard|gecko|guinea pig|rat|mouse"
+)
+_NAME = r"(?-i:[A-Z])[\w'-]*"
+#: "my dog is named Bento" or "I have a fish named Gerald": the speaker's pet, by name.
+_PET_NAMED = re.compile(
+    r"\b(?:my|i (?:have|got|own) (?:an?|one|two|three|\w+))\s+(?P<kind>" + _PETS + r")"
+    r"(?:'s name is| is named| is called| named| called)\s+(?P<name>" + _NAME + r")",
+    re.IGNORECASE,
+)
+#: "I moved to Denver": a move, by destination.
+_MOVED_TO = re.compile(
+    r"\b(?:moved|moving|relocated|relocating) (?:to|into) "
+    r"(?P<place>" + _NAME + r"(?: " + _NAME + r"){0,2})",
+    re.IGNORECASE,
+)
+#: Nouns naming an event that a decision may schedule ("game night", "dinner").
+_EVENT_NOUNS = frozenset(
+    "night party dinner lunch breakfast brunch trip meetup meet-up session stream hangout "
+    "raid tournament match movie".split()
+)
+#: A command to another bot ("m!play …", "!skip"), not conversation.
+_BOT_COMMAND = re.compile(r"^\s*(?:[!$%&;~>+=-]{1,2}|[a-z]{1,2}[!$%;>]{1,2})[a-z]+\b", re.I)
+
+
+def _participants(lines: Sequence[TranscriptLine]) -> list[str]:
+    """Display names of the authors of ``lines``, the most active first (ties: who spoke
+    first)."""
+    counts: Counter[int] = Counter(line.author_id for line in lines)
     seen: dict[int, str] = {}
     for line in lines:
         seen.setdefault(line.author_id, line.author_name)
-    return list(seen.values())
+    order = list(seen)
+    ranked = sorted(order, key=lambda author: (-counts[author], order.index(author)))
+    return [seen[author] for author in ranked]
 
 
-def _name_list(names: Sequence[str], limit: int = 5) -> str:
+def _name_list(names: Sequence[str], limit: int = 6) -> str:
     """``names`` joined for prose, the tail counted once there are more than ``limit``."""
     if len(names) > limit:
         shown = [*names[: limit - 1], f"{len(names) - limit + 1} others"]
@@ -287,68 +879,258 @@ def _name_list(names: Sequence[str], limit: int = 5) -> str:
     return _join_words(list(names))
 
 
+def _introductions(lines: Sequence[TranscriptLine]) -> dict[str, str]:
+    """Fuller names for things the speakers introduce, keyed by the short name in lower
+    case: "bento" → "Sam's dog Bento", "denver" → "moving to Denver"."""
+    found: dict[str, str] = {}
+    for line in lines:
+        text = _plain(line.text)
+        for match in _PET_NAMED.finditer(text):
+            kind = match["kind"].lower()
+            found.setdefault(match["name"].lower(), f"{line.author_name}'s {kind} {match['name']}")
+        for match in _MOVED_TO.finditer(text):
+            found.setdefault(match["place"].lower(), f"moving to {match['place']}")
+    return found
+
+
+def _plan(lines: Sequence[TranscriptLine]) -> _Term | None:
+    """The event the first decision schedules ("let's do the game night on Friday" →
+    "game night plans"), if a decision names one."""
+    for line in lines:
+        if not _is_decision(line.text):
+            continue
+        for tokens in _tokens(line.text):
+            for index in range(len(tokens)):
+                event = _event_phrase(tokens, index)
+                if event is not None:
+                    return event
+    return None
+
+
+def _event_phrase(tokens: Sequence[_Token], index: int) -> _Term | None:
+    """The event phrase ending at ``tokens[index]`` with up to two words before it, if
+    that word is an event noun heading its phrase ("game night", not "game night scores")."""
+    if _fold_plural(tokens[index].word) not in _EVENT_NOUNS:
+        return None
+    following = tokens[index + 1] if index + 1 < len(tokens) else None
+    if (
+        following is not None
+        and following.joined
+        and _word_kind(following.word, False) == "content"
+    ):
+        return None
+    start = index
+    while (
+        start > max(0, index - 2)
+        and tokens[start].joined
+        and _word_kind(tokens[start - 1].word, False) in {"content", "generic", "modifier"}
+        and tokens[start - 1].word not in _CALENDAR
+    ):
+        start -= 1
+    words = tokens[start : index + 1]
+    shown = " ".join(word.raw if word.caps and not word.initial else word.word for word in words)
+    key = " ".join(_fold_plural(word.word) for word in words)
+    return _Term(key=key, display=f"{shown} plans", score=0.0, first=0)
+
+
+def _headline(terms: Sequence[_Term], lines: Sequence[TranscriptLine]) -> list[_Term]:
+    """The one or two topics a title names, in their fullest form.
+
+    The leading phrase comes first; then a scheduled event ("game night plans") if a
+    decision names one, else the next phrase that shares no word with the lead and carries
+    at least a third of its weight. A pet or a move the speakers introduce is named in
+    full ("Sam's dog Bento", "moving to Denver").
+    """
+    chosen: list[_Term] = []
+    if terms:
+        lead = terms[0]
+        chosen.append(lead)
+        lead_words = set(lead.key.split())
+        plan = _plan(lines)
+        if plan is not None and lead_words & set(plan.key.split()):
+            chosen = [replace(plan, score=lead.score)]
+        elif plan is not None:
+            chosen.append(replace(plan, score=lead.score))
+        else:
+            for term in terms[1:6]:
+                if term.score < 0.3 * lead.score:
+                    break
+                if not lead_words & set(term.key.split()):
+                    chosen.append(term)
+                    break
+    else:
+        plan = _plan(lines)
+        chosen = [plan] if plan is not None else []
+    fuller = _introductions(lines)
+    return [replace(term, display=fuller.get(term.key, term.display)) for term in chosen]
+
+
+def _title(headline: Sequence[_Term], channel: str) -> str:
+    """A short noun-phrase title: "Postgres and Rust", "Sam's dog Bento and Maya's cat
+    Miso"; one topic alone when two would pass :data:`TITLE_LIMIT`."""
+    if not headline:
+        return _clip(f"Conversation in #{channel}", TITLE_LIMIT)
+    title = _capitalise(" and ".join(term.display for term in headline))
+    if len(title) > TITLE_LIMIT:
+        title = _clip(_capitalise(headline[0].display), TITLE_LIMIT)
+    return title
+
+
+def _topics(terms: Sequence[_Term]) -> list[str]:
+    """Up to eight topic phrases: the leading one, then those with some weight (more than
+    a single passing mention), each adding a word no earlier topic has."""
+    topics: list[str] = []
+    keys: list[str] = []
+    covered: set[str] = set()
+    for index, term in enumerate(terms):
+        if len(topics) == 8:
+            break
+        if index > 0 and term.score < 2.0:
+            continue
+        words = set(term.key.split())
+        if words <= covered or any(_within(term.key, key) for key in keys):
+            continue
+        topics.append(_clip(term.display, 80))
+        keys.append(term.key)
+        covered |= words
+    return topics
+
+
+def _within(a: str, b: str) -> bool:
+    """Whether one of two phrase keys contains the other ("web" and "web app")."""
+    return f" {a} " in f" {b} " or f" {b} " in f" {a} "
+
+
+def _is_chatter(line: TranscriptLine) -> bool:
+    """Whether ``line`` is not conversation to learn from: an instruction to the bot, an
+    authority claim or secret (seed 003's guard), or a command to another bot."""
+    return looks_like_instruction(line.text) or _BOT_COMMAND.match(line.text) is not None
+
+
+def _quotable(line: TranscriptLine, names: Mapping[int, str]) -> bool:
+    """Whether ``line`` may be quoted in a summary: several words, and not aimed at the bot
+    (which the summary would only echo)."""
+    if _talks_to_outsider(line.text, names):
+        return False
+    return len(_WORD.findall(_plain(line.text))) >= 4
+
+
+def _line_keys(text: str) -> set[str]:
+    """The folded words of ``text`` and their runs of two and three, to match phrase keys."""
+    keys: set[str] = set()
+    for tokens in _tokens(text):
+        words = [_fold_plural(token.word.removesuffix("'s")) for token in tokens]
+        for size in (1, 2, 3):
+            keys.update(" ".join(words[i : i + size]) for i in range(len(words) - size + 1))
+    return keys
+
+
 def _representative(
-    lines: Sequence[TranscriptLine], terms: Sequence[_Term], count: int
+    lines: Sequence[TranscriptLine],
+    terms: Sequence[_Term],
+    headline: Sequence[_Term],
+    count: int,
+    names: Mapping[int, str],
 ) -> list[TranscriptLine]:
-    """The ``count`` lines that carry most salient-term weight, in conversation order."""
-    weights = {term.key: term.score for term in terms}
-    scored: list[tuple[float, int]] = []
+    """The ``count`` quotable lines that best show what the conversation was about.
+
+    A line earns the weight of the leading phrases it mentions (the headline's double), a
+    decision as much again as the lead phrase, and a bonus where it first brings up a
+    headline topic; long lines are damped. Lines are picked greedily, each pick halving the
+    weight of the phrases it covered and preferring authors not quoted yet, and come back in
+    conversation order.
+    """
+    weights = {term.key: term.score for term in terms[:10]}
+    for term in headline:
+        weights[term.key] = 2 * max(term.score, weights.get(term.key, 0.0))
+    lead = max(weights.values(), default=0.0) / 2
+    introduced: set[str] = set()
+    candidates: dict[int, tuple[set[str], float, float]] = {}
     for index, line in enumerate(lines):
-        words = [word.lower().strip("'’-_") for word in _WORD.findall(line.text)]
-        keys = set(words) | {f"{a} {b}" for a, b in pairwise(words)}
-        weight = sum(weights.get(key, 0.0) for key in keys)
-        if weight > 0:
-            scored.append((weight / math.sqrt(len(words) + 1), index))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    chosen = sorted(index for _, index in scored[:count])
-    return [lines[index] for index in chosen]
+        keys = _line_keys(line.text) & set(weights)
+        bonus = 1.3 if any(term.key in keys - introduced for term in headline) else 1.0
+        introduced |= keys
+        if not _quotable(line, names):
+            continue
+        extra = lead if _is_decision(line.text) else 0.0
+        damping = math.sqrt(max(len(_WORD.findall(line.text)), 10))
+        candidates[index] = (keys, bonus / damping, extra)
+    chosen: list[int] = []
+    quoted: set[int] = set()
+    while len(chosen) < count:
+        best: tuple[float, int] | None = None
+        for index, (keys, factor, extra) in candidates.items():
+            if index in chosen or not (keys or extra):
+                continue
+            weight = math.fsum([*(weights[key] for key in keys), extra]) * factor
+            if lines[index].author_id in quoted:
+                weight *= 0.5
+            if best is None or weight > best[0]:
+                best = (weight, index)
+        if best is None:
+            break
+        chosen.append(best[1])
+        quoted.add(lines[best[1]].author_id)
+        for key in candidates[best[1]][0]:
+            weights[key] /= 2
+    return [lines[index] for index in sorted(chosen)]
 
 
 def write_note(payload: NoteInput) -> NoteDraft:
-    """An extractive conversation note for a closed channel buffer."""
+    """An extractive conversation note for a closed channel buffer.
+
+    The summary says who talked about what and quotes a few representative lines. Lines
+    that read as instructions to the bot (or commands to other bots) are left out of
+    everything but the participants, so an injection attempt never shapes the note.
+    """
     lines = [line for line in payload.lines if line.text.strip()]
-    names = _participants(lines)
-    name_words = {part for name in names for part in _WORD.findall(name)}
-    terms = _salient_terms([(line.author_id, line.text) for line in lines], exclude=name_words)
-    entities = _entities(lines)
-    top = [term.display for term in terms[:3]]
     channel = payload.channel_name.lstrip("#") or "channel"
-    title = _clip(_capitalise(_join_words(top)), 80) if top else f"Conversation in #{channel}"
-    about = f" about {_join_words([term.display for term in terms[:3]])}" if terms else ""
-    opening = (
-        f"{OFFLINE_LABEL} {_name_list(names) or 'Nobody'} talked in #{channel}{about}."
-        if lines
-        else f"{OFFLINE_LABEL} An empty conversation in #{channel}."
-    )
+    if not lines:
+        return NoteDraft(
+            title=_clip(f"Conversation in #{channel}", TITLE_LIMIT),
+            summary=f"{OFFLINE_LABEL} An empty conversation in #{channel}.",
+        )
+    names = {line.author_id: line.author_name for line in lines}
+    people = _participants(lines)
+    talk = [line for line in lines if not _is_chatter(line)]
+    name_words = {part for name in people for part in _WORD.findall(name)}
+    terms = _salient_terms([(line.author_id, line.text) for line in talk], exclude=name_words)
+    headline = _headline(terms, talk)
+    about = " and ".join(term.display for term in headline)
+    opening = f"{OFFLINE_LABEL} {_name_list(people)} talked in #{channel}"
+    opening += f" about {about}." if about else "."
     quotes = [
-        f"{line.author_name}: “{_clip(line.text, 200)}”"
-        for line in _representative(lines, terms, 3)
+        f"{line.author_name}: “{_clip(_readable(line.text, names), 180)}”"
+        for line in _representative(talk, terms, headline, 3 if len(talk) >= 8 else 2, names)
     ]
-    summary = opening + (f" Key lines: {' '.join(quotes)}" if quotes else "")
+    summary = opening + (f" Key lines: {'; '.join(quotes)}." if quotes else "")
     decisions = _unique(
-        _clip(f"{line.author_name}: {line.text}", 240)
-        for line in lines
-        if _DECISION.search(line.text) and not line.text.rstrip().endswith("?")
+        _clip(f"{line.author_name}: {_readable(line.text, names)}", 240)
+        for line in talk
+        if _is_decision(line.text)
     )
     questions = _unique(
-        _clip(f"{line.author_name}: {sentence.strip()}", 240)
-        for line in lines
-        for sentence in _SENTENCE.findall(line.text)
-        if sentence.rstrip().endswith("?") and len(_WORD.findall(sentence)) >= 3
+        _clip(f"{line.author_name}: {_readable(sentence, names)}", 240)
+        for line in talk
+        if not _talks_to_outsider(line.text, names)
+        for sentence in _sentences(line.text)
+        if sentence.endswith("?") and len(_WORD.findall(_plain(sentence))) >= 3
     )
     return NoteDraft(
-        title=title,
+        title=_title(headline, channel),
         summary=_clip(summary, 1200),
-        topics=[_clip(term.display.lower(), 80) for term in _topics(terms)],
+        topics=_topics(terms),
         decisions=decisions[:10],
         open_questions=questions[:10],
-        entities=entities,
+        entities=_entities(talk, exclude=name_words),
     )
 
 
-def _topics(terms: Sequence[_Term]) -> list[_Term]:
-    """The three leading terms, then up to five more that recur (score of at least 2)."""
-    return [*terms[:3], *(term for term in terms[3:8] if term.score >= 2.0)]
+def _is_decision(text: str) -> bool:
+    """Whether ``text`` states a plan or decision, not a question or a cheer ("LETS GO")."""
+    if text.rstrip().endswith("?") or len(_WORD.findall(text)) < 4:
+        return False
+    return _DECISION.search(text) is not None
 
 
 def _unique(items: Iterable[str]) -> list[str]:
@@ -360,10 +1142,6 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 _OBJECT = r"(?P<x>[^,;:()\[\]\"“”]+)"
 _ADVERBS = r"(?:(?:really|absolutely|totally|also|just|still|actually|kind of|kinda|so|truly) )*"
-_PETS = (
-    r"dog|cat|puppy|kitten|bird|parrot|rabbit|bunny|hamster|snake|turtle|tortoise|fish|"
-    r"horse|ferret|lizard|gecko|guinea pig|rat|mouse"
-)
 _KIN = r"wife|husband|partner|girlfriend|boyfriend|brother|sister|son|daughter|fiancee?|roommate"
 _JOBS = (
     r"engineer|developer|programmer|designer|teacher|student|nurse|doctor|artist|writer|"
@@ -371,14 +1149,24 @@ _JOBS = (
     r"consultant|architect|electrician|mechanic|pilot|professor|barista|streamer|editor"
 )
 _OBJECT_STOP = re.compile(
-    r"\s+(?:but|because|since|which|so|though|although|while|when|if|lol|haha|tbh|btw|"
-    r"by the way|right now|these days|nowadays|anymore|at the moment|for now|now|too|"
-    r"as well)\b.*$",
+    r"\s+(?:but|because|since|which|so|though|although|while|when|where|who|whatever|if|lol|"
+    r"haha|tbh|btw|by the way|right now|these days|nowadays|anymore|at the moment|for now|now|"
+    r"too|as well|and (?:that|this|it|it's|there|then|he|she|they|we|you|i)\b)\b.*$",
     re.IGNORECASE,
 )
+_PERIOD = r"(?:week|month|year|night|weekend|summer|winter|spring|fall|autumn|semester|term)"
+#: Time phrases that trail an object ("Denver last month") and say nothing about it.
 _OBJECT_TAIL = re.compile(
-    r"(?:\s+(?:more|honestly|lately|recently|anyway|again|a lot|so much|very much|yesterday|"
-    r"today|ago|last (?:week|month|year|night)|this (?:week|month|year)))+$",
+    r"(?:\s+(?:more|honestly|lately|recently|currently|anyway|again|a lot|so much|very much|"
+    r"yesterday|today|ago|the other day|every day|all day|daily|for (?:a while|years)|"
+    r"(?:last|this|next) " + _PERIOD + r"|"
+    r"(?:a|an|one|two|three|a few|a couple of|few|\d+) (?:days?|weeks?|months?|years?) ago))+$",
+    re.IGNORECASE,
+)
+#: Where the second term of a preference ends: "Linux over Windows| for anything dev related".
+_COMPARISON_END = re.compile(
+    r"\s+(?:for|in|at|on|with|when|because|since|as|if|unless|except|by|during|while|once|"
+    r"whatever|whenever|any day|every time|honestly|anyway|personally)\b.*$",
     re.IGNORECASE,
 )
 #: Statements that must never become facts: secrets and instructions aimed at the bot.
@@ -466,11 +1254,32 @@ _RULES: tuple[_Rule, ...] = (
         "skills",
         lambda m, x: f"Uses {x}",
     ),
+    _rule(r"\bi (?:currently |now )?study " + _OBJECT, "bio", lambda m, x: f"Studies {x}"),
+    _rule(
+        r"\bi(?: currently| now| still)? work (?P<x>(?:the )?(?:night|day|early|late|weekend|"
+        r"double|graveyard) shifts?\b[^,;:()\[\]\"“”]*)",
+        "bio",
+        lambda m, x: f"Works {x}",
+    ),
+    _rule(
+        r"\bi(?:'m| am) (?:an? )?(?:strict |mostly |fully )?(?P<x>vegetarian|vegan|pescatarian)\b",
+        "other",
+        lambda m, x: f"Is {x.lower()}",
+    ),
+    _rule(
+        r"\bi (?:also |often |usually |sometimes |regularly )?go (?P<x>[a-z]+ing)\b",
+        "interests",
+        lambda m, x: f"Goes {x}",
+    ),
+    _rule(
+        r"\bi (?:mostly |mainly |usually )?main " + _OBJECT, "interests", lambda m, x: f"Mains {x}"
+    ),
     _rule(
         r"\bi " + _ADVERBS + r"prefer (?P<x>.+?) (?:over|to|instead of) (?P<y>[^,;:()]+)",
         "opinions",
-        lambda m, x: f"Prefers {x} over {_clean_object(m['y'])}",
+        lambda m, x: f"Prefers {x} over {_clean_object(_COMPARISON_END.sub('', m['y']))}",
     ),
+    _rule(r"\bi " + _ADVERBS + r"prefer " + _OBJECT, "opinions", lambda m, x: f"Prefers {x}"),
     _rule(
         r"\bi (?:do not|don't|dont) " + _ADVERBS + r"(?:like|enjoy|love) " + _OBJECT,
         "opinions",
@@ -492,6 +1301,12 @@ _RULES: tuple[_Rule, ...] = (
     _rule(r"\bi " + _ADVERBS + r"play " + _OBJECT, "interests", lambda m, x: f"Plays {x}"),
     _rule(
         r"\bmy (?P<kind>" + _PETS + r")(?:'s name is| is named| is called| named| called|,)? "
+        r"(?P<x>(?-i:[A-Z])[\w'-]*)",
+        "relationships",
+        lambda m, x: f"Has {_article(m['kind'].lower())} named {x}",
+    ),
+    _rule(
+        r"\bi (?:also )?(?:have|own) (?:an?|one) (?P<kind>" + _PETS + r") (?:named|called) "
         r"(?P<x>(?-i:[A-Z])[\w'-]*)",
         "relationships",
         lambda m, x: f"Has {_article(m['kind'].lower())} named {x}",
@@ -527,10 +1342,32 @@ _FIRST_TO_THIRD = {
 }
 
 
+#: Characters that are pictures, not words: emoji, their modifiers and joiners.
+_PICTURE_CATEGORIES = frozenset({"So", "Sk", "Cs", "Co"})
+_PICTURE_MARKS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
+
+
+def _without_pictures(text: str) -> str:
+    """``text`` without emoji and other pictographs."""
+    return "".join(
+        char
+        for char in text
+        if char not in _PICTURE_MARKS and unicodedata.category(char) not in _PICTURE_CATEGORIES
+    )
+
+
 def _clean_object(text: str) -> str:
-    """The object of a statement, cut at its clause end and moved to the third person."""
-    text = _OBJECT_STOP.sub("", _squash(text)).strip(" .!?-–—'’\"")
-    text = _OBJECT_TAIL.sub("", text)
+    """The object of a statement, cut at its clause end and moved to the third person.
+
+    Emoji, trailing punctuation and trailing time phrases ("last month", "recently") go, as
+    often as they stack: "Denver last month 😅" becomes "Denver".
+    """
+    text = _squash(_without_pictures(text))
+    previous = None
+    while text != previous:
+        previous = text
+        text = _OBJECT_STOP.sub("", text).strip(" .!?,;:…-–—'’\"")
+        text = _OBJECT_TAIL.sub("", text)
     words = [_FIRST_TO_THIRD.get(word.lower(), word) for word in text.split()]
     return " ".join(words)
 
@@ -590,7 +1427,7 @@ def _statements(user_id: int, notes: Sequence[NoteView]) -> list[_Statement]:
         key=lambda item: (item[0], item[1], item[2]),
     )
     for _, note_id, _, line in lines:
-        for sentence in _SENTENCE.findall(line.text.replace("’", "'")):
+        for sentence in _sentences(line.text.replace("’", "'")):
             if sentence.rstrip().endswith("?"):
                 continue
             for clause in _clauses(sentence):
@@ -761,9 +1598,20 @@ def _section(name: str) -> ProfileSection:
 # --- topic clusters ------------------------------------------------------------------------
 
 
+_QUOTED = re.compile(r"“([^”]*)”")
+
+
 def _note_terms(note: NoteView) -> list[_Term]:
-    """Salient terms of a note; the title counts twice."""
-    texts = [(0, note.title), (1, note.title), (2, note.summary.removeprefix(OFFLINE_LABEL))]
+    """Salient phrases of a note; the title counts twice.
+
+    Of an offline summary only the quoted lines count: its opening restates the title and
+    lists people, which says nothing about the topic.
+    """
+    texts = [(0, note.title), (1, note.title)]
+    if note.summary.startswith(OFFLINE_LABEL):
+        texts.extend((2, quote) for quote in _QUOTED.findall(note.summary))
+    else:
+        texts.append((2, note.summary))
     texts.extend((line.author_id, line.text) for line in note.lines)
     names = {part for name in note.participants for part in _WORD.findall(name)}
     return _salient_terms(texts, exclude=names)
@@ -772,14 +1620,18 @@ def _note_terms(note: NoteView) -> list[_Term]:
 def cluster_notes(payload: ClusterInput) -> ClusterDraft:
     """Topic clusters of a day's notes: notes sharing a salient term go together.
 
-    Notes are taken in id order and join the cluster whose terms they share most; at most
-    eight clusters result, the smallest folded into "Other conversations".
+    Notes are taken in id order and join the cluster whose terms they share most; notes that
+    share nothing, and clusters past the seventh, go to one "Other conversations" cluster.
     """
     notes = sorted(payload.notes, key=lambda note: note.id)
     groups: list[tuple[list[NoteView], Counter[str], dict[str, str]]] = []
     for note in notes:
-        terms = _note_terms(note)[:5]
-        keys = {term.key for term in terms}
+        phrases: dict[str, str] = {}
+        for term in _note_terms(note)[:5]:
+            phrases.setdefault(term.key, term.display)
+            for key, display in term.aliases:
+                phrases.setdefault(key, display)
+        keys = set(phrases)
         best: tuple[int, int] | None = None
         for index, (_, counter, _) in enumerate(groups):
             shared = len(keys & set(counter))
@@ -791,13 +1643,21 @@ def cluster_notes(payload: ClusterInput) -> ClusterDraft:
         else:
             target = groups[best[1]]
         target[0].append(note)
-        for term in terms:
-            target[1][term.key] += 1
-            target[2].setdefault(term.key, term.display)
-    groups.sort(key=lambda group: (-len(group[0]), group[0][0].id))
-    if len(groups) > 8:
-        rest = [note for group in groups[7:] for note in group[0]]
-        groups = [*groups[:7], (sorted(rest, key=lambda note: note.id), Counter(), {})]
+        for key, display in phrases.items():
+            target[1][key] += 1
+            target[2].setdefault(key, display)
+    # A cluster of one note only repeats that note: two or more such notes share an "Other
+    # conversations" cluster instead.
+    shared_groups = [group for group in groups if len(group[0]) > 1]
+    singles = sorted((g[0][0] for g in groups if len(g[0]) == 1), key=lambda note: note.id)
+    if len(singles) == 1:
+        shared_groups.append(([singles[0]], Counter(), {}))
+        singles = []
+    shared_groups.sort(key=lambda group: (-len(group[0]), group[0][0].id))
+    groups = shared_groups[:7]
+    rest = [note for group in shared_groups[7:] for note in group[0]] + singles
+    if rest:
+        groups.append((sorted(rest, key=lambda note: note.id), Counter(), {}))
     clusters = [_draft_cluster(members, counter, displays) for members, counter, displays in groups]
     return ClusterDraft(clusters=clusters)
 
@@ -805,12 +1665,27 @@ def cluster_notes(payload: ClusterInput) -> ClusterDraft:
 def _draft_cluster(
     members: Sequence[NoteView], counter: Counter[str], displays: dict[str, str]
 ) -> DraftCluster:
-    """One cluster's title and extractive summary."""
-    shared = [displays[key] for key, _ in counter.most_common() if counter[key] > 1][:3]
+    """One cluster's title and extractive summary.
+
+    The title names up to two phrases its notes share, longest first, skipping any whose
+    words an earlier one already covers ("Elden Ring", not "Elden Ring and Elden").
+    """
+    shared: list[str] = []
+    covered: set[str] = set()
+    ranked = sorted(
+        (key for key in counter if counter[key] > 1),
+        key=lambda key: (-counter[key], -len(key.split())),
+    )
+    for key in ranked:
+        if len(shared) == 2:
+            break
+        if not set(key.split()) <= covered:
+            shared.append(displays[key])
+            covered |= set(key.split())
     if len(members) == 1:
         title = members[0].title
     elif shared:
-        title = _capitalise(_join_words(shared))
+        title = _capitalise(" and ".join(shared))
     else:
         title = "Other conversations"
     people = _unique(name for note in members for name in note.participants)

@@ -9,6 +9,7 @@ dropped, and text over the length limit is truncated, keeping the message id.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -26,10 +27,13 @@ __all__ = [
 #: Longest text kept for one message; Discord allows 4,000 characters with Nitro.
 MAX_TEXT_CHARS = 4000
 
-_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 _CONTROL = [c for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\n\t"]
-#: Characters removed from message text (one C-level ``str.translate`` pass).
-_DROP = dict.fromkeys([*map(ord, _INVISIBLE), *_CONTROL])
+#: Invisible format characters (category Cf: zero-width, bidi overrides, the tag block that
+#: can smuggle hidden ASCII). Every one lies below U+30000 or in the tag block.
+_FORMAT = [
+    c for c in (*range(0x30000), *range(0xE0000, 0xE1000)) if unicodedata.category(chr(c)) == "Cf"
+]
+_DROP = dict.fromkeys([*_FORMAT, *_CONTROL])
 
 
 class IngestOutcome(StrEnum):
@@ -125,9 +129,9 @@ def admit(
 def normalize_text(text: str) -> tuple[str, bool] | None:
     """Text ready to store and whether it was truncated; None when nothing visible is left.
 
-    Zero-width and other invisible format characters and control characters (but newlines
-    and tabs) are removed, line endings unified and surrounding whitespace stripped; text
-    over :data:`MAX_TEXT_CHARS` is cut to that length.
+    Invisible format characters (zero-width, bidi controls, tag characters) and control
+    characters (but newlines and tabs) are removed, line endings unified and surrounding
+    whitespace stripped; text over :data:`MAX_TEXT_CHARS` is cut to that length.
     """
     cleaned = text.replace("\r\n", "\n").translate(_DROP).strip()
     if not cleaned:

@@ -8,14 +8,21 @@ the third-person "Lives in Austin" is grounded in the first-person "I live in Au
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import unicodedata
+
+from vivy.llm.schemas import NoteDraft
 
 __all__ = [
     "GROUNDING_THRESHOLD",
     "MAX_FACT_WORDS",
+    "clean_note",
     "content_tokens",
     "is_grounded",
     "looks_like_instruction",
+    "strip_instructions",
 ]
 
 #: Share of a claim's content words that must occur in the source (seed 003: about 45 %).
@@ -63,7 +70,33 @@ _INSTRUCTION_PATTERNS = [
     r"bot\s+token|2fa|one[\s-]*time\s+code|seed\s+phrase)\b",
     r"\b(sk|ghp|xox[bp])[-_][A-Za-z0-9]{8,}",
 ]
+_INSTRUCTION_PATTERNS += [
+    # Orders and role-play.
+    r"\bi\s+(order|command|instruct)\s+you\b",
+    r"\brole[\s-]?play\b",
+    r"\bwithout\s+(any\s+)?(restrictions|filters|limits|rules)\b",
+    r"\bdelete\s+(all\s+)?(the\s+)?(memories|memory|data|facts|profiles?)\b",
+    r"\bdecode\s+(this|the\s+following)\b",
+    # Prompt markup in other syntaxes.
+    r"^\s*#{1,6}\s*(system|instructions?|assistant|developer)\b",
+    r"[\"']role[\"']\s*:\s*[\"'](system|developer|assistant)[\"']",
+    r"\bfollowing\s+user\s+is\s+(trusted|an?\s+admin|verified)",
+    # "Ignore the instructions" and "make me admin" in other languages.
+    r"\bignor\w*\b.{0,40}\b(instrucc|instruç|istruz|instruct|anweisung|consign)",
+    r"\b(negeer|ignoriere|ignorez|ignora|ignore)\b.{0,30}\b(vorige|vorherigen|anteriores|"
+    r"precedenti|précédentes|previas)",
+    r"игнорир|инструкци|администратор",
+    r"忽略|指令|管理员|無視|以前の指示|管理者",
+    r"\b(beheerder|administrador|amministratore|administrateur|propriétaire|proprietario|"
+    r"dueño|dono|besitzer)\b",
+]
 _INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTION_PATTERNS), re.I | re.M)
+
+#: Leetspeak digits and symbols read as the letters they stand for.
+_LEET = str.maketrans("013457@$", "oieastas")
+_SPACED = re.compile(r"\b(?:\w\s){3,}\w\b")
+_LETTER_GAP = re.compile(r"(?<=\b\w) (?=\w\b)")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 
 
 def _stem(word: str) -> str:
@@ -97,6 +130,61 @@ def is_grounded(claim: str, source: str, *, threshold: float = GROUNDING_THRESHO
     return len(present) / len(words) >= threshold
 
 
+def _readings(text: str) -> list[str]:
+    """``text`` and the ways it may be disguised: full-width, spaced, leet, base64."""
+    plain = unicodedata.normalize("NFKC", text)
+    readings = [plain]
+    if _SPACED.search(plain):  # "i g n o r e   p r e v i o u s": join the letters of words
+        readings.append(re.sub(r"\s{2,}", " ", _LETTER_GAP.sub("", plain)))
+    if any(ch.isdigit() for ch in plain):
+        readings.append(plain.lower().translate(_LEET))
+    for token in _BASE64.findall(plain):
+        try:
+            decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+            readings.append(decoded.decode("utf-8"))
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+    return readings
+
+
 def looks_like_instruction(text: str) -> bool:
-    """Whether ``text`` reads as an instruction to the bot, an authority claim or a secret."""
-    return _INSTRUCTION.search(text) is not None
+    """Whether ``text`` reads as an instruction to the bot, an authority claim or a secret.
+
+    The text is also read undisguised: NFKC-normalised (full-width letters), with spaced
+    letters joined, with leetspeak digits as letters, and with base64 runs decoded.
+    """
+    return any(_INSTRUCTION.search(reading) for reading in _readings(text))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+def strip_instructions(text: str) -> str:
+    """``text`` without its sentences that read as instructions to the bot."""
+    kept = [part for part in _SENTENCE_END.split(text) if not looks_like_instruction(part)]
+    return " ".join(kept).strip()
+
+
+def clean_note(draft: NoteDraft, fallback_title: str) -> NoteDraft:
+    """A note draft with no instruction-like title, sentence or list item left in it.
+
+    A note's text is shown to the chat model as memory, so what reads as an order to the bot
+    is dropped before it is stored (the member's own words were quoted in it, or the note
+    model was steered).
+    """
+    title = draft.title if not looks_like_instruction(draft.title) else fallback_title
+    summary = strip_instructions(draft.summary) or "(nothing to summarise)"
+
+    def items(values: list[str]) -> list[str]:
+        return [value for value in values if not looks_like_instruction(value)]
+
+    return draft.model_copy(
+        update={
+            "title": title[:80],
+            "summary": summary,
+            "topics": items(draft.topics),
+            "decisions": items(draft.decisions),
+            "open_questions": items(draft.open_questions),
+            "entities": items(draft.entities),
+        }
+    )

@@ -4,8 +4,9 @@ The LLM proposes operations on a member's facts (seed 000's model applied to pro
 merge, invalidate, keep). :func:`plan_operations` validates each one against the member's
 active facts and the guards, and returns what to write and what was rejected and why:
 
-* every new fact carries the note it came from, or is marked as a consolidation;
-* a fact must be grounded in its source and must not read as an instruction or a secret;
+* every new fact carries the note it came from, or is marked as a consolidation (a merge);
+* a new fact must be grounded in the member's own words and must not read as an instruction
+  or a secret; a nightly consolidation may merge and retire facts but not add any;
 * operations naming fact ids that are not the member's active facts are rejected;
 * a fact has at most :data:`~vivy.state.guards.MAX_FACT_WORDS` words;
 * a section holds at most :data:`SECTION_CAP` facts and a profile :data:`PROFILE_CAP`; when a
@@ -126,9 +127,10 @@ def plan_operations(
 ) -> ProfilePlan:
     """Validate ``operations`` against ``facts`` and ``sources``; see the module docstring.
 
-    ``sources`` are the notes the operations may cite; an add without a note id cites the only
-    source when there is exactly one. In a consolidation, new facts are marked as such and may
-    also rest on the text of the facts they merge.
+    ``sources`` are the notes the operations may cite, with the member's own lines as their
+    text; an add without a note id cites the only source when there is exactly one. In a
+    consolidation only merges (resting on the merged facts' text), invalidations and keeps
+    are accepted.
     """
     plan = ProfilePlan()
     active = {fact.id: fact for fact in facts}
@@ -177,16 +179,11 @@ def plan_operations(
             plan.added.append(_new_fact(op.section, op.text, source, consolidation, ids))
             continue
         assert isinstance(op, AddFact)
-        if source is None and not consolidation:
-            plan.rejected.append((Rejection.UNGROUNDED, op.text))
-            continue
-        basis = (source.text if source else "") + " " + op.evidence
-        if not is_grounded(op.text, source.text if source else "") and not (
-            op.evidence
-            and source is not None
-            and is_grounded(op.evidence, source.text)
-            and is_grounded(op.text, basis)
-        ):
+        # A new fact rests on the member's own words only: the LLM's evidence is not a source
+        # (it could pad a real quote with an invented claim), and a consolidation, which sees
+        # notes' summaries rather than what the member said, may merge or retire facts but
+        # not add new ones.
+        if consolidation or source is None or not is_grounded(op.text, source.text):
             plan.rejected.append((Rejection.UNGROUNDED, op.text))
             continue
         duplicate = any(

@@ -92,8 +92,20 @@ def open_buffer(
 
 def append_messages(
     conn: Connection, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
-) -> None:
-    """Append messages to an open buffer and move its last-message time to ``last_at``."""
+) -> frozenset[int]:
+    """Append messages to an open buffer and move its last-message time to ``last_at``.
+
+    Returns the ids that were not appended because another buffer already holds them
+    (Discord ids are unique, so only a bogus or replayed event can cause that).
+    """
+    marks = ",".join("?" * len(messages))
+    taken = frozenset(
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT message_id FROM buffer_messages WHERE message_id IN ({marks})",
+            [m.message_id for m in messages],
+        )
+    )
     conn.executemany(
         "INSERT INTO buffer_messages (message_id, buffer_id, author_id, author_name, text,"
         " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -109,11 +121,13 @@ def append_messages(
                 json.dumps(list(m.mentions)),
             )
             for m in messages
+            if m.message_id not in taken
         ],
     )
     conn.execute(
         "UPDATE channel_buffers SET last_message_at = ? WHERE id = ?", (last_at, buffer_id)
     )
+    return taken
 
 
 def edit_stored_message(conn: Connection, message_id: int, text: str, edited_at: float) -> bool:
