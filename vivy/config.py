@@ -62,6 +62,7 @@ class Settings:
     timezone: str = "UTC"
     min_cluster_notes: int = 3
     consolidate_min_facts: int = 6
+    consolidate_min_new: int = 3
     catchup_time_limit_s: float = 300.0
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464

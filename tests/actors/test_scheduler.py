@@ -37,6 +37,7 @@ def settings(path: Path, zone: str = "UTC") -> Settings:
         min_cluster_notes=3,
         profile_delay_s=0.0,
         consolidate_min_facts=1,
+        consolidate_min_new=1,
     )
 
 

@@ -430,6 +430,7 @@ def test_hostile_valid_answers_are_refused_and_honest_ones_applied(tmp_path: Pat
         buffers=BufferSettings(inactivity_min_s=600.0, inactivity_max_s=600.0),
         profile_delay_s=0.0,
         consolidate_min_facts=1,
+        consolidate_min_new=1,
     )
     seen: dict[str, Any] = {}
 
@@ -616,7 +617,10 @@ def test_consolidation_cannot_add_a_fact_only_the_summary_states(tmp_path: Path)
 
     async def main() -> None:
         settings = Settings(
-            database=tmp_path / "vivy.db", profile_delay_s=0.0, consolidate_min_facts=1
+            database=tmp_path / "vivy.db",
+            profile_delay_s=0.0,
+            consolidate_min_facts=1,
+            consolidate_min_new=1,
         )
         async with running_app(
             settings,

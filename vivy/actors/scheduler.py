@@ -97,6 +97,7 @@ class Scheduler:
         zone: ZoneInfo,
         min_cluster_notes: int = 3,
         consolidate_min_facts: int = 6,
+        consolidate_min_new: int = 3,
         catchup_limit_s: float = 300.0,
     ) -> None:
         self._db = db
@@ -106,6 +107,7 @@ class Scheduler:
         self._zone = zone
         self._min_cluster_notes = min_cluster_notes
         self._consolidate_min_facts = consolidate_min_facts
+        self._consolidate_min_new = consolidate_min_new
         self._catchup_limit_s = catchup_limit_s
         self._lock = anyio.Lock()
         self.reports: list[JobReport] = []
@@ -229,11 +231,16 @@ class Scheduler:
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
         notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
-        # Only profiles that changed since the day began, and hold enough facts to have
-        # redundancies worth a pro call, are consolidated.
+        # Only profiles that grew by a few facts during the day, and hold enough facts to
+        # have redundancies worth a pro call, are consolidated.
         changed = set(
             await self._db.read(
-                profile_store.changed_since, guild_id, start, self._consolidate_min_facts
+                profile_store.changed_since,
+                guild_id,
+                start,
+                end,
+                self._consolidate_min_facts,
+                self._consolidate_min_new,
             )
         )
         members = sorted({p.user_id for n in notes for p in n.participants} & changed)

@@ -125,15 +125,22 @@ def apply_plan(
     return True
 
 
-def changed_since(conn: Connection, guild_id: int, since: float, min_facts: int = 1) -> list[int]:
-    """Members with a fact added or invalidated at or after ``since`` and ``min_facts`` active."""
+def changed_since(
+    conn: Connection,
+    guild_id: int,
+    start: float,
+    end: float,
+    min_facts: int = 1,
+    min_new: int = 1,
+) -> list[int]:
+    """Members with ``min_new`` facts added in [start, end) and ``min_facts`` active facts."""
     return [
         int(r[0])
         for r in conn.execute(
             "SELECT user_id FROM profile_facts WHERE guild_id = ? GROUP BY user_id"
-            " HAVING SUM(created_at >= ? OR invalidated_at >= ?) > 0"
+            " HAVING SUM(created_at >= ? AND created_at < ?) >= ?"
             " AND SUM(invalidated_at IS NULL) >= ?",
-            (guild_id, since, since, min_facts),
+            (guild_id, start, end, min_new, min_facts),
         )
     ]
 
