@@ -260,7 +260,7 @@ def test_vec_notes_knn_is_partitioned_by_guild(db: Database) -> None:
     def insert(conn: Connection) -> None:
         sql = (
             "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
-            " VALUES (?, ?, 'conv', ?, vec_quantize_binary(?))"
+            " VALUES (?, ?, 'conv', ?, vec_quantize_binary(vec_slice(?, 0, 384)))"
         )
         for note_id, guild_id, embedding in entries:
             conn.execute(sql, (note_id, guild_id, embedding, embedding))

@@ -43,6 +43,7 @@ from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.retriever import DEFAULT_SETTINGS, RetrievalSettings, ranked_notes
 from vivy.storage.db import Connection, connect, migrate
 from vivy.storage.notes import serialize_vector
+from vivy.storage.schema import binary_dimensions
 
 __all__ = ["BenchResult", "format_results", "main", "run_retrieval_bench"]
 
@@ -167,14 +168,14 @@ def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> 
     conn.execute(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
         " SELECT id, ?, CASE note_type WHEN 'topic_cluster' THEN 'cluster' ELSE 'conv' END,"
-        " v, vec_quantize_binary(v) FROM ("
+        " v, vec_quantize_binary(vec_slice(v, 0, ?)) FROM ("
         "  SELECT p.id, n.note_type,"
         "   vec_normalize(vec_add(vec_add(a.v, b.v), x.v)) AS v FROM bench_picks AS p"
         "  JOIN interaction_notes AS n ON n.id = p.id"
         "  JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
         "  JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
         "  JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n)",
-        (GUILD_ID,),
+        (GUILD_ID, binary_dimensions(DIMENSION)),
     )
     conn.execute("DROP TABLE bench_picks")
     conn.execute("DROP TABLE bench_pool")

@@ -36,7 +36,7 @@ from vivy.retrieval.ranking import Candidate
 from vivy.storage.db import Connection
 from vivy.storage.notes import Note, get_notes, serialize_vector
 from vivy.storage.profiles import Fact, active_facts
-from vivy.storage.schema import VEC_KINDS
+from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 __all__ = [
     "KEYWORD_POSTINGS_BUDGET",
@@ -255,17 +255,20 @@ def vector_search(
     their float vectors are then compared exactly. ``note_type`` None searches both types.
     """
     k = max(candidates, limit)
+    bits = binary_dimensions(len(vector) // 4)  # a float32 blob: four bytes a dimension
     if note_type is None:
         rows = conn.execute(
-            "SELECT note_id FROM vec_notes WHERE embedding_bits MATCH vec_quantize_binary(?)"
+            "SELECT note_id FROM vec_notes"
+            " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
             " AND k = ? AND guild_id = ?",
-            (vector, k, guild_id),
+            (vector, bits, k, guild_id),
         ).fetchall()
     else:
         rows = conn.execute(
-            "SELECT note_id FROM vec_notes WHERE embedding_bits MATCH vec_quantize_binary(?)"
+            "SELECT note_id FROM vec_notes"
+            " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
             " AND k = ? AND guild_id = ? AND note_kind = ?",
-            (vector, k, guild_id, VEC_KINDS[note_type]),
+            (vector, bits, k, guild_id, VEC_KINDS[note_type]),
         ).fetchall()
     # Point lookups by primary key: vec0 answers ``note_id = ?`` from the row's chunk, while
     # ``note_id IN (...)`` or a join would scan the whole table.

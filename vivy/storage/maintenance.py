@@ -27,7 +27,7 @@ from vivy.state.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
 from vivy.storage.db import BUSY_TIMEOUT_MS, Connection
 from vivy.storage.notes import Note, get_notes, serialize_vector
-from vivy.storage.schema import SCHEMA_VERSION, VEC_KINDS, vec_notes_ddl
+from vivy.storage.schema import SCHEMA_VERSION, VEC_KINDS, binary_dimensions, vec_notes_ddl
 
 __all__ = [
     "REEMBED_STAGING",
@@ -559,9 +559,9 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
     conn.execute(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
         " SELECT n.id, n.guild_id, CASE n.note_type WHEN 'topic_cluster' THEN ? ELSE ? END,"
-        " s.embedding, vec_quantize_binary(s.embedding)"
+        " s.embedding, vec_quantize_binary(vec_slice(s.embedding, 0, ?))"
         f" FROM interaction_notes n JOIN {REEMBED_STAGING} s ON s.note_id = n.id ORDER BY n.id",
-        (VEC_KINDS["topic_cluster"], VEC_KINDS["conversation"]),
+        (VEC_KINDS["topic_cluster"], VEC_KINDS["conversation"], binary_dimensions(dimension)),
     )
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('embedding_model', ?), ('embedding_dimension', ?)"

@@ -18,7 +18,7 @@ from typing import Any
 import sqlite_vec
 
 from vivy.storage.db import Connection
-from vivy.storage.schema import VEC_KINDS
+from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 __all__ = [
     "NewNote",
@@ -155,8 +155,15 @@ def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
     vector = serialize_vector(note.embedding)
     conn.execute(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
-        " VALUES (?, ?, ?, ?, vec_quantize_binary(?))",
-        (note_id, note.guild_id, VEC_KINDS[note.note_type], vector, vector),
+        " VALUES (?, ?, ?, ?, vec_quantize_binary(vec_slice(?, 0, ?)))",
+        (
+            note_id,
+            note.guild_id,
+            VEC_KINDS[note.note_type],
+            vector,
+            vector,
+            binary_dimensions(len(note.embedding)),
+        ),
     )
     for p in note.participants:
         conn.execute(
