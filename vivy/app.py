@@ -149,8 +149,6 @@ async def running_app(
             observer=observer,
             zone=settings.zone,
             min_cluster_notes=settings.min_cluster_notes,
-            consolidate_min_facts=settings.consolidate_min_facts,
-            consolidate_min_new=settings.consolidate_min_new,
             catchup_limit_s=settings.catchup_time_limit_s,
         )
         app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)

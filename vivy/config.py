@@ -61,8 +61,6 @@ class Settings:
     profile_delay_s: float = 12 * 3600.0
     timezone: str = "UTC"
     min_cluster_notes: int = 3
-    consolidate_min_facts: int = 6
-    consolidate_min_new: int = 3
     catchup_time_limit_s: float = 300.0
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
@@ -104,7 +102,6 @@ class Settings:
             profile_delay_s=reader.number("VIVY_PROFILE_DELAY_MINUTES", 720.0) * 60,
             timezone=environ.get("VIVY_TIMEZONE", "UTC"),
             min_cluster_notes=int(reader.number("VIVY_MIN_CLUSTER_NOTES", 3, minimum=1)),
-            consolidate_min_facts=int(reader.number("VIVY_CONSOLIDATE_MIN_FACTS", 6, minimum=1)),
             catchup_time_limit_s=reader.number("VIVY_CATCHUP_SECONDS", 300.0),
             metrics_host=environ.get("VIVY_METRICS_HOST", "127.0.0.1"),
             metrics_port=int(reader.number("VIVY_METRICS_PORT", 9464, minimum=0)),

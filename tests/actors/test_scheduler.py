@@ -9,6 +9,7 @@ from typing import TypeVar
 import anyio
 import pytest
 
+import vivy.actors.scheduler as scheduler_module
 from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
@@ -36,8 +37,6 @@ def settings(path: Path, zone: str = "UTC") -> Settings:
         timezone=zone,
         min_cluster_notes=3,
         profile_delay_s=0.0,
-        consolidate_min_facts=1,
-        consolidate_min_new=1,
     )
 
 
@@ -133,8 +132,12 @@ class FailingConsolidation(OfflineLLM):
         return await super().generate(request)
 
 
-async def test_interrupted_job_resumes_with_pass_two_only(tmp_path: Path) -> None:
+async def test_interrupted_job_resumes_with_pass_two_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A job stopped between pass 1 and pass 2 resumes with pass 2 and no duplicate clusters."""
+    # Consolidate every changed profile: this test is about the pass, not its gate.
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
     path = tmp_path / "v.db"
     async with running_app(
         settings(path),

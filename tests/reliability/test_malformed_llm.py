@@ -25,6 +25,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
+import vivy.actors.scheduler as scheduler_module
 from tests.llm.fake_gemini import RecordedRequest, Reply, answer, text_answer
 from vivy.app import App, running_app
 from vivy.clock import Clock
@@ -422,15 +423,17 @@ HOSTILE_LINES = [
 ]
 
 
-def test_hostile_valid_answers_are_refused_and_honest_ones_applied(tmp_path: Path) -> None:
+def test_hostile_valid_answers_are_refused_and_honest_ones_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Hostile operations and clusters are refused; the honest fact of the same answer lands."""
+    # Consolidate every changed profile: this test is about the pass, not its gate.
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
     registry = CollectorRegistry()
     settings = Settings(
         database=tmp_path / "vivy.db",
         buffers=BufferSettings(inactivity_min_s=600.0, inactivity_max_s=600.0),
         profile_delay_s=0.0,
-        consolidate_min_facts=1,
-        consolidate_min_new=1,
     )
     seen: dict[str, Any] = {}
 
@@ -591,8 +594,12 @@ def test_padded_evidence_does_not_ground_an_invented_fact() -> None:
     assert plan.added == []
 
 
-def test_consolidation_cannot_add_a_fact_only_the_summary_states(tmp_path: Path) -> None:
+def test_consolidation_cannot_add_a_fact_only_the_summary_states(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A fact the member never stated, present only in a note's summary, is not added."""
+    # Consolidate every changed profile: this test is about the pass, not its gate.
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
     invented = "Owns a yacht in Monaco"
 
     class InventingLLM(OfflineLLM):
@@ -619,8 +626,6 @@ def test_consolidation_cannot_add_a_fact_only_the_summary_states(tmp_path: Path)
         settings = Settings(
             database=tmp_path / "vivy.db",
             profile_delay_s=0.0,
-            consolidate_min_facts=1,
-            consolidate_min_new=1,
         )
         async with running_app(
             settings,

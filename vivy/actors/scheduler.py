@@ -27,7 +27,7 @@ from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import cluster_request, consolidation_request
 from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput
-from vivy.state.profile import FactSource, plan_operations
+from vivy.state.profile import FactSource, needs_consolidation, plan_operations
 from vivy.state.schedule import (
     day_bounds,
     local_day,
@@ -96,8 +96,6 @@ class Scheduler:
         observer: SchedulerObserver,
         zone: ZoneInfo,
         min_cluster_notes: int = 3,
-        consolidate_min_facts: int = 6,
-        consolidate_min_new: int = 3,
         catchup_limit_s: float = 300.0,
     ) -> None:
         self._db = db
@@ -106,8 +104,6 @@ class Scheduler:
         self._observer = observer
         self._zone = zone
         self._min_cluster_notes = min_cluster_notes
-        self._consolidate_min_facts = consolidate_min_facts
-        self._consolidate_min_new = consolidate_min_new
         self._catchup_limit_s = catchup_limit_s
         self._lock = anyio.Lock()
         self.reports: list[JobReport] = []
@@ -231,22 +227,16 @@ class Scheduler:
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
         notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
-        # Only profiles that grew by a few facts during the day, and hold enough facts to
-        # have redundancies worth a pro call, are consolidated.
-        changed = set(
-            await self._db.read(
-                profile_store.changed_since,
-                guild_id,
-                start,
-                end,
-                self._consolidate_min_facts,
-                self._consolidate_min_new,
-            )
-        )
+        # Only profiles that changed during the day and hold something to consolidate
+        # (near-duplicates, a nearly full section) cost a pro call.
+        changed = set(await self._db.read(profile_store.changed_between, guild_id, start, end))
         members = sorted({p.user_id for n in notes for p in n.participants} & changed)
         failed = False
         for user_id in members:
             theirs = [n for n in notes if any(p.user_id == user_id for p in n.participants)]
+            facts = await self._db.read(profile_store.active_facts, guild_id, user_id)
+            if not needs_consolidation([f.existing() for f in facts]):
+                continue
             try:
                 await self._consolidate(guild_id, user_id, theirs)
                 report.consolidated += 1

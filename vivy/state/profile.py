@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import combinations
 
 from vivy.llm.schemas import AddFact, InvalidateFact, KeepFact, MergeFacts, ProfileOperation
 from vivy.state.guards import MAX_FACT_WORDS, content_tokens, is_grounded, looks_like_instruction
@@ -32,6 +33,7 @@ __all__ = [
     "Rejection",
     "RetiredFact",
     "check_fact_text",
+    "needs_consolidation",
     "plan_operations",
 ]
 
@@ -226,3 +228,27 @@ def _fold_to_caps(plan: ProfilePlan, remaining: list[ExistingFact]) -> None:
     excess = len(order) + len(plan.added) - PROFILE_CAP
     for fact in order[: max(0, excess)]:
         plan.retired.append(RetiredFact(fact.id, "folded: profile full"))
+
+
+#: Word overlap (Jaccard) at which two facts of a section count as near-duplicates.
+NEAR_DUPLICATE = 0.5
+
+
+def needs_consolidation(facts: Sequence[ExistingFact]) -> bool:
+    """Whether a profile has something a consolidation can fix.
+
+    That is near-duplicate facts in a section, or a section or the whole profile close to
+    its cap. A profile without any is left alone, which saves a pro call per member and day.
+    """
+    if len(facts) >= PROFILE_CAP - 5:
+        return True
+    sections: dict[str, list[set[str]]] = {}
+    for fact in facts:
+        sections.setdefault(fact.section, []).append(content_tokens(fact.text))
+    for words in sections.values():
+        if len(words) >= SECTION_CAP - 1:
+            return True
+        for a, b in combinations(words, 2):
+            if a and b and len(a & b) / len(a | b) >= NEAR_DUPLICATE:
+                return True
+    return False

@@ -20,7 +20,7 @@ __all__ = [
     "PendingUpdate",
     "active_facts",
     "apply_plan",
-    "changed_since",
+    "changed_between",
     "mark_updates_applied",
     "note_sources",
     "pending_updates",
@@ -125,22 +125,14 @@ def apply_plan(
     return True
 
 
-def changed_since(
-    conn: Connection,
-    guild_id: int,
-    start: float,
-    end: float,
-    min_facts: int = 1,
-    min_new: int = 1,
-) -> list[int]:
-    """Members with ``min_new`` facts added in [start, end) and ``min_facts`` active facts."""
+def changed_between(conn: Connection, guild_id: int, start: float, end: float) -> list[int]:
+    """Members of the guild who gained a fact in [start, end)."""
     return [
         int(r[0])
         for r in conn.execute(
-            "SELECT user_id FROM profile_facts WHERE guild_id = ? GROUP BY user_id"
-            " HAVING SUM(created_at >= ? AND created_at < ?) >= ?"
-            " AND SUM(invalidated_at IS NULL) >= ?",
-            (guild_id, start, end, min_new, min_facts),
+            "SELECT DISTINCT user_id FROM profile_facts WHERE guild_id = ?"
+            " AND created_at >= ? AND created_at < ?",
+            (guild_id, start, end),
         )
     ]
 
