@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -41,7 +41,7 @@ T = TypeVar("T", bound=BaseModel)
 Payload = NoteInput | ProfileInput | ClusterInput
 
 
-class Operation(Enum):
+class Operation(StrEnum):
     """What an LLM call is for; a bounded label for metrics and logs."""
 
     #: Write a conversation note from a closed channel buffer.

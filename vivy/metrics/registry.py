@@ -26,6 +26,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 import vivy
+from vivy.llm.port import Operation as LLMOperation
 from vivy.state.gate import IngestOutcome
 
 __all__ = [
@@ -105,17 +106,6 @@ class FactRejection(StrEnum):
     TOO_LONG = "too_long"
     #: The profile section is full.
     SECTION_FULL = "section_full"
-
-
-class LLMOperation(StrEnum):
-    """What an LLM call was for (label ``operation``)."""
-
-    NOTE = "note"
-    PROFILE_UPDATE = "profile_update"
-    TOPIC_CLUSTER = "topic_cluster"
-    PROFILE_CONSOLIDATION = "profile_consolidation"
-    CHAT = "chat"
-    EMBED = "embed"
 
 
 class LLMOutcome(StrEnum):
