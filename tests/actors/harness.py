@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -10,10 +9,10 @@ from pathlib import Path
 
 import anyio
 
-from vivy.actors.router import Router
+from vivy.actors.router import CountingObserver, Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
+from vivy.state.gate import CapturePolicy, IncomingMessage
 from vivy.storage.db import Database
 
 #: 2026-03-02T00:00:00Z, the wall time at virtual time zero of every test.
@@ -31,32 +30,6 @@ class RecordingHandOff:
     def hand_off(self, buffer_id: int) -> None:
         """Record the buffer id and the virtual time of the hand-off."""
         self.received.append((buffer_id, anyio.current_time()))
-
-
-@dataclass
-class CountingObserver:
-    """Counts what the router reports."""
-
-    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
-    opened: int = 0
-    closed: Counter[str] = field(default_factory=Counter)
-    restarts: int = 0
-
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """Count an outcome."""
-        self.outcomes[outcome] += 1
-
-    def buffer_opened(self) -> None:
-        """Count an opened buffer."""
-        self.opened += 1
-
-    def buffer_closed(self, reason: str) -> None:
-        """Count a closed buffer by reason."""
-        self.closed[reason] += 1
-
-    def actor_restarted(self) -> None:
-        """Count a restart."""
-        self.restarts += 1
 
 
 @dataclass

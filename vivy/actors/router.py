@@ -9,6 +9,7 @@ happen without an await in between, so no message can slip into a retiring actor
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -44,7 +45,7 @@ from vivy.state.gate import (
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
 
-__all__ = ["IngestObserver", "Router", "RouterStatistics"]
+__all__ = ["CountingObserver", "IngestObserver", "Router", "RouterStatistics"]
 
 log = structlog.get_logger(__name__)
 
@@ -63,6 +64,32 @@ class IngestObserver(BufferObserver, Protocol):
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
+
+
+@dataclass
+class CountingObserver:
+    """An :class:`IngestObserver` that only counts: for benchmarks, tools and tests."""
+
+    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
+    opened: int = 0
+    closed: Counter[str] = field(default_factory=Counter)
+    restarts: int = 0
+
+    def ingested(self, outcome: IngestOutcome) -> None:
+        """Count one outcome."""
+        self.outcomes[outcome] += 1
+
+    def buffer_opened(self) -> None:
+        """Count an opened buffer."""
+        self.opened += 1
+
+    def buffer_closed(self, reason: str) -> None:
+        """Count a closed buffer by reason."""
+        self.closed[reason] += 1
+
+    def actor_restarted(self) -> None:
+        """Count an actor restart."""
+        self.restarts += 1
 
 
 @dataclass(frozen=True, slots=True)

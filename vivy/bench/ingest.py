@@ -29,14 +29,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from vivy.actors.router import Router
+from vivy.actors.router import CountingObserver, Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
@@ -74,32 +73,6 @@ class CountingHandOff:
     def hand_off(self, buffer_id: int) -> None:
         """Count the buffer."""
         self.buffer_ids.append(buffer_id)
-
-
-@dataclass
-class CountingObserver:
-    """An ingest observer that counts outcomes, buffers and restarts."""
-
-    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
-    opened: int = 0
-    closed: Counter[str] = field(default_factory=Counter)
-    restarts: int = 0
-
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """Count one outcome."""
-        self.outcomes[outcome] += 1
-
-    def buffer_opened(self) -> None:
-        """Count an opened buffer."""
-        self.opened += 1
-
-    def buffer_closed(self, reason: str) -> None:
-        """Count a closed buffer by reason."""
-        self.closed[reason] += 1
-
-    def actor_restarted(self) -> None:
-        """Count an actor restart."""
-        self.restarts += 1
 
 
 def _traffic(channels: int, messages: int) -> list[list[IncomingMessage]]:
