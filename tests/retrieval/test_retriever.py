@@ -85,13 +85,21 @@ class FlakyDatabase(Database):
         self.failing: set[str] = set()
         self.reads: list[str] = []
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Fail on request, else read."""
+    def _check(self, fn: Callable[..., object]) -> None:
         name = getattr(fn, "__name__", "")
         self.reads.append(name)
         if name in self.failing or "*" in self.failing:
             raise StorageError(f"{name}: disk I/O error")
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Fail on request, else read."""
+        self._check(fn)
         return await super().read(fn, *args)
+
+    async def read_with_side(self, fn: Callable[..., T], *args: Any) -> T:
+        """Fail on request, else read (without a second connection)."""
+        self._check(fn)
+        return await super().read_with_side(fn, *args)
 
 
 def open_db(tmp_path: Path) -> FlakyDatabase:

@@ -246,7 +246,11 @@ def run_retrieval_bench(
                 _fill(conn, size, rng, words)
                 fill_s = time.perf_counter() - started
                 workload = _queries(conn, size, queries, rng, words)
-                results.append(_measure(conn, size, fill_s, workload, settings))
+                side = connect(path)  # the second reader, as Database.read_with_side has
+                try:
+                    results.append(_measure(conn, side, size, fill_s, workload, settings))
+                finally:
+                    side.close()
             finally:
                 conn.close()
     return results
@@ -254,6 +258,7 @@ def run_retrieval_bench(
 
 def _measure(
     conn: Connection,
+    side: Connection,
     size: int,
     fill_s: float,
     workload: list[tuple[bytes, str]],
@@ -276,6 +281,7 @@ def _measure(
             now=WALL0,
             calibration=GEMINI_CALIBRATION,
             settings=settings,
+            keyword_conn=side,
         )
         timings.append(time.perf_counter() - started)
         started = time.perf_counter()

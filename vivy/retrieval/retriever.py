@@ -213,10 +213,12 @@ def ranked_notes(
     now: float,
     calibration: Calibration,
     settings: RetrievalSettings,
+    keyword_conn: Connection | None = None,
 ) -> RankedNotes:
     """Search the guild's notes by vector and keyword, fuse, gate and load the best ``limit``.
 
     This is all of a note search but the embedding call; the benchmark times it as is.
+    ``keyword_conn``, a second connection, lets the keyword half run beside the vector half.
     """
     found = search.search_notes_sync(
         conn,
@@ -228,6 +230,7 @@ def ranked_notes(
             candidates=max(settings.candidates, limit),
             keyword_candidates=max(settings.keyword_candidates, limit),
         ),
+        keyword_conn,
     )
     ranked = rank(
         found.candidates,
@@ -369,6 +372,7 @@ def _choose_people(
 
 def _both_searches(
     conn: Connection,
+    side: Connection | None,
     guild_id: int,
     vector: bytes | None,
     terms: Sequence[str],
@@ -385,6 +389,7 @@ def _both_searches(
     return (
         _ranked_notes_call(
             conn,
+            side,
             guild_id,
             vector,
             terms,
@@ -397,6 +402,7 @@ def _both_searches(
         ),
         _ranked_notes_call(
             conn,
+            side,
             guild_id,
             vector,
             terms,
@@ -463,7 +469,7 @@ class Retriever:
         :class:`~vivy.errors.StorageError` when the notes cannot be read.
         """
         vector = await self._embed(query, guild_id)
-        found = await self._db.read(
+        found = await self._db.read_with_side(
             _ranked_notes_call,
             guild_id,
             vector,
@@ -512,7 +518,7 @@ class Retriever:
         notes_ok = True
         vector_ok = vector is not None
         try:
-            found_notes, found_clusters = await self._db.read(
+            found_notes, found_clusters = await self._db.read_with_side(
                 _both_searches,
                 guild,
                 vector,
@@ -621,6 +627,7 @@ class Retriever:
 
 def _ranked_notes_call(
     conn: Connection,
+    side: Connection | None,
     guild_id: int,
     vector: bytes | None,
     terms: Sequence[str],
@@ -631,7 +638,8 @@ def _ranked_notes_call(
     calibration: Calibration,
     settings: RetrievalSettings,
 ) -> RankedNotes:
-    """:func:`ranked_notes` with positional arguments, as :meth:`Database.read` passes them."""
+    """:func:`ranked_notes` with positional arguments, as :meth:`Database.read_with_side`
+    passes them."""
     return ranked_notes(
         conn,
         guild_id=guild_id,
@@ -643,6 +651,7 @@ def _ranked_notes_call(
         now=now,
         calibration=calibration,
         settings=settings,
+        keyword_conn=side,
     )
 
 

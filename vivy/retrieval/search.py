@@ -28,6 +28,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import sqlean
@@ -374,12 +375,31 @@ class NoteSearchResult:
     vector_failed: bool
 
 
-def search_notes_sync(conn: Connection, search: NoteSearch) -> NoteSearchResult:
+#: Threads for the keyword half of a search (see :func:`search_notes_sync`).
+_KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
+
+
+def search_notes_sync(
+    conn: Connection, search: NoteSearch, keyword_conn: Connection | None = None
+) -> NoteSearchResult:
     """Run the vector and keyword halves of ``search`` and join them into fusion candidates.
 
-    A failing vector query (sqlite-vec missing or its index damaged) is reported, not
-    raised, so the keyword half still serves; a failing keyword query raises.
+    With ``keyword_conn`` (a second connection to the same database) the keyword half runs
+    in a worker thread while the vector half runs here; both queries spend their time in
+    SQLite, which releases the GIL. A failing vector query (sqlite-vec missing or its index
+    damaged) is reported, not raised, so the keyword half still serves; a failing keyword
+    query raises.
     """
+    pending: Future[list[KeywordMatch]] | None = None
+    if keyword_conn is not None and search.terms and search.vector is not None:
+        pending = _KEYWORD_THREADS.submit(
+            keyword_search,
+            keyword_conn,
+            search.guild_id,
+            search.terms,
+            note_type=search.note_type,
+            limit=search.keyword_candidates,
+        )
     vectors: list[VectorMatch] = []
     vector_failed = False
     if search.vector is not None:
@@ -395,7 +415,9 @@ def search_notes_sync(conn: Connection, search: NoteSearch) -> NoteSearchResult:
         except sqlean.Error:
             vector_failed = True
     keywords: list[KeywordMatch] = []
-    if search.terms:
+    if pending is not None:
+        keywords = pending.result()
+    elif search.terms:
         keywords = keyword_search(
             conn,
             search.guild_id,

@@ -126,8 +126,9 @@ class Database:
     modules of :mod:`vivy.storage` hold them, grouped by area.
     """
 
-    def __init__(self, conn: Connection, *, inline: bool) -> None:
+    def __init__(self, conn: Connection, *, inline: bool, side: Connection | None = None) -> None:
         self._conn = conn
+        self._side = side
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._pending: list[_Write[Any]] = []
@@ -143,7 +144,8 @@ class Database:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, inline=inline)
+        side = None if str(path) == ":memory:" else connect(path)
+        return cls(conn, inline=inline, side=side)
 
     @property
     def inline(self) -> bool:
@@ -180,6 +182,21 @@ class Database:
             raise job.error
         return job.result  # type: ignore[no-any-return]
 
+    async def read_with_side(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, side, *args)``, where ``side`` is a second connection (or None).
+
+        ``fn`` may run one independent query on ``side`` in another thread while it runs
+        another on ``conn``: SQLite releases the GIL, and WAL lets readers run side by side.
+        Both connections belong to this owner; ``side`` is only ever read.
+        """
+        self._check_open()
+        if self._inline:
+            await anyio.lowlevel.checkpoint()
+            return self._call(fn, (self._side, *args))
+        return await anyio.to_thread.run_sync(
+            self._call, fn, (self._side, *args), limiter=self._limiter
+        )
+
     def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a read on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
@@ -199,6 +216,8 @@ class Database:
         if not self._closed:
             self._closed = True
             self._conn.close()
+            if self._side is not None:
+                self._side.close()
 
     async def _flush(self) -> None:
         """Run pending writes in batches until none is left (the caller's own is among them)."""
