@@ -24,7 +24,7 @@ import anyio
 from prometheus_client import CollectorRegistry
 
 from vivy.clock import Clock
-from vivy.commands.importer import _make_llm, format_report
+from vivy.commands.importer import format_report, llm_factory
 from vivy.commands.inspect import show_notes, show_profile
 from vivy.config import Settings
 from vivy.importer import ExportMessage, import_exports, load_exports
@@ -86,7 +86,7 @@ def run_demo(
         settings = replace(Settings.from_env(env), database=path)
         registry = CollectorRegistry()
         batch = load_exports([DEMO_EXPORT])
-        llm_factory = _make_llm(env)
+        make_model = llm_factory(env)
         with MetricsServer(registry, host="127.0.0.1", port=port) as server:
             print(f"Vivy demo: metrics at {server.url}/metrics")
             offline = gemini_config_from_env(env) is None
@@ -96,7 +96,7 @@ def run_demo(
                 f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
                 f"on virtual time, with the {quality}.\n"
             )
-            report = import_exports([DEMO_EXPORT], settings, llm=llm_factory, registry=registry)
+            report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
             print(format_report(report, str(path)))
             guild = batch.messages[0].guild_id
             _section("Notes")
@@ -106,7 +106,7 @@ def run_demo(
                 show_profile(path, guild, user_id, include_invalidated=False)
                 print()
             _section("Memory for a question")
-            anyio.run(_answer, path, batch.messages, llm_factory)
+            anyio.run(_answer, path, batch.messages, make_model)
             server_api = OperatorStore(path)
             hits = server_api.search(guild, "game night", 3)
             print(f"\nOperator search API (`/api/memory/search?q=game night`): {len(hits)} hits")
@@ -135,12 +135,12 @@ def _members(path: Path, guild_id: int) -> list[int]:
 
 
 async def _answer(
-    path: Path, messages: Sequence[ExportMessage], llm_factory: Callable[[], LLM]
+    path: Path, messages: Sequence[ExportMessage], make_model: Callable[[], LLM]
 ) -> None:
     """Build the memory context for the member's question in the export, and answer it."""
     question = next(m for m in messages if QUESTION_MARKER in m.content)
     earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
-    llm = llm_factory()
+    llm = make_model()
     db = Database.open(path)
     try:
         clock = Clock.starting_at(question.timestamp + 3 * 86400)

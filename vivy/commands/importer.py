@@ -20,7 +20,7 @@ from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_expo
 from vivy.llm import GeminiLLM, OfflineLLM, gemini_config_from_env
 from vivy.llm.port import LLM
 
-__all__ = ["format_report", "progress_line", "register", "run_import"]
+__all__ = ["format_report", "llm_factory", "progress_line", "register", "run_import"]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,7 +42,7 @@ def _handle(args: argparse.Namespace) -> int:
     return run_import(args.paths, database=str(database_path(args)))
 
 
-def _make_llm(environ: Mapping[str, str]) -> Callable[[], LLM]:
+def llm_factory(environ: Mapping[str, str]) -> Callable[[], LLM]:
     """The configured LLM: Gemini on real time when a key is set, else the offline provider."""
     config = gemini_config_from_env(environ)
     if config is None:
@@ -65,7 +65,7 @@ def run_import(
     try:
         with quiet_logs():
             report = import_exports(
-                paths, settings, llm=_make_llm(env), database=database, progress=show
+                paths, settings, llm=llm_factory(env), database=database, progress=show
             )
     finally:
         if show is not None:

@@ -17,7 +17,7 @@ import anyio
 
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
-from vivy.commands.importer import _make_llm
+from vivy.commands.importer import llm_factory
 from vivy.retrieval import Retriever
 from vivy.storage.db import Database
 from vivy.storage.notes import short_date
@@ -67,7 +67,7 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
 async def _search(
     path: Path, guild_id: int, query: str, limit: int
 ) -> list[tuple[float, str, str, str, str]]:
-    llm = _make_llm(os.environ)()
+    llm = llm_factory(os.environ)()
     db = Database.open(path)
     try:
         retriever = Retriever(db, llm, Clock.starting_at(time.time()))
