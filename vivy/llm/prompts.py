@@ -98,8 +98,9 @@ You consolidate the long-term profile of one Discord user for a community memory
 once a day.
 You receive the user's current profile facts, each with an id, and the conversation notes \
 of the day that the user took part in.
-Review the whole profile: add long-term facts the notes establish, merge duplicates and \
-facts about the same topic, and invalidate facts that newer information contradicts.
+Review the whole profile: merge duplicates and facts about the same topic, and invalidate \
+facts that newer information contradicts. Do not add new facts: they come from the user's \
+own words in the per-conversation updates, and additions here are refused.
 {_OPERATION_RULES}
 Only record facts stated by this user or clearly about this user; ignore temporary states.
 {_DATA_RULE}

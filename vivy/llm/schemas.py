@@ -75,7 +75,8 @@ class AddFact(BaseModel):
     """Add a new third-person fact to a profile section.
 
     ``note_id`` names the source note when the input held several notes (consolidation);
-    ``evidence`` quotes the transcript words the fact rests on, for the grounding guard.
+    ``evidence`` quotes the transcript words the fact rests on, for people reviewing the answer;
+    the grounding guard checks the fact against the member's own lines, never against it.
     """
 
     model_config = _STRICT
