@@ -208,39 +208,53 @@ def note_request(payload: NoteInput) -> GenerationRequest[NoteDraft]:
     )
 
 
-def profile_update_request(payload: ProfileInput) -> GenerationRequest[ProfileOperations]:
-    """The flash request that turns a new note into operations on one user's profile."""
-    notes = "\n".join(_render_note(note) for note in payload.notes)
+def _profile_request(
+    payload: ProfileInput,
+    *,
+    operation: Operation,
+    tier: ModelTier,
+    system: str,
+    no_notes: str,
+    ask: str,
+) -> GenerationRequest[ProfileOperations]:
+    """A request for operations on one user's profile, given the notes that may change it."""
+    notes = "\n".join(_render_note(note) for note in payload.notes) or no_notes
     prompt = (
         f"{_render_profile(payload)}\n"
         f"<notes>\n{notes}\n</notes>\n"
-        f"Return the operations on the profile of user id {payload.user_id}."
+        f"Return the {ask} on the profile of user id {payload.user_id}."
     )
     return GenerationRequest(
-        operation=Operation.PROFILE_UPDATE,
-        tier=ModelTier.FLASH,
-        system=PROFILE_UPDATE_SYSTEM,
+        operation=operation,
+        tier=tier,
+        system=system,
         prompt=prompt,
         schema=ProfileOperations,
         payload=payload,
+    )
+
+
+def profile_update_request(payload: ProfileInput) -> GenerationRequest[ProfileOperations]:
+    """The flash request that turns a new note into operations on one user's profile."""
+    return _profile_request(
+        payload,
+        operation=Operation.PROFILE_UPDATE,
+        tier=ModelTier.FLASH,
+        system=PROFILE_UPDATE_SYSTEM,
+        no_notes="",
+        ask="operations",
     )
 
 
 def consolidation_request(payload: ProfileInput) -> GenerationRequest[ProfileOperations]:
     """The pro request that consolidates one user's profile against the day's notes."""
-    notes = "\n".join(_render_note(note) for note in payload.notes) or "(no notes today)"
-    prompt = (
-        f"{_render_profile(payload)}\n"
-        f"<notes>\n{notes}\n</notes>\n"
-        f"Return the consolidation operations on the profile of user id {payload.user_id}."
-    )
-    return GenerationRequest(
+    return _profile_request(
+        payload,
         operation=Operation.PROFILE_CONSOLIDATION,
         tier=ModelTier.PRO,
         system=CONSOLIDATION_SYSTEM,
-        prompt=prompt,
-        schema=ProfileOperations,
-        payload=payload,
+        no_notes="(no notes today)",
+        ask="consolidation operations",
     )
 
 
