@@ -132,6 +132,22 @@ async def test_concurrent_channels_are_all_durable(tmp_path: Path) -> None:
         reopened.close()
 
 
+async def test_pipelined_submissions_are_durable_when_acknowledged(tmp_path: Path) -> None:
+    """Messages submitted with many in flight per channel are each on disk when acknowledged."""
+    path = tmp_path / "vivy.db"
+    async with threaded_router(path) as h:
+        with anyio.fail_after(30):
+            acks = [
+                await h.router.submit(message(k * 10 + channel, channel=channel))
+                for k in range(1, 41)
+                for channel in range(1, 6)
+            ]
+            assert [await ack.wait() for ack in acks] == [IngestOutcome.STORED] * 200
+        stored = await h.db.read(rows_per_channel)
+    assert stored == Counter(dict.fromkeys(range(1, 6), 40))
+    assert sum(h.observer.outcomes.values()) == 200
+
+
 async def test_quiet_channel_hands_off_after_its_window(tmp_path: Path) -> None:
     """A channel with a 0.2 s window closes its buffer for inactivity and its actor retires."""
     async with threaded_router(tmp_path / "vivy.db", settings=QUICK) as h:

@@ -82,6 +82,38 @@ async def test_cap_closes_buffer(tmp_path: Path) -> None:
         assert buffer.row.close_reason == "cap"
 
 
+async def test_submitted_messages_keep_their_order_across_the_cap(tmp_path: Path) -> None:
+    """150 messages submitted without waiting fill the first buffer with exactly the first 100.
+
+    The order in which a channel's messages are submitted is the order its actor sees them,
+    so the cap cuts the stream at the hundredth message; every ack resolves once durable.
+    """
+    async with running_router(tmp_path / "v.db") as h:
+        acks = [await h.router.submit(message(i)) for i in range(1, 151)]
+        assert not any(ack.done for ack in acks)  # queued, none stored yet
+        assert [await ack.wait() for ack in acks] == [IngestOutcome.STORED] * 150
+        assert len(h.hand_off.received) == 1
+        first = await h.db.read(store.load_buffer, h.hand_off.received[0][0])
+        assert first is not None
+        assert [m.message_id for m in first.messages] == list(range(1, 101))
+        rest = await h.db.read(
+            lambda c: [r[0] for r in c.execute("SELECT message_id FROM buffer_messages")]
+        )
+        assert sorted(rest) == list(range(1, 151))
+        assert h.observer.outcomes == {IngestOutcome.STORED: 150}
+
+
+async def test_a_gated_submission_is_answered_at_once(tmp_path: Path) -> None:
+    """A bot's or an empty message never reaches an actor: its ack is already resolved."""
+    async with running_router(tmp_path / "v.db") as h:
+        bot = await h.router.submit(message(1, bot=True))
+        empty = await h.router.submit(message(2, text=" "))
+        assert bot.done and empty.done
+        assert await bot.wait() is IngestOutcome.EXCLUDED_BOT
+        assert await empty.wait() is IngestOutcome.EMPTY
+        assert h.router.statistics().active_actors == 0
+
+
 async def test_restart_restores_remaining_deadline(tmp_path: Path) -> None:
     """A buffer 10 minutes from its deadline at shutdown fires 10 minutes after start."""
     path = tmp_path / "v.db"

@@ -20,6 +20,10 @@ FIGURES = {
     "ratio_vs_raw",
     "json_rewrite_rows_per_s",
     "ratio_vs_json_rewrite",
+    "lockstep_messages_per_s",
+    "lockstep_ack_p50_ms",
+    "lockstep_ack_p99_ms",
+    "lockstep_ratio_vs_raw",
 }
 
 
@@ -43,6 +47,7 @@ def test_tiny_run_stores_every_message(tmp_path: Path) -> None:
     assert all(value >= 0 for value in results.values())
     assert results["ack_p50_ms"] <= results["ack_p99_ms"] <= results["ack_max_ms"]
     assert count(tmp_path / "vivy-ingest.db", "SELECT COUNT(*) FROM buffer_messages") == 15
+    assert count(tmp_path / "vivy-lockstep.db", "SELECT COUNT(*) FROM buffer_messages") == 15
     assert count(tmp_path / "raw-batched-0.db", "SELECT COUNT(*) FROM buffer_messages") == 15
 
 
@@ -84,10 +89,30 @@ def test_main_runs_on_trio(capsys: pytest.CaptureFixture[str]) -> None:
     assert "rows_stored: 4" in capsys.readouterr().out.splitlines()
 
 
-def test_main_rejects_empty_sizes(capsys: pytest.CaptureFixture[str]) -> None:
-    """Zero channels is a usage error, not a run."""
+def test_a_window_of_one_still_stores_every_message(tmp_path: Path) -> None:
+    """With one message in flight at a time the gateway sender stores every message."""
+    results = run_ingest_bench(2, 7, tmp_path, window=1)
+    assert results["window"] == 1
+    assert results["rows_stored"] == 14
+    conn = connect(tmp_path / "vivy-ingest.db")
+    try:
+        texts = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT m.text FROM buffer_messages m JOIN channel_buffers b"
+                " ON b.id = m.buffer_id WHERE b.channel_id = 1000 ORDER BY m.message_id"
+            )
+        ]
+    finally:
+        conn.close()
+    assert [text.split(" in ")[0] for text in texts] == [f"message {k}" for k in range(7)]
+
+
+@pytest.mark.parametrize("flag", ["--channels", "--messages", "--window"])
+def test_main_rejects_empty_sizes(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A zero size is a usage error, not a run."""
     with pytest.raises(SystemExit) as info:
-        main(["--channels", "0"])
+        main([flag, "0"])
     assert info.value.code == 2
     assert "at least 1" in capsys.readouterr().err
 

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from vivy.state.gate import MAX_TEXT_CHARS, CapturePolicy, IngestOutcome, admit, normalize_text
+from vivy.state.gate import (
+    _DROP,
+    MAX_TEXT_CHARS,
+    CapturePolicy,
+    IngestOutcome,
+    admit,
+    normalize_text,
+)
 
 POLICY = CapturePolicy(
     own_user_id=1,
@@ -77,3 +86,14 @@ def test_long_text_is_truncated() -> None:
 def test_zero_width_characters_are_removed_inside_text() -> None:
     """Zero-width characters hidden inside words are removed; markdown is kept."""
     assert normalize_text("  he\u200bllo **world**\r\n") == ("hello **world**", False)
+
+
+@given(st.text(max_size=200))
+def test_the_printable_fast_path_changes_nothing(text: str) -> None:
+    """Skipping the removal for printable text gives what the full removal gives."""
+    full = text.replace("\r\n", "\n").translate(_DROP).strip()
+    expected = None if not full else (full[:MAX_TEXT_CHARS], len(full) > MAX_TEXT_CHARS)
+    assert normalize_text(text) == expected
+    cleaned = normalize_text(text)
+    if cleaned is not None:
+        assert all(ord(c) not in _DROP for c in cleaned[0])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeAlias
+from typing import NamedTuple, Protocol, TypeAlias
 
 import anyio
 import structlog
@@ -69,6 +69,9 @@ class HandOffTarget(Protocol):
 class BufferObserver(Protocol):
     """What the actor reports for metrics."""
 
+    def ingested(self, outcome: IngestOutcome) -> None:
+        """One create, edit or delete event ended with ``outcome``."""
+
     def buffer_opened(self) -> None:
         """A buffer opened."""
 
@@ -76,31 +79,57 @@ class BufferObserver(Protocol):
         """A buffer closed for ``reason`` (a :class:`~vivy.state.buffer.CloseReason` value)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelKey:
-    """A channel or thread (threads are channels of their own) within its guild."""
+class ChannelKey(NamedTuple):
+    """A channel or thread (threads are channels of their own) within its guild.
+
+    A named tuple rather than a dataclass: the router looks one up for every message, and a
+    tuple hashes and compares in C.
+    """
 
     guild_id: int
     channel_id: int
 
 
-@dataclass(eq=False)
 class Ack:
-    """The reply to one inbox item: set once the item's effect is durable (or failed)."""
+    """The reply to one inbox item: resolved once the item's effect is durable (or failed).
 
-    done: anyio.Event = field(default_factory=anyio.Event)
-    outcome: IngestOutcome | None = None
-    error: BaseException | None = None
+    The event a waiter sleeps on is made only when somebody waits before the reply is in, so
+    a sender that queues many items and collects their replies later pays for none.
+    """
+
+    __slots__ = ("_event", "done", "error", "outcome")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.outcome: IngestOutcome | None = None
+        self.error: BaseException | None = None
+        self._event: anyio.Event | None = None
 
     def resolve(self, outcome: IngestOutcome) -> None:
         """Report success."""
         self.outcome = outcome
-        self.done.set()
+        self._finish()
 
     def fail(self, error: BaseException) -> None:
         """Report that the item was not stored."""
         self.error = error
-        self.done.set()
+        self._finish()
+
+    async def wait(self) -> IngestOutcome:
+        """Wait for the reply; return the outcome or raise the error that kept it from storage."""
+        if not self.done:
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome
+
+    def _finish(self) -> None:
+        self.done = True
+        if self._event is not None:
+            self._event.set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,16 +167,16 @@ class _Plan:
     """The storage effects of one batch, in order, and how each inbox item is answered."""
 
     effects: list[Effect] = field(default_factory=list)
-    channel_names: list[str] = field(default_factory=list)
+    #: The channel name each OpenBuffer effect (by index) stores.
+    channel_names: dict[int, str] = field(default_factory=dict)
     #: (ack, outcome, index of the effect whose result decides an edit/delete or -1,
     #: id of the created message or None)
     answers: list[tuple[Ack, IngestOutcome, int, int | None]] = field(default_factory=list)
     closing: list[ChannelBuffer] = field(default_factory=list)
 
-    def add(self, effects: list[Effect], channel_name: str = "") -> int:
+    def add(self, effects: list[Effect]) -> int:
         """Append effects; return the index of the last one."""
         self.effects.extend(effects)
-        self.channel_names.extend(channel_name for _ in effects)
         return len(self.effects) - 1
 
 
@@ -266,7 +295,7 @@ class ChannelActor:
             await self._carry_out(plan)
         except BaseException as exc:
             for item in batch:
-                if not item.ack.done.is_set():
+                if not item.ack.done:
                     item.ack.fail(exc)
             raise
 
@@ -276,20 +305,25 @@ class ChannelActor:
             plan.answers.append((item.ack, IngestOutcome.DUPLICATE, -1, None))
             return
         outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
-        while True:
+        next_buffer = True
+        while next_buffer:
+            next_buffer = False
             if self._machine.state is BufferState.CLOSED:
                 plan.closing.append(self._machine)
             if self._machine.state is not BufferState.OPEN:
                 self._machine = self._fresh_machine(message.message_id)
-            effects = self._machine.handle(MessageArrived(message), now)
-            if any(isinstance(e, CloseBuffer) for e in effects):
-                ids = self._machine.message_ids
-                self._watermark = max(self._watermark, max(ids, default=0))
-            if any(isinstance(e, Ignore) for e in effects):
-                outcome = IngestOutcome.DUPLICATE
-            plan.add([e for e in effects if not isinstance(e, StartNextBuffer)], item.channel_name)
-            if not any(isinstance(e, StartNextBuffer) for e in effects):
-                break
+            for effect in self._machine.handle(MessageArrived(message), now):
+                if isinstance(effect, StartNextBuffer):  # past the max age: close, then again
+                    next_buffer = True
+                    continue
+                if isinstance(effect, OpenBuffer):
+                    plan.channel_names[len(plan.effects)] = item.channel_name
+                elif isinstance(effect, CloseBuffer):
+                    ids = self._machine.message_ids
+                    self._watermark = max(self._watermark, max(ids, default=0))
+                elif isinstance(effect, Ignore):
+                    outcome = IngestOutcome.DUPLICATE
+                plan.effects.append(effect)
         plan.answers.append((item.ack, outcome, -1, message.message_id))
 
     async def _carry_out(self, plan: _Plan) -> None:
@@ -326,6 +360,7 @@ class ChannelActor:
                     else IngestOutcome.UNKNOWN_DELETE
                 )
             ack.resolve(outcome)
+            self._observer.ingested(outcome)
 
     def _fresh_machine(self, first_message_id: int) -> ChannelBuffer:
         window = inactivity_window(self._settings, self.key.channel_id, first_message_id)
@@ -359,7 +394,7 @@ def _apply(
     key: ChannelKey,
     buffer_id: int | None,
     effects: list[Effect],
-    channel_names: list[str],
+    channel_names: dict[int, str],
 ) -> tuple[list[object], frozenset[int]]:
     """Carry out storage effects in order inside the caller's transaction.
 
@@ -381,11 +416,12 @@ def _apply(
             taken.update(store.append_messages(conn, current, messages, pending[-1].at))
             pending.clear()
 
-    for effect, channel_name in zip(effects, channel_names, strict=True):
+    for index, effect in enumerate(effects):
         result: object = None
         if isinstance(effect, AppendMessage):
             pending.append(effect)
-            results.append(None)
+        if isinstance(effect, AppendMessage | ArmTimers | Ignore):
+            results.append(None)  # timers and ignored messages leave storage alone
             continue
         flush_appends()
         if isinstance(effect, OpenBuffer):
@@ -393,7 +429,7 @@ def _apply(
                 conn,
                 key.guild_id,
                 key.channel_id,
-                channel_name,
+                channel_names.get(index, ""),
                 effect.started_at,
                 effect.inactivity_s,
             )
@@ -411,8 +447,6 @@ def _apply(
             )
         elif isinstance(effect, RemoveMessage | RemoveStoredMessage):
             result = store.delete_stored_message(conn, effect.message_id)
-        elif isinstance(effect, ArmTimers | Ignore):
-            result = None
         results.append(result)
     flush_appends()
     return results, frozenset(taken)

@@ -10,7 +10,6 @@ happen without an await in between, so no message can slip into a retiring actor
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,10 +56,7 @@ MAX_RESTART_DELAY_S = 60.0
 
 
 class IngestObserver(BufferObserver, Protocol):
-    """What the router reports for metrics, on top of buffer opening and closing."""
-
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """One create, edit or delete event ended with ``outcome``."""
+    """What the router reports for metrics, on top of what its actors report."""
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
@@ -162,6 +158,15 @@ class Router:
 
     async def ingest(self, message: IncomingMessage) -> IngestOutcome:
         """Admit, normalise and store one created message; returns once it is durable."""
+        return await (await self.submit(message)).wait()
+
+    async def submit(self, message: IncomingMessage) -> Ack:
+        """Admit, normalise and queue one created message; its :class:`Ack` says when it is durable.
+
+        This waits only while the channel's inbox is full (backpressure), so a gateway-like
+        sender can have many messages of a channel in flight and collect their acks later.
+        Messages submitted one after another reach their channel's actor in that order.
+        """
         excluded = admit(
             self._policy,
             guild_id=message.guild_id,
@@ -171,10 +176,10 @@ class Router:
             opted_out=(message.guild_id, message.author_id) in self._opted_out,
         )
         if excluded is not None:
-            return self._report(excluded)
+            return self._answered(excluded)
         normalized = normalize_text(message.text)
         if normalized is None:
-            return self._report(IngestOutcome.EMPTY)
+            return self._answered(IngestOutcome.EMPTY)
         text, truncated = normalized
         buffered = BufferedMessage(
             message_id=message.message_id,
@@ -185,31 +190,38 @@ class Router:
             reply_to=message.reply_to,
             mentions=message.mentions,
         )
-        key = ChannelKey(message.guild_id, message.channel_id)
-        return await self._send(
-            key, lambda ack: Create(buffered, message.channel_name, truncated, ack)
+        ack = Ack()
+        await self._queue(
+            ChannelKey(message.guild_id, message.channel_id),
+            Create(buffered, message.channel_name, truncated, ack),
         )
+        return ack
 
     async def edit(self, edit: IncomingEdit) -> IngestOutcome:
         """Apply an edit to a buffered message (unknown ids are counted and dropped)."""
         if not self._policy.capture_enabled:
-            return self._report(IngestOutcome.CAPTURE_DISABLED)
+            return await self._answered(IngestOutcome.CAPTURE_DISABLED).wait()
         if edit.author_is_bot:
-            return self._report(IngestOutcome.EXCLUDED_BOT)
+            return await self._answered(IngestOutcome.EXCLUDED_BOT).wait()
         normalized = normalize_text(edit.text)
         key = ChannelKey(edit.guild_id, edit.channel_id)
+        ack = Ack()
         if normalized is None:
-            return await self._send(key, lambda ack: Delete(edit.message_id, ack))
-        return await self._send(key, lambda ack: Edit(edit.message_id, normalized[0], ack))
+            await self._queue(key, Delete(edit.message_id, ack))
+        else:
+            await self._queue(key, Edit(edit.message_id, normalized[0], ack))
+        return await ack.wait()
 
     async def delete(self, delete: IncomingDelete) -> IngestOutcome:
         """Remove a buffered message (unknown ids are counted and dropped)."""
-        key = ChannelKey(delete.guild_id, delete.channel_id)
-        return await self._send(key, lambda ack: Delete(delete.message_id, ack))
-
-    async def _send(self, key: ChannelKey, make: Callable[[Ack], Item]) -> IngestOutcome:
         ack = Ack()
-        item = make(ack)
+        await self._queue(
+            ChannelKey(delete.guild_id, delete.channel_id), Delete(delete.message_id, ack)
+        )
+        return await ack.wait()
+
+    async def _queue(self, key: ChannelKey, item: Item) -> None:
+        """Put ``item`` in the inbox of the channel's actor, starting the actor if needed."""
         while True:
             entry = self._entry(key)
             try:
@@ -220,19 +232,17 @@ class Router:
                     entry.send.send_nowait(item)
                 except anyio.WouldBlock:
                     await entry.send.send(item)
-                break
+                return
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 if self._entries.get(key) is entry:  # retired meanwhile; start anew
                     del self._entries[key]
-        await ack.done.wait()
-        if ack.error is not None:
-            raise ack.error
-        assert ack.outcome is not None
-        return self._report(ack.outcome)
 
-    def _report(self, outcome: IngestOutcome) -> IngestOutcome:
+    def _answered(self, outcome: IngestOutcome) -> Ack:
+        """An event the gate settled without the actor: counted and answered at once."""
         self._observer.ingested(outcome)
-        return outcome
+        ack = Ack()
+        ack.resolve(outcome)
+        return ack
 
     def _entry(self, key: ChannelKey) -> _Entry:
         entry = self._entries.get(key)

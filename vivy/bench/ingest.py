@@ -2,8 +2,13 @@
 
 N channels × M messages go through the real path, Router → ChannelActors → SQLite, with the
 database in thread mode (group commit on a worker thread) on a real event loop in real time.
-Every channel has its own sender task that sends its messages in order, each ``ingest`` returning
-once the message is durable, so up to N messages are in flight at once.
+Every message is acknowledged only once its row is committed. Two senders are measured:
+
+* the gateway (the headline figures): one sender submits every message in arrival order, as a
+  gateway shard delivers them, with at most ``--window`` messages in flight (submitted, not yet
+  acknowledged); a busy channel then has several messages in flight, in order;
+* lockstep (the ``lockstep_*`` figures): one sender per channel that waits for each message's
+  ack before it sends the next, so at most N messages are in flight.
 
 Two baselines run on the same machine in the same process, on fresh databases opened with the
 same pragmas (WAL, ``synchronous=NORMAL``):
@@ -29,12 +34,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
+from vivy.actors.channel import Ack
 from vivy.actors.router import CountingObserver, Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
@@ -58,6 +65,8 @@ OWN_USER_ID = 1
 JSON_BUFFER_SIZE = 100
 #: Runs of the raw batched insert; the median is reported.
 RAW_RUNS = 3
+#: Messages the gateway stand-in keeps in flight (submitted, not yet acknowledged) at most.
+GATEWAY_WINDOW = 4096
 #: Distinct authors taking turns in each channel.
 AUTHORS_PER_CHANNEL = 5
 
@@ -118,6 +127,54 @@ class _RouterRun:
     hand_off: CountingHandOff
 
 
+def _open_router(path: Path) -> tuple[Database, Router, CountingObserver, CountingHandOff]:
+    db = Database.open(path)
+    observer = CountingObserver()
+    hand_off = CountingHandOff()
+    router = Router(
+        db=db,
+        clock=Clock.starting_at(WALL0),
+        buffers=BufferSettings(),
+        policy=CapturePolicy(own_user_id=OWN_USER_ID),
+        hand_off=hand_off,
+        observer=observer,
+    )
+    return db, router, observer, hand_off
+
+
+async def _run_gateway(arrivals: list[IncomingMessage], path: Path, window: int) -> _RouterRun:
+    """Submit every message in arrival order, as a gateway shard delivers them.
+
+    At most ``window`` messages are in flight (submitted, not yet acknowledged); a message's
+    latency runs from its submission until the sender sees its ack, which it checks in
+    submission order, so a latency is never shorter than the real one.
+    """
+    db, router, observer, hand_off = _open_router(path)
+    latencies: list[float] = []
+    in_flight: deque[tuple[float, Ack]] = deque()
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(router.run)
+            started = time.perf_counter()
+            for message in arrivals:
+                in_flight.append((time.perf_counter(), await router.submit(message)))
+                if len(in_flight) >= window:
+                    await in_flight[0][1].wait()
+                while in_flight and in_flight[0][1].done:
+                    submitted, ack = in_flight.popleft()
+                    await ack.wait()  # raises if the message was not stored
+                    latencies.append(time.perf_counter() - submitted)
+            while in_flight:
+                submitted, ack = in_flight.popleft()
+                await ack.wait()
+                latencies.append(time.perf_counter() - submitted)
+            seconds = time.perf_counter() - started
+            tg.cancel_scope.cancel()
+    finally:
+        db.close()
+    return _RouterRun(seconds, latencies, observer, hand_off)
+
+
 async def _send_channel(
     router: Router, messages: Sequence[IncomingMessage], latencies: list[float]
 ) -> None:
@@ -128,20 +185,11 @@ async def _send_channel(
         latencies.append(time.perf_counter() - started)
 
 
-async def _run_router(traffic: list[list[IncomingMessage]], path: Path) -> _RouterRun:
-    db = Database.open(path)
-    observer = CountingObserver()
-    hand_off = CountingHandOff()
+async def _run_lockstep(traffic: list[list[IncomingMessage]], path: Path) -> _RouterRun:
+    """One sender per channel, each waiting for a message's ack before sending the next."""
+    db, router, observer, hand_off = _open_router(path)
     latencies: list[float] = []
     try:
-        router = Router(
-            db=db,
-            clock=Clock.starting_at(WALL0),
-            buffers=BufferSettings(),
-            policy=CapturePolicy(own_user_id=OWN_USER_ID),
-            hand_off=hand_off,
-            observer=observer,
-        )
         async with anyio.create_task_group() as tg:
             await tg.start(router.run)
             started = time.perf_counter()
@@ -172,12 +220,12 @@ def _arrival_order(traffic: list[list[IncomingMessage]]) -> list[IncomingMessage
     return sorted((m for messages in traffic for m in messages), key=lambda m: m.message_id)
 
 
-def _raw_batched(traffic: list[list[IncomingMessage]], path: Path) -> float:
+def _raw_batched(arrivals: list[IncomingMessage], path: Path) -> float:
     """Rows per second of one ``executemany`` into a fresh ``buffer_messages`` table."""
     conn = connect(path)
     try:
         migrate(conn)
-        buffer_ids = _raw_parent_buffers(conn, traffic)
+        buffer_ids = _raw_parent_buffers(conn, arrivals)
         rows = [
             (
                 m.message_id,
@@ -189,7 +237,7 @@ def _raw_batched(traffic: list[list[IncomingMessage]], path: Path) -> float:
                 m.reply_to,
                 json.dumps(list(m.mentions)),
             )
-            for m in _arrival_order(traffic)
+            for m in arrivals
         ]
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
@@ -205,11 +253,11 @@ def _raw_batched(traffic: list[list[IncomingMessage]], path: Path) -> float:
     return _rate(len(rows), seconds)
 
 
-def _raw_parent_buffers(conn: Connection, traffic: list[list[IncomingMessage]]) -> dict[int, int]:
+def _raw_parent_buffers(conn: Connection, arrivals: list[IncomingMessage]) -> dict[int, int]:
     """One open buffer row per channel (untimed), so the rows' foreign keys hold; by channel."""
     ids: dict[int, int] = {}
     conn.execute("BEGIN IMMEDIATE")
-    for channel_id in sorted({m.channel_id for messages in traffic for m in messages}):
+    for channel_id in sorted({m.channel_id for m in arrivals}):
         cursor = conn.execute(
             "INSERT INTO channel_buffers (guild_id, channel_id, status, started_at,"
             " last_message_at, inactivity_s) VALUES (?, ?, 'open', ?, ?, 1500.0)",
@@ -231,19 +279,18 @@ CREATE TABLE channel_buffers (
 """
 
 
-def _json_rewrite(traffic: list[list[IncomingMessage]], path: Path) -> float:
+def _json_rewrite(arrivals: list[IncomingMessage], path: Path) -> float:
     """Messages per second stored the seed-002 way (a JSON array rewritten per message)."""
     conn = connect(path)
     try:
         conn.execute(_JSON_DDL)
-        interleaved = _arrival_order(traffic)
         started = time.perf_counter()
-        for message in interleaved:
+        for message in arrivals:
             _json_append(conn, message)
         seconds = time.perf_counter() - started
     finally:
         conn.close()
-    return _rate(len(interleaved), seconds)
+    return _rate(len(arrivals), seconds)
 
 
 def _json_append(conn: Connection, message: IncomingMessage) -> None:
@@ -282,34 +329,44 @@ def _json_append(conn: Connection, message: IncomingMessage) -> None:
 
 
 def run_ingest_bench(
-    channels: int, messages: int, db_dir: Path | None = None, *, backend: str = "asyncio"
+    channels: int,
+    messages: int,
+    db_dir: Path | None = None,
+    *,
+    backend: str = "asyncio",
+    window: int = GATEWAY_WINDOW,
 ) -> dict[str, float]:
     """Run the ingest benchmark and its two baselines; return the figures by name.
 
     Databases are created in ``db_dir`` (a temporary directory, removed afterwards, when None).
     """
-    if channels < 1 or messages < 1:
-        raise ValueError("channels and messages must both be at least 1")
+    if channels < 1 or messages < 1 or window < 1:
+        raise ValueError("channels, messages and window must all be at least 1")
     traffic = _traffic(channels, messages)
     if db_dir is None:
         with tempfile.TemporaryDirectory(prefix="vivy-bench-") as tmp:
-            return _run_all(traffic, Path(tmp), backend)
+            return _run_all(traffic, Path(tmp), backend, window)
     db_dir.mkdir(parents=True, exist_ok=True)
-    return _run_all(traffic, db_dir, backend)
+    return _run_all(traffic, db_dir, backend, window)
 
 
-def _run_all(traffic: list[list[IncomingMessage]], db_dir: Path, backend: str) -> dict[str, float]:
+def _run_all(
+    traffic: list[list[IncomingMessage]], db_dir: Path, backend: str, window: int
+) -> dict[str, float]:
+    arrivals = _arrival_order(traffic)
     vivy_path = db_dir / "vivy-ingest.db"
-    run = anyio.run(_run_router, traffic, vivy_path, backend=backend)
+    run = anyio.run(_run_gateway, arrivals, vivy_path, window, backend=backend)
+    lockstep = anyio.run(_run_lockstep, traffic, db_dir / "vivy-lockstep.db", backend=backend)
     rows_stored = _count_rows(vivy_path)
     # The batched insert takes a fraction of a second: take the median of a few runs.
     raw = statistics.median(
-        _raw_batched(traffic, db_dir / f"raw-batched-{n}.db") for n in range(RAW_RUNS)
+        _raw_batched(arrivals, db_dir / f"raw-batched-{n}.db") for n in range(RAW_RUNS)
     )
-    rewrite = _json_rewrite(traffic, db_dir / "json-rewrite.db")
-    total = sum(len(messages) for messages in traffic)
+    rewrite = _json_rewrite(arrivals, db_dir / "json-rewrite.db")
+    total = len(arrivals)
     rate = _rate(total, run.seconds)
     latencies = sorted(run.latencies)
+    lockstep_latencies = sorted(lockstep.latencies)
     return {
         "messages": float(total),
         "seconds": run.seconds,
@@ -321,13 +378,18 @@ def _run_all(traffic: list[list[IncomingMessage]], db_dir: Path, backend: str) -
         "json_rewrite_rows_per_s": rewrite,
         "ratio_vs_json_rewrite": rate / rewrite,
         "ack_max_ms": (latencies[-1] if latencies else 0.0) * 1000,
+        "window": float(window),
         "rows_stored": float(rows_stored),
         "stored_outcomes": float(run.observer.outcomes[IngestOutcome.STORED]),
         "buffers_handed_off": float(len(run.hand_off.buffer_ids)),
+        "lockstep_messages_per_s": _rate(total, lockstep.seconds),
+        "lockstep_ack_p50_ms": _percentile(lockstep_latencies, 0.50) * 1000,
+        "lockstep_ack_p99_ms": _percentile(lockstep_latencies, 0.99) * 1000,
+        "lockstep_ratio_vs_raw": _rate(total, lockstep.seconds) / raw,
     }
 
 
-_COUNTS = frozenset({"messages", "rows_stored", "stored_outcomes", "buffers_handed_off"})
+_COUNTS = frozenset({"messages", "window", "rows_stored", "stored_outcomes", "buffers_handed_off"})
 
 
 def format_results(results: dict[str, float]) -> str:
@@ -345,6 +407,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--channels", type=int, default=200, help="channels (default 200)")
     parser.add_argument("--messages", type=int, default=100, help="messages each (default 100)")
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=GATEWAY_WINDOW,
+        help=f"messages in flight at most (default {GATEWAY_WINDOW})",
+    )
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--db-dir", type=Path, default=None, help="keep the databases here")
     return parser
@@ -354,9 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``vivy bench ingest`` with ``argv`` (the arguments after it); returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    if args.channels < 1 or args.messages < 1:
-        parser.error("--channels and --messages must both be at least 1")
-    results = run_ingest_bench(args.channels, args.messages, args.db_dir, backend=args.backend)
+    if args.channels < 1 or args.messages < 1 or args.window < 1:
+        parser.error("--channels, --messages and --window must all be at least 1")
+    results = run_ingest_bench(
+        args.channels, args.messages, args.db_dir, backend=args.backend, window=args.window
+    )
     print(format_results(results))
     return 0
 

@@ -133,7 +133,9 @@ def normalize_text(text: str) -> tuple[str, bool] | None:
     characters (but newlines and tabs) are removed, line endings unified and surrounding
     whitespace stripped; text over :data:`MAX_TEXT_CHARS` is cut to that length.
     """
-    cleaned = text.replace("\r\n", "\n").translate(_DROP).strip()
+    if not text.isprintable():  # only then can it hold a character to remove (fast path)
+        text = text.replace("\r\n", "\n").translate(_DROP)
+    cleaned = text.strip()
     if not cleaned:
         return None
     if len(cleaned) > MAX_TEXT_CHARS:

@@ -12,8 +12,10 @@ import base64
 import binascii
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
-from vivy.llm.schemas import NoteDraft
+if TYPE_CHECKING:  # only a type here; importing vivy.llm would import this module back
+    from vivy.llm.schemas import NoteDraft
 
 __all__ = [
     "GROUNDING_THRESHOLD",

@@ -96,19 +96,13 @@ def append_messages(
     """Append messages to an open buffer and move its last-message time to ``last_at``.
 
     Returns the ids that were not appended because another buffer already holds them
-    (Discord ids are unique, so only a bogus or replayed event can cause that).
+    (Discord ids are unique, so only a bogus or replayed event can cause that); only then
+    does it look them up, so the common case is one ``executemany`` and one update.
     """
-    marks = ",".join("?" * len(messages))
-    taken = frozenset(
-        int(r[0])
-        for r in conn.execute(
-            f"SELECT message_id FROM buffer_messages WHERE message_id IN ({marks})",
-            [m.message_id for m in messages],
-        )
-    )
-    conn.executemany(
+    inserted = conn.executemany(
         "INSERT INTO buffer_messages (message_id, buffer_id, author_id, author_name, text,"
-        " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (message_id) DO NOTHING",
         [
             (
                 m.message_id,
@@ -118,12 +112,22 @@ def append_messages(
                 m.text,
                 m.created_at,
                 m.reply_to,
-                json.dumps(list(m.mentions)),
+                json.dumps(list(m.mentions)) if m.mentions else "[]",
             )
             for m in messages
-            if m.message_id not in taken
         ],
-    )
+    ).rowcount
+    taken: frozenset[int] = frozenset()
+    if inserted < len(messages):
+        ids = [m.message_id for m in messages]
+        taken = frozenset(
+            int(r[0])
+            for r in conn.execute(
+                "SELECT message_id FROM buffer_messages WHERE buffer_id != ?"
+                f" AND message_id IN ({','.join('?' * len(ids))})",
+                [buffer_id, *ids],
+            )
+        )
     conn.execute(
         "UPDATE channel_buffers SET last_message_at = ? WHERE id = ?", (last_at, buffer_id)
     )

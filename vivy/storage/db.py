@@ -114,7 +114,6 @@ class _Write(Generic[T]):
 
     fn: Callable[..., T]
     args: tuple[Any, ...]
-    done: anyio.Event | None = None
     result: Any = None
     error: BaseException | None = None
 
@@ -132,6 +131,8 @@ class Database:
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._pending: list[_Write[Any]] = []
+        #: Set once the pending writes have run; made when the first of them must wait.
+        self._pending_done: anyio.Event | None = None
         self._flushing = False
         self._closed = False
 
@@ -172,10 +173,11 @@ class Database:
             await anyio.lowlevel.checkpoint()
             self._run_batch([job])
         else:
-            job.done = anyio.Event()
             self._pending.append(job)
-            if self._flushing:
-                await job.done.wait()
+            if self._flushing:  # the flushing task runs this write in its next batch
+                if self._pending_done is None:
+                    self._pending_done = anyio.Event()
+                await self._pending_done.wait()
             else:
                 await self._flush()
         if job.error is not None:
@@ -224,12 +226,12 @@ class Database:
         self._flushing = True
         try:
             while self._pending:
-                batch, self._pending = self._pending, []
+                batch, done = self._pending, self._pending_done
+                self._pending, self._pending_done = [], None
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self._run_batch, batch, limiter=self._limiter)
-                for job in batch:
-                    if job.done is not None:
-                        job.done.set()
+                if done is not None:
+                    done.set()
         finally:
             self._flushing = False
 
