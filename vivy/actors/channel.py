@@ -105,6 +105,13 @@ class Ack:
         self.error: BaseException | None = None
         self._event: anyio.Event | None = None
 
+    @classmethod
+    def answered(cls, outcome: IngestOutcome) -> Ack:
+        """An ack that is resolved already (the event never needed an actor)."""
+        ack = cls()
+        ack.resolve(outcome)
+        return ack
+
     def resolve(self, outcome: IngestOutcome) -> None:
         """Report success."""
         self.outcome = outcome
@@ -419,9 +426,11 @@ def _apply(
     for index, effect in enumerate(effects):
         result: object = None
         if isinstance(effect, AppendMessage):
-            pending.append(effect)
-        if isinstance(effect, AppendMessage | ArmTimers | Ignore):
-            results.append(None)  # timers and ignored messages leave storage alone
+            pending.append(effect)  # written with the appends next to it
+            results.append(None)
+            continue
+        if isinstance(effect, ArmTimers | Ignore):  # no storage: the appends stay together
+            results.append(None)
             continue
         flush_appends()
         if isinstance(effect, OpenBuffer):

@@ -176,10 +176,10 @@ class Router:
             opted_out=(message.guild_id, message.author_id) in self._opted_out,
         )
         if excluded is not None:
-            return self._answered(excluded)
+            return Ack.answered(self._gated(excluded))
         normalized = normalize_text(message.text)
         if normalized is None:
-            return self._answered(IngestOutcome.EMPTY)
+            return Ack.answered(self._gated(IngestOutcome.EMPTY))
         text, truncated = normalized
         buffered = BufferedMessage(
             message_id=message.message_id,
@@ -200,9 +200,9 @@ class Router:
     async def edit(self, edit: IncomingEdit) -> IngestOutcome:
         """Apply an edit to a buffered message (unknown ids are counted and dropped)."""
         if not self._policy.capture_enabled:
-            return await self._answered(IngestOutcome.CAPTURE_DISABLED).wait()
+            return self._gated(IngestOutcome.CAPTURE_DISABLED)
         if edit.author_is_bot:
-            return await self._answered(IngestOutcome.EXCLUDED_BOT).wait()
+            return self._gated(IngestOutcome.EXCLUDED_BOT)
         normalized = normalize_text(edit.text)
         key = ChannelKey(edit.guild_id, edit.channel_id)
         ack = Ack()
@@ -237,12 +237,10 @@ class Router:
                 if self._entries.get(key) is entry:  # retired meanwhile; start anew
                     del self._entries[key]
 
-    def _answered(self, outcome: IngestOutcome) -> Ack:
-        """An event the gate settled without the actor: counted and answered at once."""
+    def _gated(self, outcome: IngestOutcome) -> IngestOutcome:
+        """Count an event the gate settled without the actor, and return its outcome."""
         self._observer.ingested(outcome)
-        ack = Ack()
-        ack.resolve(outcome)
-        return ack
+        return outcome
 
     def _entry(self, key: ChannelKey) -> _Entry:
         entry = self._entries.get(key)

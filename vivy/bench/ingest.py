@@ -35,7 +35,8 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,7 +128,16 @@ class _RouterRun:
     hand_off: CountingHandOff
 
 
-def _open_router(path: Path) -> tuple[Database, Router, CountingObserver, CountingHandOff]:
+@dataclass
+class _Running:
+    router: Router
+    observer: CountingObserver
+    hand_off: CountingHandOff
+
+
+@asynccontextmanager
+async def _running_router(path: Path) -> AsyncIterator[_Running]:
+    """A router on a fresh thread-mode database at ``path``, served until the block ends."""
     db = Database.open(path)
     observer = CountingObserver()
     hand_off = CountingHandOff()
@@ -139,7 +149,23 @@ def _open_router(path: Path) -> tuple[Database, Router, CountingObserver, Counti
         hand_off=hand_off,
         observer=observer,
     )
-    return db, router, observer, hand_off
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(router.run)
+            yield _Running(router, observer, hand_off)
+            tg.cancel_scope.cancel()
+    finally:
+        db.close()
+
+
+async def _settle(
+    in_flight: deque[tuple[float, Ack]], latencies: list[float], *, room: int
+) -> None:
+    """Record the acks at the head of the window that are in, waiting while over ``room``."""
+    while in_flight and (len(in_flight) > room or in_flight[0][1].done):
+        submitted, ack = in_flight.popleft()
+        await ack.wait()  # raises if the message was not stored
+        latencies.append(time.perf_counter() - submitted)
 
 
 async def _run_gateway(arrivals: list[IncomingMessage], path: Path, window: int) -> _RouterRun:
@@ -149,30 +175,16 @@ async def _run_gateway(arrivals: list[IncomingMessage], path: Path, window: int)
     latency runs from its submission until the sender sees its ack, which it checks in
     submission order, so a latency is never shorter than the real one.
     """
-    db, router, observer, hand_off = _open_router(path)
     latencies: list[float] = []
     in_flight: deque[tuple[float, Ack]] = deque()
-    try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(router.run)
-            started = time.perf_counter()
-            for message in arrivals:
-                in_flight.append((time.perf_counter(), await router.submit(message)))
-                if len(in_flight) >= window:
-                    await in_flight[0][1].wait()
-                while in_flight and in_flight[0][1].done:
-                    submitted, ack = in_flight.popleft()
-                    await ack.wait()  # raises if the message was not stored
-                    latencies.append(time.perf_counter() - submitted)
-            while in_flight:
-                submitted, ack = in_flight.popleft()
-                await ack.wait()
-                latencies.append(time.perf_counter() - submitted)
-            seconds = time.perf_counter() - started
-            tg.cancel_scope.cancel()
-    finally:
-        db.close()
-    return _RouterRun(seconds, latencies, observer, hand_off)
+    async with _running_router(path) as running:
+        started = time.perf_counter()
+        for message in arrivals:
+            in_flight.append((time.perf_counter(), await running.router.submit(message)))
+            await _settle(in_flight, latencies, room=window - 1)
+        await _settle(in_flight, latencies, room=0)
+        seconds = time.perf_counter() - started
+    return _RouterRun(seconds, latencies, running.observer, running.hand_off)
 
 
 async def _send_channel(
@@ -187,20 +199,14 @@ async def _send_channel(
 
 async def _run_lockstep(traffic: list[list[IncomingMessage]], path: Path) -> _RouterRun:
     """One sender per channel, each waiting for a message's ack before sending the next."""
-    db, router, observer, hand_off = _open_router(path)
     latencies: list[float] = []
-    try:
-        async with anyio.create_task_group() as tg:
-            await tg.start(router.run)
-            started = time.perf_counter()
-            async with anyio.create_task_group() as senders:
-                for messages in traffic:
-                    senders.start_soon(_send_channel, router, messages, latencies)
-            seconds = time.perf_counter() - started
-            tg.cancel_scope.cancel()
-    finally:
-        db.close()
-    return _RouterRun(seconds, latencies, observer, hand_off)
+    async with _running_router(path) as running:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as senders:
+            for messages in traffic:
+                senders.start_soon(_send_channel, running.router, messages, latencies)
+        seconds = time.perf_counter() - started
+    return _RouterRun(seconds, latencies, running.observer, running.hand_off)
 
 
 def _count_rows(path: Path) -> int:
