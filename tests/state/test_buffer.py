@@ -109,7 +109,7 @@ def test_legal_transitions_land_in_an_allowed_state(state: BufferState, event: E
 def test_illegal_transitions_raise_and_change_nothing(state: BufferState, event: Event) -> None:
     """An illegal event raises an error naming state and event, and the machine is unchanged."""
     machine = machine_in(state)
-    before = (machine.state, machine.started_at, machine.last_message_at, machine.message_ids)
+    before = (machine.state, machine.started_at, machine.last_message_at, set(machine.message_ids))
     with pytest.raises(IllegalTransition) as info:
         machine.handle(event, T0 + 20)
     assert info.value.state == state.name

@@ -139,9 +139,11 @@ class Ack:
             self._event.set()
 
 
-@dataclass(frozen=True, slots=True)
-class Create:
-    """Store a new human message (already admitted and normalised)."""
+class Create(NamedTuple):
+    """Store a new human message (already admitted and normalised).
+
+    Inbox items are named tuples, built in C: the router makes one for every message.
+    """
 
     message: BufferedMessage
     channel_name: str
@@ -149,8 +151,7 @@ class Create:
     ack: Ack
 
 
-@dataclass(frozen=True, slots=True)
-class Edit:
+class Edit(NamedTuple):
     """Apply an edit."""
 
     message_id: int
@@ -158,8 +159,7 @@ class Edit:
     ack: Ack
 
 
-@dataclass(frozen=True, slots=True)
-class Delete:
+class Delete(NamedTuple):
     """Apply a deletion."""
 
     message_id: int
@@ -335,13 +335,14 @@ class ChannelActor:
 
     async def _carry_out(self, plan: _Plan) -> None:
         """Commit the plan's storage effects in one transaction, then hand off and answer."""
-        results: list[object] = []
+        results: dict[int, object] = {}
         taken: frozenset[int] = frozenset()
         if plan.effects:
             results, taken = await self._db.write(
                 _apply, self.key, self._buffer_id, plan.effects, plan.channel_names
             )
-        for effect, result in zip(plan.effects, results, strict=True):
+        for index, result in results.items():
+            effect = plan.effects[index]
             if isinstance(effect, OpenBuffer) and isinstance(result, int):
                 self._buffer_id = result
                 self._observer.buffer_opened()
@@ -360,7 +361,7 @@ class ChannelActor:
         for ack, outcome, index, message_id in plan.answers:
             if message_id in taken:
                 outcome = IngestOutcome.DUPLICATE
-            if index >= 0 and not results[index]:
+            if index >= 0 and not results.get(index):
                 outcome = (
                     IngestOutcome.UNKNOWN_EDIT
                     if outcome is IngestOutcome.EDITED
@@ -402,15 +403,16 @@ def _apply(
     buffer_id: int | None,
     effects: list[Effect],
     channel_names: dict[int, str],
-) -> tuple[list[object], frozenset[int]]:
+) -> tuple[dict[int, object], frozenset[int]]:
     """Carry out storage effects in order inside the caller's transaction.
 
-    Returns one result per effect: the new buffer id for OpenBuffer, the closed buffer's id
-    for CloseBuffer and HandOff, whether a message was found for edits and deletes, else None.
+    Returns the results by effect index, for the effects that have one: the new buffer id
+    for OpenBuffer, the closed buffer's id for CloseBuffer and HandOff, whether a message was
+    found for edits and deletes. Appends and timer effects, most of any batch, have none.
     Consecutive appends to one buffer are written with a single ``executemany``. Also
     returns the ids of messages not appended because another buffer already holds them.
     """
-    results: list[object] = []
+    results: dict[int, object] = {}
     current = buffer_id
     last_closed: int | None = None
     pending: list[AppendMessage] = []
@@ -427,10 +429,8 @@ def _apply(
         result: object = None
         if isinstance(effect, AppendMessage):
             pending.append(effect)  # written with the appends next to it
-            results.append(None)
             continue
         if isinstance(effect, ArmTimers | Ignore):  # no storage: the appends stay together
-            results.append(None)
             continue
         flush_appends()
         if isinstance(effect, OpenBuffer):
@@ -456,7 +456,7 @@ def _apply(
             )
         elif isinstance(effect, RemoveMessage | RemoveStoredMessage):
             result = store.delete_stored_message(conn, effect.message_id)
-        results.append(result)
+        results[index] = result
     flush_appends()
     return results, frozenset(taken)
 

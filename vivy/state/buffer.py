@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from vivy.errors import IllegalTransition
 
@@ -73,6 +73,10 @@ class BufferState(Enum):
     #: Its note is committed and its messages deleted; terminal.
     NOTED = "noted"
 
+    #: Members are singletons compared by identity, so they hash by identity too (in C);
+    #: Enum's own ``__hash__`` is Python code, and the transition table is looked up per event.
+    __hash__ = object.__hash__
+
 
 class CloseReason(Enum):
     """Why a buffer closed."""
@@ -98,9 +102,12 @@ class BufferConfig:
     cap: int = 100
 
 
-@dataclass(frozen=True, slots=True)
-class BufferedMessage:
-    """A human message as the buffer keeps it (text already normalised)."""
+class BufferedMessage(NamedTuple):
+    """A human message as the buffer keeps it (text already normalised).
+
+    A named tuple rather than a frozen dataclass: one is built for every message, and a
+    tuple is built in C (a frozen dataclass sets each field through ``object.__setattr__``).
+    """
 
     message_id: int
     author_id: int
@@ -333,7 +340,8 @@ class ChannelBuffer:
         self.state = BufferState.EMPTY
         self.started_at = 0.0
         self.last_message_at = 0.0
-        self.message_ids: frozenset[int] = frozenset()
+        #: Ids of the buffered messages; grown in place, since a buffer takes up to ``cap``.
+        self.message_ids: set[int] = set()
 
     @property
     def inactivity_deadline(self) -> float:
@@ -353,16 +361,17 @@ class ChannelBuffer:
         return min(self.inactivity_deadline, self.max_age_deadline)
 
     def handle(self, event: Event, now: float) -> list[Effect]:
-        """Apply ``event`` at UTC wall time ``now`` and return the effects to carry out."""
+        """Apply ``event`` at UTC wall time ``now`` and return the effects to carry out.
+
+        The table is checked before any handler runs, so an illegal event changes nothing.
+        A handler returning a target the table does not allow is a bug: it raises too.
+        """
         allowed = TRANSITIONS[self.state].get(type(event))
         if allowed is None:
             raise IllegalTransition("ChannelBuffer", self.state.name, type(event).__name__)
-        handler = _HANDLERS[type(event)]
-        saved = (self.state, self.started_at, self.last_message_at, self.message_ids, self.config)
-        target, effects = handler(self, event, now)
-        if target not in allowed:  # a handler bug; keep the machine as it was
-            self.state, self.started_at, self.last_message_at, self.message_ids, self.config = saved
-            raise IllegalTransition("ChannelBuffer", saved[0].name, type(event).__name__)
+        target, effects = _HANDLERS[type(event)](self, event, now)
+        if target not in allowed:
+            raise IllegalTransition("ChannelBuffer", self.state.name, type(event).__name__)
         self.state = target
         return effects
 
@@ -373,7 +382,7 @@ class ChannelBuffer:
         if self.state is BufferState.EMPTY:
             self.started_at = now
             self.last_message_at = now
-            self.message_ids = frozenset({message.message_id})
+            self.message_ids = {message.message_id}
             return S.OPEN, [
                 OpenBuffer(started_at=now, inactivity_s=self.config.inactivity_s),
                 AppendMessage(message, now),
@@ -388,7 +397,7 @@ class ChannelBuffer:
                 StartNextBuffer(message),
             ]
         self.last_message_at = now
-        self.message_ids = self.message_ids | {message.message_id}
+        self.message_ids.add(message.message_id)
         if len(self.message_ids) >= self.config.cap:
             return S.CLOSED, [
                 AppendMessage(message, now),
@@ -404,7 +413,7 @@ class ChannelBuffer:
 
     def _on_deleted(self, event: MessageDeleted, now: float) -> _Outcome:
         if event.message_id in self.message_ids:
-            self.message_ids = self.message_ids - {event.message_id}
+            self.message_ids.discard(event.message_id)
             return self.state, [RemoveMessage(event.message_id)]
         return self.state, [RemoveStoredMessage(event.message_id)]
 
@@ -421,7 +430,7 @@ class ChannelBuffer:
         self.config = replace(self.config, inactivity_s=snap.inactivity_s)
         self.started_at = snap.started_at
         self.last_message_at = snap.last_message_at
-        self.message_ids = snap.message_ids
+        self.message_ids = set(snap.message_ids)
         if snap.closed:
             return S.CLOSED, [HandOff()]
         reason = self._due(now)
@@ -433,7 +442,7 @@ class ChannelBuffer:
         return S.HANDED_OFF, []
 
     def _on_note_committed(self, event: NoteCommitted, now: float) -> _Outcome:
-        self.message_ids = frozenset()
+        self.message_ids = set()
         return S.NOTED, []
 
     def _on_note_failed(self, event: NoteFailed, now: float) -> _Outcome:
