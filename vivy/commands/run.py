@@ -105,6 +105,7 @@ async def serve(
     from vivy.app import running_app
     from vivy.bot.gateway import Gateway
     from vivy.clock import Clock
+    from vivy.heap import settle_heap
     from vivy.metrics.server import MetricsServer
     from vivy.retrieval.operator import OperatorStore
 
@@ -132,6 +133,7 @@ async def serve(
                 log.warning("the token's user id differs from the connected user")
             scope = list(guild_ids) or sorted(settings.allowed_guilds or ())
             await _register(bot, scope, me)
+            settle_heap()
             await _wait_for_stop(bot)
         finally:
             gateway.unsubscribe(bot.event_manager)
