@@ -8,7 +8,6 @@ from vivy.errors import IllegalTransition
 from vivy.state.buffer import (
     TRANSITIONS,
     AppendMessage,
-    ArmTimers,
     BufferConfig,
     BufferedMessage,
     BufferSnapshot,
@@ -127,19 +126,18 @@ def test_first_message_opens_and_arms_both_timers() -> None:
     """The first message opens the buffer, stores the message and arms both deadlines."""
     machine = ChannelBuffer(CONFIG)
     effects = machine.handle(MessageArrived(msg(1)), T0)
-    assert effects == [
-        OpenBuffer(started_at=T0, inactivity_s=WINDOW),
-        AppendMessage(msg(1), T0),
-        ArmTimers(inactivity_deadline=T0 + WINDOW, max_age_deadline=T0 + 7200.0),
-    ]
+    assert effects == [OpenBuffer(started_at=T0, inactivity_s=WINDOW), AppendMessage(msg(1), T0)]
     assert machine.state is BufferState.OPEN
+    assert (machine.inactivity_deadline, machine.max_age_deadline) == (T0 + WINDOW, T0 + 7200.0)
+    assert machine.next_deadline == T0 + WINDOW
 
 
 def test_each_message_pushes_the_inactivity_deadline() -> None:
     """A later message moves the inactivity deadline but never the max-age deadline."""
     machine = machine_in(BufferState.OPEN)
     effects = machine.handle(MessageArrived(msg(2)), T0 + 600)
-    assert effects[-1] == ArmTimers(T0 + 600 + WINDOW, T0 + 7200.0)
+    assert effects == [AppendMessage(msg(2), T0 + 600)]
+    assert (machine.inactivity_deadline, machine.max_age_deadline) == (T0 + 600 + WINDOW, T0 + 7200)
 
 
 def test_duplicate_message_is_ignored() -> None:
@@ -189,13 +187,14 @@ def test_deadlines_close(event: Event, now: float, reason: CloseReason) -> None:
     assert machine.handle(event, now) == [CloseBuffer(reason, now), HandOff()]
 
 
-def test_stale_timer_rearms() -> None:
-    """A timer that fires before the current deadline (a message moved it) only re-arms."""
+def test_stale_timer_is_ignored() -> None:
+    """A timer that fires before the current deadline (a message moved it) changes nothing."""
     machine = machine_in(BufferState.OPEN)
     machine.handle(MessageArrived(msg(2)), T0 + 100)
     effects = machine.handle(InactivityDeadlineReached(), T0 + WINDOW)
-    assert effects == [Ignore(IgnoreReason.STALE_TIMER), ArmTimers(T0 + 100 + WINDOW, T0 + 7200)]
+    assert effects == [Ignore(IgnoreReason.STALE_TIMER)]
     assert machine.state is BufferState.OPEN
+    assert machine.next_deadline == T0 + 100 + WINDOW
 
 
 def test_edits_and_deletes_of_buffered_and_other_messages() -> None:
@@ -215,7 +214,7 @@ def test_edits_and_deletes_of_buffered_and_other_messages() -> None:
             BufferSnapshot(False, T0, T0 + 100, frozenset({1}), WINDOW),
             T0 + 200,
             BufferState.OPEN,
-            [ArmTimers(T0 + 100 + WINDOW, T0 + 7200)],
+            [],
         ),
         (
             BufferSnapshot(False, T0, T0 + 100, frozenset({1}), WINDOW),
@@ -246,6 +245,10 @@ def test_restore_recomputes_deadlines_from_persisted_times(
     assert machine.handle(Restored(snapshot), now) == effects
     assert machine.state is state
     assert machine.config.inactivity_s == WINDOW
+    assert (machine.inactivity_deadline, machine.max_age_deadline) == (
+        snapshot.last_message_at + WINDOW,
+        snapshot.started_at + 7200,
+    )
 
 
 def test_note_failure_returns_to_closed_for_another_hand_off() -> None:

@@ -23,7 +23,6 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
 from vivy.state.buffer import (
     AppendMessage,
-    ArmTimers,
     BufferConfig,
     BufferedMessage,
     BufferState,
@@ -320,6 +319,9 @@ class ChannelActor:
             if self._machine.state is not BufferState.OPEN:
                 self._machine = self._fresh_machine(message.message_id)
             for effect in self._machine.handle(MessageArrived(message), now):
+                if isinstance(effect, AppendMessage):  # the common case first
+                    plan.effects.append(effect)
+                    continue
                 if isinstance(effect, StartNextBuffer):  # past the max age: close, then again
                     next_buffer = True
                     continue
@@ -430,7 +432,7 @@ def _apply(
         if isinstance(effect, AppendMessage):
             pending.append(effect)  # written with the appends next to it
             continue
-        if isinstance(effect, ArmTimers | Ignore):  # no storage: the appends stay together
+        if isinstance(effect, Ignore):  # no storage: the appends stay together
             continue
         flush_appends()
         if isinstance(effect, OpenBuffer):

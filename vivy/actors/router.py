@@ -191,10 +191,10 @@ class Router:
             mentions=message.mentions,
         )
         ack = Ack()
-        await self._queue(
-            ChannelKey(message.guild_id, message.channel_id),
-            Create(buffered, message.channel_name, truncated, ack),
-        )
+        key = ChannelKey(message.guild_id, message.channel_id)
+        item = Create(buffered, message.channel_name, truncated, ack)
+        if not self._queue_nowait(key, item):  # the common case needs no coroutine
+            await self._queue(key, item)
         return ack
 
     async def edit(self, edit: IncomingEdit) -> IngestOutcome:
@@ -221,21 +221,35 @@ class Router:
         return await ack.wait()
 
     async def _queue(self, key: ChannelKey, item: Item) -> None:
-        """Put ``item`` in the inbox of the channel's actor, starting the actor if needed."""
+        """Put ``item`` in the inbox of the channel's actor, waiting while the inbox is full."""
+        while not self._queue_nowait(key, item):
+            entry = self._entry(key)
+            try:
+                await entry.send.send(item)  # a waiting sender keeps the actor from retiring
+                return
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._forget(key, entry)
+
+    def _queue_nowait(self, key: ChannelKey, item: Item) -> bool:
+        """Put ``item`` in the inbox of the channel's actor, starting the actor if needed.
+
+        Returns False, queueing nothing, when the inbox is full. No checkpoint lies between
+        looking the actor up and queueing, so it cannot retire in between.
+        """
         while True:
             entry = self._entry(key)
             try:
-                # No checkpoint between looking the actor up and queueing: it cannot retire
-                # in between. Only a full inbox makes us wait, and a waiting sender keeps the
-                # actor from retiring.
-                try:
-                    entry.send.send_nowait(item)
-                except anyio.WouldBlock:
-                    await entry.send.send(item)
-                return
+                entry.send.send_nowait(item)
+                return True
+            except anyio.WouldBlock:
+                return False
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                if self._entries.get(key) is entry:  # retired meanwhile; start anew
-                    del self._entries[key]
+                self._forget(key, entry)
+
+    def _forget(self, key: ChannelKey, entry: _Entry) -> None:
+        """Drop a retired actor's entry, so the next item starts a new actor."""
+        if self._entries.get(key) is entry:
+            del self._entries[key]
 
     def _gated(self, outcome: IngestOutcome) -> IngestOutcome:
         """Count an event the gate settled without the actor, and return its outcome."""

@@ -13,6 +13,10 @@ Rules of this module (in the manner of h11's ``_state.py``):
   timer and on arrival) or on its message cap, is handed to the NoteWriter through a durable
   outbox row, and ends when its note is committed. A failed note puts it back to CLOSED so it
   is handed off again.
+* The two deadlines are part of the state (:attr:`ChannelBuffer.next_deadline`, derived from
+  the persisted start and last-message times): the actor waits until the next one and then
+  reports it reached, so arming a timer needs no effect. A deadline event that arrives after a
+  message has moved the deadline is ignored as stale.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from vivy.errors import IllegalTransition
 __all__ = [
     "TRANSITIONS",
     "AppendMessage",
-    "ArmTimers",
     "BufferConfig",
     "BufferSnapshot",
     "BufferState",
@@ -254,14 +257,6 @@ class RemoveStoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class ArmTimers:
-    """(Re)arm both timers at these UTC wall times."""
-
-    inactivity_deadline: float
-    max_age_deadline: float
-
-
-@dataclass(frozen=True, slots=True)
 class CloseBuffer:
     """Mark the buffer closed (the outbox row) at ``closed_at``."""
 
@@ -295,7 +290,6 @@ Effect: TypeAlias = (
     | RemoveMessage
     | UpdateStoredMessage
     | RemoveStoredMessage
-    | ArmTimers
     | CloseBuffer
     | HandOff
     | StartNextBuffer
@@ -386,7 +380,6 @@ class ChannelBuffer:
             return S.OPEN, [
                 OpenBuffer(started_at=now, inactivity_s=self.config.inactivity_s),
                 AppendMessage(message, now),
-                self._arm(),
             ]
         if message.message_id in self.message_ids:
             return S.OPEN, [Ignore(IgnoreReason.DUPLICATE)]
@@ -404,7 +397,7 @@ class ChannelBuffer:
                 CloseBuffer(CloseReason.CAP, closed_at=now),
                 HandOff(),
             ]
-        return S.OPEN, [AppendMessage(message, now), self._arm()]
+        return S.OPEN, [AppendMessage(message, now)]
 
     def _on_edited(self, event: MessageEdited, now: float) -> _Outcome:
         if event.message_id in self.message_ids:
@@ -422,7 +415,7 @@ class ChannelBuffer:
     ) -> _Outcome:
         reason = self._due(now)
         if reason is None:
-            return S.OPEN, [Ignore(IgnoreReason.STALE_TIMER), self._arm()]
+            return S.OPEN, [Ignore(IgnoreReason.STALE_TIMER)]
         return S.CLOSED, [CloseBuffer(reason, closed_at=now), HandOff()]
 
     def _on_restored(self, event: Restored, now: float) -> _Outcome:
@@ -436,7 +429,7 @@ class ChannelBuffer:
         reason = self._due(now)
         if reason is not None:
             return S.CLOSED, [CloseBuffer(reason, closed_at=now), HandOff()]
-        return S.OPEN, [self._arm()]
+        return S.OPEN, []
 
     def _on_handed_off(self, event: HandedOff, now: float) -> _Outcome:
         return S.HANDED_OFF, []
@@ -459,9 +452,6 @@ class ChannelBuffer:
             if now >= deadline
         ]
         return min(due, key=lambda pair: pair[0])[1] if due else None
-
-    def _arm(self) -> ArmTimers:
-        return ArmTimers(self.inactivity_deadline, self.max_age_deadline)
 
 
 _HANDLERS: Mapping[type, Callable[..., _Outcome]] = {
