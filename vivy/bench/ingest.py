@@ -165,7 +165,9 @@ async def _settle(
     """Record the acks at the head of the window that are in, waiting while over ``room``."""
     while in_flight and (len(in_flight) > room or in_flight[0][1].done):
         submitted, ack = in_flight.popleft()
-        await ack.wait()  # raises if the message was not stored
+        if not ack.done:
+            await ack.wait()
+        ack.result()  # raises if the message was not stored
         latencies.append(time.perf_counter() - submitted)
 
 
