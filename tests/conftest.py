@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,3 +22,13 @@ def _fresh_structlog() -> Iterator[None]:
     """Undo any logging configuration a test made (the CLI configures it once per run)."""
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
+def _restored_collector() -> Iterator[None]:
+    """Undo a ``settle_heap()`` a test ran (the CLI runs it once per process)."""
+    threshold = gc.get_threshold()
+    yield
+    if gc.get_threshold() != threshold:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

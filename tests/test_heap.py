@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-
-import pytest
 
 from vivy.heap import YOUNG_THRESHOLD, settle_heap
 
 
-@pytest.fixture
-def restored_collector() -> Iterator[None]:
-    """Put the collector back as it was, so other tests run with the defaults."""
-    threshold = gc.get_threshold()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*threshold)
-
-
-@pytest.mark.usefixtures("restored_collector")
 def test_settle_heap_freezes_start_up_objects_and_raises_the_young_threshold() -> None:
-    """Objects made before the call are frozen; the young generation is collected less often."""
+    """Objects made before the call are frozen; the young generation is collected less often.
+
+    The autouse ``_restored_collector`` fixture puts the collector back afterwards.
+    """
     made_at_start_up: list[list[int]] = [[n] for n in range(10)]
     gc.unfreeze()
     assert gc.get_freeze_count() == 0

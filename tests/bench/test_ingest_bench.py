@@ -46,9 +46,21 @@ def test_tiny_run_stores_every_message(tmp_path: Path) -> None:
     assert results["buffers_handed_off"] == 0  # 5 messages stay below the 100-message cap
     assert all(value >= 0 for value in results.values())
     assert results["ack_p50_ms"] <= results["ack_p99_ms"] <= results["ack_max_ms"]
-    assert count(tmp_path / "vivy-ingest.db", "SELECT COUNT(*) FROM buffer_messages") == 15
+    assert count(tmp_path / "vivy-ingest-0.db", "SELECT COUNT(*) FROM buffer_messages") == 15
     assert count(tmp_path / "vivy-lockstep.db", "SELECT COUNT(*) FROM buffer_messages") == 15
     assert count(tmp_path / "raw-batched-0.db", "SELECT COUNT(*) FROM buffer_messages") == 15
+
+
+def test_every_run_stores_every_message_and_the_median_is_reported(tmp_path: Path) -> None:
+    """Each gateway and raw run has a database of its own holding every message."""
+    results = run_ingest_bench(2, 4, tmp_path, runs=3)
+    assert results["runs"] == 3
+    for n in range(3):
+        for name in (f"vivy-ingest-{n}.db", f"raw-batched-{n}.db"):
+            assert count(tmp_path / name, "SELECT COUNT(*) FROM buffer_messages") == 8
+    assert results["ratio_vs_raw"] == pytest.approx(
+        results["messages_per_s"] / results["raw_sqlite_batched_rows_per_s"]
+    )
 
 
 def test_json_baseline_keeps_one_array_per_channel(tmp_path: Path) -> None:
@@ -94,7 +106,7 @@ def test_a_window_of_one_still_stores_every_message(tmp_path: Path) -> None:
     results = run_ingest_bench(2, 7, tmp_path, window=1)
     assert results["window"] == 1
     assert results["rows_stored"] == 14
-    conn = connect(tmp_path / "vivy-ingest.db")
+    conn = connect(tmp_path / "vivy-ingest-0.db")
     try:
         texts = [
             str(row[0])
@@ -108,7 +120,7 @@ def test_a_window_of_one_still_stores_every_message(tmp_path: Path) -> None:
     assert [text.split(" in ")[0] for text in texts] == [f"message {k}" for k in range(7)]
 
 
-@pytest.mark.parametrize("flag", ["--channels", "--messages", "--window"])
+@pytest.mark.parametrize("flag", ["--channels", "--messages", "--window", "--runs"])
 def test_main_rejects_empty_sizes(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A zero size is a usage error, not a run."""
     with pytest.raises(SystemExit) as info:
