@@ -19,6 +19,7 @@ from vivy.metrics import (
     RetrievalPath,
     SchedulerPass,
 )
+from vivy.metrics.observer import MetricsObserver
 
 #: Every family Vivy exports, by exposition name, with its Prometheus type.
 EXPECTED_FAMILIES = {
@@ -247,3 +248,15 @@ def test_no_label_carries_an_id(metrics: Metrics) -> None:
             assert not {"guild", "guild_id", "channel", "channel_id", "user", "user_id"} & set(
                 sample.labels
             )
+
+
+def test_observer_counts_a_batch_of_outcomes_at_once(metrics: Metrics) -> None:
+    """An actor reports each outcome of a batch once, with its count."""
+    observer = MetricsObserver(metrics)
+    observer.ingested(IngestOutcome.STORED, 40)
+    observer.ingested(IngestOutcome.DUPLICATE)
+    observer.ingested(IngestOutcome.STORED, 2)
+    get = metrics.registry.get_sample_value
+    assert get("vivy_messages_ingested_total", {"outcome": "stored"}) == 42.0
+    assert get("vivy_messages_ingested_total", {"outcome": "duplicate"}) == 1.0
+    assert get("vivy_messages_ingested_total", {"outcome": "edited"}) == 0.0

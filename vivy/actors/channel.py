@@ -68,8 +68,12 @@ class HandOffTarget(Protocol):
 class BufferObserver(Protocol):
     """What the actor reports for metrics."""
 
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """One create, edit or delete event ended with ``outcome``."""
+    def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
+        """``count`` create, edit or delete events ended with ``outcome``.
+
+        Actors report once per outcome per batch: a labelled Prometheus child costs about as
+        much to look up and increment as storing a message's row.
+        """
 
     def buffer_opened(self) -> None:
         """A buffer opened."""
@@ -369,6 +373,7 @@ class ChannelActor:
         if self._machine.state is BufferState.HANDED_OFF:
             self._machine = self._fresh_machine(0)
             self._buffer_id = None
+        counts: dict[IngestOutcome, int] = {}
         for ack, outcome, index, message_id in plan.answers:
             if message_id in taken:
                 outcome = IngestOutcome.DUPLICATE
@@ -379,7 +384,9 @@ class ChannelActor:
                     else IngestOutcome.UNKNOWN_DELETE
                 )
             ack.resolve(outcome)
-            self._observer.ingested(outcome)
+            counts[outcome] = counts.get(outcome, 0) + 1
+        for outcome, count in counts.items():
+            self._observer.ingested(outcome, count)
 
     def _fresh_machine(self, first_message_id: int) -> ChannelBuffer:
         window = inactivity_window(self._settings, self.key.channel_id, first_message_id)

@@ -71,9 +71,9 @@ class CountingObserver:
     closed: Counter[str] = field(default_factory=Counter)
     restarts: int = 0
 
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """Count one outcome."""
-        self.outcomes[outcome] += 1
+    def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
+        """Count ``count`` events of one outcome."""
+        self.outcomes[outcome] += count
 
     def buffer_opened(self) -> None:
         """Count an opened buffer."""

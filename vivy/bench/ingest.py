@@ -45,18 +45,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+from prometheus_client import CollectorRegistry
 
 from vivy.actors.channel import Ack
-from vivy.actors.router import CountingObserver, Router
+from vivy.actors.router import Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.heap import settle_heap
+from vivy.metrics.observer import MetricsObserver
+from vivy.metrics.registry import Metrics
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage.db import Connection, Database, connect, migrate
 
 __all__ = [
     "CountingHandOff",
-    "CountingObserver",
     "format_results",
     "main",
     "run_ingest_bench",
@@ -130,14 +132,14 @@ def _rate(count: int, seconds: float) -> float:
 class _RouterRun:
     seconds: float
     latencies: list[float]
-    observer: CountingObserver
+    observer: MetricsObserver
     hand_off: CountingHandOff
 
 
 @dataclass
 class _Running:
     router: Router
-    observer: CountingObserver
+    observer: MetricsObserver
     hand_off: CountingHandOff
 
 
@@ -145,7 +147,7 @@ class _Running:
 async def _running_router(path: Path) -> AsyncIterator[_Running]:
     """A router on a fresh thread-mode database at ``path``, served until the block ends."""
     db = Database.open(path)
-    observer = CountingObserver()
+    observer = MetricsObserver(Metrics(CollectorRegistry()))  # what `vivy run` reports to
     hand_off = CountingHandOff()
     router = Router(
         db=db,
@@ -400,7 +402,10 @@ def _run_all(
         "window": float(window),
         "runs": float(runs),
         "rows_stored": float(rows_stored),
-        "stored_outcomes": float(run.observer.outcomes[IngestOutcome.STORED]),
+        "stored_outcomes": run.observer.metrics.registry.get_sample_value(
+            "vivy_messages_ingested_total", {"outcome": IngestOutcome.STORED.value}
+        )
+        or 0.0,
         "buffers_handed_off": float(len(run.hand_off.buffer_ids)),
         "lockstep_messages_per_s": _rate(total, lockstep.seconds),
         "lockstep_ack_p50_ms": _percentile(lockstep_latencies, 0.50) * 1000,

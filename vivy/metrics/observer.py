@@ -28,10 +28,14 @@ class MetricsObserver:
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
+        #: The ingest counter's child of each outcome, looked up once (a lookup costs ~2 µs).
+        self._ingested = {
+            outcome: metrics.messages_ingested.labels(outcome=outcome) for outcome in IngestOutcome
+        }
 
-    def ingested(self, outcome: IngestOutcome) -> None:
-        """One gateway event ended with ``outcome``."""
-        self.metrics.messages_ingested.labels(outcome=outcome).inc()
+    def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
+        """``count`` gateway events ended with ``outcome``."""
+        self._ingested[outcome].inc(count)
 
     def buffer_opened(self) -> None:
         """A buffer opened."""
