@@ -294,16 +294,17 @@ def insert_then_raise(conn: Connection, k: int) -> None:
     raise ValueError(f"write {k} failed")
 
 
-def spy_batches(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record the size of every batch the database commits."""
+def spy_batches(db: Database, monkeypatch: pytest.MonkeyPatch, kind: str = "_writes") -> list[int]:
+    """Record the size of every batch the database commits (or, with ``_reads``, reads)."""
     sizes: list[int] = []
-    run_batch: Callable[[list[Any]], None] = db._run_batch
+    batches = getattr(db, kind)
+    run_batch: Callable[[list[Any]], None] = batches._run
 
     def spy(batch: list[Any]) -> None:
         sizes.append(len(batch))
         run_batch(batch)
 
-    monkeypatch.setattr(db, "_run_batch", spy)
+    monkeypatch.setattr(batches, "_run", spy)
     return sizes
 
 
@@ -427,3 +428,41 @@ async def test_closed_database_refuses_reads_and_writes(db: Database) -> None:
         db.read_sync(table_names)
     with pytest.raises(StorageError, match="closed"):
         db.write_sync(make_table)
+
+
+@pytest.mark.anyio
+async def test_reads_submitted_together_share_one_hop_and_keep_their_own_errors(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads queued behind a running one run in one batch; a failing read fails alone."""
+    db.write_sync(make_table)
+    db.write_sync(insert_key, 7)
+    sizes = spy_batches(db, monkeypatch, "_reads")
+    gate = threading.Event()
+    outcomes: dict[int, object] = {}
+
+    def blocker(conn: Connection) -> list[int]:
+        assert gate.wait(5)
+        return keys(conn)
+
+    def broken(conn: Connection) -> None:
+        conn.execute("SELECT no_such_column FROM t")
+
+    async def submit(k: int, fn: Callable[..., object]) -> None:
+        try:
+            outcomes[k] = await db.read(fn)
+        except StorageError as exc:
+            outcomes[k] = exc
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(submit, 1, blocker)
+            await anyio.wait_all_tasks_blocked()  # the blocker's batch is on the thread
+            for k, fn in ((2, keys), (3, broken), (4, keys)):
+                tg.start_soon(submit, k, fn)
+            await anyio.wait_all_tasks_blocked()  # all three queued behind it
+            gate.set()
+
+    assert sizes == [1, 3]
+    assert outcomes[1] == outcomes[2] == outcomes[4] == [7]
+    assert isinstance(outcomes[3], StorageError) and "no_such_column" in str(outcomes[3])

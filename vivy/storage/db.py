@@ -10,7 +10,8 @@ thread counts as idle, python-trio/trio#456) or on a worker thread through
 
 Writes are group-committed: writes submitted while another batch is on the thread are run
 together in one transaction; if one of them fails, the batch is rolled back and each write is
-run again alone, so one failing write does not undo the others.
+run again alone, so one failing write does not undo the others. Reads submitted together are
+likewise run in one hop to the thread, each with its own result or error.
 """
 
 from __future__ import annotations
@@ -109,13 +110,57 @@ def _statements(script: str) -> list[str]:
 
 
 @dataclass(eq=False)
-class _Write(Generic[T]):
-    """A write waiting for its batch: the function, and its outcome once run."""
+class _Call(Generic[T]):
+    """A read or write waiting for its batch: the function, and its outcome once run."""
 
     fn: Callable[..., T]
     args: tuple[Any, ...]
     result: Any = None
     error: BaseException | None = None
+
+
+class _Batches:
+    """Runs calls on the worker thread in batches: those submitted while a batch is running
+    go together in the next one, so a burst of calls costs one thread hop per batch.
+
+    For writes this is group commit (``run`` commits each batch in one transaction); reads are
+    batched too, since a hop costs more than most reads (a burst of new channel actors each
+    reads its channel's state).
+    """
+
+    def __init__(
+        self, run: Callable[[list[_Call[Any]]], None], limiter: anyio.CapacityLimiter
+    ) -> None:
+        self._run = run
+        self._limiter = limiter
+        self._pending: list[_Call[Any]] = []
+        #: Set once the pending calls have run; made when the first of them must wait.
+        self._pending_done: anyio.Event | None = None
+        self._flushing = False
+
+    async def submit(self, call: _Call[Any]) -> None:
+        """Run ``call`` in a batch; its result or error is on it when this returns."""
+        self._pending.append(call)
+        if self._flushing:  # the flushing task runs this call in its next batch
+            if self._pending_done is None:
+                self._pending_done = anyio.Event()
+            await self._pending_done.wait()
+        else:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """Run pending calls in batches until none is left (the caller's own is among them)."""
+        self._flushing = True
+        try:
+            while self._pending:
+                batch, done = self._pending, self._pending_done
+                self._pending, self._pending_done = [], None
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._run, batch, limiter=self._limiter)
+                if done is not None:
+                    done.set()
+        finally:
+            self._flushing = False
 
 
 class Database:
@@ -130,10 +175,8 @@ class Database:
         self._side = side
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
-        self._pending: list[_Write[Any]] = []
-        #: Set once the pending writes have run; made when the first of them must wait.
-        self._pending_done: anyio.Event | None = None
-        self._flushing = False
+        self._reads = _Batches(self._run_reads, self._limiter)
+        self._writes = _Batches(self._run_batch, self._limiter)
         self._closed = False
 
     @classmethod
@@ -159,7 +202,11 @@ class Database:
         if self._inline:
             await anyio.lowlevel.checkpoint()
             return self._call(fn, args)
-        return await anyio.to_thread.run_sync(self._call, fn, args, limiter=self._limiter)
+        call: _Call[T] = _Call(fn, args)
+        await self._reads.submit(call)
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[no-any-return]
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in a committed transaction and return its result.
@@ -168,18 +215,12 @@ class Database:
         its own changes and is re-raised here.
         """
         self._check_open()
-        job: _Write[T] = _Write(fn, args)
+        job: _Call[T] = _Call(fn, args)
         if self._inline:
             await anyio.lowlevel.checkpoint()
             self._run_batch([job])
         else:
-            self._pending.append(job)
-            if self._flushing:  # the flushing task runs this write in its next batch
-                if self._pending_done is None:
-                    self._pending_done = anyio.Event()
-                await self._pending_done.wait()
-            else:
-                await self._flush()
+            await self._writes.submit(job)
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[no-any-return]
@@ -207,7 +248,7 @@ class Database:
     def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a write on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
-        job: _Write[T] = _Write(fn, args)
+        job: _Call[T] = _Call(fn, args)
         self._run_batch([job])
         if job.error is not None:
             raise job.error
@@ -221,27 +262,21 @@ class Database:
             if self._side is not None:
                 self._side.close()
 
-    async def _flush(self) -> None:
-        """Run pending writes in batches until none is left (the caller's own is among them)."""
-        self._flushing = True
-        try:
-            while self._pending:
-                batch, done = self._pending, self._pending_done
-                self._pending, self._pending_done = [], None
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._run_batch, batch, limiter=self._limiter)
-                if done is not None:
-                    done.set()
-        finally:
-            self._flushing = False
-
     def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         try:
             return fn(self._conn, *args)
         except sqlean.Error as exc:
             raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
 
-    def _run_batch(self, batch: list[_Write[Any]]) -> None:
+    def _run_reads(self, batch: list[_Call[Any]]) -> None:
+        """Run reads one after another; each keeps its own result or error."""
+        for call in batch:
+            try:
+                call.result = self._call(call.fn, call.args)
+            except BaseException as exc:  # re-raised in the caller's task
+                call.error = exc
+
+    def _run_batch(self, batch: list[_Call[Any]]) -> None:
         """Run writes in one transaction and commit once (group commit).
 
         Writes are optimistic: if one of them fails, the transaction is rolled back and
@@ -254,7 +289,7 @@ class Database:
         for job in batch:
             self._run_together([job])
 
-    def _run_together(self, batch: list[_Write[Any]]) -> bool:
+    def _run_together(self, batch: list[_Call[Any]]) -> bool:
         """Run ``batch`` in one transaction; True if it committed (or failed as a whole)."""
         conn = self._conn
         try:
