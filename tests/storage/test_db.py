@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -308,6 +309,39 @@ def spy_batches(db: Database, monkeypatch: pytest.MonkeyPatch, kind: str = "_wri
     return sizes
 
 
+async def queued_behind_a_blocker(
+    call: Callable[[Callable[[Connection], object]], Awaitable[object]],
+    blocker: Callable[[Connection], object],
+    queued: dict[str, Callable[[Connection], object]],
+    expected: type[Exception],
+) -> dict[str, object]:
+    """Submit ``blocker`` through ``call``, queue the others while it is on the thread, then
+    let it finish; each name ("blocker" for the first) maps to its result or to the
+    ``expected`` exception it raised (any other exception fails the test)."""
+    gate = threading.Event()
+    outcomes: dict[str, object] = {}
+
+    def blocked(conn: Connection) -> object:
+        assert gate.wait(5)
+        return blocker(conn)
+
+    async def submit(name: str, fn: Callable[[Connection], object]) -> None:
+        try:
+            outcomes[name] = await call(fn)
+        except expected as exc:
+            outcomes[name] = exc
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(submit, "blocker", blocked)
+            await anyio.wait_all_tasks_blocked()  # the blocker's batch is on the thread
+            for name, fn in queued.items():
+                tg.start_soon(submit, name, fn)
+            await anyio.wait_all_tasks_blocked()  # all of them queued behind it
+            gate.set()
+    return outcomes
+
+
 @pytest.mark.anyio
 async def test_failing_write_is_rolled_back_alone(
     db: Database, monkeypatch: pytest.MonkeyPatch
@@ -315,32 +349,20 @@ async def test_failing_write_is_rolled_back_alone(
     """A write raising in a group-committed batch undoes its own change and no other's."""
     db.write_sync(make_table)
     sizes = spy_batches(db, monkeypatch)
-    gate = threading.Event()
-    outcomes: dict[int, object] = {}
-
-    def blocker(conn: Connection) -> int:
-        assert gate.wait(5)
-        return insert_key(conn, 1)
-
-    async def submit(k: int, fn: Callable[..., object], *args: object) -> None:
-        try:
-            outcomes[k] = await db.write(fn, *args)
-        except ValueError as exc:
-            outcomes[k] = exc
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(submit, 1, blocker)
-            await anyio.wait_all_tasks_blocked()  # the blocker's batch is on the thread
-            tg.start_soon(submit, 2, insert_key, 2)
-            tg.start_soon(submit, 3, insert_then_raise, 3)
-            tg.start_soon(submit, 4, insert_key, 4)
-            await anyio.wait_all_tasks_blocked()  # all three queued behind it
-            gate.set()
+    outcomes = await queued_behind_a_blocker(
+        db.write,
+        partial(insert_key, k=1),
+        {
+            "2": partial(insert_key, k=2),
+            "3": partial(insert_then_raise, k=3),
+            "4": partial(insert_key, k=4),
+        },
+        ValueError,
+    )
 
     assert sizes == [1, 3]
-    assert outcomes[1] == 1 and outcomes[2] == 2 and outcomes[4] == 4
-    assert isinstance(outcomes[3], ValueError) and str(outcomes[3]) == "write 3 failed"
+    assert outcomes["blocker"] == 1 and outcomes["2"] == 2 and outcomes["4"] == 4
+    assert isinstance(outcomes["3"], ValueError) and str(outcomes["3"]) == "write 3 failed"
     assert await db.read(keys) == [1, 2, 4]
 
 
@@ -381,31 +403,20 @@ async def test_write_aborting_the_transaction_fails_its_batch_cleanly(
     """A write whose error rolls back the whole transaction fails its batch with StorageError."""
     db.write_sync(make_table)
     db.write_sync(insert_key, 1)
-    gate = threading.Event()
-    outcomes: dict[str, object] = {}
-
-    def blocker(conn: Connection) -> int:
-        assert gate.wait(5)
-        return insert_key(conn, 2)
 
     def conflict(conn: Connection) -> None:
         conn.execute("INSERT OR ROLLBACK INTO t (k, v) VALUES (1, 'again')")
 
-    async def submit(name: str, fn: Callable[..., object], *args: object) -> None:
-        try:
-            outcomes[name] = await db.write(fn, *args)
-        except StorageError as exc:
-            outcomes[name] = exc
-
-    with anyio.fail_after(3):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(submit, "blocker", blocker)
-            await anyio.wait_all_tasks_blocked()
-            tg.start_soon(submit, "before", insert_key, 10)
-            tg.start_soon(submit, "conflict", conflict)
-            tg.start_soon(submit, "after", insert_key, 11)
-            await anyio.wait_all_tasks_blocked()
-            gate.set()
+    outcomes = await queued_behind_a_blocker(
+        db.write,
+        partial(insert_key, k=2),
+        {
+            "before": partial(insert_key, k=10),
+            "conflict": conflict,
+            "after": partial(insert_key, k=11),
+        },
+        StorageError,
+    )
 
     assert outcomes["blocker"] == 2
     assert isinstance(outcomes["conflict"], StorageError)
@@ -438,31 +449,14 @@ async def test_reads_submitted_together_share_one_hop_and_keep_their_own_errors(
     db.write_sync(make_table)
     db.write_sync(insert_key, 7)
     sizes = spy_batches(db, monkeypatch, "_reads")
-    gate = threading.Event()
-    outcomes: dict[int, object] = {}
-
-    def blocker(conn: Connection) -> list[int]:
-        assert gate.wait(5)
-        return keys(conn)
 
     def broken(conn: Connection) -> None:
         conn.execute("SELECT no_such_column FROM t")
 
-    async def submit(k: int, fn: Callable[..., object]) -> None:
-        try:
-            outcomes[k] = await db.read(fn)
-        except StorageError as exc:
-            outcomes[k] = exc
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(submit, 1, blocker)
-            await anyio.wait_all_tasks_blocked()  # the blocker's batch is on the thread
-            for k, fn in ((2, keys), (3, broken), (4, keys)):
-                tg.start_soon(submit, k, fn)
-            await anyio.wait_all_tasks_blocked()  # all three queued behind it
-            gate.set()
+    outcomes = await queued_behind_a_blocker(
+        db.read, keys, {"2": keys, "3": broken, "4": keys}, StorageError
+    )
 
     assert sizes == [1, 3]
-    assert outcomes[1] == outcomes[2] == outcomes[4] == [7]
-    assert isinstance(outcomes[3], StorageError) and "no_such_column" in str(outcomes[3])
+    assert outcomes["blocker"] == outcomes["2"] == outcomes["4"] == [7]
+    assert isinstance(outcomes["3"], StorageError) and "no_such_column" in str(outcomes["3"])

@@ -118,16 +118,12 @@ class Ack:
     def resolve(self, outcome: IngestOutcome) -> None:
         """Report success."""
         self.outcome = outcome
-        self.done = True
-        if self._event is not None:
-            self._event.set()
+        self._finish()
 
     def fail(self, error: BaseException) -> None:
         """Report that the item was not stored."""
         self.error = error
-        self.done = True
-        if self._event is not None:
-            self._event.set()
+        self._finish()
 
     async def wait(self) -> IngestOutcome:
         """Wait for the reply; return the outcome or raise the error that kept it from storage."""
@@ -144,6 +140,11 @@ class Ack:
         if self.outcome is None:
             raise RuntimeError("the item has not been answered yet")
         return self.outcome
+
+    def _finish(self) -> None:
+        self.done = True
+        if self._event is not None:
+            self._event.set()
 
 
 @dataclass(slots=True, eq=False)
@@ -332,9 +333,6 @@ class ChannelActor:
             if self._machine.state is not BufferState.OPEN:
                 self._machine = self._fresh_machine(message.message_id)
             for effect in self._machine.handle(MessageArrived(message), now):
-                if isinstance(effect, AppendMessage):  # the common case first
-                    plan.effects.append(effect)
-                    continue
                 if isinstance(effect, StartNextBuffer):  # past the max age: close, then again
                     next_buffer = True
                     continue
@@ -426,7 +424,7 @@ def _apply(
 
     Returns the results by effect index, for the effects that have one: the new buffer id
     for OpenBuffer, the closed buffer's id for CloseBuffer and HandOff, whether a message was
-    found for edits and deletes. Appends and timer effects, most of any batch, have none.
+    found for edits and deletes. Appends and ignored events, most of any batch, have none.
     Consecutive appends to one buffer are written with a single ``executemany``. Also
     returns the ids of messages not appended because another buffer already holds them.
     """

@@ -119,31 +119,11 @@ def append_messages(
     replies: list[tuple[int, int, int, str, str, float, str, int]] = []
     for m in messages:
         mentions = json.dumps(list(m.mentions)) if m.mentions else "[]"
+        row = (m.message_id, buffer_id, m.author_id, m.author_name, m.text, m.created_at, mentions)
         if m.reply_to is None:
-            plain.append(
-                (
-                    m.message_id,
-                    buffer_id,
-                    m.author_id,
-                    m.author_name,
-                    m.text,
-                    m.created_at,
-                    mentions,
-                )
-            )
+            plain.append(row)
         else:
-            replies.append(
-                (
-                    m.message_id,
-                    buffer_id,
-                    m.author_id,
-                    m.author_name,
-                    m.text,
-                    m.created_at,
-                    mentions,
-                    m.reply_to,
-                )
-            )
+            replies.append((*row, m.reply_to))
     inserted = 0
     if plain:
         inserted += conn.executemany(_INSERT_MESSAGE, plain).rowcount

@@ -118,6 +118,12 @@ class _Call(Generic[T]):
     result: Any = None
     error: BaseException | None = None
 
+    def outcome(self) -> T:
+        """The result of the call once run; raises the error it ended with."""
+        if self.error is not None:
+            raise self.error
+        return self.result  # type: ignore[no-any-return]
+
 
 class _Batches:
     """Runs calls on the worker thread in batches: those submitted while a batch is running
@@ -204,9 +210,7 @@ class Database:
             return self._call(fn, args)
         call: _Call[T] = _Call(fn, args)
         await self._reads.submit(call)
-        if call.error is not None:
-            raise call.error
-        return call.result  # type: ignore[no-any-return]
+        return call.outcome()
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in a committed transaction and return its result.
@@ -221,9 +225,7 @@ class Database:
             self._run_batch([job])
         else:
             await self._writes.submit(job)
-        if job.error is not None:
-            raise job.error
-        return job.result  # type: ignore[no-any-return]
+        return job.outcome()
 
     async def read_with_side(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, side, *args)``, where ``side`` is a second connection (or None).
@@ -250,9 +252,7 @@ class Database:
         self._check_open()
         job: _Call[T] = _Call(fn, args)
         self._run_batch([job])
-        if job.error is not None:
-            raise job.error
-        return job.result  # type: ignore[no-any-return]
+        return job.outcome()
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`StorageError`."""
