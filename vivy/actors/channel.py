@@ -333,10 +333,12 @@ class ChannelActor:
             if self._machine.state is not BufferState.OPEN:
                 self._machine = self._fresh_machine(message.message_id)
             for effect in self._machine.handle(MessageArrived(message), now):
-                if isinstance(effect, StartNextBuffer):  # past the max age: close, then again
+                if isinstance(effect, AppendMessage):
+                    pass  # nearly every effect, so checked first; stored as it is
+                elif isinstance(effect, StartNextBuffer):  # past the max age: close, then again
                     next_buffer = True
                     continue
-                if isinstance(effect, OpenBuffer):
+                elif isinstance(effect, OpenBuffer):
                     plan.channel_names[len(plan.effects)] = item.channel_name
                 elif isinstance(effect, CloseBuffer):
                     ids = self._machine.message_ids
