@@ -14,7 +14,7 @@ import sqlean
 import sqlite_vec
 
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.storage.db import BUSY_TIMEOUT_MS, Connection, Database, connect
+from vivy.storage.db import BUSY_TIMEOUT_MS, CHECKPOINT_ROWS, Connection, Database, connect
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
 #: Tables (and virtual tables) the first migration creates.
@@ -219,6 +219,61 @@ def test_wal_foreign_keys_and_busy_timeout_are_set(db: Database) -> None:
         )
 
     assert db.read_sync(pragmas) == ("wal", 1, BUSY_TIMEOUT_MS, 1)
+
+
+def autocheckpoint(conn: Connection) -> int:
+    """SQLite's automatic checkpoint threshold of the connection, in pages (0: off)."""
+    return int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+
+
+def fill(conn: Connection, start: int, count: int) -> None:
+    """Insert ``count`` rows with page-sized values into the write-test table."""
+    conn.executemany(
+        "INSERT INTO t (k, v) VALUES (?, ?)", [(k, "x" * 4000) for k in range(start, start + count)]
+    )
+
+
+def checkpoint_threads() -> int:
+    """Checkpointer threads alive in this process."""
+    return sum(t.name == "vivy-checkpoint" for t in threading.enumerate())
+
+
+def test_thread_mode_checkpoints_on_its_own_thread_after_enough_rows(tmp_path: Path) -> None:
+    """Commits never checkpoint; the checkpointer copies the WAL back once enough rows changed."""
+    path = tmp_path / "vivy.db"
+    threads = checkpoint_threads()
+    db = Database.open(path)
+    try:
+        assert checkpoint_threads() == threads + 1
+        assert db.read_sync(autocheckpoint) == 0
+        db.write_sync(make_table)
+        size = path.stat().st_size
+        db.write_sync(fill, 0, CHECKPOINT_ROWS - 1)
+        assert db.checkpoint_idle(timeout=30)
+        assert path.stat().st_size == size  # under the threshold: everything is in the WAL
+        db.write_sync(fill, CHECKPOINT_ROWS, 1)
+        assert db.checkpoint_idle(timeout=30)
+        assert path.stat().st_size >= size + CHECKPOINT_ROWS * 4000
+    finally:
+        db.close()
+    assert checkpoint_threads() == threads
+    reopened = connect(path)
+    try:
+        assert len(keys(reopened)) == CHECKPOINT_ROWS
+    finally:
+        reopened.close()
+
+
+def test_inline_mode_keeps_sqlites_own_checkpoints(tmp_path: Path) -> None:
+    """Inline mode starts no thread and leaves SQLite's automatic checkpoint on."""
+    threads = checkpoint_threads()
+    db = Database.open(tmp_path / "vivy.db", inline=True)
+    try:
+        assert checkpoint_threads() == threads
+        assert db.read_sync(autocheckpoint) == 1000
+        assert db.checkpoint_idle(timeout=0)
+    finally:
+        db.close()
 
 
 def add_note(conn: Connection, note_id: int, guild_id: int, title: str, summary: str) -> None:

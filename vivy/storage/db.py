@@ -12,11 +12,16 @@ Writes are group-committed: writes submitted while another batch is on the threa
 together in one transaction; if one of them fails, the batch is rolled back and each write is
 run again alone, so one failing write does not undo the others. Reads submitted together are
 likewise run in one hop to the thread, each with its own result or error.
+
+In thread mode the WAL is checkpointed by a :class:`_Checkpointer` thread of its own, as SQLite
+suggests for WAL databases, instead of inside whichever commit crosses the threshold: copying
+pages back and syncing the database file then happens beside the writes, not before an ack.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +30,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import sqlean
 import sqlite_vec
+import structlog
 
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -32,6 +38,8 @@ from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 __all__ = ["Connection", "Database", "connect", "migrate"]
 
 T = TypeVar("T")
+
+log = structlog.get_logger(__name__)
 
 #: The DB-API connection type handed to storage functions.
 Connection = sqlite3.Connection
@@ -41,6 +49,9 @@ BUSY_TIMEOUT_MS = 5000
 MMAP_BYTES = 1 << 30
 #: Page cache of the connection, in KiB.
 CACHE_KIB = 65536
+#: Rows changed between checkpoints in thread mode; a row is about a page of the WAL, so this is
+#: close to SQLite's own automatic checkpoint at 1,000 pages.
+CHECKPOINT_ROWS = 1000
 
 
 def connect(path: str | Path) -> Connection:
@@ -169,6 +180,65 @@ class _Batches:
             self._flushing = False
 
 
+class _Checkpointer:
+    """Checkpoints the WAL on a thread and connection of its own, when kicked.
+
+    A PASSIVE checkpoint neither waits for nor blocks the writer; kicks that arrive while one
+    runs are served by the next. The owner kicks after every ``CHECKPOINT_ROWS`` changed rows.
+    """
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._cond = threading.Condition()
+        self._wanted = False
+        self._running = False
+        self._stopping = False
+        #: Checkpoints run so far.
+        self.runs = 0
+        self._thread = threading.Thread(target=self._serve, name="vivy-checkpoint", daemon=True)
+        self._thread.start()
+
+    def kick(self) -> None:
+        """Ask for a checkpoint (never waits for one)."""
+        with self._cond:
+            self._wanted = True
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no checkpoint is wanted or running; False if ``timeout`` seconds ran out."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not (self._wanted or self._running), timeout)
+
+    def close(self) -> None:
+        """Stop the thread after the checkpoint under way, and close its connection.
+
+        A wanted checkpoint that has not started is left to SQLite, which checkpoints when the
+        last connection to the database closes.
+        """
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._thread.join()
+        self._conn.close()
+
+    def _serve(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._wanted or self._stopping)
+                if self._stopping:
+                    return
+                self._wanted, self._running = False, True
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                self.runs += 1
+            except sqlean.Error:  # the next kick tries again; no data is at risk
+                log.exception("WAL checkpoint failed")
+            finally:
+                with self._cond:
+                    self._running = False
+                    self._cond.notify_all()
+
+
 class Database:
     """Owns the connection; every read and write of Vivy goes through :meth:`read` / :meth:`write`.
 
@@ -176,9 +246,18 @@ class Database:
     modules of :mod:`vivy.storage` hold them, grouped by area.
     """
 
-    def __init__(self, conn: Connection, *, inline: bool, side: Connection | None = None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        inline: bool,
+        side: Connection | None = None,
+        checkpointer: _Checkpointer | None = None,
+    ) -> None:
         self._conn = conn
         self._side = side
+        self._checkpointer = checkpointer
+        self._checkpointed_changes = conn.total_changes
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._reads = _Batches(self._run_reads, self._limiter)
@@ -194,8 +273,13 @@ class Database:
         except BaseException:
             conn.close()
             raise
-        side = None if str(path) == ":memory:" else connect(path)
-        return cls(conn, inline=inline, side=side)
+        if str(path) == ":memory:":
+            return cls(conn, inline=inline)
+        checkpointer = None
+        if not inline:  # inline mode keeps SQLite's checkpoints: it has no threads
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            checkpointer = _Checkpointer(connect(path))
+        return cls(conn, inline=inline, side=connect(path), checkpointer=checkpointer)
 
     @property
     def inline(self) -> bool:
@@ -242,6 +326,10 @@ class Database:
             self._call, fn, (self._side, *args), limiter=self._limiter
         )
 
+    def checkpoint_idle(self, timeout: float) -> bool:
+        """Wait until the WAL checkpoint asked for (if any) has run; for tools and tests."""
+        return self._checkpointer is None or self._checkpointer.wait_idle(timeout)
+
     def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a read on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
@@ -258,6 +346,8 @@ class Database:
         """Close the connection; later calls raise :class:`StorageError`."""
         if not self._closed:
             self._closed = True
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._conn.close()
             if self._side is not None:
                 self._side.close()
@@ -323,7 +413,17 @@ class Database:
             return True
         for job, result in zip(batch, results, strict=True):
             job.result, job.error = result, None
+        self._after_commit()
         return True
+
+    def _after_commit(self) -> None:
+        """Kick the checkpointer once enough rows have changed since its last kick."""
+        if self._checkpointer is None:
+            return
+        changes = self._conn.total_changes
+        if changes - self._checkpointed_changes >= CHECKPOINT_ROWS:
+            self._checkpointed_changes = changes
+            self._checkpointer.kick()
 
     def _check_open(self) -> None:
         if self._closed:
