@@ -1,24 +1,25 @@
 """The ChannelBuffer actor: one long-lived task per active channel or thread.
 
 It owns its channel's :class:`~vivy.state.buffer.ChannelBuffer` machine, feeds it the events
-of its inbox and of its timers, and carries out the effects: every batch of messages is
+of its mailbox and of its timer, and carries out the effects: every batch of messages is
 committed to SQLite before any of them is acknowledged; a closed buffer is handed to the
-NoteWriter only after its outbox row is committed. Timers are the machine's deadlines, mapped
-onto the monotonic clock, so trio's MockClock drives them in tests. When its buffer has been
-handed off and its inbox is empty, the actor asks the router to retire it and exits.
+NoteWriter only after its outbox row is committed. The timer is the machine's next deadline:
+the actor arms it with the router, which rings the actor's mailbox once the monotonic clock
+reaches it (so trio's MockClock drives it in tests), and the actor then checks it against the
+machine, since messages may have moved it since. When its buffer has been handed off and its
+mailbox is empty, the actor asks the router to retire it and exits.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeAlias
 
 import anyio
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream
 
+from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
 from vivy.state.buffer import (
@@ -206,17 +207,19 @@ class ChannelActor:
     def __init__(
         self,
         key: ChannelKey,
-        inbox: MemoryObjectReceiveStream[Item],
+        mailbox: Mailbox[Item],
         *,
         db: Database,
         clock: Clock,
         settings: BufferSettings,
         hand_off: HandOffTarget,
         observer: BufferObserver,
+        arm: Callable[[float], None],
         retire: Callable[[ChannelActor], bool],
     ) -> None:
         self.key = key
-        self._inbox = inbox
+        self._mailbox = mailbox
+        self._arm = arm
         self._db = db
         self._clock = clock
         self._settings = settings
@@ -236,36 +239,20 @@ class ChannelActor:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Restore from the database, then serve the inbox and the timers until retired."""
+        """Restore from the database, then serve the mailbox and the timer until retired."""
         await self._restore()
         task_status.started()
+        mailbox = self._mailbox
         while True:
-            deadline = self._machine.next_deadline
-            if deadline is None and self._retire(self):
-                return
-            item: Item | None = None
-            try:
-                item = self._inbox.receive_nowait()  # busy channels skip the timer set-up
-            except anyio.WouldBlock:
-                at = math.inf if deadline is None else self._clock.to_monotonic(deadline)
-                with anyio.move_on_at(at):
-                    try:
-                        item = await self._inbox.receive()
-                    except anyio.EndOfStream:
-                        return
-            except anyio.EndOfStream:
-                return
-            if item is None:
-                assert deadline is not None
-                await self._on_deadline(deadline)
-                continue
-            batch: list[Item] = [item]
-            while len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self._inbox.receive_nowait())
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-            await self._process(batch)
+            if not len(mailbox) and not mailbox.rung:
+                if self._machine.next_deadline is None and self._retire(self):
+                    return
+                await mailbox.wait()
+            if len(mailbox):
+                await self._process(mailbox.take(MAX_BATCH))
+            if mailbox.rung:  # after each batch, so a busy channel still hears its timer
+                mailbox.rung = False
+                await self._on_timer()
 
     # Restoring and timers -----------------------------------------------------------------
 
@@ -281,7 +268,14 @@ class ChannelActor:
         self._log.debug("buffer restored", buffer_id=row.id, state=self._machine.state.value)
         await self._carry_out(plan)
 
-    async def _on_deadline(self, deadline: float) -> None:
+    async def _on_timer(self) -> None:
+        """The timer rang: close on the deadline if it is reached, else arm it again."""
+        deadline = self._machine.next_deadline
+        if deadline is None:
+            return  # the buffer closed since the timer was armed
+        if self._clock.to_monotonic(deadline) > self._clock.monotonic():
+            self._arm(deadline)  # messages moved it later
+            return
         machine = self._machine
         event: Event = (
             InactivityDeadlineReached()
@@ -349,7 +343,8 @@ class ChannelActor:
         plan.answers.append((item.ack, outcome, -1, message.message_id))
 
     async def _carry_out(self, plan: _Plan) -> None:
-        """Commit the plan's storage effects in one transaction, then hand off and answer."""
+        """Commit the plan's storage effects in one transaction, then hand off, answer, and arm
+        the timer at the machine's next deadline."""
         results: dict[int, object] = {}
         taken: frozenset[int] = frozenset()
         if plan.effects:
@@ -387,6 +382,9 @@ class ChannelActor:
             counts[outcome] = counts.get(outcome, 0) + 1
         for outcome, count in counts.items():
             self._observer.ingested(outcome, count)
+        deadline = self._machine.next_deadline
+        if deadline is not None:
+            self._arm(deadline)
 
     def _fresh_machine(self, first_message_id: int) -> ChannelBuffer:
         window = inactivity_window(self._settings, self.key.channel_id, first_message_id)

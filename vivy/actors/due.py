@@ -1,7 +1,8 @@
-"""A set of keys, each due at a wall time, that an actor waits on.
+"""A set of keys, each due at a wall time, that a task waits on.
 
-Work items that failed come back later (backoff); new ones are due at once. Waiting uses the
-injected clock's monotonic deadlines, so trio's MockClock drives retries in tests.
+The NoteWriter's work items that failed come back later (backoff) and new ones are due at once;
+the router keeps every channel actor's next deadline here. Waiting uses the injected clock's
+monotonic deadlines, so trio's MockClock drives both in tests.
 """
 
 from __future__ import annotations
@@ -35,28 +36,38 @@ class DueQueue(Generic[K]):
         return len(self._due)
 
     def put(self, key: K, due: float) -> None:
-        """Queue ``key`` for wall time ``due`` (never blocks)."""
+        """Queue ``key`` for wall time ``due`` (never blocks).
+
+        Only a time earlier than every queued one wakes the waiting task: channel actors
+        re-arm after every batch, nearly always later than some other channel.
+        """
         current = self._due.get(key)
         if current is not None and current <= due:
             return
         self._due[key] = due
         self._counter += 1
-        heapq.heappush(self._heap, (due, self._counter, key))
-        self._changed.set()
+        heap = self._heap
+        if not heap or due < heap[0][0]:
+            self._changed.set()
+        heapq.heappush(heap, (due, self._counter, key))
 
     async def get(self) -> K:
-        """Wait until some key is due and take it (earliest first)."""
+        """Wait until some key is due and take it (earliest first).
+
+        A key is due once the monotonic clock reaches its deadline: the comparison uses the
+        clock the wait itself uses, so the key whose deadline ended the wait is always due.
+        """
         while True:
             while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
                 heapq.heappop(self._heap)  # superseded entry
             deadline = math.inf
             if self._heap:
                 due, _, key = self._heap[0]
-                if due <= self._clock.now():
+                deadline = self._clock.to_monotonic(due)
+                if deadline <= self._clock.monotonic():
                     heapq.heappop(self._heap)
                     del self._due[key]
                     return key
-                deadline = self._clock.to_monotonic(due)
             self._changed = anyio.Event()
             with anyio.move_on_at(deadline):
                 await self._changed.wait()

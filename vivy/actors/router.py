@@ -2,9 +2,13 @@
 
 An actor is created on its channel's first event and runs under the router's task group,
 which supervises it: an actor that crashes is counted and restarted from the database with
-the same inbox, so queued messages are not lost. An actor retires (and frees its memory) when
-its buffer has been handed off and its inbox is empty; the check and the removal from the map
-happen without an await in between, so no message can slip into a retiring actor's inbox.
+the same mailbox, so queued messages are not lost. An actor retires (and frees its memory) when
+its buffer has been handed off and its mailbox is empty; the check and the removal from the map
+happen without an await in between, so no message can slip into a retiring actor's mailbox.
+
+The router also keeps every actor's timer: one task waits for the earliest deadline of all
+channels and rings that actor's mailbox, so an actor sleeps on its mailbox alone and a wake-up
+costs no timer set-up of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from typing import Protocol
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from vivy.actors.channel import (
     Ack,
@@ -29,6 +32,8 @@ from vivy.actors.channel import (
     HandOffTarget,
     Item,
 )
+from vivy.actors.due import DueQueue
+from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.state.buffer import BufferedMessage
@@ -48,8 +53,8 @@ __all__ = ["CountingObserver", "IngestObserver", "Router", "RouterStatistics"]
 
 log = structlog.get_logger(__name__)
 
-#: Inbox capacity of one channel actor; a full inbox makes the sender wait (backpressure).
-INBOX_CAPACITY = 1024
+#: Mailbox capacity of one channel actor; a full mailbox makes senders wait (backpressure).
+MAILBOX_CAPACITY = 1024
 
 #: Longest pause between restarts of an actor that keeps crashing.
 MAX_RESTART_DELAY_S = 60.0
@@ -99,10 +104,9 @@ class RouterStatistics:
 
 @dataclass(eq=False)
 class _Entry:
-    """The router's side of one actor: its inbox and its current incarnation."""
+    """The router's side of one actor: its mailbox and its current incarnation."""
 
-    send: MemoryObjectSendStream[Item]
-    receive: MemoryObjectReceiveStream[Item]
+    mailbox: Mailbox[Item]
     actor: ChannelActor | None = None
     crashes: int = field(default=0)
 
@@ -127,6 +131,7 @@ class Router:
         self._hand_off = hand_off
         self._observer = observer
         self._entries: dict[ChannelKey, _Entry] = {}
+        self._timers: DueQueue[ChannelKey] = DueQueue(clock)
         self._opted_out: set[tuple[int, int]] = set()
         self._restarts = 0
         self._tg: TaskGroup | None = None
@@ -142,11 +147,19 @@ class Router:
             for key in open_channels:
                 self._entry(key)
             task_status.started()
-            await anyio.sleep_forever()
+            await self._ring_timers()
+
+    async def _ring_timers(self) -> None:
+        """Ring each actor's mailbox when its armed deadline is reached; runs until cancelled."""
+        while True:
+            key = await self._timers.get()
+            entry = self._entries.get(key)
+            if entry is not None:  # a retired actor has no deadline left
+                entry.mailbox.ring()
 
     def statistics(self) -> RouterStatistics:
-        """Active actors, items waiting in their inboxes, and restarts so far."""
-        queued = sum(e.send.statistics().current_buffer_used for e in self._entries.values())
+        """Active actors, items waiting in their mailboxes, and restarts so far."""
+        queued = sum(len(e.mailbox) for e in self._entries.values())
         return RouterStatistics(len(self._entries), queued, self._restarts)
 
     def set_opted_out(self, guild_id: int, user_id: int, opted_out: bool) -> None:
@@ -163,7 +176,7 @@ class Router:
     async def submit(self, message: IncomingMessage) -> Ack:
         """Admit, normalise and queue one created message; its :class:`Ack` says when it is durable.
 
-        This waits only while the channel's inbox is full (backpressure), so a gateway-like
+        This waits only while the channel's mailbox is full (backpressure), so a gateway-like
         sender can have many messages of a channel in flight and collect their acks later.
         Messages submitted one after another reach their channel's actor in that order.
         """
@@ -221,29 +234,26 @@ class Router:
         return await ack.wait()
 
     async def _queue(self, key: ChannelKey, item: Item) -> None:
-        """Put ``item`` in the inbox of the channel's actor, waiting while the inbox is full."""
-        while not self._queue_nowait(key, item):
+        """Put ``item`` in the mailbox of the channel's actor, waiting while it is full."""
+        while True:
             entry = self._entry(key)
             try:
-                await entry.send.send(item)  # a waiting sender keeps the actor from retiring
+                await entry.mailbox.put(item)  # a waiting sender keeps the actor from retiring
                 return
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            except anyio.ClosedResourceError:
                 self._forget(key, entry)
 
     def _queue_nowait(self, key: ChannelKey, item: Item) -> bool:
-        """Put ``item`` in the inbox of the channel's actor, starting the actor if needed.
+        """Put ``item`` in the mailbox of the channel's actor, starting the actor if needed.
 
-        Returns False, queueing nothing, when the inbox is full. No checkpoint lies between
+        Returns False, queueing nothing, when the mailbox is full. No checkpoint lies between
         looking the actor up and queueing, so it cannot retire in between.
         """
         while True:
             entry = self._entry(key)
             try:
-                entry.send.send_nowait(item)
-                return True
-            except anyio.WouldBlock:
-                return False
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return entry.mailbox.put_nowait(item)
+            except anyio.ClosedResourceError:
                 self._forget(key, entry)
 
     def _forget(self, key: ChannelKey, entry: _Entry) -> None:
@@ -261,21 +271,19 @@ class Router:
         if entry is None:
             if self._tg is None:
                 raise RuntimeError("Router.run() must be started before messages are sent")
-            send, receive = anyio.create_memory_object_stream[Item](INBOX_CAPACITY)
-            entry = _Entry(send, receive)
+            entry = _Entry(Mailbox(MAILBOX_CAPACITY))
             self._entries[key] = entry
             self._tg.start_soon(self._supervise, key, entry)
         return entry
 
     def _retire(self, key: ChannelKey, entry: _Entry, actor: ChannelActor) -> bool:
         """Called by an idle actor: remove it if nothing is queued for it."""
-        stats = entry.receive.statistics()
-        if stats.current_buffer_used or stats.tasks_waiting_send:
+        mailbox = entry.mailbox
+        if len(mailbox) or mailbox.waiting_senders:
             return False
         if self._entries.get(key) is entry:
             del self._entries[key]
-        entry.send.close()
-        entry.receive.close()
+        mailbox.close()
         return True
 
     async def _supervise(self, key: ChannelKey, entry: _Entry) -> None:
@@ -283,12 +291,13 @@ class Router:
         while True:
             actor = ChannelActor(
                 key,
-                entry.receive,
+                entry.mailbox,
                 db=self._db,
                 clock=self._clock,
                 settings=self._buffers,
                 hand_off=self._hand_off,
                 observer=self._observer,
+                arm=lambda due: self._timers.put(key, due),
                 retire=lambda a: self._retire(key, entry, a),
             )
             entry.actor = actor
