@@ -103,6 +103,51 @@ async def test_submitted_messages_keep_their_order_across_the_cap(tmp_path: Path
         assert h.observer.outcomes == {IngestOutcome.STORED: 150}
 
 
+async def test_a_burst_answers_each_message_and_stores_each_id_once(tmp_path: Path) -> None:
+    """Messages taken as one burst get their own outcomes; a repeated id is stored once."""
+    async with running_router(tmp_path / "v.db") as h:
+        long = message(4, text="z" * 4100)
+        burst = [message(1), message(2), message(2), long, message(1), message(3)]
+        acks = [await h.router.submit(m) for m in burst]
+        assert [await ack.wait() for ack in acks] == [
+            IngestOutcome.STORED,
+            IngestOutcome.STORED,
+            IngestOutcome.DUPLICATE,
+            IngestOutcome.TRUNCATED,
+            IngestOutcome.DUPLICATE,
+            IngestOutcome.STORED,
+        ]
+        ids = await h.db.read(
+            lambda c: [r[0] for r in c.execute("SELECT message_id FROM buffer_messages")]
+        )
+        assert sorted(ids) == [1, 2, 3, 4]
+        assert h.observer.outcomes == {
+            IngestOutcome.STORED: 3,
+            IngestOutcome.TRUNCATED: 1,
+            IngestOutcome.DUPLICATE: 2,
+        }
+
+
+async def test_a_redelivery_after_the_cap_in_the_same_burst_is_a_duplicate(
+    tmp_path: Path,
+) -> None:
+    """A burst that fills a buffer and then repeats one of its ids opens no buffer for it."""
+    async with running_router(tmp_path / "v.db") as h:
+        burst = [message(i) for i in range(1, 101)] + [message(50), message(101)]
+        acks = [await h.router.submit(m) for m in burst]
+        outcomes = [await ack.wait() for ack in acks]
+        assert outcomes == [IngestOutcome.STORED] * 100 + [
+            IngestOutcome.DUPLICATE,
+            IngestOutcome.STORED,
+        ]
+        counts = await h.db.read(store.count_buffers)
+        assert counts == {"open": 1, "closed": 1}
+        (open_row,) = await h.db.read(store.open_buffer_rows)
+        stored = await h.db.read(store.load_buffer, open_row.id)
+        assert stored is not None
+        assert [m.message_id for m in stored.messages] == [101]
+
+
 async def test_a_gated_submission_is_answered_at_once(tmp_path: Path) -> None:
     """A bot's or an empty message never reaches an actor: its ack is already resolved."""
     async with running_router(tmp_path / "v.db") as h:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vivy.errors import IllegalTransition
 from vivy.state.buffer import (
     TRANSITIONS,
-    AppendMessage,
+    AppendMessages,
     BufferConfig,
     BufferedMessage,
     BufferSnapshot,
@@ -22,9 +24,9 @@ from vivy.state.buffer import (
     IgnoreReason,
     InactivityDeadlineReached,
     MaxAgeDeadlineReached,
-    MessageArrived,
     MessageDeleted,
     MessageEdited,
+    MessagesArrived,
     NoteCommitted,
     NoteFailed,
     OpenBuffer,
@@ -47,12 +49,17 @@ def msg(message_id: int, at: float = T0) -> BufferedMessage:
     return BufferedMessage(message_id, author_id=7, author_name="alex", text="hi", created_at=at)
 
 
+def arrived(*ids: int, at: float = T0) -> MessagesArrived:
+    """A burst of messages with these ids."""
+    return MessagesArrived(tuple(msg(i, at) for i in ids))
+
+
 def machine_in(state: BufferState) -> ChannelBuffer:
     """A machine driven into ``state`` through legal events only."""
     machine = ChannelBuffer(CONFIG)
     if state is BufferState.EMPTY:
         return machine
-    machine.handle(MessageArrived(msg(1)), T0)
+    machine.handle(arrived(1), T0)
     if state is BufferState.OPEN:
         return machine
     machine.handle(InactivityDeadlineReached(), T0 + WINDOW)
@@ -67,7 +74,7 @@ def machine_in(state: BufferState) -> ChannelBuffer:
 
 
 SAMPLE_EVENTS: list[Event] = [
-    MessageArrived(msg(2, T0 + 10)),
+    arrived(2, at=T0 + 10),
     MessageEdited(1, "edited"),
     MessageDeleted(1),
     InactivityDeadlineReached(),
@@ -125,51 +132,97 @@ def test_illegal_transitions_raise_and_change_nothing(state: BufferState, event:
 def test_first_message_opens_and_arms_both_timers() -> None:
     """The first message opens the buffer, stores the message and arms both deadlines."""
     machine = ChannelBuffer(CONFIG)
-    effects = machine.handle(MessageArrived(msg(1)), T0)
-    assert effects == [OpenBuffer(started_at=T0, inactivity_s=WINDOW), AppendMessage(msg(1), T0)]
+    effects = machine.handle(arrived(1), T0)
+    assert effects == [
+        OpenBuffer(started_at=T0, inactivity_s=WINDOW),
+        AppendMessages((msg(1),), T0),
+    ]
     assert machine.state is BufferState.OPEN
     assert (machine.inactivity_deadline, machine.max_age_deadline) == (T0 + WINDOW, T0 + 7200.0)
     assert machine.next_deadline == T0 + WINDOW
 
 
-def test_each_message_pushes_the_inactivity_deadline() -> None:
-    """A later message moves the inactivity deadline but never the max-age deadline."""
+def test_a_burst_is_one_append_and_moves_the_deadline_once() -> None:
+    """Messages taken together are appended by one effect, in order, at the burst's time."""
     machine = machine_in(BufferState.OPEN)
-    effects = machine.handle(MessageArrived(msg(2)), T0 + 600)
-    assert effects == [AppendMessage(msg(2), T0 + 600)]
+    effects = machine.handle(arrived(3, 2, 4), T0 + 600)
+    assert effects == [AppendMessages((msg(3), msg(2), msg(4)), T0 + 600)]
+    assert machine.message_ids == {1, 2, 3, 4}
     assert (machine.inactivity_deadline, machine.max_age_deadline) == (T0 + 600 + WINDOW, T0 + 7200)
+
+
+def test_an_empty_burst_is_refused() -> None:
+    """A burst without messages is a caller's bug, refused before anything changes."""
+    machine = machine_in(BufferState.OPEN)
+    with pytest.raises(ValueError, match="at least one message"):
+        machine.handle(MessagesArrived(()), T0 + 1)
+    assert machine.message_ids == {1}
 
 
 def test_duplicate_message_is_ignored() -> None:
     """A redelivered message id in the open buffer changes nothing."""
     machine = machine_in(BufferState.OPEN)
-    assert machine.handle(MessageArrived(msg(1)), T0 + 5) == [Ignore(IgnoreReason.DUPLICATE)]
+    assert machine.handle(arrived(1), T0 + 5) == [Ignore(IgnoreReason.DUPLICATE, (1,))]
     assert machine.message_ids == frozenset({1})
+    assert machine.last_message_at == T0
+
+
+def test_duplicates_in_a_burst_are_named_and_the_rest_stored_once() -> None:
+    """A burst's ids already buffered, or repeated within it, are ignored by id."""
+    machine = machine_in(BufferState.OPEN)
+    effects = machine.handle(arrived(2, 1, 3, 2), T0 + 5)
+    assert effects == [
+        AppendMessages((msg(2), msg(3)), T0 + 5),
+        Ignore(IgnoreReason.DUPLICATE, (1, 2)),
+    ]
+    assert machine.message_ids == {1, 2, 3}
 
 
 def test_message_past_max_age_closes_then_starts_next_buffer() -> None:
     """A message arriving past the max age closes the old buffer first and goes to a new one."""
     machine = machine_in(BufferState.OPEN)
-    late = msg(9, T0 + 7200)
-    effects = machine.handle(MessageArrived(late), T0 + 7200)
+    effects = machine.handle(arrived(9, 1, 10, at=T0 + 7200), T0 + 7200)
     assert effects == [
         CloseBuffer(CloseReason.MAX_AGE, closed_at=T0 + 7200),
         HandOff(),
-        StartNextBuffer(late),
+        StartNextBuffer((msg(9, T0 + 7200), msg(10, T0 + 7200))),
+        Ignore(IgnoreReason.DUPLICATE, (1,)),
     ]
     assert machine.state is BufferState.CLOSED
-    assert 9 not in machine.message_ids
+    assert machine.message_ids == {1}
+
+
+def test_only_duplicates_past_max_age_leave_the_buffer_to_its_timer() -> None:
+    """A redelivery past the max age opens no new buffer: the timer closes this one."""
+    machine = machine_in(BufferState.OPEN)
+    assert machine.handle(arrived(1), T0 + 7200) == [Ignore(IgnoreReason.DUPLICATE, (1,))]
+    assert machine.state is BufferState.OPEN
 
 
 def test_cap_closes_the_buffer_with_the_last_message_in_it() -> None:
     """The message that reaches the cap is stored, then the buffer closes."""
     machine = machine_in(BufferState.OPEN)
     for i in range(2, 5):
-        machine.handle(MessageArrived(msg(i)), T0 + i)
-    effects = machine.handle(MessageArrived(msg(5)), T0 + 5)
+        machine.handle(arrived(i), T0 + i)
+    effects = machine.handle(arrived(5), T0 + 5)
     closed = CloseBuffer(CloseReason.CAP, T0 + 5)
-    assert effects == [AppendMessage(msg(5), T0 + 5), closed, HandOff()]
+    assert effects == [AppendMessages((msg(5),), T0 + 5), closed, HandOff()]
     assert machine.state is BufferState.CLOSED
+
+
+def test_a_burst_past_the_cap_sends_the_rest_to_the_next_buffer() -> None:
+    """A first burst longer than the cap fills the buffer, closes it, and passes the rest on."""
+    machine = ChannelBuffer(CONFIG)
+    effects = machine.handle(arrived(*range(1, 9)), T0)
+    assert effects == [
+        OpenBuffer(started_at=T0, inactivity_s=WINDOW),
+        AppendMessages(tuple(msg(i) for i in range(1, 6)), T0),
+        CloseBuffer(CloseReason.CAP, T0),
+        HandOff(),
+        StartNextBuffer((msg(6), msg(7), msg(8))),
+    ]
+    assert machine.state is BufferState.CLOSED
+    assert machine.message_ids == {1, 2, 3, 4, 5}
 
 
 @pytest.mark.parametrize(
@@ -183,14 +236,14 @@ def test_deadlines_close(event: Event, now: float, reason: CloseReason) -> None:
     """A reached deadline closes the buffer for its reason and asks for a hand-off."""
     machine = machine_in(BufferState.OPEN)
     if reason is CloseReason.MAX_AGE:  # keep it busy so only the max age is due
-        machine.handle(MessageArrived(msg(2)), now - 100)
+        machine.handle(arrived(2), now - 100)
     assert machine.handle(event, now) == [CloseBuffer(reason, now), HandOff()]
 
 
 def test_stale_timer_is_ignored() -> None:
     """A timer that fires before the current deadline (a message moved it) changes nothing."""
     machine = machine_in(BufferState.OPEN)
-    machine.handle(MessageArrived(msg(2)), T0 + 100)
+    machine.handle(arrived(2), T0 + 100)
     effects = machine.handle(InactivityDeadlineReached(), T0 + WINDOW)
     assert effects == [Ignore(IgnoreReason.STALE_TIMER)]
     assert machine.state is BufferState.OPEN
@@ -262,8 +315,10 @@ def test_note_failure_returns_to_closed_for_another_hand_off() -> None:
 
 
 def test_state_diagram_is_generated_from_the_table() -> None:
-    """Every table entry appears in the generated diagram."""
+    """Every table entry appears in the generated diagram, which the README shows as it is."""
     diagram = state_diagram()
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    assert f"```mermaid\n{diagram}\n```" in readme.read_text(encoding="utf-8")
     for source, by_event in TRANSITIONS.items():
         for event_type, targets in by_event.items():
             for target in targets:

@@ -23,7 +23,7 @@ from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
 from vivy.state.buffer import (
-    AppendMessage,
+    AppendMessages,
     BufferConfig,
     BufferedMessage,
     BufferState,
@@ -36,9 +36,9 @@ from vivy.state.buffer import (
     Ignore,
     InactivityDeadlineReached,
     MaxAgeDeadlineReached,
-    MessageArrived,
     MessageDeleted,
     MessageEdited,
+    MessagesArrived,
     OpenBuffer,
     RemoveMessage,
     RemoveStoredMessage,
@@ -292,12 +292,27 @@ class ChannelActor:
     # Messages -----------------------------------------------------------------------------
 
     async def _process(self, batch: list[Item]) -> None:
+        """Plan the batch and carry it out; if either fails, every unanswered item fails too."""
+        try:
+            await self._carry_out(self._plan(batch))
+        except BaseException as exc:
+            for item in batch:
+                if not item.ack.done:
+                    item.ack.fail(exc)
+            raise
+
+    def _plan(self, batch: list[Item]) -> _Plan:
         plan = _Plan()
         now = self._clock.now()
+        creates: list[Create] = []  # consecutive creations go to the machine as one burst
         for item in batch:
             if isinstance(item, Create):
-                self._plan_create(item, now, plan)
-            elif isinstance(item, Edit):
+                creates.append(item)
+                continue
+            if creates:
+                self._plan_creates(creates, now, plan)
+                creates = []
+            if isinstance(item, Edit):
                 last = plan.add(
                     self._machine.handle(MessageEdited(item.message_id, item.text), now)
                 )
@@ -305,42 +320,47 @@ class ChannelActor:
             else:
                 last = plan.add(self._machine.handle(MessageDeleted(item.message_id), now))
                 plan.answers.append((item.ack, IngestOutcome.DELETED, last, None))
-        try:
-            await self._carry_out(plan)
-        except BaseException as exc:
-            for item in batch:
-                if not item.ack.done:
-                    item.ack.fail(exc)
-            raise
+        if creates:
+            self._plan_creates(creates, now, plan)
+        return plan
 
-    def _plan_create(self, item: Create, now: float, plan: _Plan) -> None:
-        message = item.message
-        if message.message_id <= self._watermark:
-            plan.answers.append((item.ack, IngestOutcome.DUPLICATE, -1, None))
-            return
-        outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
-        next_buffer = True
-        while next_buffer:
-            next_buffer = False
+    def _plan_creates(self, items: list[Create], now: float, plan: _Plan) -> None:
+        """Plan a burst of created messages: one MessagesArrived for each buffer they fill.
+
+        A message at or below the watermark belongs to a buffer already closed: a duplicate.
+        The rest go to the current buffer, or to a fresh one once it closes mid-burst (cap or
+        max age), which the machine reports with StartNextBuffer.
+        """
+        appended: list[AppendMessages] = []
+        duplicates = False
+        pending = [item.message for item in items]
+        while pending:
+            messages = tuple(m for m in pending if m.message_id > self._watermark)
+            duplicates = duplicates or len(messages) < len(pending)
+            pending = []
+            if not messages:
+                break
             if self._machine.state is BufferState.CLOSED:
                 plan.closing.append(self._machine)
             if self._machine.state is not BufferState.OPEN:
-                self._machine = self._fresh_machine(message.message_id)
-            for effect in self._machine.handle(MessageArrived(message), now):
-                if isinstance(effect, AppendMessage):
-                    pass  # nearly every effect, so checked first; stored as it is
-                elif isinstance(effect, StartNextBuffer):  # past the max age: close, then again
-                    next_buffer = True
+                self._machine = self._fresh_machine(messages[0].message_id)
+            for effect in self._machine.handle(MessagesArrived(messages), now):
+                if isinstance(effect, AppendMessages):
+                    appended.append(effect)
+                elif isinstance(effect, StartNextBuffer):
+                    pending = list(effect.messages)
                     continue
                 elif isinstance(effect, OpenBuffer):
-                    plan.channel_names[len(plan.effects)] = item.channel_name
+                    plan.channel_names[len(plan.effects)] = _channel_name(
+                        items, messages[0].message_id
+                    )
                 elif isinstance(effect, CloseBuffer):
                     ids = self._machine.message_ids
                     self._watermark = max(self._watermark, max(ids, default=0))
                 elif isinstance(effect, Ignore):
-                    outcome = IngestOutcome.DUPLICATE
+                    duplicates = True
                 plan.effects.append(effect)
-        plan.answers.append((item.ack, outcome, -1, message.message_id))
+        _answer_creates(items, appended, duplicates, plan)
 
     async def _carry_out(self, plan: _Plan) -> None:
         """Commit the plan's storage effects in one transaction, then hand off, answer, and arm
@@ -395,6 +415,36 @@ class ChannelActor:
         )
 
 
+def _channel_name(items: list[Create], message_id: int) -> str:
+    """The channel name that came with the message (a channel renamed mid-burst)."""
+    return next(item.channel_name for item in items if item.message.message_id == message_id)
+
+
+def _answer_creates(
+    items: list[Create], appended: list[AppendMessages], duplicates: bool, plan: _Plan
+) -> None:
+    """Answer each creation: stored (or truncated) if the machine appended it, else duplicate.
+
+    Only a burst with a duplicate in it needs to match ids: a redelivered id is a duplicate
+    however often it comes, and an id twice in one burst is stored once.
+    """
+    answers = plan.answers
+    if not duplicates:
+        for item in items:
+            outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
+            answers.append((item.ack, outcome, -1, item.message.message_id))
+        return
+    stored = {m.message_id for effect in appended for m in effect.messages}
+    for item in items:
+        message_id = item.message.message_id
+        if message_id in stored:
+            stored.discard(message_id)
+            outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
+            answers.append((item.ack, outcome, -1, message_id))
+        else:
+            answers.append((item.ack, IngestOutcome.DUPLICATE, -1, None))
+
+
 def _restore_query(
     conn: Connection, channel_id: int
 ) -> tuple[tuple[store.BufferRow, frozenset[int]] | None, int]:
@@ -424,31 +474,21 @@ def _apply(
 
     Returns the results by effect index, for the effects that have one: the new buffer id
     for OpenBuffer, the closed buffer's id for CloseBuffer and HandOff, whether a message was
-    found for edits and deletes. Appends and ignored events, most of any batch, have none.
-    Consecutive appends to one buffer are written with a single ``executemany``. Also
-    returns the ids of messages not appended because another buffer already holds them.
+    found for edits and deletes. Appends and ignored events have none. Also returns the ids of
+    messages not appended because another buffer already holds them.
     """
     results: dict[int, object] = {}
     current = buffer_id
     last_closed: int | None = None
-    pending: list[AppendMessage] = []
     taken: set[int] = set()
-
-    def flush_appends() -> None:
-        if pending:
-            assert current is not None
-            messages = [append.message for append in pending]
-            taken.update(store.append_messages(conn, current, messages, pending[-1].at))
-            pending.clear()
-
     for index, effect in enumerate(effects):
         result: object = None
-        if isinstance(effect, AppendMessage):
-            pending.append(effect)  # written with the appends next to it
+        if isinstance(effect, AppendMessages):  # one executemany for the burst
+            assert current is not None
+            taken.update(store.append_messages(conn, current, effect.messages, effect.at))
             continue
-        if isinstance(effect, Ignore):  # no storage: the appends stay together
+        if isinstance(effect, Ignore):  # nothing to store
             continue
-        flush_appends()
         if isinstance(effect, OpenBuffer):
             current = store.open_buffer(
                 conn,
@@ -473,7 +513,6 @@ def _apply(
         elif isinstance(effect, RemoveMessage | RemoveStoredMessage):
             result = store.delete_stored_message(conn, effect.message_id)
         results[index] = result
-    flush_appends()
     return results, frozenset(taken)
 
 

@@ -9,6 +9,8 @@ Rules of this module (in the manner of h11's ``_state.py``):
 * Legal transitions are the table :data:`TRANSITIONS`. An event the table does not allow in
   the current state raises :class:`~vivy.errors.IllegalTransition` naming both, and leaves the
   machine unchanged.
+* Messages arrive in bursts: one :class:`MessagesArrived` event carries every message the
+  actor took at once, in order, so a burst costs one transition and one append effect.
 * A buffer opens with its first message, closes on inactivity, on its maximum age (checked by a
   timer and on arrival) or on its message cap, is handed to the NoteWriter through a durable
   outbox row, and ends when its note is committed. A failed note puts it back to CLOSED so it
@@ -30,7 +32,7 @@ from vivy.errors import IllegalTransition
 
 __all__ = [
     "TRANSITIONS",
-    "AppendMessage",
+    "AppendMessages",
     "BufferConfig",
     "BufferSnapshot",
     "BufferState",
@@ -46,9 +48,9 @@ __all__ = [
     "IgnoreReason",
     "InactivityDeadlineReached",
     "MaxAgeDeadlineReached",
-    "MessageArrived",
     "MessageDeleted",
     "MessageEdited",
+    "MessagesArrived",
     "NoteCommitted",
     "NoteFailed",
     "OpenBuffer",
@@ -136,10 +138,10 @@ class BufferSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
-class MessageArrived:
-    """A human message was admitted for this channel."""
+class MessagesArrived:
+    """Human messages were admitted for this channel: one or more, in arrival order."""
 
-    message: BufferedMessage
+    messages: tuple[BufferedMessage, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +196,7 @@ class NoteFailed:
 
 
 Event: TypeAlias = (
-    MessageArrived
+    MessagesArrived
     | MessageEdited
     | MessageDeleted
     | InactivityDeadlineReached
@@ -217,10 +219,10 @@ class OpenBuffer:
 
 
 @dataclass(frozen=True, slots=True)
-class AppendMessage:
-    """Store the message as a row of this buffer, received at UTC wall time ``at``."""
+class AppendMessages:
+    """Store the messages as rows of this buffer, received at UTC wall time ``at``."""
 
-    message: BufferedMessage
+    messages: tuple[BufferedMessage, ...]
     at: float
 
 
@@ -271,21 +273,25 @@ class HandOff:
 
 @dataclass(frozen=True, slots=True)
 class StartNextBuffer:
-    """Feed ``message`` to a fresh buffer of the same channel (it arrived past the max age)."""
+    """Feed ``messages`` to a fresh buffer of the same channel.
 
-    message: BufferedMessage
+    They arrived past the max age, or after the message that filled the buffer to its cap.
+    """
+
+    messages: tuple[BufferedMessage, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Ignore:
-    """Nothing to do."""
+    """Nothing to do (for a duplicate: the ids of the messages already buffered)."""
 
     reason: IgnoreReason
+    message_ids: tuple[int, ...] = ()
 
 
 Effect: TypeAlias = (
     OpenBuffer
-    | AppendMessage
+    | AppendMessages
     | UpdateMessage
     | RemoveMessage
     | UpdateStoredMessage
@@ -301,13 +307,13 @@ S = BufferState
 #: Legal transitions: state -> event type -> the states the event may lead to.
 TRANSITIONS: Mapping[BufferState, Mapping[type, frozenset[BufferState]]] = {
     S.EMPTY: {
-        MessageArrived: frozenset({S.OPEN}),
+        MessagesArrived: frozenset({S.OPEN, S.CLOSED}),
         MessageEdited: frozenset({S.EMPTY}),
         MessageDeleted: frozenset({S.EMPTY}),
         Restored: frozenset({S.OPEN, S.CLOSED}),
     },
     S.OPEN: {
-        MessageArrived: frozenset({S.OPEN, S.CLOSED}),
+        MessagesArrived: frozenset({S.OPEN, S.CLOSED}),
         MessageEdited: frozenset({S.OPEN}),
         MessageDeleted: frozenset({S.OPEN}),
         InactivityDeadlineReached: frozenset({S.OPEN, S.CLOSED}),
@@ -371,33 +377,52 @@ class ChannelBuffer:
 
     # Handlers (each returns the target state; the table checks it) -------------------------
 
-    def _on_arrived(self, event: MessageArrived, now: float) -> _Outcome:
-        message = event.message
+    def _on_arrived(self, event: MessagesArrived, now: float) -> _Outcome:
+        messages = event.messages
+        if not messages:
+            raise ValueError("MessagesArrived needs at least one message")
+        effects: list[Effect] = []
+        ids = self.message_ids
         if self.state is BufferState.EMPTY:
             self.started_at = now
+            ids = self.message_ids = set()
+            effects.append(OpenBuffer(started_at=now, inactivity_s=self.config.inactivity_s))
+        elif now >= self.max_age_deadline:
+            fresh = tuple(m for m in messages if m.message_id not in ids)
+            if fresh:  # close first; the new messages open the next buffer
+                effects = [
+                    CloseBuffer(CloseReason.MAX_AGE, closed_at=now),
+                    HandOff(),
+                    StartNextBuffer(fresh),
+                ]
+                if len(fresh) < len(messages):
+                    duplicates = tuple(m.message_id for m in messages if m.message_id in ids)
+                    effects.append(Ignore(IgnoreReason.DUPLICATE, duplicates))
+                return S.CLOSED, effects
+        cap = self.config.cap
+        appended: list[BufferedMessage] = []
+        duplicates_seen: list[int] = []
+        rest: tuple[BufferedMessage, ...] = ()
+        for index, message in enumerate(messages):
+            if message.message_id in ids:
+                duplicates_seen.append(message.message_id)
+                continue
+            ids.add(message.message_id)
+            appended.append(message)
+            if len(ids) >= cap:
+                rest = messages[index + 1 :]
+                break
+        if appended:
             self.last_message_at = now
-            self.message_ids = {message.message_id}
-            return S.OPEN, [
-                OpenBuffer(started_at=now, inactivity_s=self.config.inactivity_s),
-                AppendMessage(message, now),
-            ]
-        if message.message_id in self.message_ids:
-            return S.OPEN, [Ignore(IgnoreReason.DUPLICATE)]
-        if now >= self.max_age_deadline:
-            return S.CLOSED, [
-                CloseBuffer(CloseReason.MAX_AGE, closed_at=now),
-                HandOff(),
-                StartNextBuffer(message),
-            ]
-        self.last_message_at = now
-        self.message_ids.add(message.message_id)
-        if len(self.message_ids) >= self.config.cap:
-            return S.CLOSED, [
-                AppendMessage(message, now),
-                CloseBuffer(CloseReason.CAP, closed_at=now),
-                HandOff(),
-            ]
-        return S.OPEN, [AppendMessage(message, now)]
+            effects.append(AppendMessages(tuple(appended), now))
+        if duplicates_seen:
+            effects.append(Ignore(IgnoreReason.DUPLICATE, tuple(duplicates_seen)))
+        if len(ids) < cap:
+            return S.OPEN, effects
+        effects += [CloseBuffer(CloseReason.CAP, closed_at=now), HandOff()]
+        if rest:
+            effects.append(StartNextBuffer(rest))
+        return S.CLOSED, effects
 
     def _on_edited(self, event: MessageEdited, now: float) -> _Outcome:
         if event.message_id in self.message_ids:
@@ -455,7 +480,7 @@ class ChannelBuffer:
 
 
 _HANDLERS: Mapping[type, Callable[..., _Outcome]] = {
-    MessageArrived: ChannelBuffer._on_arrived,
+    MessagesArrived: ChannelBuffer._on_arrived,
     MessageEdited: ChannelBuffer._on_edited,
     MessageDeleted: ChannelBuffer._on_deleted,
     InactivityDeadlineReached: ChannelBuffer._on_deadline,
