@@ -363,8 +363,10 @@ class ChannelActor:
         _answer_creates(items, appended, duplicates, plan)
 
     async def _carry_out(self, plan: _Plan) -> None:
-        """Commit the plan's storage effects in one transaction, then hand off, answer, and arm
-        the timer at the machine's next deadline."""
+        """Commit the plan's storage effects in one transaction, then hand off and answer.
+
+        Last, the timer is armed at the machine's next deadline, which the plan may have moved.
+        """
         results: dict[int, object] = {}
         taken: frozenset[int] = frozenset()
         if plan.effects:
