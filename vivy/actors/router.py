@@ -130,7 +130,9 @@ class Router:
         self._policy = policy
         self._hand_off = hand_off
         self._observer = observer
-        self._entries: dict[ChannelKey, _Entry] = {}
+        #: By (guild id, channel id). A named tuple hashes and compares as the plain tuple, so
+        #: routing a message looks its actor up without building a ChannelKey.
+        self._entries: dict[tuple[int, int], _Entry] = {}
         self._timers: DueQueue[ChannelKey] = DueQueue(clock)
         self._opted_out: set[tuple[int, int]] = set()
         self._restarts = 0
@@ -204,7 +206,7 @@ class Router:
             message.mentions,
         )
         ack = Ack()
-        key = ChannelKey(message.guild_id, message.channel_id)
+        key = (message.guild_id, message.channel_id)
         item = Create(buffered, message.channel_name, truncated, ack)
         if not self._queue_nowait(key, item):  # the common case needs no coroutine
             await self._queue(key, item)
@@ -233,7 +235,7 @@ class Router:
         )
         return await ack.wait()
 
-    async def _queue(self, key: ChannelKey, item: Item) -> None:
+    async def _queue(self, key: tuple[int, int], item: Item) -> None:
         """Put ``item`` in the mailbox of the channel's actor, waiting while it is full."""
         while True:
             entry = self._entry(key)
@@ -243,7 +245,7 @@ class Router:
             except anyio.ClosedResourceError:
                 self._forget(key, entry)
 
-    def _queue_nowait(self, key: ChannelKey, item: Item) -> bool:
+    def _queue_nowait(self, key: tuple[int, int], item: Item) -> bool:
         """Put ``item`` in the mailbox of the channel's actor, starting the actor if needed.
 
         Returns False, queueing nothing, when the mailbox is full. No checkpoint lies between
@@ -256,7 +258,7 @@ class Router:
             except anyio.ClosedResourceError:
                 self._forget(key, entry)
 
-    def _forget(self, key: ChannelKey, entry: _Entry) -> None:
+    def _forget(self, key: tuple[int, int], entry: _Entry) -> None:
         """Drop a retired actor's entry, so the next item starts a new actor."""
         if self._entries.get(key) is entry:
             del self._entries[key]
@@ -266,14 +268,15 @@ class Router:
         self._observer.ingested(outcome)
         return outcome
 
-    def _entry(self, key: ChannelKey) -> _Entry:
+    def _entry(self, key: tuple[int, int]) -> _Entry:
         entry = self._entries.get(key)
         if entry is None:
             if self._tg is None:
                 raise RuntimeError("Router.run() must be started before messages are sent")
+            channel = ChannelKey(*key)
             entry = _Entry(Mailbox(MAILBOX_CAPACITY))
-            self._entries[key] = entry
-            self._tg.start_soon(self._supervise, key, entry)
+            self._entries[channel] = entry
+            self._tg.start_soon(self._supervise, channel, entry)
         return entry
 
     def _retire(self, key: ChannelKey, entry: _Entry, actor: ChannelActor) -> bool:
