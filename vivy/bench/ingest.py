@@ -385,9 +385,7 @@ def _run_all(
     raw = statistics.median(raws)
     # Each gateway run against the raw run right after it: a drift of the machine's speed
     # between runs then moves both sides of a ratio alike.
-    ratios = [
-        _rate(len(arrivals), g.seconds) / r for (g, _), r in zip(gateway, raws, strict=True)
-    ]
+    ratios = [_rate(len(arrivals), g.seconds) / r for (g, _), r in zip(gateway, raws, strict=True)]
     lockstep = anyio.run(_run_lockstep, traffic, db_dir / "vivy-lockstep.db", backend=backend)
     rows_stored = _count_rows(vivy_path)
     rewrite = _json_rewrite(arrivals, db_dir / "json-rewrite.db")
