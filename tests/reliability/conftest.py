@@ -28,6 +28,7 @@ import trio.testing
 from tests.llm.fake_gemini import FakeGemini, RecordedRequest, Reply, answer, error, slow
 from vivy.llm.prompts import CLUSTER_SYSTEM, CONSOLIDATION_SYSTEM, NOTE_SYSTEM
 from vivy.llm.prompts import PROFILE_UPDATE_SYSTEM as PROFILE_SYSTEM
+from vivy.state.gate import IncomingMessage
 
 #: The request header through which a test tells the fake server how to answer one request.
 PLAN_HEADER = "x-fake-reply"
@@ -44,6 +45,22 @@ VALID_NOTE: dict[str, Any] = {
     "open_questions": [],
     "entities": [],
 }
+
+
+def member_message(
+    guild: int, channel: int, channel_name: str, message_id: int, author: int, text: str, at: float
+) -> IncomingMessage:
+    """A human message from ``member<author>``."""
+    return IncomingMessage(
+        guild_id=guild,
+        channel_id=channel,
+        message_id=message_id,
+        author_id=author,
+        author_name=f"member{author}",
+        text=text,
+        created_at=at,
+        channel_name=channel_name,
+    )
 
 
 def request_kind(recorded: RecordedRequest) -> str:

@@ -57,7 +57,14 @@ from vivy.state.guards import looks_like_instruction
 from vivy.state.profile import FactSource, plan_operations
 from vivy.storage.db import Connection
 
-from .conftest import VALID_NOTE, CountingTransport, RoutingGemini, request_kind, run_driven
+from .conftest import (
+    VALID_NOTE,
+    CountingTransport,
+    RoutingGemini,
+    member_message,
+    request_kind,
+    run_driven,
+)
 
 T = TypeVar("T")
 
@@ -160,22 +167,6 @@ async def test_gemini_refuses_malformed_answer(
 # --- invalid answers through the pipeline -----------------------------------------------------
 
 
-def _message(
-    message_id: int, channel: int, name: str, author: int, text: str, at: float
-) -> IncomingMessage:
-    """A human message in guild 1."""
-    return IncomingMessage(
-        guild_id=G1,
-        channel_id=channel,
-        message_id=message_id,
-        author_id=author,
-        author_name=f"member{author}",
-        text=text,
-        created_at=at,
-        channel_name=name,
-    )
-
-
 def _cycle(texts: list[str]) -> Iterator[str]:
     """``texts`` over and over, safe to draw from the server's handler threads."""
     lock = threading.Lock()
@@ -243,7 +234,9 @@ def test_malformed_answers_leave_work_pending_and_write_nothing(tmp_path: Path) 
                 (2, "good-note", 12, "I work at Dell as a QA engineer"),
             ]
             for message_id, (channel, name, author, text) in enumerate(lines, start=1):
-                await app.router.ingest(_message(message_id, channel, name, author, text, DAY1))
+                await app.router.ingest(
+                    member_message(G1, channel, name, message_id, author, text, DAY1)
+                )
             await trio.sleep(3600.0)
             db = app.db
             found["buffers"] = await db.read(

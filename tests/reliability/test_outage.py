@@ -31,7 +31,7 @@ from vivy.llm.retry import Backoff
 from vivy.state.gate import IncomingMessage, IngestOutcome
 from vivy.storage.db import Connection
 
-from .conftest import CountingTransport, RoutingGemini, run_driven
+from .conftest import CountingTransport, RoutingGemini, member_message, run_driven
 
 #: 2026-03-02T08:00:00Z at virtual time zero.
 WALL0 = 1772438400.0
@@ -60,16 +60,7 @@ class OutagePlan:
 
 def message(message_id: int, channel: int, author: int, text: str, at: float) -> IncomingMessage:
     """A human message in channel ``outage-<channel>`` of the test guild."""
-    return IncomingMessage(
-        guild_id=GUILD,
-        channel_id=channel,
-        message_id=message_id,
-        author_id=author,
-        author_name=f"member{author}",
-        text=text,
-        created_at=at,
-        channel_name=f"outage-{channel}",
-    )
+    return member_message(GUILD, channel, f"outage-{channel}", message_id, author, text, at)
 
 
 def scalar(conn: Connection, sql: str) -> int:
