@@ -50,7 +50,11 @@ async def test_conversation_becomes_note_and_profile_facts(tmp_path: Path) -> No
         assert await p.db.read(count, "channel_buffers") == 0
         pending = await p.db.read(profile_store.pending_updates)
         assert pending == []
-        assert await p.db.read(count, "note_lines") == 0
+        # The note keeps its four messages as evidence: one window (four lines), both
+        # keyword-indexed and embedded.
+        assert await p.db.read(count, "note_lines") == 4
+        assert await p.db.read(count, "evidence_windows") == 1
+        assert await p.db.read(count, "vec_windows") == 1
 
 
 async def test_single_message_buffer_is_discarded_without_llm(tmp_path: Path) -> None:

@@ -2,9 +2,10 @@
 
 It takes buffer ids from the channel actors (and, at start-up, every closed buffer still in
 the outbox), and for each one either discards it (fewer messages than the minimum, no LLM
-call) or asks the flash model for a note, embeds the note's contextualised text, and commits
-note, embedding, participants, buffer deletion and one pending profile update per participant
-in one transaction. A failure leaves the buffer pending; it is retried with backoff. The
+call) or asks the flash model for a note, embeds the note's contextualised text and its
+evidence windows (one batched embedding call), and commits note, embeddings, evidence,
+participants, buffer deletion and one pending profile update per participant in one
+transaction. A failure leaves the buffer pending; it is retried with backoff. The
 lifecycle of each buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer`
 machine as in the channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
 """
@@ -36,10 +37,17 @@ from vivy.state.buffer import (
 )
 from vivy.state.guards import clean_note
 from vivy.storage import buffers as buffer_store
+from vivy.storage import evidence as evidence_store
 from vivy.storage import notes as note_store
 from vivy.storage.db import Database
 
-__all__ = ["NoteObserver", "NoteWriter", "ProfileNotifier", "contextual_text"]
+__all__ = [
+    "NoteObserver",
+    "NoteWriter",
+    "ProfileNotifier",
+    "contextual_text",
+    "window_header",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -86,6 +94,12 @@ def contextual_text(
     return "\n".join(header) + f"\n\n{title}\n{summary}"
 
 
+def window_header(channel_name: str, day: str, participants: list[str]) -> str:
+    """The one-line context an evidence window is embedded with (seed 001's header)."""
+    channel = f"#{channel_name}" if channel_name else "(unknown channel)"
+    return f"{channel} · {day} · {', '.join(participants)}"
+
+
 class NoteWriter:
     """Writes conversation notes; see the module docstring."""
 
@@ -102,6 +116,7 @@ class NoteWriter:
         backoff: Backoff = OUTBOX_BACKOFF,
         concurrency: int = 2,
         rng: random.Random | None = None,
+        keep_evidence: bool = True,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -112,6 +127,7 @@ class NoteWriter:
         self._profile_delay_s = profile_delay_s
         self._backoff = backoff
         self._rng = rng or random.Random(0)
+        self._keep_evidence = keep_evidence
         self._slots = anyio.Semaphore(concurrency)
         self._queue: DueQueue[int] = DueQueue(clock)
         self._in_flight: set[int] = set()
@@ -179,6 +195,7 @@ class NoteWriter:
                 bound.debug("buffer too small for a note; discarded", messages=len(stored.messages))
             machine.handle(NoteCommitted(None), self._clock.now())
             return None
+        lines_of = stored.messages
         lines = tuple(
             TranscriptLine(m.author_id, m.author_name, m.text, m.created_at)
             for m in stored.messages
@@ -199,7 +216,17 @@ class NoteWriter:
                 draft.title,
                 draft.summary,
             )
-            [embedding] = await self._llm.embed([text], EmbeddingTask.DOCUMENT)
+            windows = (
+                evidence_store.windows_of([(m.message_id, m.author_name, m.text) for m in lines_of])
+                if self._keep_evidence
+                else []
+            )
+            header = window_header(row.channel_name, day, [names[user] for user in counts])
+            vectors = await self._llm.embed(
+                [text, *(f"{header} · {draft.title}\n{w.text}" for w in windows)],
+                EmbeddingTask.DOCUMENT,
+            )
+            embedding, window_vectors = vectors[0], vectors[1:]
         except LLMError as exc:
             machine.handle(NoteFailed(str(exc)), self._clock.now())
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
@@ -227,6 +254,8 @@ class NoteWriter:
             quality=generation.quality,
             model=generation.model,
             embedding=embedding,
+            windows=tuple(windows),
+            window_embeddings=tuple(window_vectors),
             created_at=self._clock.now(),
             started_at=row.started_at,
             ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,

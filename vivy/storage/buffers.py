@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from vivy.state.buffer import BufferedMessage, BufferSnapshot, CloseReason
 from vivy.storage.db import Connection
+from vivy.storage.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
     "BufferRow",
@@ -147,18 +148,22 @@ def append_messages(
 
 
 def edit_stored_message(conn: Connection, message_id: int, text: str, edited_at: float) -> bool:
-    """Replace a buffered message's text wherever it is buffered; False if it is not."""
+    """Replace a message's text wherever it is buffered or kept as a note's evidence;
+    False if it is neither."""
     cursor = conn.execute(
         "UPDATE buffer_messages SET text = ?, edited_at = ? WHERE message_id = ?",
         (text, edited_at, message_id),
     )
-    return cursor.rowcount > 0
+    kept = edit_evidence_message(conn, message_id, text)
+    return cursor.rowcount > 0 or kept
 
 
 def delete_stored_message(conn: Connection, message_id: int) -> bool:
-    """Delete a buffered message wherever it is buffered; False if it is not."""
+    """Delete a message wherever it is buffered or kept as a note's evidence; False if it
+    is neither."""
     cursor = conn.execute("DELETE FROM buffer_messages WHERE message_id = ?", (message_id,))
-    return cursor.rowcount > 0
+    kept = delete_evidence_message(conn, message_id)
+    return cursor.rowcount > 0 or kept
 
 
 def close_buffer(conn: Connection, buffer_id: int, closed_at: float, reason: CloseReason) -> None:

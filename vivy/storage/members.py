@@ -18,6 +18,8 @@ from enum import StrEnum
 from vivy.state.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, NewFact, ProfilePlan, RetiredFact
 from vivy.storage.db import Connection
+from vivy.storage.evidence import edit_evidence_message, forget_lines, optimize_evidence_index
+from vivy.storage.notes import add_member_name
 from vivy.storage.profiles import Fact, active_facts, apply_plan, profile_version
 
 __all__ = [
@@ -107,7 +109,8 @@ class RememberOutcome(StrEnum):
 def upsert_member(
     conn: Connection, guild_id: int, user_id: int, display_name: str, now: float
 ) -> None:
-    """Record the member's current name (``users`` and ``guild_members``), keeping opt-outs."""
+    """Record the member's current name (``users``, ``guild_members`` and the names they are
+    known by), keeping opt-outs."""
     conn.execute(
         "INSERT INTO users (id, discord_id, username) VALUES (?, ?, ?)"
         " ON CONFLICT (discord_id) DO UPDATE SET username = excluded.username",
@@ -119,6 +122,7 @@ def upsert_member(
         " display_name = excluded.display_name, updated_at = excluded.updated_at",
         (guild_id, user_id, display_name, now),
     )
+    add_member_name(conn, guild_id, user_id, display_name)
 
 
 def is_opted_out(conn: Connection, guild_id: int, user_id: int) -> bool:
@@ -280,7 +284,8 @@ def set_opted_out(
     opted_out: bool,
     now: float,
 ) -> list[BufferedRef]:
-    """Persist the member's opt-out (or opt-in); opting out deletes their buffered messages.
+    """Persist the member's opt-out (or opt-in); opting out deletes their buffered messages
+    and the lines of theirs that notes keep as evidence.
 
     Returns the deleted messages that were in open buffers.
     """
@@ -292,6 +297,8 @@ def set_opted_out(
     if not opted_out:
         return []
     _, refs = delete_buffered_messages(conn, guild_id, user_id)
+    forget_lines(conn, guild_id, user_id)
+    optimize_evidence_index(conn)
     return refs
 
 
@@ -466,10 +473,7 @@ def _scrub_rows(conn: Connection, table: str, guild_id: int, user_id: int) -> No
             (guild_id, like),
         ).fetchall()
         for message_id, text in rows:
-            conn.execute(
-                "UPDATE note_lines SET text = ? WHERE message_id = ?",
-                (_scrub_mentions(str(text), user_id), message_id),
-            )
+            edit_evidence_message(conn, int(message_id), _scrub_mentions(str(text), user_id))
 
 
 def forget_member(conn: Connection, guild_id: int, user_id: int) -> ForgetReport:
@@ -501,12 +505,9 @@ def forget_member(conn: Connection, guild_id: int, user_id: int) -> ForgetReport
 
     doomed = _notes_to_delete(conn, guild_id, user_id, pattern)
     _delete_notes(conn, doomed, user_id)
-    conn.execute(
-        "DELETE FROM note_lines WHERE author_id = ? AND note_id IN"
-        " (SELECT id FROM interaction_notes WHERE guild_id = ?)",
-        (user_id, guild_id),
-    )
+    forget_lines(conn, guild_id, user_id)
     _scrub_rows(conn, "note_lines", guild_id, user_id)
+    optimize_evidence_index(conn)
 
     own = [
         int(r[0])
@@ -540,6 +541,7 @@ def forget_member(conn: Connection, guild_id: int, user_id: int) -> ForgetReport
         marks = ",".join("?" * len(lore))
         conn.execute(f"DELETE FROM server_lore WHERE id IN ({marks})", lore)
 
+    conn.execute("DELETE FROM member_names WHERE guild_id = ? AND user_id = ?", (guild_id, user_id))
     if is_opted_out(conn, guild_id, user_id):
         conn.execute(
             "UPDATE guild_members SET display_name = '' WHERE guild_id = ? AND user_id = ?",

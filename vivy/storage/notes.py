@@ -18,19 +18,23 @@ from typing import Any
 import sqlite_vec
 
 from vivy.storage.db import Connection
+from vivy.storage.evidence import EvidenceWindow, insert_windows
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 __all__ = [
     "NewNote",
     "Note",
     "Participant",
+    "add_member_name",
     "commit_cluster_notes",
     "commit_conversation_note",
     "discard_buffer",
     "get_note",
     "get_notes",
+    "members_named",
     "note_date",
     "notes_between",
+    "notes_in_range",
     "notes_of_day",
     "serialize_vector",
     "short_date",
@@ -86,6 +90,10 @@ class NewNote:
     started_at: float | None = None
     ended_at: float | None = None
     source_note_ids: tuple[int, ...] | None = None
+    #: Evidence windows of a conversation note and their embeddings (same order); none
+    #: when evidence is switched off.
+    windows: tuple[EvidenceWindow, ...] = ()
+    window_embeddings: tuple[Sequence[float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +179,7 @@ def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
             " ON CONFLICT (discord_id) DO UPDATE SET username = excluded.username",
             (p.user_id, str(p.user_id), p.display_name),
         )
+        add_member_name(conn, note.guild_id, p.user_id, p.display_name)
         conn.execute(
             "INSERT INTO guild_members (guild_id, user_id, display_name, updated_at)"
             " VALUES (?, ?, ?, ?) ON CONFLICT (guild_id, user_id) DO UPDATE SET"
@@ -178,6 +187,42 @@ def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:
             (note.guild_id, p.user_id, p.display_name, note.created_at),
         )
     return note_id
+
+
+def add_member_name(conn: Connection, guild_id: int, user_id: int, name: str) -> None:
+    """Remember that the member goes by ``name`` in the guild (a nickname, alias or handle)."""
+    folded = " ".join(name.lower().split())
+    if folded:
+        conn.execute(
+            "INSERT OR IGNORE INTO member_names (guild_id, user_id, name) VALUES (?, ?, ?)",
+            (guild_id, user_id, folded),
+        )
+
+
+def members_named(conn: Connection, guild_id: int, names: Sequence[str]) -> frozenset[int]:
+    """The members of the guild known by any of ``names`` (lower-case word runs)."""
+    if not names:
+        return frozenset()
+    marks = ",".join("?" * len(names))
+    rows = conn.execute(
+        f"SELECT DISTINCT user_id FROM member_names WHERE guild_id = ? AND name IN ({marks})",
+        (guild_id, *names),
+    ).fetchall()
+    return frozenset(int(r[0]) for r in rows)
+
+
+def notes_in_range(
+    conn: Connection, guild_id: int, start: float, end: float, *, note_type: str, limit: int
+) -> list[int]:
+    """Ids of the guild's notes of one type that overlap ``[start, end)``, newest first."""
+    rows = conn.execute(
+        "SELECT id FROM interaction_notes WHERE guild_id = ? AND note_type = ?"
+        " AND note_date BETWEEN ? AND ?"
+        " AND COALESCE(started_at, created_at) < ? AND COALESCE(ended_at, created_at) >= ?"
+        " ORDER BY COALESCE(ended_at, created_at) DESC, id DESC LIMIT ?",
+        (guild_id, note_type, note_date(start - 86400.0), note_date(end), end, start, limit),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
 
 
 def commit_conversation_note(
@@ -199,6 +244,13 @@ def commit_conversation_note(
         " SELECT message_id, ?, author_id, author_name, text, created_at FROM buffer_messages"
         " WHERE buffer_id = ?",
         (note_id, buffer_id),
+    )
+    insert_windows(
+        conn,
+        note_id,
+        note.guild_id,
+        note.windows,
+        [serialize_vector(vector) for vector in note.window_embeddings],
     )
     conn.execute(
         "UPDATE interaction_notes SET (first_message_id, last_message_id, message_count) ="

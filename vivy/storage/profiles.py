@@ -151,7 +151,8 @@ def pending_updates(conn: Connection, user_id: int | None = None) -> list[Pendin
 
 
 def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float) -> None:
-    """Mark updates applied, and drop the source lines of notes with none left pending."""
+    """Mark updates applied, and drop the source lines of notes with none left pending
+    (unless the note keeps them as evidence)."""
     marks = ",".join("?" * len(update_ids))
     conn.execute(
         f"UPDATE profile_updates SET status = 'applied', applied_at = ?"
@@ -160,7 +161,8 @@ def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float
     )
     conn.execute(
         "DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT note_id FROM note_lines"
-        " EXCEPT SELECT note_id FROM profile_updates WHERE status = 'pending')"
+        " EXCEPT SELECT note_id FROM profile_updates WHERE status = 'pending'"
+        " EXCEPT SELECT note_id FROM evidence_windows)"
     )
 
 

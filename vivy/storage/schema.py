@@ -3,9 +3,14 @@
 The schema version is SQLite's ``PRAGMA user_version``. Each migration runs once, in order,
 inside one transaction together with the version bump. Discord ids (guilds, channels, users,
 messages) are stored as INTEGER snowflakes; ``*_at`` columns are UTC epoch seconds (REAL);
-``note_date`` is the UTC date ``YYYY-MM-DD``. ``note_lines`` keeps a note's source messages
-only until every profile update of the note is applied (the grounding guard reads them), so
-message text does not outlive its use. Seed 000's ``facts`` / ``vec_facts`` tables are
+``note_date`` is the UTC date ``YYYY-MM-DD``. ``note_lines`` holds a note's source messages.
+A note with evidence (migration 2) keeps them as ``evidence_windows`` (short overlapping runs
+of consecutive lines, keyword-indexed in ``evidence_fts`` and embedded in ``vec_windows``)
+until the retention setting or a member's deletion removes them; a note without windows keeps
+its lines only until every profile update of the note is applied (the grounding guard reads
+them), so message text does not outlive its use. ``member_names`` holds every display name
+and alias a member was seen with in a guild (lower-cased), so a question naming them finds
+their notes. Seed 000's ``facts`` / ``vec_facts`` tables are
 never created, altered or dropped here, so an old database keeps them untouched.
 """
 
@@ -19,6 +24,7 @@ __all__ = [
     "VEC_KINDS",
     "binary_dimensions",
     "vec_notes_ddl",
+    "vec_windows_ddl",
 ]
 
 EMBEDDING_DIMENSION_DEFAULT = 768
@@ -53,6 +59,21 @@ def vec_notes_ddl(dimension: int) -> str:
         "note_id INTEGER PRIMARY KEY, "
         "guild_id INTEGER PARTITION KEY, "
         "note_kind TEXT, "
+        f"embedding float[{int(dimension)}] distance_metric=cosine, "
+        f"embedding_bits bit[{binary_dimensions(dimension)}])"
+    )
+
+
+def vec_windows_ddl(dimension: int) -> str:
+    """DDL of the ``vec_windows`` index of evidence windows: as ``vec_notes``, by guild.
+
+    ``note_id`` is a metadata column, so the nearest windows name their note without a join.
+    """
+    return (
+        "CREATE VIRTUAL TABLE vec_windows USING vec0("
+        "window_id INTEGER PRIMARY KEY, "
+        "guild_id INTEGER PARTITION KEY, "
+        "note_id INTEGER, "
         f"embedding float[{int(dimension)}] distance_metric=cosine, "
         f"embedding_bits bit[{binary_dimensions(dimension)}])"
     )
@@ -248,8 +269,52 @@ CREATE TABLE meta (
 );
 """
 
+_V2 = f"""
+CREATE TABLE evidence_windows (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    note_id           INTEGER NOT NULL REFERENCES interaction_notes (id) ON DELETE CASCADE,
+    guild_id          INTEGER NOT NULL,
+    first_message_id  INTEGER NOT NULL,
+    last_message_id   INTEGER NOT NULL,
+    text              TEXT NOT NULL
+);
+CREATE INDEX evidence_windows_by_note ON evidence_windows (note_id, first_message_id);
+CREATE INDEX note_lines_by_author ON note_lines (author_id);
+
+CREATE TABLE member_names (
+    guild_id  INTEGER NOT NULL,
+    user_id   INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    PRIMARY KEY (guild_id, name, user_id)
+);
+INSERT OR IGNORE INTO member_names (guild_id, user_id, name)
+    SELECT DISTINCT n.guild_id, p.user_id, lower(p.display_name)
+    FROM note_participants AS p JOIN interaction_notes AS n ON n.id = p.note_id;
+INSERT OR IGNORE INTO member_names (guild_id, user_id, name)
+    SELECT guild_id, user_id, lower(display_name) FROM guild_members;
+
+CREATE VIRTUAL TABLE evidence_fts USING fts5(
+    text, content='evidence_windows', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER evidence_windows_fts_insert AFTER INSERT ON evidence_windows BEGIN
+    INSERT INTO evidence_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER evidence_windows_fts_delete AFTER DELETE ON evidence_windows BEGIN
+    INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    DELETE FROM vec_windows WHERE window_id = old.id;
+END;
+CREATE TRIGGER evidence_windows_fts_update AFTER UPDATE OF text ON evidence_windows BEGIN
+    INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO evidence_fts (rowid, text) VALUES (new.id, new.text);
+    DELETE FROM vec_windows WHERE window_id = old.id;
+END;
+
+{vec_windows_ddl(EMBEDDING_DIMENSION_DEFAULT)};
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

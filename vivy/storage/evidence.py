@@ -1,0 +1,351 @@
+"""Storage of a note's evidence: the messages it was written from, kept searchable.
+
+A summary drops the details people later ask about, so a note keeps its human messages
+(``note_lines``) as *evidence*, grouped into short overlapping windows of consecutive lines
+(``evidence_windows``). Each window is keyword-indexed (``evidence_fts``, porter-stemmed
+BM25) and embedded (``vec_windows``, the guild as partition key, like ``vec_notes``).
+
+Rules of this module:
+
+* Windows are written in the note's own transaction (:func:`insert_windows`, called by
+  :func:`vivy.storage.notes.commit_conversation_note`), so a note never exists half-indexed.
+* A note with windows keeps its lines; a note without (evidence switched off) loses them once
+  its profile updates are applied, as before evidence existed.
+* A Discord edit or delete after the note was written changes or removes the line, rewrites
+  the windows that held it and drops their vectors (the old text must not stay findable);
+  :func:`forget_lines` removes a member's lines; :func:`prune_evidence` applies retention.
+* Every search names the guild inside the index or before the ``LIMIT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlean
+
+from vivy.storage.db import Connection
+from vivy.storage.schema import binary_dimensions
+
+__all__ = [
+    "WINDOW_SIZE",
+    "WINDOW_STRIDE",
+    "EvidenceLine",
+    "EvidenceWindow",
+    "WindowMatch",
+    "delete_evidence_message",
+    "edit_evidence_message",
+    "evidence_problems",
+    "forget_lines",
+    "insert_windows",
+    "lines_of_notes",
+    "optimize_evidence_index",
+    "prune_evidence",
+    "window_keyword_search",
+    "window_text",
+    "window_vector_search",
+    "windows_of",
+]
+
+#: Lines per evidence window, and how far the next window starts: each line is in two
+#: windows, so an answer split over a window's edge is still found whole.
+WINDOW_SIZE = 4
+WINDOW_STRIDE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceLine:
+    """One kept message of a note."""
+
+    message_id: int
+    note_id: int
+    author_id: int
+    author_name: str
+    text: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceWindow:
+    """A run of consecutive lines of one note, as indexed: ``Name: text`` per line."""
+
+    first_message_id: int
+    last_message_id: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class WindowMatch:
+    """A window found by search: its note, and BM25 strength or cosine similarity."""
+
+    window_id: int
+    note_id: int
+    score: float
+
+
+def window_text(lines: Sequence[tuple[str, str]]) -> str:
+    """The indexed text of a window: one ``Name: text`` line per (author, text)."""
+    return "\n".join(f"{author}: {text}" for author, text in lines if text.strip())
+
+
+def windows_of(
+    lines: Sequence[tuple[int, str, str]],
+    *,
+    size: int = WINDOW_SIZE,
+    stride: int = WINDOW_STRIDE,
+) -> list[EvidenceWindow]:
+    """Overlapping windows of ``(message id, author name, text)`` lines, in order.
+
+    Windows start every ``stride`` lines; the last one ends at the last line, so every line
+    is covered. Fewer lines than ``size`` make one window.
+    """
+    kept = [line for line in lines if line[2].strip()]
+    if not kept:
+        return []
+    starts = list(range(0, max(1, len(kept) - size + stride), stride))
+    if starts[-1] + size < len(kept):
+        starts.append(len(kept) - size)
+    windows: list[EvidenceWindow] = []
+    for start in dict.fromkeys(starts):
+        part = kept[start : start + size]
+        windows.append(
+            EvidenceWindow(part[0][0], part[-1][0], window_text([(a, t) for _, a, t in part]))
+        )
+    return windows
+
+
+def insert_windows(
+    conn: Connection,
+    note_id: int,
+    guild_id: int,
+    windows: Sequence[EvidenceWindow],
+    vectors: Sequence[bytes],
+) -> None:
+    """Store a note's windows and, where given, their float32 vectors (same order).
+
+    A vector whose length does not fit ``vec_windows`` (an index left at another dimension)
+    is skipped: the window stays keyword-searchable and the note is still written.
+    """
+    for index, window in enumerate(windows):
+        cursor = conn.execute(
+            "INSERT INTO evidence_windows (note_id, guild_id, first_message_id,"
+            " last_message_id, text) VALUES (?, ?, ?, ?, ?)",
+            (note_id, guild_id, window.first_message_id, window.last_message_id, window.text),
+        )
+        if index >= len(vectors):
+            continue
+        vector = vectors[index]
+        try:
+            conn.execute(
+                "INSERT INTO vec_windows (window_id, guild_id, note_id, embedding,"
+                " embedding_bits) VALUES (?, ?, ?, ?, vec_quantize_binary(vec_slice(?, 0, ?)))",
+                (
+                    int(cursor.lastrowid or 0),
+                    guild_id,
+                    note_id,
+                    vector,
+                    vector,
+                    binary_dimensions(len(vector) // 4),
+                ),
+            )
+        except sqlean.Error:
+            continue
+
+
+def _rewrite_windows(conn: Connection, note_id: int, message_id: int) -> None:
+    """Rewrite the text of the note's windows that cover ``message_id`` from its current lines.
+
+    The triggers re-index their text and drop their vectors; a window left without any
+    line is deleted.
+    """
+    names = conn.execute(
+        "SELECT id, first_message_id, last_message_id FROM evidence_windows"
+        " WHERE note_id = ? AND first_message_id <= ? AND last_message_id >= ?",
+        (note_id, message_id, message_id),
+    ).fetchall()
+    for window_id, first, last in names:
+        rows = conn.execute(
+            "SELECT author_name, text FROM note_lines WHERE note_id = ?"
+            " AND message_id BETWEEN ? AND ? ORDER BY message_id",
+            (note_id, first, last),
+        ).fetchall()
+        text = window_text([(str(a), str(t)) for a, t in rows])
+        if text:
+            conn.execute("UPDATE evidence_windows SET text = ? WHERE id = ?", (text, window_id))
+        else:
+            conn.execute("DELETE FROM evidence_windows WHERE id = ?", (window_id,))
+
+
+def edit_evidence_message(conn: Connection, message_id: int, text: str) -> bool:
+    """Replace a kept line's text (a Discord edit after its note); False if not kept."""
+    row = conn.execute(
+        "SELECT note_id FROM note_lines WHERE message_id = ?", (message_id,)
+    ).fetchone()
+    if row is None:
+        return False
+    conn.execute("UPDATE note_lines SET text = ? WHERE message_id = ?", (text, message_id))
+    _rewrite_windows(conn, int(row[0]), message_id)
+    return True
+
+
+def delete_evidence_message(conn: Connection, message_id: int) -> bool:
+    """Remove a kept line (a Discord delete after its note); False if not kept."""
+    row = conn.execute(
+        "SELECT note_id FROM note_lines WHERE message_id = ?", (message_id,)
+    ).fetchone()
+    if row is None:
+        return False
+    conn.execute("DELETE FROM note_lines WHERE message_id = ?", (message_id,))
+    _rewrite_windows(conn, int(row[0]), message_id)
+    return True
+
+
+def forget_lines(conn: Connection, guild_id: int, user_id: int) -> int:
+    """Remove every kept line a member wrote in the guild; returns how many.
+
+    Callers merge the keyword index afterwards (:func:`optimize_evidence_index`), so none
+    of the member's words stays in its segments.
+    """
+    rows = conn.execute(
+        "SELECT l.message_id FROM note_lines l JOIN interaction_notes n ON n.id = l.note_id"
+        " WHERE l.author_id = ? AND n.guild_id = ?",
+        (user_id, guild_id),
+    ).fetchall()
+    for (message_id,) in rows:
+        delete_evidence_message(conn, int(message_id))
+    return len(rows)
+
+
+def optimize_evidence_index(conn: Connection) -> None:
+    """Merge the keyword index, so deleted windows' terms leave its segments too."""
+    conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')")
+
+
+def prune_evidence(conn: Connection, before: float) -> int:
+    """Drop the evidence of notes that ended before ``before``; returns windows removed.
+
+    Lines go too, except those a pending profile update still needs for its guard.
+    """
+    doomed = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT w.note_id FROM evidence_windows w"
+            " JOIN interaction_notes n ON n.id = w.note_id"
+            " WHERE COALESCE(n.ended_at, n.created_at) < ?",
+            (before,),
+        ).fetchall()
+    ]
+    removed = 0
+    for note_id in doomed:
+        cursor = conn.execute("DELETE FROM evidence_windows WHERE note_id = ?", (note_id,))
+        removed += cursor.rowcount
+        conn.execute(
+            "DELETE FROM note_lines WHERE note_id = ? AND NOT EXISTS (SELECT 1 FROM"
+            " profile_updates WHERE note_id = ? AND status = 'pending')",
+            (note_id, note_id),
+        )
+    return removed
+
+
+def lines_of_notes(conn: Connection, note_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
+    """The kept lines of notes with evidence windows, oldest first, by note id."""
+    found: dict[int, list[EvidenceLine]] = {}
+    if not note_ids:
+        return found
+    marks = ",".join("?" * len(note_ids))
+    for message_id, note_id, author_id, name, text, at in conn.execute(
+        f"SELECT message_id, note_id, author_id, author_name, text, created_at FROM note_lines"
+        f" WHERE note_id IN ({marks}) AND note_id IN (SELECT note_id FROM evidence_windows)"
+        f" ORDER BY note_id, message_id",
+        list(note_ids),
+    ).fetchall():
+        found.setdefault(int(note_id), []).append(
+            EvidenceLine(
+                int(message_id), int(note_id), int(author_id), str(name), str(text), float(at)
+            )
+        )
+    return found
+
+
+def window_keyword_search(
+    conn: Connection, guild_id: int, match: str, *, limit: int
+) -> list[WindowMatch]:
+    """The ``limit`` best BM25 windows of the guild for an FTS5 ``match`` expression.
+
+    ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
+    The guild filter is in the query, before the ``LIMIT``.
+    """
+    rows = conn.execute(
+        "SELECT f.rowid, w.note_id, bm25(evidence_fts) AS score FROM evidence_fts AS f"
+        " JOIN evidence_windows AS w ON w.id = f.rowid"
+        " WHERE evidence_fts MATCH ? AND w.guild_id = ? ORDER BY score, f.rowid LIMIT ?",
+        (match, guild_id, limit),
+    ).fetchall()
+    return [WindowMatch(int(r[0]), int(r[1]), max(0.0, -float(r[2]))) for r in rows]
+
+
+def window_vector_search(
+    conn: Connection, guild_id: int, vector: bytes, *, limit: int, candidates: int
+) -> list[WindowMatch]:
+    """The ``limit`` windows of the guild nearest ``vector``: binary KNN, exact re-rank."""
+    k = max(candidates, limit)
+    bits = binary_dimensions(len(vector) // 4)
+    rows = conn.execute(
+        "SELECT window_id FROM vec_windows"
+        " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
+        " AND k = ? AND guild_id = ?",
+        (vector, bits, k, guild_id),
+    ).fetchall()
+    exact: list[WindowMatch] = []
+    for (window_id,) in rows:
+        found = conn.execute(
+            "SELECT note_id, vec_distance_cosine(embedding, ?) FROM vec_windows"
+            " WHERE window_id = ? AND guild_id = ?",
+            (vector, window_id, guild_id),
+        ).fetchone()
+        if found is not None and found[1] is not None:
+            exact.append(WindowMatch(int(window_id), int(found[0]), 1.0 - float(found[1])))
+    exact.sort(key=lambda match: (-match.score, match.window_id))
+    return exact[:limit]
+
+
+def evidence_problems(conn: Connection) -> list[str]:
+    """Evidence rows that belong to no note, or to a note of another guild (``db check``)."""
+    problems = [
+        f"evidence window {int(r[0])} belongs to no note"
+        for r in conn.execute(
+            "SELECT w.id FROM evidence_windows w LEFT JOIN interaction_notes n"
+            " ON n.id = w.note_id WHERE n.id IS NULL"
+        ).fetchall()
+    ]
+    problems += [
+        f"evidence window {int(r[0])} is filed under guild {int(r[1])}"
+        f" but its note belongs to guild {int(r[2])}"
+        for r in conn.execute(
+            "SELECT w.id, w.guild_id, n.guild_id FROM evidence_windows w"
+            " JOIN interaction_notes n ON n.id = w.note_id WHERE w.guild_id != n.guild_id"
+        ).fetchall()
+    ]
+    problems += [
+        f"evidence line {int(r[0])} belongs to no note"
+        for r in conn.execute(
+            "SELECT l.message_id FROM note_lines l LEFT JOIN interaction_notes n"
+            " ON n.id = l.note_id WHERE n.id IS NULL"
+        ).fetchall()
+    ]
+    problems += [
+        f"window vector {int(r[0])} has no window"
+        for r in conn.execute(
+            "SELECT v.window_id FROM vec_windows v LEFT JOIN evidence_windows w"
+            " ON w.id = v.window_id WHERE w.id IS NULL"
+        ).fetchall()
+    ]
+    problems += [
+        f"window vector {int(r[0])} is filed under guild {int(r[1])}"
+        f" but its window belongs to guild {int(r[2])}"
+        for r in conn.execute(
+            "SELECT v.window_id, v.guild_id, w.guild_id FROM vec_windows v"
+            " JOIN evidence_windows w ON w.id = v.window_id WHERE v.guild_id != w.guild_id"
+        ).fetchall()
+    ]
+    return problems
