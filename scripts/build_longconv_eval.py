@@ -52,7 +52,7 @@ QUOTA = {"single-hop": 22, "multi-hop": 12, "temporal": 16, "open-domain": 12}
 SMALL_GUILDS = 2
 SMALL_QUOTA = {"single-hop": 11, "multi-hop": 6, "temporal": 7, "open-domain": 6}
 FIRST_DAY = datetime(2026, 1, 5, tzinfo=UTC)
-DETAIL_SHARE = 0.6  # how often a note spells out a beat's details rather than its gist
+DETAIL_SHARE = 0.75  # how often a note spells out a beat's details rather than its gist
 ID_BASE = {"guild": 872000000000000000, "channel": 872100000000000000, "user": 872200000000000000, "message": 872300000000000000}
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 STOPWORDS = frozenset(
@@ -92,7 +92,7 @@ TRAITS: dict[str, tuple[list[str], list[str]]] = {
     "nightowl": (["it's 3am and I'm wide awake as usual", "mornings are a crime against humanity", "did my best work at 2am again, don't judge"], ["Would {O} be up for a 6am gym session?", "Is {O} an early riser?"]),
     "veggie": (["haven't had meat in like six years", "the lentil curry at that place slaps", "tofu scramble for breakfast, obviously"], ["Would {O} enjoy a steakhouse dinner?", "What should they keep in mind picking a BBQ place with {O}?"]),
     "introvert": (["big parties drain me for a week honestly", "cancelled plans = best feeling", "a quiet night in with a book is my ideal saturday"], ["Would {O} love a huge music festival?", "Would {O} want a big surprise party?"]),
-    "cook": (["made fresh pasta from scratch tonight, flour everywhere", "my sourdough discard crackers are elite", "trying to nail my grandma's dumpling recipe"], ["Would {O} appreciate a nice chef's knife as a gift?", "Who would be good to ask for a dinner recipe, {O} or not?"]),
+    "cook": (["made fresh pasta from scratch tonight, flour everywhere", "my sourdough discard crackers are elite", "trying to nail my grandma's dumpling recipe"], ["Would {O} appreciate a nice chef's knife as a gift?", "Would {O} be a good person to ask for a dinner recipe?"]),
     "reader": (["finished my fourth novel this month", "the library hold list is my social life", "stayed up till 1 to finish the last chapter"], ["Would {O} like an e-reader as a present?", "Is {O} much of a bookworm?"]),
     "saver": (["trying to save every cent for a down payment", "made a spreadsheet for my grocery budget lol", "no takeout this month, strict budget"], ["Would {O} splurge on front-row concert tickets right now?", "Is {O} careful with money these days?"]),
     "scifi": (["rewatching The Expanse for the third time", "anything with spaceships and I'm in", "just finished Project Hail Mary and cried"], ["Would {O} enjoy watching Dune?", "What kind of movie should they pick for {O}?"]),
@@ -220,16 +220,16 @@ def pet(c: Picker) -> Thread:
     breed = c({"dog": ["corgi", "beagle", "border collie", "shiba inu", "greyhound", "lab mix", "dachshund"], "cat": ["tabby", "maine coon", "siamese", "tuxedo", "ragdoll"], "rabbit": ["holland lop", "lionhead", "mini rex"]}[species])
     pg, pgo, pgp = c([("he", "him", "his"), ("she", "her", "her")])
     issue, issue_sum = c([("an ear infection, {pg} kept shaking {pgp} head", "an ear infection"), ("a tummy bug from eating half a sock", "a stomach upset"), ("a little cut on {pgp} paw from the fence", "a cut paw"), ("worms. gross", "worms"), ("a bad tooth that had to come out", "a tooth extraction"), ("an allergy to chicken apparently", "a food allergy")])
-    p = {"species": species, "breed": breed, "pg": pg, "pgo": pgo, "pgp": pgp, "issue": issue, "issue_sum": issue_sum,
+    p = {"species": species, "species_up": species.upper(), "baby": {"dog": "puppy", "cat": "kitten", "rabbit": "bunny"}[species], "breed": breed, "pg": pg, "pgo": pgo, "pgp": pgp, "issue": issue, "issue_sum": issue_sum,
          "pname": c(["Biscuit", "Pickle", "Mochi", "Waffles", "Pepper", "Noodle", "Juniper", "Clementine", "Bean", "Tofu", "Ziggy", "Olive", "Pretzel", "Maple", "Otis", "Chorizo", "Nacho", "Basil", "Sprout"]),
          "age": c(["10 weeks", "4 months", "1 year", "2 years", "6 months"]),
          "meds": c(["antibiotics for 10 days", "ear drops twice a day", "a bland diet of rice for a week", "painkillers and a cone of shame"]),
-         "trick": c(["open the kitchen cupboard", "ring the little bell by the door", "fetch hair ties and drop them in my shoes", "turn on the bathroom tap", "steal socks from the laundry basket"])}
+         "trick": c(["open the kitchen cupboard", "ring the little bell by the door", "fetch hair ties and hide them in shoes", "turn on the bathroom tap", "steal socks from the laundry basket"])}
     beats = [
         Beat("Thinking about a pet", "{O} is thinking about adopting a {species}.", "{O} is thinking about adopting a {species} now that {Pp} landlord allows pets.", ["x: how was your saturday", "o: went to the shelter. just to look 👀", "x: just to look. sure", "o: the landlord finally said pets are ok in the building #landlord", "x: you are 100% coming home with a {species}"], open_question="Will {O} adopt a {species}?"),
-        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news", "x: ??", "o: we brought the little one home yesterday!!! #adopt", "o: {age} old {breed}, {pg} is SO tiny #breed", "x: omg name???", "o: {pname} #name", "x: {pname} lmao perfect", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
+        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news", "x: ??", "o: we brought the {baby} home yesterday!!! #adopt", "x: A {species_up}?!", "o: {age} old {breed}, {pg} is SO tiny #breed", "x: omg name???", "o: {pname} #name", "x: {pname} lmao perfect", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
         Beat("Vet visit", "{O} updated {X} on a vet visit for {Pp} {species}.", "{O}'s {species} {pname} was treated for {issue_sum}.", ["x: how's {pname}?", "o: we were at the vet this morning actually", "o: turns out {pg} has {issue} #vet", "x: poor baby", "o: {pg}'s on {meds} #meds", "o: {pg} hates me now"]),
-        Beat("Pet antics", "They traded funny pet stories.", "{O}'s {species} has learned to {trick}.", ["x: how's the little gremlin", "o: guess who learned to {trick} #trick", "x: genius", "o: i have to childproof everything now"]),
+        Beat("Pet antics", "They traded funny pet stories.", "{O}'s {species} has learned to {trick}.", ["x: how's the little gremlin", "o: my {species} is a genius. or a menace", "o: guess who learned to {trick} #trick", "x: genius", "o: i have to childproof everything now"]),
     ]
     return Thread(
         "pet", "pets", "{pname}", p, beats,
@@ -261,9 +261,9 @@ def job(c: Picker) -> Thread:
          "boss_trait": c(["brings donuts on fridays", "used to be a professional chef", "answers messages in like 4 seconds", "has a corgi that comes to the office"]),
          "commute": c(["I bike there, 20 min along the river", "it's a 12 minute walk!!", "two buses but I get to read", "I can work from home tuesdays and thursdays"])}
     beats = [
-        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet", "o: work is wearing me down", "o: {complaint} #complaint", "x: that's so not ok", "o: thinking about looking around tbh"]),
+        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet", "o: my job is wearing me down", "o: {complaint} #complaint", "x: that's so not ok", "o: thinking about looking around tbh"]),
         Beat("Job interview", "{O} has a job interview coming up.", "{O} has an interview at {company} for a {role} position.", ["o: sooo I have an interview {day} #interview", "x: WHERE", "o: {company}! it's for a {role} role #role", "x: you'd be perfect for that", "o: nervous tho"], open_question="Will {O} get the new job?"),
-        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: THEY CALLED", "o: i got it!!! #offer", "x: AHHH congrats", "o: start date is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
+        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: {company} CALLED", "x: and???", "o: i got it!!! #offer", "x: AHHH congrats", "o: start date is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
         Beat("New job", "{O} is settling into the new job.", "{O} likes {Pp} new manager {boss} at {company}.", ["x: so how's the new job??", "o: honestly? so much better", "o: my manager {boss} {boss_trait} #boss", "o: and {commute} #commute", "x: love that for you"]),
     ]
     return Thread(
@@ -293,22 +293,22 @@ def trip(c: Picker) -> Thread:
          "companion": c(["going with my sister", "going with my college roommate", "going with my partner", "going solo this time"]),
          "nights": c(["5", "6", "7", "9"]),
          "lodging": c(["a tiny airbnb above a bakery", "a hostel near the old town", "my cousin's flat", "a little guesthouse with a garden", "a boutique hotel with a rooftop pool", "a houseboat"]),
-         "highlight": c(["a cooking class where we made dumplings from scratch", "the sunrise hike up to the viewpoint", "a tiny jazz bar in a basement", "the food market on the last day", "the day trip to the hot springs", "a street football game with some locals"]),
+         "highlight": c(["a dumpling-making class", "the sunrise hike up to the viewpoint", "a tiny jazz bar in a basement", "the food market on the last day", "the day trip to the hot springs", "a street football game with some locals"]),
          "leave": c(["leaving thursday", "flight's on friday", "we leave in 3 days", "leaving this weekend"])}
     beats = [
         Beat("Vacation ideas", "{O} wants a vacation.", "{O} is thinking about a trip to {dest}.", ["o: I need a vacation so bad", "x: go somewhere!", "o: been looking at {dest} for {month_word} #idea", "x: ooh the food there is supposed to be unreal"]),
-        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked {dest} #booked", "o: {companion}, {nights} nights #companion", "x: so jealous", "o: we're staying in {lodging} #lodging"], decision="{O} booked the trip to {dest}."),
-        Beat("Before the trip", "{O} is packing for {Pp} trip.", "{O} leaves for {dest} soon and is anxious about {worry_sum}.", ["x: you leave soon right?", "o: {leave}! packing lol #leave", "o: lowkey stressing bc {worry} #worry", "x: you'll be fine, I promise"]),
-        Beat("Back from the trip", "{O} is back from {dest} and shared stories.", "{O} is back from {dest}; the highlight was {highlight}.", ["o: I'M BACK", "x: how was {dest}!!", "o: amazing. best part was {highlight} #highlight", "o: except {mishap} #mishap", "x: noooo", "o: worth it tho"]),
+        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked the flights to {dest} #booked", "o: {companion}, {nights} nights #companion", "x: so jealous", "o: we're staying in {lodging} #lodging"], decision="{O} booked the trip to {dest}."),
+        Beat("Before the trip", "{O} is packing for {Pp} trip.", "{O} leaves for {dest} soon and is anxious about {worry_sum}.", ["x: you leave for your trip soon right?", "o: {leave}! packing lol #leave", "o: lowkey stressing bc {worry} #worry", "x: you'll be fine, I promise"]),
+        Beat("Back from the trip", "{O} is back from {dest} and shared stories.", "{O} is back from {dest} and loved {highlight}.", ["o: I'M BACK", "x: how was the trip!! how was {dest}", "o: amazing. best part was {highlight} #highlight", "o: except {mishap} #mishap", "x: noooo", "o: worth it tho"]),
     ]
     return Thread(
         "trip", "travel", "{Pp} trip",
         p, beats,
-        asks={"companion": ["Who did {O} travel to {dest} with?", "Was {O} going on the trip alone?"],
+        asks={"companion": ["Who did {O} travel to {dest} with?", "Was {O} going on the trip alone?", "Who went to {dest} with {O}?"],
               "lodging": ["Where did {O} stay in {dest}?", "What kind of place did {O} book for the trip?"],
               "highlight": ["What was the best part of {O}'s trip?", "What did {O} enjoy most in {dest}?", "what did {O} love about the vacation?"],
-              "mishap": ["What went wrong on {O}'s vacation?", "Did anything bad happen while {O} was away?"],
-              "idea": ["Where was {O} thinking of going for a holiday?"]},
+              "mishap": ["What went wrong on {O}'s vacation?", "Did anything bad happen while {O} was away?", "What went wrong on the {dest} trip?"],
+              "idea": ["Where was {O} thinking of going for a holiday?", "Which place was {O} looking at for a vacation?"]},
         when={"leave": ["leave for {dest}", "fly out for {Pp} vacation"]},
         events={"booked": "booked the {dest} trip", "leave": "left for {dest}"},
         bridges=[(["mishap", "lodging"], ["Where did {O} stay on the trip where {mishap_q}?"]), (["worry", "companion"], ["Who went along on the trip {O} was nervous about because of {worry_sum}?"]), (["idea", "highlight"], ["What ended up being the best part of the trip {O} was daydreaming about?"])],
@@ -335,7 +335,7 @@ def hobby(c: Picker) -> Thread:
         Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: {material} #material", "x: show me when it's done!!"]),
         Beat("Project trouble", "{O} hit a snag with the {noun}.", "{O}'s {noun} has a problem: {problem}.", ["x: how's the {noun} going?", "o: badly lol", "o: {problem} #problem", "x: oh no"], open_question="How will {O} fix the {noun}?"),
         Beat("Project fixed", "{O} got the {noun} back on track.", "{O} fixed the {noun}.", ["o: ok the {noun} saga continues", "o: {fix} #fix", "x: problem solver"]),
-        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun}; {result}.", ["o: the {noun} is DONE #done", "o: {result} #result", "x: proud of you honestly", "x: I want one"]),
+        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: {result} #result", "x: proud of you honestly", "x: I want one"]),
     ]
     return Thread(
         "hobby", "hobby: " + noun, "the {noun}", p, beats,
@@ -365,7 +365,7 @@ def family(c: Picker) -> Thread:
         Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news!", "o: {announce} #announce", "x: omg congrats to them!!"]),
         Beat("Planning the {event}", "{O} talked about planning the {event}.", "{O} is planning the {event}, held at {venue}.", ["x: how's the {event} planning", "o: chaos. it's at {venue} #venue", "o: our present is {gift} #gift", "x: that's such a good gift"]),
         Beat("Nerves before the {event}", "{O} is nervous about {Pp} part in the {event}.", "{O} has to {task} at the {event} and is nervous.", ["o: I have to {task} and I'm panicking #task", "x: you'll crush it", "o: we'll see"]),
-        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} went well; {after}.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic"]),
+        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic"]),
     ]
     return Thread(
         "family", "family", "the {event}", p, beats,
@@ -386,15 +386,16 @@ def family(c: Picker) -> Thread:
 
 def move(c: Picker) -> Thread:
     """A member moves flats: why, the new place, moving day and the new neighbour."""
+    reason, reason_sum = c([("rent here is going up 30%", "a 30% rent increase"), ("I want to be closer to my parents", "wanting to live near family"), ("the upstairs neighbour stomps at 5am", "a noisy upstairs neighbour"), ("I need a second bedroom for an office", "needing a home office")])
     p = {"place": c(["Riverside", "the east side by the park", "Maple Heights", "Old Town", "the north end"]),
-         "reason": c(["rent here is going up 30%", "I want to be closer to my parents", "the upstairs neighbour stomps at 5am", "I need a second bedroom for an office"]),
+         "reason": reason, "reason_sum": reason_sum,
          "feature": c(["the kitchen has a huge window", "the bathroom is tiny but there's a real balcony", "it's a 4th floor walk-up, rip my legs", "the fireplace actually works"]),
-         "mishap": c(["the movers dropped my TV", "the elevator broke on moving day", "it rained the whole time and half the boxes got soaked", "we couldn't fit the couch through the door"]),
+         "mishap": c(["the movers dropped the TV", "the elevator broke on moving day", "it rained the whole time and half the boxes got soaked", "the couch didn't fit through the door"]),
          "nb": c(["Gloria", "Mr. Patel", "Sven", "Lucia"]),
          "nb_trait": c(["plays cello at 11pm", "brought us homemade cookies", "has three cats who visit my balcony", "waters everyone's plants"])}
     beats = [
-        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because {reason}.", ["o: I think I'm moving", "x: wait why", "o: {reason} #reason", "x: fair honestly"]),
-        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE #signed", "o: it's in {place} #place", "o: and {feature} #feature", "x: housewarming when"], decision="{O} signed the lease for a new apartment."),
+        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because of {reason_sum}.", ["o: I think I'm moving", "x: wait why", "o: {reason} #reason", "x: fair honestly"]),
+        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE #signed", "o: the new apartment is in {place} #place", "o: and {feature} #feature", "x: housewarming when"], decision="{O} signed the lease for a new apartment."),
         Beat("Moving day", "{O} moved.", "{O} moved; {mishap}.", ["x: how was moving day", "o: a disaster", "o: {mishap} #mishap", "x: nooo", "o: but I'm in!!"]),
         Beat("Settling in", "{O} is settling into the new place.", "{O} met {Pp} new neighbour {nb}.", ["o: met my neighbour {nb} #neighbour", "o: {pg_nb} {nb_trait} #nb_trait", "x: lol the lore"]),
     ]
@@ -428,9 +429,9 @@ def illness(c: Picker) -> Thread:
     ]
     return Thread(
         "illness", "health", "{Pp} health", p, beats,
-        asks={"cause": ["How did {O} get hurt?", "What happened that made {O} {base}?"],
+        asks={"cause": ["How did {O} get hurt?", "How did {O} manage to {base}?"],
               "advice": ["What did the doctor tell {O}?", "What did {O}'s doctor recommend?"],
-              "recovery": ["How is {O}'s recovery going?"], "ail": ["What health problem did {O} have?"]},
+              "recovery": ["How is {O}'s recovery going?", "How's {O} doing since {P} {ail_sum}?"], "ail": ["What health problem did {O} have?"]},
         when={"ail": ["{base}"]},
         events={"ail": "had to deal with {Pp} health", "recovery": "recovered"},
         bridges=[(["cause", "advice"], ["What did the doctor say after {O}'s accident {cause}?"])],
@@ -443,16 +444,17 @@ def illness(c: Picker) -> Thread:
 def course(c: Picker) -> Thread:
     """A member takes a course: sign-up, the teacher, a struggle and the exam."""
     subject, exam = c([("Spanish", "the oral exam"), ("pottery", "the final piece review"), ("guitar", "the recital"), ("data science", "the capstone presentation"), ("driving", "the driving test"), ("Japanese", "the JLPT N4"), ("first aid", "the practical test")])
+    struggle, struggle_sum = c([("I'm the worst in the class and everyone's 19", "feeling behind much younger classmates"), ("I keep freezing when I have to talk", "freezing up when speaking"), ("the homework takes me 5 hours a week", "the heavy homework"), ("my hands are covered in blisters", "blistered hands")])
     p = {"subject": subject, "exam": exam,
          "schedule": c(["tuesdays and thursdays 6 to 8", "saturday mornings", "every wednesday night", "online, three evenings a week"]),
          "teacher": c(["Señora Ibáñez", "Mr. Okafor", "Ms. Lindqvist", "a guy called Pete", "Dr. Hoang"]),
          "quirk": c(["makes us sing in the first 10 minutes", "brings a huge dog to class", "grades everything in green ink", "tells the same joke every week"]),
-         "struggle": c(["I'm the worst in the class and everyone's 19", "I keep freezing when I have to talk", "the homework takes me 5 hours a week", "my hands are covered in blisters"]),
+         "struggle": struggle, "struggle_sum": struggle_sum,
          "grade": c(["passed with 92!!", "passed, barely lol", "got top marks in the group", "passed on the second try"])}
     beats = [
         Beat("Signed up for {subject} classes", "{O} signed up for a class.", "{O} signed up for {subject} classes, {schedule}.", ["o: signed up for {subject} classes #signup", "o: it's {schedule} #schedule", "x: look at you learning things"]),
         Beat("{subject} teacher", "{O} talked about {Pp} class.", "{O} likes {Pp} {subject} teacher, {teacher}.", ["x: how's class", "o: fun! the teacher is {teacher} #teacher", "o: {pg_t} {quirk} #quirk", "x: lmao"]),
-        Beat("Struggling with {subject}", "{O} is finding the class hard.", "{O} is struggling in {subject}: {struggle}.", ["o: ok {subject} is humbling me", "o: {struggle} #struggle", "x: everyone starts somewhere"], open_question="Will {O} pass {exam}?"),
+        Beat("Struggling with {subject}", "{O} is finding the class hard.", "{O} is struggling in {subject} with {struggle_sum}.", ["o: ok {subject} is humbling me", "o: {struggle} #struggle", "x: everyone starts somewhere"], open_question="Will {O} pass {exam}?"),
         Beat("{exam} result", "{O} got {Pp} result.", "{O} {grade_sum} {exam}.", ["o: {exam} results are in", "o: {grade} #grade", "x: LETS GOOO"]),
     ]
     p["pg_t"] = "she" if p["teacher"] in ("Señora Ibáñez", "Ms. Lindqvist") else "he"
@@ -462,7 +464,7 @@ def course(c: Picker) -> Thread:
         asks={"schedule": ["When does {O}'s {subject} class meet?", "How often does {O} have class?"],
               "teacher": ["Who teaches {O}'s {subject} class?", "What's the name of {O}'s teacher?"],
               "quirk": ["What's funny about {O}'s teacher?"],
-              "struggle": ["What is {O} finding hard about {subject}?", "Why was {O} frustrated with the course?"],
+              "struggle": ["What is {O} finding hard about {subject}?", "Why was {O} frustrated with the course?", "What's been tough for {O} in {subject} class?"],
               "grade": ["How did {O} do on {exam}?", "Did {O} pass {Pp} {subject} course?"]},
         when={"signup": ["sign up for {subject} classes"], "grade": ["get {Pp} result for {exam}"]},
         events={"signup": "signed up for {subject} classes", "grade": "got through {exam}"},
@@ -484,7 +486,7 @@ def game(c: Picker) -> Thread:
     beats = [
         Beat("New game", "{O} started a new game.", "{O} started playing {game}.", ["o: started {game} last night #started", "o: playing it {style} #style", "x: oh that's a good one"]),
         Beat("Stuck in {game}", "{O} is stuck in {Pp} game.", "{O} is stuck on {boss} in {game}.", ["o: I've been stuck on {boss} for three days #stuck", "x: lmao skill issue", "o: rude"]),
-        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY", "o: {how} #how", "x: gg"]),
+        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY beat {boss}", "o: {how} #how", "x: gg"]),
         Beat("Game almost done", "{O} talked about {Pp} game.", "{O} has spent {hours} hours on {game}.", ["x: still playing {game}?", "o: {hours} hours in and not done #hours", "x: that's a part-time job"]),
     ]
     return Thread(
@@ -631,7 +633,11 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
     threads: list[Thread] = []
     owners: list[int] = []
     for mi, m in enumerate(members):
-        for kind in r.sample(sorted(THREAD_KINDS), per_member):
+        taken = sorted({t.kind for t in threads})
+        kinds = r.sample([k for k in sorted(THREAD_KINDS) if k not in taken], per_member)
+        if taken and r.random() < 0.4:
+            kinds[-1] = r.choice(taken)  # the same kind of thread for two members: a distractor
+        for kind in kinds:
             t = THREAD_KINDS[kind](pick)
             t.p = {k: fill(v, {**m.ctx(), **t.p}) for k, v in t.p.items()}
             threads.append(t)
@@ -648,8 +654,8 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
     traits: list[tuple[int, str, list[int], list[str]]] = []
     per_trait = 3 if len(members) == 2 else 2
     for mi in range(len(members)):
-        kinds = {threads[i].kind for i in range(len(threads)) if owners[i] == mi}
-        allowed = [k for k in sorted(TRAITS) if not (k == "flying" and "trip" in kinds)]
+        own_kinds = {threads[i].kind for i in range(len(threads)) if owners[i] == mi}
+        allowed = [k for k in sorted(TRAITS) if not (k == "flying" and "trip" in own_kinds)]
         for trait in r.sample(allowed, per_trait):
             remarks = r.sample(TRAITS[trait][0], min(3, len(TRAITS[trait][0])))
             traits.append((mi, trait, sorted(r.sample(range(n), len(remarks))), remarks))
@@ -783,7 +789,7 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
 
 WHEN_Q = ["When did {O} {e}?", "Roughly when did {O} {e}?", "What day did {O} {e}?", "How long ago did {O} {e}?"]
 WORRY_Q = ["What was {O} worried about in {per}?", "What was stressing {O} out in {per}?", "Anything bugging {O} back in {per}?", "What was on {O}'s mind in {per}?"]
-ABOUT_Q = ["What did {O} say about {about} {rel}?", "What was the news on {about} {rel}?", "{rel}, {O} told us something about {about}. What was it?", "Any update from {O} about {about} {rel}?"]
+ABOUT_Q = ["What did {O} say about {about} {rel}?", "What was {O}'s news about {about} {rel}?", "{rel}, {O} told us something about {about}. What was it?", "Any update from {O} about {about} {rel}?"]
 TRIP_WEEK_Q = ["What did {names} talk about the week before {O} left for {dest}?", "In the week before {O}'s {dest} trip, what was going on with everyone?"]
 FIRST_Q = ["Which happened first: {a}, or {b}?", "Which came first, {a} or {b}?", "Was it before or after {b} that {a}?"]
 AND_Q = ["{q1} And {q2}", "Two things I forgot: {q1} {q2}", "{q1} Also, {q2}"]
@@ -866,8 +872,8 @@ def make_questions(
     for _ in range(10):
         (ta, ga, pa), (tb, gb, pb) = r.sample(events, 2)
         if ta != tb and facts[(ta, ga)].session != facts[(tb, gb)].session:
-            qa = fill("{O} " + pa, {**threads[ta].p, **members[owners[ta]].ctx(r)})
-            qb = fill("{O} " + pb, {**threads[tb].p, **members[owners[tb]].ctx(r)})
+            qa = fill("{O} " + pa, {**threads[ta].p, **members[owners[ta]].ctx()})
+            qb = fill("{O} " + pb, {**threads[tb].p, **members[owners[tb]].ctx()})
             add("temporal", [owners[ta], owners[tb]], r.choice(FIRST_Q).format(a=qa, b=qb), [facts[(ta, ga)], facts[(tb, gb)]])
     singles = list(cands["single-hop"])
     for _ in range(8):
