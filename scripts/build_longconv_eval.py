@@ -70,10 +70,6 @@ def content_words(text: str) -> list[str]:
     return [w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2 and w not in STOPWORDS]
 
 
-# --------------------------------------------------------------------------------------
-# Members, traits and small talk
-# --------------------------------------------------------------------------------------
-
 PEOPLE = [
     ("Sam", "he", ["sammy", "samwise"]), ("Maya", "she", ["may", "mayz"]), ("Jordan", "he", ["jord", "jojo"]),
     ("Priya", "she", ["pri"]), ("Theo", "he", ["teddy"]), ("Nadia", "she", ["nads"]), ("Marcus", "he", ["marc"]),
@@ -156,10 +152,6 @@ GREETINGS = [["a: heyy", "b: hey!"], ["a: yo", "b: hiii"], ["a: you around?", "b
 GOODBYES = [["a: ok I'm off, night!", "b: night!!"], ["a: gotta go cook", "b: later!"], ["a: sleep time", "b: gn 😴"], ["a: talk tmrw", "b: 👋"], ["a: ok bye for real", "b: lol bye"]]
 
 
-# --------------------------------------------------------------------------------------
-# Threads
-# --------------------------------------------------------------------------------------
-
 
 @dataclass
 class Beat:
@@ -233,19 +225,17 @@ def pet(c: Picker) -> Thread:
     ]
     return Thread(
         "pet", "pets", "{pname}", p, beats,
-        asks={"name": ["What did {O} name {Pp} {species}?", "What's {O}'s {breed} called?", "{O} got a {species}, what's its name again?", "remind me what {O}'s pet is called?"],
+        asks={"name": ["What did {O} name {Pp} {species}?", "What's {O}'s {breed} called?", "{O} got a {species}, what's its name again?", "remind me what {O}'s pet is called?", "{O}'s new {species}, what did {P} end up calling it?"],
               "breed": ["What breed is {pname}?", "What kind of {species} did {O} adopt?", "How old was {pname} when {O} got {pgo}?"],
               "vet": ["What was wrong with {pname} at the vet?", "Why did {O} have to take {Pp} {species} in to the vet?", "what did the vet find with {O}'s pet?"],
               "meds": ["What treatment did {pname} get?", "What did the vet prescribe for {O}'s {species}?"],
               "trick": ["What trick has {pname} picked up?", "What mischief has {O}'s {species} learned?"],
               "landlord": ["Why could {O} finally get a pet?", "What changed that let {O} have animals at home?"]},
-        when={"adopt": ["bring {pname} home", "get {Pp} {species}"], "vet": ["take {pname} to the vet"]},
-        events={"adopt": "brought {pname} home", "vet": "took {pname} to the vet"},
+        when={"adopt": ["bring {pname} home", "get {Pp} {species}"], "vet": ["take {pname} to the vet"]}, events={"adopt": "brought {pname} home", "vet": "took {pname} to the vet"},
         bridges=[(["breed", "vet"], ["What did the vet say about the {breed} {O} adopted?", "The {breed} {O} got, what was the vet visit about?"]), (["trick", "name"], ["What's the name of {O}'s pet that learned to {trick}?"])],
         opens=[(["adopt", "breed"], ["Is {O} more of a dog person or a cat person?" if species != "rabbit" else "Does {O} have a pet that needs a hutch?", "Would {O} need a pet sitter if {P} went away for a week?"])],
-        worry=["vet"],
+        worry=["vet"], names=["pname"],
         mentions=["{pname} says hi 🐾", "walking {pname} rn so typing slow", "{pname} is asleep on my feet, I can't move", "ordered a fancy bed for {pname}, {pg} ignores it completely", "{pname} has a checkup at the vet next month, nothing serious", "bought {pname} a puzzle feeder, {pg} solved it in 2 min", "{pname} knocked my coffee over lol"],
-        names=["pname"],
     )
 
 
@@ -269,17 +259,15 @@ def job(c: Picker) -> Thread:
     return Thread(
         "job", "work", "{Pp} job", p, beats,
         asks={"complaint": ["What was {O} unhappy about at {Pp} old job?", "Why did {O} want to quit?", "What was the problem at {O}'s previous work?"],
-              "role": ["What job did {O} apply for at {company}?", "What's {O}'s new position?", "What does {O} do now?"],
+              "role": ["What job did {O} apply for at {company}?", "What's {O}'s new position?", "What does {O} do now?", "{O} switched jobs, right? What's {Pp} role now?"],
               "boss": ["Who is {O}'s manager now?", "What's the name of {O}'s new boss?", "What's {O}'s supervisor like at the new place?"],
               "commute": ["How does {O} get to work now?", "How long is {O}'s commute these days?"],
               "offer": ["Did {O} get the job at {company}?"]},
-        when={"interview": ["have {Pp} interview at {company}"], "start": ["start at {company}", "begin {Pp} new job"], "offer": ["get the offer from {company}"]},
-        events={"offer": "got the offer from {company}", "interview": "interviewed at {company}"},
+        when={"interview": ["have {Pp} interview at {company}"], "start": ["start at {company}", "begin {Pp} new job"], "offer": ["get the offer from {company}"]}, events={"offer": "got the offer from {company}", "interview": "interviewed at {company}"},
         bridges=[(["interview", "boss"], ["Who is {O}'s manager at the place {P} interviewed at on a {day}?"]), (["complaint", "role"], ["What was bothering {O} at work before {P} became a {role}?"]), (["role", "commute"], ["How does the new {role} get to work?"])],
         opens=[(["complaint", "boss"], ["Is {O} happier at work now than before?", "Would {O} want to go back to {Pp} old job?"])],
-        worry=["complaint", "interview"],
+        worry=["complaint", "interview"], names=["company", "boss"],
         mentions=["work was fine, nothing exciting", "brb, meeting", "payday tomorrow 🙏", "had lunch with people from work, nice bunch", "so many emails today", "my laptop at work is from 2015 i swear"],
-        names=["company", "boss"],
     )
 
 
@@ -305,17 +293,15 @@ def trip(c: Picker) -> Thread:
         "trip", "travel", "{Pp} trip",
         p, beats,
         asks={"companion": ["Who did {O} travel to {dest} with?", "Was {O} going on the trip alone?", "Who went to {dest} with {O}?"],
-              "lodging": ["Where did {O} stay in {dest}?", "What kind of place did {O} book for the trip?"],
+              "lodging": ["Where did {O} stay in {dest}?", "What kind of place did {O} book for the trip?", "{O} went to {dest}, where did {P} stay?"],
               "highlight": ["What was the best part of {O}'s trip?", "What did {O} enjoy most in {dest}?", "what did {O} love about the vacation?"],
               "mishap": ["What went wrong on {O}'s vacation?", "Did anything bad happen while {O} was away?", "What went wrong on the {dest} trip?"],
               "idea": ["Where was {O} thinking of going for a holiday?", "Which place was {O} looking at for a vacation?"]},
-        when={"leave": ["leave for {dest}", "fly out for {Pp} vacation"]},
-        events={"booked": "booked the {dest} trip", "leave": "left for {dest}"},
+        when={"leave": ["leave for {dest}", "fly out for {Pp} vacation"]}, events={"booked": "booked the {dest} trip", "leave": "left for {dest}"},
         bridges=[(["mishap", "lodging"], ["Where did {O} stay on the trip where {mishap_q}?"]), (["worry", "companion"], ["Who went along on the trip {O} was nervous about because of {worry_sum}?"]), (["idea", "highlight"], ["What ended up being the best part of the trip {O} was daydreaming about?"])],
         opens=[(["booked", "highlight"], ["Does {O} enjoy traveling abroad?", "Would {O} be a good person to ask for travel tips about {dest}?"])],
-        worry=["worry"],
+        worry=["worry"], names=["dest"],
         mentions=["still looking at flights for {dest}", "my {dest} photos folder is out of control", "watching {dest} food videos at midnight again", "should I bring a rain jacket for {dest}?", "found a great podcast about {dest} history"],
-        names=["dest"],
     )
 
 
@@ -342,14 +328,12 @@ def hobby(c: Picker) -> Thread:
         asks={"material": ["{ask}", "What did {O} pick for the {noun}?"],
               "problem": ["What went wrong with {O}'s {noun}?", "What issue did {O} run into with the {noun}?"],
               "fix": ["How did {O} fix the {noun}?", "What was the fix for the {noun} problem?"],
-              "result": ["How did the {noun} turn out?", "Was {O} happy with how {Pp} {noun} came out?"]},
-        when={"start": ["start the {noun}"], "done": ["finish the {noun}"]},
-        events={"start": "started the {noun}", "done": "finished the {noun}"},
+              "result": ["How did the {noun} turn out?", "Was {O} happy with how {Pp} {noun} came out?", "{O} finished the {noun}, right? How did {P} like it?"]},
+        when={"start": ["start the {noun}"], "done": ["finish the {noun}"]}, events={"start": "started the {noun}", "done": "finished the {noun}"},
         bridges=[(["problem", "fix"], ["How did {O} end up solving the {noun} problem?", "{O}'s {noun} had an issue at some point, what was it and how was it fixed?"]), (["material", "result"], ["How did the {noun} made with {mat} turn out?"])],
         opens=[(["start", "fix"], ["Is {O} handy with DIY stuff?", "Would {O} enjoy a craft workshop?"])],
-        worry=["problem"],
+        worry=["problem"], names=["mat"],
         mentions=["worked on the {noun} for an hour, slow going", "watching {noun} tutorials instead of sleeping", "bought more supplies for the {noun} oops", "the {noun} is judging me from the corner"],
-        names=["mat"],
     )
 
 
@@ -369,18 +353,16 @@ def family(c: Picker) -> Thread:
     ]
     return Thread(
         "family", "family", "the {event}", p, beats,
-        asks={"venue": ["Where is the {event} being held?", "What's the venue for {O}'s family {event}?"],
+        asks={"venue": ["Where is the {event} being held?", "What's the venue for {O}'s family {event}?", "{O}'s family had a {event}, where was it?"],
               "gift": ["What gift did {O}'s family get for the {event}?", "What are they giving as a present at the {event}?"],
               "task": ["What does {O} have to do at the {event}?", "What job did {O} get stuck with for the {event}?"],
               "after": ["What happened at the {event}?", "Any funny moments from the {event} {O} went to?"],
               "announce": ["What family news did {O} share?"]},
-        when={"went": ["go to the {event}", "celebrate the {event}"]},
-        events={"announce": "shared the news about the {event}", "went": "went to the {event}"},
+        when={"went": ["go to the {event}", "celebrate the {event}"]}, events={"announce": "shared the news about the {event}", "went": "went to the {event}"},
         bridges=[(["venue", "after"], ["What happened at the event at {venue}?"]), (["task", "after"], ["{O} was panicking about a task at a family event, how did the event go?"])],
         opens=[(["announce", "task"], ["Is {O} close to {Pp} family?"])],
-        worry=["task"],
+        worry=["task"], names=["rname"],
         mentions=["family group chat is on fire about the {event}", "mom called about the {event} again", "need something to wear for the {event}", "the {event} seating chart is a war zone"],
-        names=["rname"],
     )
 
 
@@ -403,17 +385,15 @@ def move(c: Picker) -> Thread:
     return Thread(
         "move", "moving", "the move", p, beats,
         asks={"reason": ["Why did {O} decide to move?", "What made {O} want a new apartment?"],
-              "place": ["Which neighbourhood did {O} move to?", "Where's {O}'s new place?"],
+              "place": ["Which neighbourhood did {O} move to?", "Where's {O}'s new place?", "{O} moved recently, where to?"],
               "feature": ["What's special about {O}'s new apartment?", "What does {O} like about the new flat?"],
               "mishap": ["What went wrong when {O} moved?", "How did {O}'s moving day go?"],
               "neighbour": ["Who is {O}'s new neighbour?"], "nb_trait": ["What's {O}'s neighbour {nb} like?"]},
-        when={"signed": ["sign the lease on {Pp} new apartment"], "mishap": ["move into the new place"]},
-        events={"signed": "signed the new lease", "mishap": "moved house"},
+        when={"signed": ["sign the lease on {Pp} new apartment"], "mishap": ["move into the new place"]}, events={"signed": "signed the new lease", "mishap": "moved house"},
         bridges=[(["place", "neighbour"], ["Who is {O}'s neighbour in {place}?"]), (["reason", "feature"], ["What's the new apartment like that {O} was so keen to move to?"])],
         opens=[(["mishap", "nb_trait"], ["Is {O} happy in the new neighbourhood?"])],
-        worry=["reason"],
+        worry=["reason"], names=["place", "nb"],
         mentions=["still unpacking boxes 📦", "the new place has weird water pressure", "bought a plant for the apartment", "internet guy comes tomorrow, finally"],
-        names=["place", "nb"],
     )
 
 
@@ -430,10 +410,9 @@ def illness(c: Picker) -> Thread:
     return Thread(
         "illness", "health", "{Pp} health", p, beats,
         asks={"cause": ["How did {O} get hurt?", "How did {O} manage to {base}?"],
-              "advice": ["What did the doctor tell {O}?", "What did {O}'s doctor recommend?"],
+              "advice": ["What did the doctor tell {O}?", "What did {O}'s doctor recommend?", "{O} got hurt a while back, what did the doctor tell {Po}?"],
               "recovery": ["How is {O}'s recovery going?", "How's {O} doing since {P} {ail_sum}?"], "ail": ["What health problem did {O} have?"]},
-        when={"ail": ["{base}"]},
-        events={"ail": "had to deal with {Pp} health", "recovery": "recovered"},
+        when={"ail": ["{base}"]}, events={"ail": "{ail_sum}", "recovery": "recovered from {Pp} injury"},
         bridges=[(["cause", "advice"], ["What did the doctor say after {O}'s accident {cause}?"])],
         opens=[(["ail", "advice"], ["Would {O} have been up for a dance class in the weeks after {P} got hurt?"])],
         worry=["ail"],
@@ -462,17 +441,15 @@ def course(c: Picker) -> Thread:
     return Thread(
         "course", "learning", "{Pp} {subject} class", p, beats,
         asks={"schedule": ["When does {O}'s {subject} class meet?", "How often does {O} have class?"],
-              "teacher": ["Who teaches {O}'s {subject} class?", "What's the name of {O}'s teacher?"],
+              "teacher": ["Who teaches {O}'s {subject} class?", "What's the name of {O}'s teacher?", "{O} takes {subject} classes, who's {Pp} teacher?"],
               "quirk": ["What's funny about {O}'s teacher?"],
               "struggle": ["What is {O} finding hard about {subject}?", "Why was {O} frustrated with the course?", "What's been tough for {O} in {subject} class?"],
               "grade": ["How did {O} do on {exam}?", "Did {O} pass {Pp} {subject} course?"]},
-        when={"signup": ["sign up for {subject} classes"], "grade": ["get {Pp} result for {exam}"]},
-        events={"signup": "signed up for {subject} classes", "grade": "got through {exam}"},
+        when={"signup": ["sign up for {subject} classes"], "grade": ["get {Pp} result for {exam}"]}, events={"signup": "signed up for {subject} classes", "grade": "got through {exam}"},
         bridges=[(["struggle", "grade"], ["After all the struggling in class, how did {O} do in the end?"]), (["teacher", "grade"], ["How did {O} do in the course {teacher} teaches?"])],
         opens=[(["signup", "struggle"], ["Is {O} the kind of person who likes learning new skills?"])],
-        worry=["struggle"],
+        worry=["struggle"], names=["teacher"],
         mentions=["{subject} homework time 😩", "skipped {subject} this week, felt bad", "practiced for {subject} on the bus", "class got cancelled tonight"],
-        names=["teacher"],
     )
 
 
@@ -494,9 +471,8 @@ def game(c: Picker) -> Thread:
         asks={"style": ["How is {O} playing {game}?", "Is {O} using a guide for {game}?"],
               "stuck": ["Where did {O} get stuck in {game}?", "What part of the game was giving {O} trouble?"],
               "how": ["How did {O} get past {boss}?", "What finally worked against {boss}?"],
-              "hours": ["How many hours has {O} put into {game}?"], "started": ["What game did {O} start playing?"]},
-        when={"started": ["start playing {game}"], "how": ["beat {boss}"]},
-        events={"started": "started {game}", "how": "beat {boss}"},
+              "hours": ["How many hours has {O} put into {game}?", "{O} plays a lot of {game}, how many hours has {P} sunk into it?"], "started": ["What game did {O} start playing?"]},
+        when={"started": ["start playing {game}"], "how": ["beat {boss}"]}, events={"started": "started {game}", "how": "beat {boss}"},
         bridges=[(["stuck", "how"], ["{O} was stuck somewhere in a game for days, how did {P} finally get through?"]), (["started", "hours"], ["How long has {O} played the game {P} started {style}?"])],
         opens=[(["style", "hours"], ["Would {O} be interested in a new video game as a gift?"])],
         mentions=["one more run then bed. (it was not one more run)", "{game} patch notes dropped", "my controller is dying", "playing {game} tonight if you wanna watch"],
@@ -506,10 +482,6 @@ def game(c: Picker) -> Thread:
 
 THREAD_KINDS: dict[str, Callable[[Picker], Thread]] = {"pet": pet, "job": job, "trip": trip, "hobby": hobby, "family": family, "move": move, "illness": illness, "course": course, "game": game}
 
-
-# --------------------------------------------------------------------------------------
-# Building one guild
-# --------------------------------------------------------------------------------------
 
 
 def fill(text: str, ctx: dict[str, str]) -> str:
@@ -609,32 +581,66 @@ def place_beats(r: random.Random, threads: list[Thread], dates: list[datetime]) 
     raise RuntimeError("could not place the threads' beats; lower the thread count")
 
 
-def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> dict[str, Any]:
-    """One guild: members, sessions with messages and notes, and its questions."""
+Mark = tuple[str, tuple[int, str]]  # ("fact", (thread index, tag)) or ("trait", (member index, trait))
+Line = tuple[int, str, Mark | None]  # (member index, text, what the line states)
+
+
+@dataclass
+class Guild:
+    """The plan of one guild's chat (members, session times, threads, traits) and, once the
+    sessions are written, which message said each fact and trait."""
+
+    g: int
+    r: random.Random
+    members: list[Member]
+    channel: dict[str, str]
+    dates: list[datetime]
+    threads: list[Thread]
+    owners: list[int]
+    placed: list[list[int]]
+    traits: list[tuple[int, str, list[int], list[str]]]
+    facts: dict[tuple[int, str], Said] = field(default_factory=dict)
+    trait_said: dict[tuple[int, str], list[Said]] = field(default_factory=dict)
+
+    def others(self, mi: int) -> list[int]:
+        """Indices of the members other than ``mi``."""
+        return [i for i in range(len(self.members)) if i != mi]
+
+    def ctx(self, ti: int, x: int | None = None) -> dict[str, str]:
+        """Placeholders for thread ``ti`` said by its owner (to member ``x``)."""
+        extra = {"X": self.members[x].name} if x is not None else {}
+        return {**self.members[self.owners[ti]].ctx(), **self.threads[ti].p, **extra}
+
+
+def session_dates(r: random.Random) -> list[datetime]:
+    """15-25 session start times, a day or more apart, over 6-16 weeks (evenings, or weekend
+    afternoons)."""
+    n = r.randint(15, 25)
+    span = max(r.randint(6, 16) * 7, int(n * 1.8))
+    weights = [r.uniform(0.4, 2.0) for _ in range(n - 1)]
+    gaps = [max(1, round(w * span / sum(weights))) for w in weights] + [0]
+    day = FIRST_DAY + timedelta(days=r.randint(0, 40))
+    dates: list[datetime] = []
+    for gap in gaps:
+        hour = r.randint(13, 16) if day.weekday() >= 5 else r.randint(17, 22)
+        dates.append(day.replace(hour=hour, minute=r.randint(0, 59), second=r.randint(0, 59)))
+        day += timedelta(days=gap)
+    return dates
+
+
+def plan_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> Guild:
+    """Members, session times, each member's threads placed in sessions, and their traits."""
     r = random.Random(f"longconv:{seed}:{g}")
     pick = Picker(r)
     pron = {"he": ("he", "him", "his"), "she": ("she", "her", "her")}
     members = [Member(str(ID_BASE["user"] + g * 100 + i + 1), name, aliases, pron[p], r.random() < 0.35) for i, (name, p, aliases) in enumerate(people)]
     channel = {"id": str(ID_BASE["channel"] + g), "name": CHANNELS[(g - 1) % len(CHANNELS)]}
-
-    n = r.randint(15, 25)
-    span = max(r.randint(6, 16) * 7, int(n * 1.8))
-    weights = [r.uniform(0.4, 2.0) for _ in range(n - 1)]
-    gaps = [max(1, round(w * span / sum(weights))) for w in weights]
-    day = FIRST_DAY + timedelta(days=r.randint(0, 40))
-    dates: list[datetime] = []
-    for i in range(n):
-        hour = r.randint(13, 16) if day.weekday() >= 5 else r.randint(17, 22)
-        dates.append(day.replace(hour=hour, minute=r.randint(0, 59), second=r.randint(0, 59)))
-        if i < n - 1:
-            day += timedelta(days=gaps[i])
-
-    per_member = 3 if len(members) == 2 else 2
+    dates = session_dates(r)
     threads: list[Thread] = []
     owners: list[int] = []
     for mi, m in enumerate(members):
         taken = sorted({t.kind for t in threads})
-        kinds = r.sample([k for k in sorted(THREAD_KINDS) if k not in taken], per_member)
+        kinds = r.sample([k for k in sorted(THREAD_KINDS) if k not in taken], 3 if len(members) == 2 else 2)
         if taken and r.random() < 0.4:
             kinds[-1] = r.choice(taken)  # the same kind of thread for two members: a distractor
         for kind in kinds:
@@ -650,140 +656,143 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
             t.p["leave"] = "leaving tomorrow" if ahead == 1 else f"leaving {leave:%A}".lower()
             t.p["nights"] = str(min(10, max(2, (dates[spots[3]] - leave).days - r.randint(0, 2))))
             t.p["leave_date"] = leave.isoformat()
-
     traits: list[tuple[int, str, list[int], list[str]]] = []
-    per_trait = 3 if len(members) == 2 else 2
     for mi in range(len(members)):
         own_kinds = {threads[i].kind for i in range(len(threads)) if owners[i] == mi}
         allowed = [k for k in sorted(TRAITS) if not (k == "flying" and "trip" in own_kinds)]
-        for trait in r.sample(allowed, per_trait):
+        for trait in r.sample(allowed, 3 if len(members) == 2 else 2):
             remarks = r.sample(TRAITS[trait][0], min(3, len(TRAITS[trait][0])))
-            traits.append((mi, trait, sorted(r.sample(range(n), len(remarks))), remarks))
+            traits.append((mi, trait, sorted(r.sample(range(len(dates)), len(remarks))), remarks))
+    return Guild(g, r, members, channel, dates, threads, owners, placed, traits)
 
-    facts: dict[tuple[int, str], Said] = {}
-    trait_said: dict[tuple[int, str], list[Said]] = {}
-    sessions: list[dict[str, Any]] = []
-    msg_counter = 0
-    for s in range(n):
-        blocks: list[tuple[list[tuple[int, str, tuple[str, Any] | None]], str]] = []
-        note_bits: list[tuple[int, int]] = []
-        mentioned: list[int] = []
-        for ti, t in enumerate(threads):
-            o = owners[ti]
-            others = [i for i in range(len(members)) if i != o]
-            if s in placed[ti]:
-                b = placed[ti].index(s)
-                x = r.choice(others)
-                ctx = {**members[o].ctx(), **t.p, "X": members[x].name}
-                block: list[tuple[int, str, tuple[str, Any] | None]] = []
-                for line in t.beats[b].lines:
-                    role, text = line[0], line[3:]
-                    tag = None
-                    if " #" in text:
-                        text, tag = text.rsplit(" #", 1)
-                    block.append((o if role == "o" else x, fill(text, ctx), ("fact", (ti, tag)) if tag else None))
-                blocks.append((block, "beat"))
-                note_bits.append((ti, b))
-            elif placed[ti][0] < s and r.random() < 0.3:
-                ctx = {**members[o].ctx(), **t.p}
-                block = [(o, fill(r.choice(t.mentions), ctx), None)]
-                if r.random() < 0.6:
-                    block.append((r.choice(others), r.choice(REACTIONS), None))
-                blocks.append((block, "mention"))
-                mentioned.append(ti)
-        for mi, _trait, spots, remarks in traits:
-            if s in spots:
-                others = [i for i in range(len(members)) if i != mi]
-                block = [(mi, remarks[spots.index(s)], ("trait", (mi, _trait)))]
-                if r.random() < 0.7:
-                    block.append((r.choice(others), r.choice(TRAIT_REACTIONS), None))
-                blocks.append((block, "trait"))
-        target = r.randint(12, 45)
-        talk_labels: list[str] = []
-        talk = r.sample(SMALL_TALK, len(SMALL_TALK))
-        while talk and sum(len(bl) for bl, _ in blocks) + 4 < target:
-            label, lines = talk.pop()
-            a, b2 = r.sample(range(len(members)), 2)
-            ctx = {k: r.choice(v) for k, v in SLOTS.items()}
-            blocks.append(([(a if ln[0] == "a" else b2, fill(ln[3:], ctx), None) for ln in lines], "talk"))
-            if label and label not in talk_labels:
-                talk_labels.append(label)
-        r.shuffle(blocks)
+
+def session_lines(w: Guild, s: int) -> tuple[list[Line], list[tuple[int, int]], list[int], list[str]]:
+    """The lines of session ``s`` in order: greeting, the beats, mentions, trait remarks and
+    small talk shuffled together, goodbye. Also returns the (thread, beat) pairs, the threads
+    only mentioned and the small-talk topics, for the note."""
+    r, members = w.r, w.members
+    blocks: list[list[Line]] = []
+    beats: list[tuple[int, int]] = []
+    mentioned: list[int] = []
+    for ti, t in enumerate(w.threads):
+        o = w.owners[ti]
+        if s in w.placed[ti]:
+            b = w.placed[ti].index(s)
+            x = r.choice(w.others(o))
+            block: list[Line] = []
+            for line in t.beats[b].lines:
+                text, _, tag = line[3:].partition(" #")
+                block.append((o if line[0] == "o" else x, fill(text, w.ctx(ti, x)), ("fact", (ti, tag)) if tag else None))
+            blocks.append(block)
+            beats.append((ti, b))
+        elif w.placed[ti][0] < s and r.random() < 0.3:
+            block = [(o, fill(r.choice(t.mentions), w.ctx(ti)), None)]
+            if r.random() < 0.6:
+                block.append((r.choice(w.others(o)), r.choice(REACTIONS), None))
+            blocks.append(block)
+            mentioned.append(ti)
+    for mi, trait, spots, remarks in w.traits:
+        if s in spots:
+            block = [(mi, remarks[spots.index(s)], ("trait", (mi, trait)))]
+            if r.random() < 0.7:
+                block.append((r.choice(w.others(mi)), r.choice(TRAIT_REACTIONS), None))
+            blocks.append(block)
+    target = r.randint(12, 45)
+    labels: list[str] = []
+    talk = r.sample(SMALL_TALK, len(SMALL_TALK))
+    while talk and sum(len(bl) for bl in blocks) + 4 < target:
+        label, lines = talk.pop()
         a, b2 = r.sample(range(len(members)), 2)
-        hello = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GREETINGS)]
-        bye = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GOODBYES)]
-        flat = hello + [ln for bl, _ in blocks for ln in bl] + bye
-        if len(members) == 3 and r.random() < 0.5:
-            flat.insert(r.randrange(2, len(flat)), (r.randrange(3), r.choice(REACTIONS), None))
+        slots = {k: r.choice(v) for k, v in SLOTS.items()}
+        blocks.append([(a if ln[0] == "a" else b2, fill(ln[3:], slots), None) for ln in lines])
+        if label and label not in labels:
+            labels.append(label)
+    r.shuffle(blocks)
+    a, b2 = r.sample(range(len(members)), 2)
+    hello: list[Line] = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GREETINGS)]
+    bye: list[Line] = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GOODBYES)]
+    flat = hello + [ln for bl in blocks for ln in bl] + bye
+    if len(members) == 3 and r.random() < 0.5:
+        flat.insert(r.randrange(2, len(flat)), (r.randrange(3), r.choice(REACTIONS), None))
+    return flat, beats, mentioned, labels
 
-        messages: list[dict[str, str]] = []
-        t_now = dates[s]
-        for who, text, mark in flat:
-            if messages:
-                t_now += timedelta(seconds=r.choice([r.randint(8, 90)] * 7 + [r.randint(90, 300)] * 2 + [r.randint(300, 800)]))
-            if mark is None and r.random() < 0.06:
-                text = typo(text, r)
-            if members[who].lower and not text.startswith("["):
-                text = text.lower()
-            msg_counter += 1
-            mid = str(ID_BASE["message"] + g * 100000 + msg_counter)
-            messages.append({"id": mid, "author": members[who].user_id, "time": iso(t_now), "text": text})
-            said = Said(mid, s, t_now)
-            if mark is not None and mark[0] == "fact":
-                facts[mark[1]] = said
-            elif mark is not None:
-                trait_said.setdefault(mark[1], []).append(said)
 
-        sentences: list[str] = []
-        authors = [msg["author"] for msg in messages]
-        entities = [m.name for m in members if m.user_id in authors]
-        topics: list[str] = []
-        decisions: list[str] = []
-        open_q: list[str] = []
-        for ti, b in note_bits:
-            t, beat = threads[ti], threads[ti].beats[b]
-            x = r.choice([i for i in range(len(members)) if i != owners[ti]])
-            ctx = {**members[owners[ti]].ctx(), **t.p, "X": members[x].name}
-            sentences.append(fill(beat.detail if r.random() < DETAIL_SHARE else beat.generic, ctx))
-            topics.append(t.topic)
-            if beat.decision:
-                decisions.append(fill(beat.decision, ctx))
-            if beat.open_question:
-                open_q.append(fill(beat.open_question, ctx))
-        sentences = sentences[:3]
-        for ti in mentioned:
-            if len(sentences) < 4 and r.random() < 0.5:
-                ctx = {**members[owners[ti]].ctx(), **threads[ti].p}
-                sentences.append(fill("{O} also mentioned " + threads[ti].about + ".", ctx))
-                topics.append(threads[ti].topic)
-        if len(sentences) < 2 and talk_labels:
-            sentences.append("They also chatted about " + join_names(talk_labels[:3]) + ".")
-        if len(sentences) < 2:
-            sentences.insert(0, f"{join_names(entities)} caught up in #{channel['name']}.")
-        for ti, _b in note_bits:
-            for key in threads[ti].names:
-                value = threads[ti].p[key]
-                if value in " ".join(sentences) and value not in entities:
-                    entities.append(value)
-        titles = [fill(threads[ti].beats[b].title, threads[ti].p) for ti, b in note_bits[:2]]
-        note = {
-            "title": " and ".join(titles) if titles else "Catching up: " + (talk_labels[0] if talk_labels else "small talk"),
-            "summary": " ".join(sentences),
-            "topics": list(dict.fromkeys(topics + talk_labels[:2])),
-            "decisions": decisions,
-            "open_questions": open_q,
-            "entities": entities,
-        }
+def write_messages(w: Guild, s: int, lines: list[Line], first_id: int) -> list[dict[str, str]]:
+    """Session ``s``'s messages: timed a few seconds to minutes apart, some typos, each
+    member's casing; records which message states each fact and trait."""
+    r = w.r
+    messages: list[dict[str, str]] = []
+    now = w.dates[s]
+    for who, text, mark in lines:
+        if messages:
+            now += timedelta(seconds=r.choice([r.randint(8, 90)] * 7 + [r.randint(90, 300)] * 2 + [r.randint(300, 800)]))
+        if mark is None and r.random() < 0.06:
+            text = typo(text, r)
+        if w.members[who].lower and not text.startswith("["):
+            text = text.lower()
+        mid = str(first_id + len(messages))
+        messages.append({"id": mid, "author": w.members[who].user_id, "time": iso(now), "text": text})
+        if mark is not None and mark[0] == "fact":
+            w.facts[mark[1]] = Said(mid, s, now)
+        elif mark is not None:
+            w.trait_said.setdefault(mark[1], []).append(Said(mid, s, now))
+    return messages
+
+
+def write_note(w: Guild, beats: list[tuple[int, int]], mentioned: list[int], labels: list[str], authors: list[str]) -> dict[str, Any]:
+    """The ideal summary of a session: its threads, with details only some of the time."""
+    r = w.r
+    sentences: list[str] = []
+    topics: list[str] = []
+    decisions: list[str] = []
+    open_q: list[str] = []
+    entities = [m.name for m in w.members if m.user_id in authors]
+    for ti, b in beats:
+        beat, ctx = w.threads[ti].beats[b], w.ctx(ti, r.choice(w.others(w.owners[ti])))
+        sentences.append(fill(beat.detail if r.random() < DETAIL_SHARE else beat.generic, ctx))
+        topics.append(w.threads[ti].topic)
+        decisions += [fill(beat.decision, ctx)] if beat.decision else []
+        open_q += [fill(beat.open_question, ctx)] if beat.open_question else []
+    sentences = sentences[:3]
+    for ti in mentioned:
+        if len(sentences) < 4 and r.random() < 0.5:
+            sentences.append(fill("{O} also mentioned " + w.threads[ti].about + ".", w.ctx(ti)))
+            topics.append(w.threads[ti].topic)
+    if len(sentences) < 2 and labels:
+        sentences.append("They also chatted about " + join_names(labels[:3]) + ".")
+    if len(sentences) < 2:
+        sentences.insert(0, f"{join_names(entities)} caught up in #{w.channel['name']}.")
+    summary = " ".join(sentences)
+    entities += [w.threads[ti].p[k] for ti, _ in beats for k in w.threads[ti].names if w.threads[ti].p[k] in summary]
+    titles = [fill(w.threads[ti].beats[b].title, w.threads[ti].p) for ti, b in beats[:2]]
+    return {
+        "title": " and ".join(titles) if titles else "Catching up: " + (labels[0] if labels else "small talk"),
+        "summary": summary,
+        "topics": list(dict.fromkeys(topics + labels[:2])),
+        "decisions": decisions,
+        "open_questions": open_q,
+        "entities": list(dict.fromkeys(entities)),
+    }
+
+
+def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> dict[str, Any]:
+    """One guild: members, sessions with messages and notes, and its questions."""
+    w = plan_guild(g, seed, people)
+    sessions: list[dict[str, Any]] = []
+    next_id = ID_BASE["message"] + g * 100000 + 1
+    for s in range(len(w.dates)):
+        lines, beats, mentioned, labels = session_lines(w, s)
+        messages = write_messages(w, s, lines, next_id)
+        next_id += len(messages)
+        note = write_note(w, beats, mentioned, labels, [m["author"] for m in messages])
         sessions.append({"key": f"g{g}-s{s + 1:02d}", "start": messages[0]["time"], "end": messages[-1]["time"], "note": note, "messages": messages})
-
     last_end = datetime.strptime(sessions[-1]["end"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    questions = make_questions(r, members, threads, owners, placed, traits, facts, trait_said, dates, last_end)
     return {
         "guild_id": str(ID_BASE["guild"] + g),
-        "channel": channel,
-        "members": [{"user_id": m.user_id, "name": m.name, "aliases": m.aliases} for m in members],
+        "channel": w.channel,
+        "members": [{"user_id": m.user_id, "name": m.name, "aliases": m.aliases} for m in w.members],
         "sessions": sessions,
-        "questions": [{"id": f"g{g}-q{i + 1:03d}", **q} for i, q in enumerate(questions)],
+        "questions": [{"id": f"g{g}-q{i + 1:03d}", **q} for i, q in enumerate(make_questions(w, last_end))],
     }
 
 
@@ -796,11 +805,9 @@ AND_Q = ["{q1} And {q2}", "Two things I forgot: {q1} {q2}", "{q1} Also, {q2}"]
 AFTER_TRIP_Q = ["Which city did {O} visit after {P} {past}?", "Where did {O} go on holiday after {P} {past}?"]
 
 
-def make_questions(
-    r: random.Random, members: list[Member], threads: list[Thread], owners: list[int], placed: list[list[int]], traits: list[tuple[int, str, list[int], list[str]]],
-    facts: dict[tuple[int, str], Said], trait_said: dict[tuple[int, str], list[Said]], dates: list[datetime], last_end: datetime,
-) -> list[dict[str, Any]]:
+def make_questions(w: Guild, last_end: datetime) -> list[dict[str, Any]]:
     """Candidate questions of every kind, sampled down to the per-kind quota and shuffled."""
+    r, members, threads, owners, placed, facts, dates = w.r, w.members, w.threads, w.owners, w.placed, w.facts, w.dates
     cands: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
 
     def when_asked() -> datetime:
@@ -869,7 +876,7 @@ def make_questions(
                         add("multi-hop", o, fill(text, {**u.p, **members[o].ctx(r)}), [facts[(tj, tag)], facts[(ti, "booked")]])
 
     events = [(ti, tag, past) for ti, t in enumerate(threads) for tag, past in t.events.items() if (ti, tag) in facts]
-    for _ in range(10):
+    for _ in range(6):
         (ta, ga, pa), (tb, gb, pb) = r.sample(events, 2)
         if ta != tb and facts[(ta, ga)].session != facts[(tb, gb)].session:
             qa = fill("{O} " + pa, {**threads[ta].p, **members[owners[ta]].ctx()})
@@ -884,8 +891,8 @@ def make_questions(
             said = [f for f in facts.values() if f.msg_id in ids]
             if len({f.session for f in said}) > 1:
                 add("multi-hop", [q1["subject"], q2["subject"]], text, said)
-    for mi, trait, _spots, _remarks in traits:
-        add("open-domain", mi, fill(r.choice(TRAITS[trait][1]), members[mi].ctx(r)), trait_said[(mi, trait)])
+    for mi, trait, _spots, _remarks in w.traits:
+        add("open-domain", mi, fill(r.choice(TRAITS[trait][1]), members[mi].ctx(r)), w.trait_said[(mi, trait)])
 
     chosen: list[dict[str, Any]] = []
     for kind in KINDS:
@@ -897,10 +904,6 @@ def make_questions(
     r.shuffle(chosen)
     return chosen
 
-
-# --------------------------------------------------------------------------------------
-# The whole set, its small subset, and a report
-# --------------------------------------------------------------------------------------
 
 DESCRIPTION = (
     "Synthetic long-conversation retrieval eval for Vivy (issue 13), generated by "
