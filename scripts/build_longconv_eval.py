@@ -112,29 +112,29 @@ SLOTS = {
 }
 TRAIT_REACTIONS = ["lol", "nice!", "haha", "fair", "same tbh", "respect", "😂", "love that", "valid"]
 SMALL_TALK: list[tuple[str, list[str]]] = [
-    ("dinner", ["a: what are you having for dinner", "b: {food} probably. you?", "a: {food2}", "b: lol respectable"]),
-    ("TV shows", ["a: did you watch the new ep of {show}", "b: not yet no spoilers!!", "a: my lips are sealed", "a: but. wow"]),
-    ("the weather", ["a: it's {weather} here today", "b: ugh same", "b: i refuse to go outside"]),
-    ("", ["a: brb coffee", "a: back"]),
-    ("their day", ["a: how was your day", "b: long. yours?", "a: eh. fine. nothing exciting"]),
-    ("weekend plans", ["a: any plans this weekend?", "b: {weekend}", "a: solid", "b: you?", "a: {weekend2}"]),
+    ("dinner", ["a: what are you having for dinner|what's for dinner tonight|dinner plans?", "b: {food} probably. you?|{food} i think|probably {food}, you?", "a: {food2}", "b: lol respectable"]),
+    ("TV shows", ["a: did you watch the new ep of {show}", "b: not yet no spoilers!!|NO SPOILERS|saving it for tonight", "a: my lips are sealed|ok ok", "a: but. wow|that ending tho"]),
+    ("the weather", ["a: it's {weather} here today|{weather} again today|weather update: {weather}", "b: ugh same|gross|same here", "b: i refuse to go outside|staying in all day"]),
+    ("", ["a: brb coffee|brb|one sec, door", "a: back|ok back|back!"]),
+    ("their day", ["a: how was your day|how was today?|how's your day going", "b: long. yours?|fine! yours?|meh. you?", "a: eh. fine. nothing exciting|pretty chill actually|a lot of meetings lol"]),
+    ("weekend plans", ["a: any plans this weekend?|what are you up to this weekend?", "b: {weekend}", "a: solid|nice|sounds good", "b: you?", "a: {weekend2}"]),
     ("a viral video", ["a: lmaooo did you see the video of the {animal} on the trampoline", "b: YES i sent it to my whole family"]),
     ("music", ["a: this song has been stuck in my head all day", "b: which one", "a: {song}", "b: oh no now it's in mine"]),
-    ("being tired", ["a: i need a nap so bad", "b: it's 7pm", "a: and?"]),
-    ("what to watch", ["a: ok what should I watch tonight", "b: {show}!!", "a: i'll give it a shot"]),
+    ("being tired", ["a: i need a nap so bad|so sleepy rn", "b: it's 7pm|it's barely evening", "a: and?|your point?"]),
+    ("what to watch", ["a: ok what should I watch tonight|need a show rec", "b: {show}!!|{show}, trust me", "a: i'll give it a shot|adding it to the list"]),
     ("a cracked phone", ["a: my phone screen cracked AGAIN", "b: noooo", "a: third time this year, i need a case that isn't decorative"]),
-    ("a new restaurant", ["a: tried that new place on the corner", "b: any good?", "a: the {food} was decent, service slow"]),
+    ("a new restaurant", ["a: tried that new place on the corner|went to the new spot downtown", "b: any good?|and?", "a: the {food} was decent, service slow"]),
     ("groceries", ["a: grocery store was a zoo", "b: saturday?", "a: tuesday!! who are these people"]),
     ("a podcast", ["a: started a podcast about {podcast}", "b: link?", "a: sent", "b: ty"]),
     ("laundry", ["a: doing laundry at midnight, living the dream", "b: the glamour"]),
     ("a package", ["a: my package says delivered but it's not here", "b: check with the neighbours", "a: it was behind the bins lol"]),
     ("", ["a: lol", "b: 😂"]),
-    ("snacks", ["a: ate an entire bag of {snack}", "b: no regrets", "a: some regrets"]),
-    ("a movie", ["a: watched {movie} last night", "b: and??", "a: {verdict}"]),
+    ("snacks", ["a: ate an entire bag of {snack}|just demolished a bag of {snack}", "b: no regrets|respect", "a: some regrets|my stomach disagrees"]),
+    ("a movie", ["a: watched {movie} last night|finally saw {movie}", "b: and??|thoughts?", "a: {verdict}"]),
     ("sleep", ["a: slept 11 hours", "b: jealous", "a: still tired somehow"]),
     ("the news", ["a: did you see the thing about the {news}", "b: yeah wild", "a: the world is so weird"]),
     ("a birthday", ["a: it's my coworker's birthday tomorrow, what do I get someone I barely know", "b: {gift_idea}", "a: perfect"]),
-    ("coffee", ["a: third coffee of the day", "b: that's a cry for help", "a: it's a lifestyle"]),
+    ("coffee", ["a: third coffee of the day|on coffee number 3", "b: that's a cry for help|hydrate pls", "a: it's a lifestyle|coffee is hydration"]),
     ("a board game", ["a: we played {boardgame} last night", "b: who won", "a: not me. never me"]),
     ("", ["a: wait", "a: nvm"]),
     ("traffic", ["a: traffic was insane today", "b: accident?", "a: construction. forever construction"]),
@@ -142,14 +142,14 @@ SMALL_TALK: list[tuple[str, list[str]]] = [
     ("the gym", ["a: went to the gym for the first time in a month", "b: proud", "a: can't lift my arms now"]),
     ("cleaning", ["a: I cleaned the fridge and found something from last year", "b: ew", "a: we don't talk about it"]),
     ("a recipe", ["a: do you have a good {dish} recipe", "b: I'll send you my mom's", "a: legend"]),
-    ("", ["a: how are you btw", "b: good! busy. you?", "a: same same"]),
+    ("", ["a: how are you btw|how are things btw", "b: good! busy. you?|not bad! you?|tired but ok", "a: same same|same honestly|good good"]),
     ("a concert", ["a: {band} is touring again", "b: tickets are probably insane", "a: {price} for the cheap seats 💀"]),
     ("a haircut", ["a: got a haircut", "b: pics", "a: no. it's bad", "b: pics!!!"]),
     ("online shopping", ["a: put {item} in my cart three times and took it out again", "b: just buy it", "a: enabler"]),
     ("a power cut", ["a: power went out for like two hours", "b: what did you do", "a: sat in the dark like a Victorian"]),
 ]
-GREETINGS = [["a: heyy", "b: hey!"], ["a: yo", "b: hiii"], ["a: you around?", "b: yep whats up"], ["a: good evening 🌙", "b: evening!"], ["a: hello hello", "b: heyyy how's it going"], ["a: ok I'm finally off work", "b: freedom"]]
-GOODBYES = [["a: ok I'm off, night!", "b: night!!"], ["a: gotta go cook", "b: later!"], ["a: sleep time", "b: gn 😴"], ["a: talk tmrw", "b: 👋"], ["a: ok bye for real", "b: lol bye"]]
+GREETINGS = [["a: heyy|heyyy|hey hey", "b: hey!|hii|heyo"], ["a: yo|sup", "b: hiii|yoo"], ["a: you around?", "b: yep whats up"], ["a: good evening 🌙", "b: evening!"], ["a: hello hello", "b: heyyy how's it going"], ["a: ok I'm finally off work", "b: freedom"]]
+GOODBYES = [["a: ok I'm off, night!|ok going to bed, night", "b: night!!|nightt"], ["a: gotta go cook|gotta go, dinner time", "b: later!|cya"], ["a: sleep time|ok bed", "b: gn 😴|sleep well"], ["a: talk tmrw", "b: 👋"], ["a: ok bye for real", "b: lol bye"]]
 
 
 
@@ -218,9 +218,9 @@ def pet(c: Picker) -> Thread:
          "meds": c(["antibiotics for 10 days", "ear drops twice a day", "a bland diet of rice for a week", "painkillers and a cone of shame"]),
          "trick": c(["open the kitchen cupboard", "ring the little bell by the door", "fetch hair ties and hide them in shoes", "turn on the bathroom tap", "steal socks from the laundry basket"])}
     beats = [
-        Beat("Thinking about a pet", "{O} is thinking about adopting a {species}.", "{O} is thinking about adopting a {species} now that {Pp} landlord allows pets.", ["x: how was your saturday", "o: went to the shelter. just to look 👀", "x: just to look. sure", "o: the landlord finally said pets are ok in the building #landlord", "x: you are 100% coming home with a {species}"], open_question="Will {O} adopt a {species}?"),
-        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news", "x: ??", "o: we brought the {baby} home yesterday!!! #adopt", "x: A {species_up}?!", "o: {age} old {breed}, {pg} is SO tiny #breed", "x: omg name???", "o: {pname} #name", "x: {pname} lmao perfect", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
-        Beat("Vet visit", "{O} updated {X} on a vet visit for {Pp} {species}.", "{O}'s {species} {pname} was treated for {issue_sum}.", ["x: how's {pname}?", "o: we were at the vet this morning actually", "o: turns out {pg} has {issue} #vet", "x: poor baby", "o: {pg}'s on {meds} #meds", "o: {pg} hates me now"]),
+        Beat("Thinking about a pet", "{O} is thinking about adopting a {species}.", "{O} is thinking about adopting a {species} now that {Pp} landlord allows pets.", ["x: how was your saturday|how was the weekend", "o: went to the shelter. just to look 👀", "x: just to look. sure", "o: the landlord finally said pets are ok in the building #landlord", "x: you are 100% coming home with a {species}"], open_question="Will {O} adopt a {species}?"),
+        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news|big news|so. something happened", "x: ??", "o: we brought the {baby} home yesterday!!! #adopt", "x: A {species_up}?!", "o: {age} old {breed}, {pg} is SO tiny #breed", "x: omg name???", "o: {pname} #name", "x: {pname} lmao perfect|{pname}!!! perfect|omg {pname} 😭", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
+        Beat("Vet visit", "{O} updated {X} on a vet visit for {Pp} {species}.", "{O}'s {species} {pname} was treated for {issue_sum}.", ["x: how's {pname}?", "o: we were at the vet this morning actually", "o: turns out {pg} has {issue} #vet", "x: poor baby|nooo poor thing|aw poor {pname}", "o: {pg}'s on {meds} #meds", "o: {pg} hates me now"]),
         Beat("Pet antics", "They traded funny pet stories.", "{O}'s {species} has learned to {trick}.", ["x: how's the little gremlin", "o: my {species} is a genius. or a menace", "o: guess who learned to {trick} #trick", "x: genius", "o: i have to childproof everything now"]),
     ]
     return Thread(
@@ -251,9 +251,9 @@ def job(c: Picker) -> Thread:
          "boss_trait": c(["brings donuts on fridays", "used to be a professional chef", "answers messages in like 4 seconds", "has a corgi that comes to the office"]),
          "commute": c(["I bike there, 20 min along the river", "it's a 12 minute walk!!", "two buses but I get to read", "I can work from home tuesdays and thursdays"])}
     beats = [
-        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet", "o: my job is wearing me down", "o: {complaint} #complaint", "x: that's so not ok", "o: thinking about looking around tbh"]),
+        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet|you good? quiet today", "o: my job is wearing me down", "o: {complaint} #complaint", "x: that's so not ok|that's messed up|ugh I'm sorry", "o: thinking about looking around tbh"]),
         Beat("Job interview", "{O} has a job interview coming up.", "{O} has an interview at {company} for a {role} position.", ["o: sooo I have an interview {day} #interview", "x: WHERE", "o: {company}! it's for a {role} role #role", "x: you'd be perfect for that", "o: nervous tho"], open_question="Will {O} get the new job?"),
-        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: {company} CALLED", "x: and???", "o: i got it!!! #offer", "x: AHHH congrats", "o: start date is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
+        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: {company} CALLED", "x: and???", "o: i got it!!! #offer", "x: AHHH congrats|CONGRATS!!!|omg yay", "o: start date is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
         Beat("New job", "{O} is settling into the new job.", "{O} likes {Pp} new manager {boss} at {company}.", ["x: so how's the new job??", "o: honestly? so much better", "o: my manager {boss} {boss_trait} #boss", "o: and {commute} #commute", "x: love that for you"]),
     ]
     return Thread(
@@ -285,9 +285,9 @@ def trip(c: Picker) -> Thread:
          "leave": c(["leaving thursday", "flight's on friday", "we leave in 3 days", "leaving this weekend"])}
     beats = [
         Beat("Vacation ideas", "{O} wants a vacation.", "{O} is thinking about a trip to {dest}.", ["o: I need a vacation so bad", "x: go somewhere!", "o: been looking at {dest} for {month_word} #idea", "x: ooh the food there is supposed to be unreal"]),
-        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked the flights to {dest} #booked", "o: {companion}, {nights} nights #companion", "x: so jealous", "o: we're staying in {lodging} #lodging"], decision="{O} booked the trip to {dest}."),
+        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked the flights to {dest} #booked", "o: {companion}, {nights} nights #companion", "x: so jealous|jealous!!|take me with you", "o: we're staying in {lodging} #lodging"], decision="{O} booked the trip to {dest}."),
         Beat("Before the trip", "{O} is packing for {Pp} trip.", "{O} leaves for {dest} soon and is anxious about {worry_sum}.", ["x: you leave for your trip soon right?", "o: {leave}! packing lol #leave", "o: lowkey stressing bc {worry} #worry", "x: you'll be fine, I promise"]),
-        Beat("Back from the trip", "{O} is back from {dest} and shared stories.", "{O} is back from {dest} and loved {highlight}.", ["o: I'M BACK", "x: how was the trip!! how was {dest}", "o: amazing. best part was {highlight} #highlight", "o: except {mishap} #mishap", "x: noooo", "o: worth it tho"]),
+        Beat("Back from the trip", "{O} is back from {dest} and shared stories.", "{O} is back from {dest} and loved {highlight}.", ["o: I'M BACK", "x: how was the trip!! how was {dest}", "o: amazing. best part was {highlight} #highlight", "o: except {mishap} #mishap", "x: noooo|oh no|that sucks", "o: worth it tho|still worth it|10/10 would go again"]),
     ]
     return Thread(
         "trip", "travel", "{Pp} trip",
@@ -321,7 +321,7 @@ def hobby(c: Picker) -> Thread:
         Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: {material} #material", "x: show me when it's done!!"]),
         Beat("Project trouble", "{O} hit a snag with the {noun}.", "{O}'s {noun} has a problem: {problem}.", ["x: how's the {noun} going?", "o: badly lol", "o: {problem} #problem", "x: oh no"], open_question="How will {O} fix the {noun}?"),
         Beat("Project fixed", "{O} got the {noun} back on track.", "{O} fixed the {noun}.", ["o: ok the {noun} saga continues", "o: {fix} #fix", "x: problem solver"]),
-        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: {result} #result", "x: proud of you honestly", "x: I want one"]),
+        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: {result} #result", "x: proud of you honestly|look at you!!", "x: I want one"]),
     ]
     return Thread(
         "hobby", "hobby: " + noun, "the {noun}", p, beats,
@@ -346,10 +346,10 @@ def family(c: Picker) -> Thread:
          "task": c(["give a speech", "bake the cake", "do the playlist", "organise the slideshow"]),
          "after": c(["everyone cried during the toasts", "the DJ played ABBA for an hour straight", "my uncle fell into the pond lol", "it rained and nobody cared", "we danced until 2am"])}
     beats = [
-        Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news!", "o: {announce} #announce", "x: omg congrats to them!!"]),
+        Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news!", "o: {announce} #announce", "x: omg congrats to them!!|aww congrats!!"]),
         Beat("Planning the {event}", "{O} talked about planning the {event}.", "{O} is planning the {event}, held at {venue}.", ["x: how's the {event} planning", "o: chaos. it's at {venue} #venue", "o: our present is {gift} #gift", "x: that's such a good gift"]),
         Beat("Nerves before the {event}", "{O} is nervous about {Pp} part in the {event}.", "{O} has to {task} at the {event} and is nervous.", ["o: I have to {task} and I'm panicking #task", "x: you'll crush it", "o: we'll see"]),
-        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic"]),
+        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic|lmao amazing"]),
     ]
     return Thread(
         "family", "family", "the {event}", p, beats,
@@ -376,8 +376,8 @@ def move(c: Picker) -> Thread:
          "nb": c(["Gloria", "Mr. Patel", "Sven", "Lucia"]),
          "nb_trait": c(["plays cello at 11pm", "brought us homemade cookies", "has three cats who visit my balcony", "waters everyone's plants"])}
     beats = [
-        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because of {reason_sum}.", ["o: I think I'm moving", "x: wait why", "o: {reason} #reason", "x: fair honestly"]),
-        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE #signed", "o: the new apartment is in {place} #place", "o: and {feature} #feature", "x: housewarming when"], decision="{O} signed the lease for a new apartment."),
+        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because of {reason_sum}.", ["o: I think I'm moving", "x: wait why|why??", "o: {reason} #reason", "x: fair honestly"]),
+        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE #signed", "o: the new apartment is in {place} #place", "o: and {feature} #feature", "x: housewarming when|when's the housewarming"], decision="{O} signed the lease for a new apartment."),
         Beat("Moving day", "{O} moved.", "{O} moved; {mishap}.", ["x: how was moving day", "o: a disaster", "o: {mishap} #mishap", "x: nooo", "o: but I'm in!!"]),
         Beat("Settling in", "{O} is settling into the new place.", "{O} met {Pp} new neighbour {nb}.", ["o: met my neighbour {nb} #neighbour", "o: {pg_nb} {nb_trait} #nb_trait", "x: lol the lore"]),
     ]
@@ -403,7 +403,7 @@ def illness(c: Picker) -> Thread:
     ail_sum = ail.replace("my", "{Pp}")
     p = {"ail": ail, "ail_sum": ail_sum, "cause": cause, "advice": advice, "recovery": recovery, "base": base}
     beats = [
-        Beat("Health trouble", "{O} is not doing great health-wise.", "{O} {ail_sum} {cause}.", ["o: so I {ail} #ail", "x: WHAT how", "o: {cause} #cause", "x: oh no, feel better"]),
+        Beat("Health trouble", "{O} is not doing great health-wise.", "{O} {ail_sum} {cause}.", ["o: so I {ail} #ail", "x: WHAT how|omg how", "o: {cause} #cause", "x: oh no, feel better|feel better!!"]),
         Beat("Doctor's advice", "{O} saw a doctor.", "{O}'s doctor advised: {advice}.", ["x: did you see someone about it?", "o: yeah, doctor said {advice} #advice", "o: so that's fun", "x: ugh"]),
         Beat("Recovery", "{O} is recovering.", "{O} is recovering well.", ["x: how are you feeling?", "o: {recovery} #recovery", "x: yay!!"]),
     ]
@@ -431,10 +431,10 @@ def course(c: Picker) -> Thread:
          "struggle": struggle, "struggle_sum": struggle_sum,
          "grade": c(["passed with 92!!", "passed, barely lol", "got top marks in the group", "passed on the second try"])}
     beats = [
-        Beat("Signed up for {subject} classes", "{O} signed up for a class.", "{O} signed up for {subject} classes, {schedule}.", ["o: signed up for {subject} classes #signup", "o: it's {schedule} #schedule", "x: look at you learning things"]),
+        Beat("Signed up for {subject} classes", "{O} signed up for a class.", "{O} signed up for {subject} classes, {schedule}.", ["o: signed up for {subject} classes #signup", "o: it's {schedule} #schedule", "x: look at you learning things|ooh fun"]),
         Beat("{subject} teacher", "{O} talked about {Pp} class.", "{O} likes {Pp} {subject} teacher, {teacher}.", ["x: how's class", "o: fun! the teacher is {teacher} #teacher", "o: {pg_t} {quirk} #quirk", "x: lmao"]),
         Beat("Struggling with {subject}", "{O} is finding the class hard.", "{O} is struggling in {subject} with {struggle_sum}.", ["o: ok {subject} is humbling me", "o: {struggle} #struggle", "x: everyone starts somewhere"], open_question="Will {O} pass {exam}?"),
-        Beat("{exam} result", "{O} got {Pp} result.", "{O} {grade_sum} {exam}.", ["o: {exam} results are in", "o: {grade} #grade", "x: LETS GOOO"]),
+        Beat("{exam} result", "{O} got {Pp} result.", "{O} {grade_sum} {exam}.", ["o: {exam} results are in", "o: {grade} #grade", "x: LETS GOOO|yesss congrats"]),
     ]
     p["pg_t"] = "she" if p["teacher"] in ("Señora Ibáñez", "Ms. Lindqvist") else "he"
     p["grade_sum"] = "passed"
@@ -463,8 +463,8 @@ def game(c: Picker) -> Thread:
     beats = [
         Beat("New game", "{O} started a new game.", "{O} started playing {game}.", ["o: started {game} last night #started", "o: playing it {style} #style", "x: oh that's a good one"]),
         Beat("Stuck in {game}", "{O} is stuck in {Pp} game.", "{O} is stuck on {boss} in {game}.", ["o: I've been stuck on {boss} for three days #stuck", "x: lmao skill issue", "o: rude"]),
-        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY beat {boss}", "o: {how} #how", "x: gg"]),
-        Beat("Game almost done", "{O} talked about {Pp} game.", "{O} has spent {hours} hours on {game}.", ["x: still playing {game}?", "o: {hours} hours in and not done #hours", "x: that's a part-time job"]),
+        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY beat {boss}", "o: {how} #how", "x: gg|gg wp"]),
+        Beat("Game almost done", "{O} talked about {Pp} game.", "{O} has spent {hours} hours on {game}.", ["x: still playing {game}?", "o: {hours} hours in and not done #hours", "x: that's a part-time job|that's a lot of hours lol"]),
     ]
     return Thread(
         "game", "gaming", "{game}", p, beats,
@@ -491,6 +491,11 @@ def fill(text: str, ctx: dict[str, str]) -> str:
             break
         text = text.format_map(ctx)
     return text
+
+
+def variant(text: str, r: random.Random) -> str:
+    """One of the ``|``-separated ways of saying a line."""
+    return r.choice(text.split("|")) if "|" in text else text
 
 
 def first_upper(text: str) -> str:
@@ -659,7 +664,8 @@ def plan_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> G
     traits: list[tuple[int, str, list[int], list[str]]] = []
     for mi in range(len(members)):
         own_kinds = {threads[i].kind for i in range(len(threads)) if owners[i] == mi}
-        allowed = [k for k in sorted(TRAITS) if not (k == "flying" and "trip" in own_kinds)]
+        taken = [trait for _, trait, _, _ in traits]
+        allowed = [k for k in sorted(TRAITS) if k not in taken and not (k == "flying" and "trip" in own_kinds)]
         for trait in r.sample(allowed, 3 if len(members) == 2 else 2):
             remarks = r.sample(TRAITS[trait][0], min(3, len(TRAITS[trait][0])))
             traits.append((mi, trait, sorted(r.sample(range(len(dates)), len(remarks))), remarks))
@@ -681,7 +687,7 @@ def session_lines(w: Guild, s: int) -> tuple[list[Line], list[tuple[int, int]], 
             x = r.choice(w.others(o))
             block: list[Line] = []
             for line in t.beats[b].lines:
-                text, _, tag = line[3:].partition(" #")
+                text, _, tag = variant(line[3:], r).partition(" #")
                 block.append((o if line[0] == "o" else x, fill(text, w.ctx(ti, x)), ("fact", (ti, tag)) if tag else None))
             blocks.append(block)
             beats.append((ti, b))
@@ -704,13 +710,13 @@ def session_lines(w: Guild, s: int) -> tuple[list[Line], list[tuple[int, int]], 
         label, lines = talk.pop()
         a, b2 = r.sample(range(len(members)), 2)
         slots = {k: r.choice(v) for k, v in SLOTS.items()}
-        blocks.append([(a if ln[0] == "a" else b2, fill(ln[3:], slots), None) for ln in lines])
+        blocks.append([(a if ln[0] == "a" else b2, fill(variant(ln[3:], r), slots), None) for ln in lines])
         if label and label not in labels:
             labels.append(label)
     r.shuffle(blocks)
     a, b2 = r.sample(range(len(members)), 2)
-    hello: list[Line] = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GREETINGS)]
-    bye: list[Line] = [(a if ln[0] == "a" else b2, ln[3:], None) for ln in r.choice(GOODBYES)]
+    hello: list[Line] = [(a if ln[0] == "a" else b2, variant(ln[3:], r), None) for ln in r.choice(GREETINGS)]
+    bye: list[Line] = [(a if ln[0] == "a" else b2, variant(ln[3:], r), None) for ln in r.choice(GOODBYES)]
     flat = hello + [ln for bl in blocks for ln in bl] + bye
     if len(members) == 3 and r.random() < 0.5:
         flat.insert(r.randrange(2, len(flat)), (r.randrange(3), r.choice(REACTIONS), None))
