@@ -16,7 +16,9 @@ beats, each placed in a later session than the one before; a beat is a short exc
 which the facts that questions ask about are said in passing (tagged ``#tag`` below). Later
 sessions mention the thread again without the fact (the distractors), members show
 *traits* in side remarks (the open-domain evidence) and the rest is small talk. The note of a
-session names its threads, but spells out a beat's details only about half the time.
+session names its threads, but spells out a beat's details only three times in four, and
+never the side details (a hotel, a treatment), so about half of the single-hop answers are
+not in the note; the script prints that share.
 
 Everything is deterministic: one seeded ``random.Random`` per guild, no network, no model, so
 a rerun with the same seed gives the same bytes. To grow the set, add a thread kind (a
@@ -54,6 +56,7 @@ SMALL_QUOTA = {"single-hop": 11, "multi-hop": 6, "temporal": 7, "open-domain": 6
 FIRST_DAY = datetime(2026, 1, 5, tzinfo=UTC)
 DETAIL_SHARE = 0.75  # how often a note spells out a beat's details rather than its gist
 ID_BASE = {"guild": 872000000000000000, "channel": 872100000000000000, "user": 872200000000000000, "message": 872300000000000000}
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 STOPWORDS = frozenset(
     "a an the and or but so to of in on at for with from by is are was were be been am i im i'm you your he she his her him it its we our they them their this that what which who when where how did do does done have has had not no yes just like lol really very too also about after before then than there here get got going go went can could would will my me up out if as into over all some any one new still now back more much tbh omg haha ok okay yeah oh".split()
@@ -173,7 +176,8 @@ class Thread:
     phrase) a temporal "when" question asks about; ``events`` a tag to its past-tense phrase
     for "which came first"; ``bridges`` and ``opens`` list (tags, phrasings) for multi-hop and
     open-domain questions; ``worry`` the tags where the owner worries; ``mentions`` distractor
-    remarks said in later sessions; ``about`` how a question names the thread.
+    remarks said in sessions after beat ``mentions_after``; ``about`` how a question names the
+    thread; ``names`` the parameters that are named entities.
     """
 
     kind: str
@@ -188,6 +192,7 @@ class Thread:
     opens: list[tuple[list[str], list[str]]] = field(default_factory=list)
     worry: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
+    mentions_after: int = 0
     names: list[str] = field(default_factory=list)
 
 
@@ -235,7 +240,7 @@ def pet(c: Picker) -> Thread:
         bridges=[(["breed", "vet"], ["What did the vet say about the {breed} {O} adopted?", "The {breed} {O} got, what was the vet visit about?"]), (["trick", "name"], ["What's the name of {O}'s pet that learned to {trick}?"])],
         opens=[(["adopt", "breed"], ["Is {O} more of a dog person or a cat person?" if species != "rabbit" else "Does {O} have a pet that needs a hutch?", "Would {O} need a pet sitter if {P} went away for a week?"])],
         worry=["vet"], names=["pname"],
-        mentions=["{pname} says hi 🐾", "walking {pname} rn so typing slow", "{pname} is asleep on my feet, I can't move", "ordered a fancy bed for {pname}, {pg} ignores it completely", "{pname} has a checkup at the vet next month, nothing serious", "bought {pname} a puzzle feeder, {pg} solved it in 2 min", "{pname} knocked my coffee over lol"],
+        mentions=["{pname} says hi 🐾", "walking {pname} rn so typing slow", "{pname} is asleep on my feet, I can't move", "ordered a fancy bed for {pname}, {pg} ignores it completely", "{pname} has a checkup at the vet next month, nothing serious", "bought {pname} a puzzle feeder, {pg} solved it in 2 min", "{pname} knocked my coffee over lol"], mentions_after=1,
     )
 
 
@@ -267,7 +272,7 @@ def job(c: Picker) -> Thread:
         bridges=[(["interview", "boss"], ["Who is {O}'s manager at the place {P} interviewed at on a {day}?"]), (["complaint", "role"], ["What was bothering {O} at work before {P} became a {role}?"]), (["role", "commute"], ["How does the new {role} get to work?"])],
         opens=[(["complaint", "boss"], ["Is {O} happier at work now than before?", "Would {O} want to go back to {Pp} old job?"])],
         worry=["complaint", "interview"], names=["company", "boss"],
-        mentions=["work was fine, nothing exciting", "brb, meeting", "payday tomorrow 🙏", "had lunch with people from work, nice bunch", "so many emails today", "my laptop at work is from 2015 i swear"],
+        mentions=["work was fine, nothing exciting", "brb, meeting", "payday tomorrow 🙏", "had lunch with people from work, nice bunch", "so many emails today", "{company} onboarding has so many forms", "lunch with the {company} people, nice bunch"], mentions_after=2,
     )
 
 
@@ -301,7 +306,7 @@ def trip(c: Picker) -> Thread:
         bridges=[(["mishap", "lodging"], ["Where did {O} stay on the trip where {mishap_q}?"]), (["worry", "companion"], ["Who went along on the trip {O} was nervous about because of {worry_sum}?"]), (["idea", "highlight"], ["What ended up being the best part of the trip {O} was daydreaming about?"])],
         opens=[(["booked", "highlight"], ["Does {O} enjoy traveling abroad?", "Would {O} be a good person to ask for travel tips about {dest}?"])],
         worry=["worry"], names=["dest"],
-        mentions=["still looking at flights for {dest}", "my {dest} photos folder is out of control", "watching {dest} food videos at midnight again", "should I bring a rain jacket for {dest}?", "found a great podcast about {dest} history"],
+        mentions=["watching {dest} food videos at midnight again", "found a great podcast about {dest} history", "{dest} keeps showing up on my feed lol", "a coworker just got back from {dest} too, small world"],
     )
 
 
@@ -348,7 +353,7 @@ def family(c: Picker) -> Thread:
     beats = [
         Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news!", "o: {announce} #announce", "x: omg congrats to them!!|aww congrats!!"]),
         Beat("Planning the {event}", "{O} talked about planning the {event}.", "{O} is planning the {event}, held at {venue}.", ["x: how's the {event} planning", "o: chaos. it's at {venue} #venue", "o: our present is {gift} #gift", "x: that's such a good gift"]),
-        Beat("Nerves before the {event}", "{O} is nervous about {Pp} part in the {event}.", "{O} has to {task} at the {event} and is nervous.", ["o: I have to {task} and I'm panicking #task", "x: you'll crush it", "o: we'll see"]),
+        Beat("Nerves before the {event}", "{O} is nervous about {Pp} part in the {event}.", "{O} has to {task} at the {event} and is nervous.", ["o: I have to {task} at the {event} and I'm panicking #task", "x: you'll crush it", "o: we'll see"]),
         Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic|lmao amazing"]),
     ]
     return Thread(
@@ -393,7 +398,7 @@ def move(c: Picker) -> Thread:
         bridges=[(["place", "neighbour"], ["Who is {O}'s neighbour in {place}?"]), (["reason", "feature"], ["What's the new apartment like that {O} was so keen to move to?"])],
         opens=[(["mishap", "nb_trait"], ["Is {O} happy in the new neighbourhood?"])],
         worry=["reason"], names=["place", "nb"],
-        mentions=["still unpacking boxes 📦", "the new place has weird water pressure", "bought a plant for the apartment", "internet guy comes tomorrow, finally"],
+        mentions=["still unpacking boxes 📦", "the new place has weird water pressure", "bought a plant for the apartment", "internet guy comes tomorrow, finally"], mentions_after=2,
     )
 
 
@@ -658,7 +663,7 @@ def plan_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> G
         if t.kind == "trip":
             ahead = r.randint(1, 3)
             leave = dates[spots[2]] + timedelta(days=ahead)
-            t.p["leave"] = "leaving tomorrow" if ahead == 1 else f"leaving {leave:%A}".lower()
+            t.p["leave"] = "leaving tomorrow" if ahead == 1 else f"leaving {WEEKDAYS[leave.weekday()]}"
             t.p["nights"] = str(min(10, max(2, (dates[spots[3]] - leave).days - r.randint(0, 2))))
             t.p["leave_date"] = leave.isoformat()
     traits: list[tuple[int, str, list[int], list[str]]] = []
@@ -691,7 +696,7 @@ def session_lines(w: Guild, s: int) -> tuple[list[Line], list[tuple[int, int]], 
                 block.append((o if line[0] == "o" else x, fill(text, w.ctx(ti, x)), ("fact", (ti, tag)) if tag else None))
             blocks.append(block)
             beats.append((ti, b))
-        elif w.placed[ti][0] < s and r.random() < 0.3:
+        elif w.placed[ti][t.mentions_after] < s and r.random() < 0.3:
             block = [(o, fill(r.choice(t.mentions), w.ctx(ti)), None)]
             if r.random() < 0.6:
                 block.append((r.choice(w.others(o)), r.choice(REACTIONS), None))
@@ -703,7 +708,7 @@ def session_lines(w: Guild, s: int) -> tuple[list[Line], list[tuple[int, int]], 
             if r.random() < 0.7:
                 block.append((r.choice(w.others(mi)), r.choice(TRAIT_REACTIONS), None))
             blocks.append(block)
-    target = r.randint(12, 45)
+    target = r.randint(14, 45)
     labels: list[str] = []
     talk = r.sample(SMALL_TALK, len(SMALL_TALK))
     while talk and sum(len(bl) for bl in blocks) + 4 < target:
