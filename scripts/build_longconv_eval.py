@@ -926,13 +926,17 @@ DESCRIPTION = (
 
 
 def build(seed: int, guilds: int) -> dict[str, Any]:
-    """The full eval set: ``guilds`` guilds with distinct members, one seeded RNG per guild."""
-    people = list(PEOPLE)
-    random.Random(f"longconv-people:{seed}").shuffle(people)
-    sizes = [3 if random.Random(f"longconv-size:{seed}:{g}").random() < 0.35 else 2 for g in range(1, guilds + 1)]
+    """The full eval set: ``guilds`` guilds, one seeded RNG per guild. Members' names differ
+    across guilds until the name list runs out, then they come round again."""
+    shuffler = random.Random(f"longconv-people:{seed}")
+    people: list[tuple[str, str, list[str]]] = []
     out: list[dict[str, Any]] = []
-    for g, size in enumerate(sizes, start=1):
-        taken, people = people[:size], people[size:] or list(PEOPLE)
+    for g in range(1, guilds + 1):
+        size = 3 if random.Random(f"longconv-size:{seed}:{g}").random() < 0.35 else 2
+        if len(people) < size:
+            fresh = shuffler.sample(PEOPLE, len(PEOPLE))
+            people += [p for p in fresh if p not in people]
+        taken, people = people[:size], people[size:]
         out.append(build_guild(g, seed, taken))
     return {"description": DESCRIPTION, "seed": seed, "guilds": out}
 

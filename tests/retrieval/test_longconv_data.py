@@ -16,7 +16,6 @@ SCRIPT = ROOT / "scripts" / "build_longconv_eval.py"
 FULL = ROOT / "vivy" / "data" / "longconv_eval.json"
 SMALL = ROOT / "tests" / "retrieval" / "longconv_small.json"
 KINDS = {"single-hop", "multi-hop", "temporal", "open-domain"}
-FILES = [pytest.param(FULL, id="full"), pytest.param(SMALL, id="small")]
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -25,10 +24,33 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("path", FILES)
-def test_answers_are_messages_of_the_same_guild(path: Path) -> None:
+def generate(out: Path, *options: str) -> tuple[Path, Path]:
+    """Run the generator into ``out``; returns the paths of the full set and the subset."""
+    full, small = out / "full.json", out / "small.json"
+    cmd = [sys.executable, str(SCRIPT), "--out", str(full), "--small-out", str(small), *options]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return full, small
+
+
+@pytest.fixture(scope="module")
+def other_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A set generated with another seed and more guilds than names run to, so that the
+    generator's guarantees are checked beyond the committed files."""
+    full, _ = generate(tmp_path_factory.mktemp("longconv"), "--seed", "11", "--guilds", "14")
+    return full
+
+
+@pytest.fixture(params=["full", "small", "other-seed"])
+def eval_data(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The committed full set, the committed subset, or a freshly generated set."""
+    if request.param == "other-seed":
+        return load(request.getfixturevalue("other_seed"))
+    return load(FULL if request.param == "full" else SMALL)
+
+
+def test_answers_are_messages_of_the_same_guild(eval_data: dict[str, Any]) -> None:
     """Every answer id names a message of the question's own guild, and ids are not repeated."""
-    for guild in load(path)["guilds"]:
+    for guild in eval_data["guilds"]:
         ids = {m["id"] for s in guild["sessions"] for m in s["messages"]}
         for q in guild["questions"]:
             assert q["answer_message_ids"], q["id"]
@@ -36,10 +58,9 @@ def test_answers_are_messages_of_the_same_guild(path: Path) -> None:
             assert len(set(q["answer_message_ids"])) == len(q["answer_message_ids"]), q["id"]
 
 
-@pytest.mark.parametrize("path", FILES)
-def test_ids_are_unique_snowflake_strings(path: Path) -> None:
+def test_ids_are_unique_snowflake_strings(eval_data: dict[str, Any]) -> None:
     """Guild, channel, user, message, session and question ids are unique across the file."""
-    data = load(path)
+    data = eval_data
     ids: list[str] = []
     for guild in data["guilds"]:
         ids += [guild["guild_id"], guild["channel"]["id"]]
@@ -52,18 +73,16 @@ def test_ids_are_unique_snowflake_strings(path: Path) -> None:
     assert len(set(keys)) == len(keys)
 
 
-@pytest.mark.parametrize("path", FILES)
-def test_every_kind_is_present_in_every_guild(path: Path) -> None:
+def test_every_kind_is_present_in_every_guild(eval_data: dict[str, Any]) -> None:
     """Each guild asks questions of all four kinds and of no other."""
-    for guild in load(path)["guilds"]:
+    for guild in eval_data["guilds"]:
         assert {q["kind"] for q in guild["questions"]} == KINDS
 
 
-@pytest.mark.parametrize("path", FILES)
-def test_sessions_and_questions_are_consistent_in_time(path: Path) -> None:
+def test_sessions_and_questions_are_consistent_in_time(eval_data: dict[str, Any]) -> None:
     """Sessions follow each other, their bounds are their first and last messages, authors and
     askers are members, and questions are asked after the last session."""
-    for guild in load(path)["guilds"]:
+    for guild in eval_data["guilds"]:
         members = {m["user_id"] for m in guild["members"]}
         previous_end = ""
         for session in guild["sessions"]:
@@ -79,10 +98,9 @@ def test_sessions_and_questions_are_consistent_in_time(path: Path) -> None:
             assert q["asked_at"] > previous_end
 
 
-@pytest.mark.parametrize("path", FILES)
-def test_multi_hop_answers_span_sessions(path: Path) -> None:
+def test_multi_hop_answers_span_sessions(eval_data: dict[str, Any]) -> None:
     """A multi-hop question needs messages from two or more sessions."""
-    for guild in load(path)["guilds"]:
+    for guild in eval_data["guilds"]:
         session_of = {m["id"]: s["key"] for s in guild["sessions"] for m in s["messages"]}
         for q in guild["questions"]:
             if q["kind"] == "multi-hop":
@@ -108,8 +126,6 @@ def test_full_set_has_the_planned_size_and_spread() -> None:
 
 def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
     """The generator with its default seed writes both committed files byte for byte."""
-    full, small = tmp_path / "full.json", tmp_path / "small.json"
-    cmd = [sys.executable, str(SCRIPT), "--out", str(full), "--small-out", str(small)]
-    subprocess.run(cmd, check=True, capture_output=True)
+    full, small = generate(tmp_path)
     assert full.read_bytes() == FULL.read_bytes()
     assert small.read_bytes() == SMALL.read_bytes()
