@@ -1,0 +1,131 @@
+"""Integrity of the generated long-conversation eval set and its test-suite subset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "build_longconv_eval.py"
+FULL = ROOT / "vivy" / "data" / "longconv_eval.json"
+SMALL = ROOT / "tests" / "retrieval" / "longconv_small.json"
+KINDS = {"single-hop", "multi-hop", "temporal", "open-domain"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The parsed eval file."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def generate(out: Path, *options: str) -> tuple[Path, Path]:
+    """Run the generator into ``out``; returns the paths of the full set and the subset."""
+    full, small = out / "full.json", out / "small.json"
+    cmd = [sys.executable, str(SCRIPT), "--out", str(full), "--small-out", str(small), *options]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return full, small
+
+
+@pytest.fixture(scope="module")
+def other_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A set generated with another seed and more guilds than names run to, so that the
+    generator's guarantees are checked beyond the committed files."""
+    full, _ = generate(tmp_path_factory.mktemp("longconv"), "--seed", "11", "--guilds", "14")
+    return full
+
+
+@pytest.fixture(params=["full", "small", "other-seed"])
+def eval_data(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The committed full set, the committed subset, or a freshly generated set."""
+    if request.param == "other-seed":
+        return load(request.getfixturevalue("other_seed"))
+    return load(FULL if request.param == "full" else SMALL)
+
+
+def test_answers_are_messages_of_the_same_guild(eval_data: dict[str, Any]) -> None:
+    """Every answer id names a message of the question's own guild, and ids are not repeated."""
+    for guild in eval_data["guilds"]:
+        ids = {m["id"] for s in guild["sessions"] for m in s["messages"]}
+        for q in guild["questions"]:
+            assert q["answer_message_ids"], q["id"]
+            assert set(q["answer_message_ids"]) <= ids, q["id"]
+            assert len(set(q["answer_message_ids"])) == len(q["answer_message_ids"]), q["id"]
+
+
+def test_ids_are_unique_snowflake_strings(eval_data: dict[str, Any]) -> None:
+    """Guild, channel, user, message, session and question ids are unique across the file."""
+    data = eval_data
+    ids: list[str] = []
+    for guild in data["guilds"]:
+        ids += [guild["guild_id"], guild["channel"]["id"]]
+        ids += [m["user_id"] for m in guild["members"]]
+        ids += [m["id"] for s in guild["sessions"] for m in s["messages"]]
+    assert all(i.isdigit() and len(i) == 18 for i in ids)
+    keys = [s["key"] for g in data["guilds"] for s in g["sessions"]]
+    keys += [q["id"] for g in data["guilds"] for q in g["questions"]]
+    assert len(set(ids)) == len(ids)
+    assert len(set(keys)) == len(keys)
+
+
+def test_every_kind_is_present_in_every_guild(eval_data: dict[str, Any]) -> None:
+    """Each guild asks questions of all four kinds and of no other."""
+    for guild in eval_data["guilds"]:
+        assert {q["kind"] for q in guild["questions"]} == KINDS
+
+
+def test_sessions_and_questions_are_consistent_in_time(eval_data: dict[str, Any]) -> None:
+    """Sessions follow each other, their bounds are their first and last messages, authors and
+    askers are members, and questions are asked after the last session."""
+    for guild in eval_data["guilds"]:
+        members = {m["user_id"] for m in guild["members"]}
+        previous_end = ""
+        for session in guild["sessions"]:
+            times = [m["time"] for m in session["messages"]]
+            assert times == sorted(times)
+            assert (session["start"], session["end"]) == (times[0], times[-1])
+            assert previous_end < session["start"]
+            assert {m["author"] for m in session["messages"]} <= members
+            assert session["note"]["title"] and session["note"]["summary"]
+            previous_end = session["end"]
+        for q in guild["questions"]:
+            assert q["asked_by"] in members
+            assert q["asked_at"] > previous_end
+
+
+def test_multi_hop_answers_span_sessions(eval_data: dict[str, Any]) -> None:
+    """A multi-hop question needs messages from two or more sessions."""
+    for guild in eval_data["guilds"]:
+        session_of = {m["id"]: s["key"] for s in guild["sessions"] for m in s["messages"]}
+        for q in guild["questions"]:
+            if q["kind"] == "multi-hop":
+                assert len({session_of[i] for i in q["answer_message_ids"]}) >= 2, q["id"]
+
+
+def test_full_set_has_the_planned_size_and_spread() -> None:
+    """About 5,000 messages in ~8 guilds and 400-600 questions, kinds spread as planned."""
+    data = load(FULL)
+    guilds = data["guilds"]
+    messages = sum(len(s["messages"]) for g in guilds for s in g["sessions"])
+    kinds = Counter(q["kind"] for g in guilds for q in g["questions"])
+    total = sum(kinds.values())
+    assert len(guilds) == 8
+    assert 4000 <= messages <= 6000
+    assert 400 <= total <= 600
+    assert all(15 <= len(g["sessions"]) <= 25 for g in guilds)
+    assert all(12 <= len(s["messages"]) <= 50 for g in guilds for s in g["sessions"])
+    assert 0.30 <= kinds["single-hop"] / total <= 0.40
+    assert 0.15 <= kinds["open-domain"] / total <= 0.25
+    assert len(load(SMALL)["guilds"]) == 2
+
+
+def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
+    """The generator with its default seed writes both committed files byte for byte."""
+    full, small = generate(tmp_path)
+    assert full.read_bytes() == FULL.read_bytes()
+    assert small.read_bytes() == SMALL.read_bytes()
