@@ -333,7 +333,7 @@ def hobby(c: Picker) -> Thread:
     mats = {"bookshelf": ["reclaimed oak", "old barn walnut"], "sourdough": ["Clint Yeastwood", "Bread Pitt", "Doughlene"], "keyboard": ["lavender linear", "creamy tactile"], "garden": ["cherry tomatoes and basil", "chili peppers", "strawberries"], "sweater": ["forest green merino", "mustard alpaca"], "mural": ["a giant octopus", "a sunset over mountains"]}[noun]
     p = {"noun": noun, "start": start, "material": material, "problem": problem, "fix": fix, "result": result, "mat": c(mats), "ask": ask}
     beats = [
-        Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: for the {noun} I'm {material} #material|{noun} update: {material} #material", "x: show me when it's done!!"]),
+        Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: {noun} update: {material} #material", "x: show me when it's done!!"]),
         Beat("Project trouble", "{O} hit a snag with the {noun}.", "{O}'s {noun} has a problem: {problem}.", ["x: how's the {noun} going?", "o: badly lol", "o: problem with the {noun}: {problem} #problem", "x: oh no"], open_question="How will {O} fix the {noun}?"),
         Beat("Project fixed", "{O} got the {noun} back on track.", "{O} fixed the {noun}.", ["o: ok the {noun} saga continues", "o: fixed the {noun} problem! {fix} #fix", "x: problem solver"]),
         Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: the {noun} turned out great, {result} #result", "x: proud of you honestly|look at you!!", "x: I want one"]),
@@ -992,17 +992,20 @@ def report(data: dict[str, Any]) -> list[str]:
     words (members' names and aliases left out) found in its answer messages, in the notes of
     the answer sessions (all fields), and in the raw text of those whole sessions. A single-hop
     question's answer words are the content words of its answer message that the question does
-    not contain; the report gives the share of single-hop questions whose note (title and
-    summary) holds at least one of them, and at least half of them.
+    not contain; its detail words are those of them said in at most two sessions of the guild
+    (a name, a place, a number, not the thread's common words like "job" or "trip"). The report
+    gives the share of single-hop questions whose note (title and summary) holds at least one
+    answer word, at least one detail word, and at least half of the detail words.
     """
     kinds = Counter(q["kind"] for g in data["guilds"] for q in g["questions"])
     messages = sum(len(s["messages"]) for g in data["guilds"] for s in g["sessions"])
     sessions = sum(len(g["sessions"]) for g in data["guilds"])
-    any_in_note = half_in_note = singles = 0
+    any_in_note = detail_in_note = half_in_note = singles = 0
     sums = {k: [0.0, 0.0, 0.0, 0] for k in KINDS}
     for guild in data["guilds"]:
         names = {w for m in guild["members"] for w in content_words(" ".join([m["name"], *m["aliases"]]))}
         where = {m["id"]: (m["text"], s) for s in guild["sessions"] for m in s["messages"]}
+        spread = Counter(w for s in guild["sessions"] for w in set(content_words(" ".join(m["text"] for m in s["messages"]))))
         for q in guild["questions"]:
             asked = set(content_words(q["question"])) - names
             said = [where[i] for i in q["answer_message_ids"]]
@@ -1019,16 +1022,19 @@ def report(data: dict[str, Any]) -> list[str]:
             text, session = said[0]
             answer = [w for w in dict.fromkeys(content_words(text)) if w not in asked]
             summary = set(content_words(session["note"]["title"] + " " + session["note"]["summary"]))
-            found = sum(w in summary for w in answer)
-            any_in_note += found > 0
-            half_in_note += bool(answer) and found * 2 >= len(answer)
+            detail = [w for w in answer if spread[w] <= 2]
+            found = sum(w in summary for w in detail)
+            any_in_note += any(w in summary for w in answer)
+            detail_in_note += found > 0
+            half_in_note += bool(detail) and found * 2 >= len(detail)
     lines = [f"guilds: {len(data['guilds'])}", f"sessions: {sessions}", f"messages: {messages}"]
     lines += [f"questions_{k}: {kinds[k]}" for k in KINDS] + [f"questions: {sum(kinds.values())}"]
     for k in KINDS:
         n = max(1, int(sums[k][3]))
         lines += [f"overlap_{k}_{part}: {sums[k][i] / n:.3f}" for i, part in enumerate(("answer_messages", "note", "session_raw"))]
     lines.append(f"single_hop_some_answer_word_in_summary: {any_in_note / max(1, singles):.3f}")
-    lines.append(f"single_hop_half_answer_words_in_summary: {half_in_note / max(1, singles):.3f}")
+    lines.append(f"single_hop_some_detail_word_in_summary: {detail_in_note / max(1, singles):.3f}")
+    lines.append(f"single_hop_half_detail_words_in_summary: {half_in_note / max(1, singles):.3f}")
     return lines
 
 
