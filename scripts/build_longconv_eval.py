@@ -13,12 +13,18 @@ in one of four kinds: single-hop, multi-hop (messages from two or more sessions)
 How the chat is made: every member gets a few life *threads* (a pet, a job change, a trip, a
 hobby project, a family event, a move, an illness, a course, a game). A thread is a list of
 beats, each placed in a later session than the one before; a beat is a short exchange in
-which the facts that questions ask about are said in passing (tagged ``#tag`` below). Later
-sessions mention the thread again without the fact (the distractors), members show
-*traits* in side remarks (the open-domain evidence) and the rest is small talk. The note of a
-session names its threads, but spells out a beat's details only three times in four, and
-never the side details (a hotel, a treatment), so about half of the single-hop answers are
-not in the note; the script prints that share.
+which the facts that questions ask about are said in passing (tagged ``#tag`` below), in the
+words people use for them ("Bean! best name for a puppy ever"). Later sessions mention the
+thread again with the same common words but without the fact (the distractors, so the rare
+detail words decide), members show *traits* in side remarks (the open-domain evidence) and
+the rest is small talk. Questions are mostly worded close to what was said, as members ask
+("What's the name of Sam's puppy?"); about one in five uses other words (phrasings marked
+``~``) and many carry an aside ("remind me, ..."). The note of a session summarises its
+threads, but spells out a beat's details (names, places, numbers) only about half the time
+and never the side details (a hotel, a treatment), so most single-hop answers are not in the
+note. The script prints, per kind, how much of a question's wording is found in its answer
+messages, in their sessions' notes and in those sessions' raw text, and how often the note
+gives a single-hop answer away.
 
 Everything is deterministic: one seeded ``random.Random`` per guild, no network, no model, so
 a rerun with the same seed gives the same bytes. To grow the set, add a thread kind (a
@@ -54,7 +60,9 @@ QUOTA = {"single-hop": 22, "multi-hop": 12, "temporal": 16, "open-domain": 12}
 SMALL_GUILDS = 2
 SMALL_QUOTA = {"single-hop": 11, "multi-hop": 6, "temporal": 7, "open-domain": 6}
 FIRST_DAY = datetime(2026, 1, 5, tzinfo=UTC)
-DETAIL_SHARE = 0.75  # how often a note spells out a beat's details rather than its gist
+DETAIL_SHARE = 0.45  # how often a note spells out a beat's details rather than its gist
+PARAPHRASE_SHARE = 0.2  # how often a question is asked in words of its own ("~" phrasings)
+ASIDE_SHARE = {"single-hop": 0.6, "multi-hop": 0.7}  # how often a question comes with an aside ("remind me, ...")
 ID_BASE = {"guild": 872000000000000000, "channel": 872100000000000000, "user": 872200000000000000, "message": 872300000000000000}
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
@@ -69,8 +77,9 @@ def iso(dt: datetime) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """Lower-cased words of three or more letters that are not stopwords, in order."""
-    return [w for w in re.findall(r"[a-z0-9']+", text.lower()) if len(w) > 2 and w not in STOPWORDS]
+    """Lower-cased words of three or more letters that are not stopwords, in order (an
+    apostrophe splits a word: "Sam's" gives "sam")."""
+    return [w for w in re.findall(r"[^\W_]+", text.lower()) if len(w) > 2 and w not in STOPWORDS]
 
 
 PEOPLE = [
@@ -177,7 +186,8 @@ class Thread:
     for "which came first"; ``bridges`` and ``opens`` list (tags, phrasings) for multi-hop and
     open-domain questions; ``worry`` the tags where the owner worries; ``mentions`` distractor
     remarks said in sessions after beat ``mentions_after``; ``about`` how a question names the
-    thread; ``names`` the parameters that are named entities.
+    thread; ``names`` the parameters that are named entities. A phrasing starting with ``~``
+    is one in other words than the chat's, picked ``PARAPHRASE_SHARE`` of the time.
     """
 
     kind: str
@@ -219,28 +229,28 @@ def pet(c: Picker) -> Thread:
     issue, issue_sum = c([("an ear infection, {pg} kept shaking {pgp} head", "an ear infection"), ("a tummy bug from eating half a sock", "a stomach upset"), ("a little cut on {pgp} paw from the fence", "a cut paw"), ("worms. gross", "worms"), ("a bad tooth that had to come out", "a tooth extraction"), ("an allergy to chicken apparently", "a food allergy")])
     p = {"species": species, "species_up": species.upper(), "baby": {"dog": "puppy", "cat": "kitten", "rabbit": "bunny"}[species], "breed": breed, "pg": pg, "pgo": pgo, "pgp": pgp, "issue": issue, "issue_sum": issue_sum,
          "pname": c(["Biscuit", "Pickle", "Mochi", "Waffles", "Pepper", "Noodle", "Juniper", "Clementine", "Bean", "Tofu", "Ziggy", "Olive", "Pretzel", "Maple", "Otis", "Chorizo", "Nacho", "Basil", "Sprout"]),
-         "age": c(["10 weeks", "4 months", "1 year", "2 years", "6 months"]),
+         "age": c(["10 weeks", "4 months", "3 months", "5 months", "6 months"]),
          "meds": c(["antibiotics for 10 days", "ear drops twice a day", "a bland diet of rice for a week", "painkillers and a cone of shame"]),
          "trick": c(["open the kitchen cupboard", "ring the little bell by the door", "fetch hair ties and hide them in shoes", "turn on the bathroom tap", "steal socks from the laundry basket"])}
     beats = [
         Beat("Thinking about a pet", "{O} is thinking about adopting a {species}.", "{O} is thinking about adopting a {species} now that {Pp} landlord allows pets.", ["x: how was your saturday|how was the weekend", "o: went to the shelter. just to look 👀", "x: just to look. sure", "o: the landlord finally said pets are ok in the building #landlord", "x: you are 100% coming home with a {species}"], open_question="Will {O} adopt a {species}?"),
-        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news|big news|so. something happened", "x: ??", "o: we brought the {baby} home yesterday!!! #adopt", "x: A {species_up}?!", "o: {age} old {breed}, {pg} is SO tiny #breed", "x: omg name???", "o: {pname} #name", "x: {pname} lmao perfect|{pname}!!! perfect|omg {pname} 😭", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
-        Beat("Vet visit", "{O} updated {X} on a vet visit for {Pp} {species}.", "{O}'s {species} {pname} was treated for {issue_sum}.", ["x: how's {pname}?", "o: we were at the vet this morning actually", "o: turns out {pg} has {issue} #vet", "x: poor baby|nooo poor thing|aw poor {pname}", "o: {pg}'s on {meds} #meds", "o: {pg} hates me now"]),
-        Beat("Pet antics", "They traded funny pet stories.", "{O}'s {species} has learned to {trick}.", ["x: how's the little gremlin", "o: my {species} is a genius. or a menace", "o: guess who learned to {trick} #trick", "x: genius", "o: i have to childproof everything now"]),
+        Beat("A new {species}", "{O} brought home a new {species}.", "{O} adopted {pname}, a {breed} ({age} old).", ["o: ok so. I have news|big news|so. something happened", "x: ??", "o: we brought the {baby} home yesterday!!! I have a {species} now #adopt", "x: A {species_up}?!", "o: {pg}'s a {breed}, {age} old, the cutest {baby} ever #breed", "x: omg name???", "o: {pname}! best name for a {baby} ever #name|the {baby}'s name is {pname} 🥹 #name", "x: {pname} lmao perfect|{pname}!!! perfect|omg {pname} 😭", "x: pics or it didn't happen", "o: [sent 4 photos]"], decision="{O} adopted a {species}."),
+        Beat("Vet visit", "{O} updated {X} on a vet visit for {Pp} {species}.", "{O}'s {species} {pname} was treated for {issue_sum}.", ["x: how's {pname}?", "o: we were at the vet this morning actually", "o: the vet says the poor {baby} has {issue} #vet", "x: poor baby|nooo poor thing|aw poor {pname}", "o: the vet put {pgo} on {meds} #meds", "o: {pg} hates me now"]),
+        Beat("Pet antics", "They traded funny pet stories.", "{O}'s {species} has learned to {trick}.", ["x: how's the little gremlin", "o: my {species} is a genius. or a menace", "o: new trick unlocked: the {species} can {trick} now #trick", "x: genius", "o: i have to childproof everything now"]),
     ]
     return Thread(
-        "pet", "pets", "{pname}", p, beats,
-        asks={"name": ["What did {O} name {Pp} {species}?", "What's {O}'s {breed} called?", "{O} got a {species}, what's its name again?", "remind me what {O}'s pet is called?", "{O}'s new {species}, what did {P} end up calling it?"],
-              "breed": ["What breed is {pname}?", "What kind of {species} did {O} adopt?", "How old was {pname} when {O} got {pgo}?"],
-              "vet": ["What was wrong with {pname} at the vet?", "Why did {O} have to take {Pp} {species} in to the vet?", "what did the vet find with {O}'s pet?"],
-              "meds": ["What treatment did {pname} get?", "What did the vet prescribe for {O}'s {species}?"],
-              "trick": ["What trick has {pname} picked up?", "What mischief has {O}'s {species} learned?"],
-              "landlord": ["Why could {O} finally get a pet?", "What changed that let {O} have animals at home?"]},
-        when={"adopt": ["bring {pname} home", "get {Pp} {species}"], "vet": ["take {pname} to the vet"]}, events={"adopt": "brought {pname} home", "vet": "took {pname} to the vet"},
+        "pet", "pets", "{Pp} {species}", p, beats,
+        asks={"name": ["What's the name of {O}'s {baby}?", "What name did {O} give {Pp} {baby}?", "{O} got a {baby}, what's its name again?", "~remind me what {O}'s pet is called?", "~{O}'s new {species}, what did {P} end up calling it?"],
+              "breed": ["What breed is {O}'s {baby}?", "How old was {O}'s {baby} when {P} got {pgo}?", "~What kind of {species} did {O} adopt?"],
+              "vet": ["What did the vet find with {O}'s {baby}?", "Why was {O}'s {baby} at the vet?", "what did the vet say about {O}'s {baby}?", "~What was wrong with {pname} at the vet?"],
+              "meds": ["What did the vet put {O}'s {species} on?", "What treatment did the vet put {pname} on?", "~What did the vet prescribe for {O}'s {species}?"],
+              "trick": ["What trick can {O}'s {species} do now?", "What new trick has {O}'s {species} learned?", "~What mischief has {pname} picked up?"],
+              "landlord": ["What did {O}'s landlord say about pets?", "What did the landlord finally say about pets in {O}'s building?", "~Why could {O} finally get a pet?", "~What changed that let {O} have animals at home?"]},
+        when={"adopt": ["bring the {baby} home", "bring {Pp} {species} home", "~get {Pp} {species}"], "vet": ["take {pname} to the vet"]}, events={"adopt": "brought {pname} home", "vet": "took {pname} to the vet"},
         bridges=[(["breed", "vet"], ["What did the vet say about the {breed} {O} adopted?", "The {breed} {O} got, what was the vet visit about?"]), (["trick", "name"], ["What's the name of {O}'s pet that learned to {trick}?"])],
         opens=[(["adopt", "breed"], ["Is {O} more of a dog person or a cat person?" if species != "rabbit" else "Does {O} have a pet that needs a hutch?", "Would {O} need a pet sitter if {P} went away for a week?"])],
         worry=["vet"], names=["pname"],
-        mentions=["{pname} says hi 🐾", "walking {pname} rn so typing slow", "{pname} is asleep on my feet, I can't move", "ordered a fancy bed for {pname}, {pg} ignores it completely", "{pname} has a checkup at the vet next month, nothing serious", "bought {pname} a puzzle feeder, {pg} solved it in 2 min", "{pname} knocked my coffee over lol"], mentions_after=1,
+        mentions=["the {baby} says hi 🐾", "my {species} is being so dramatic today", "{pname} says hi 🐾", "walking {pname} rn so typing slow", "{pname} is asleep on my feet, I can't move", "ordered a fancy bed for {pname}, {pg} ignores it completely", "{pname} has a checkup at the vet next month, nothing serious", "bought {pname} a puzzle feeder, {pg} solved it in 2 min", "{pname} knocked my coffee over lol"], mentions_after=1,
     )
 
 
@@ -256,23 +266,23 @@ def job(c: Picker) -> Thread:
          "boss_trait": c(["brings donuts on fridays", "used to be a professional chef", "answers messages in like 4 seconds", "has a corgi that comes to the office"]),
          "commute": c(["I bike there, 20 min along the river", "it's a 12 minute walk!!", "two buses but I get to read", "I can work from home tuesdays and thursdays"])}
     beats = [
-        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet|you good? quiet today", "o: my job is wearing me down", "o: {complaint} #complaint", "x: that's so not ok|that's messed up|ugh I'm sorry", "o: thinking about looking around tbh"]),
-        Beat("Job interview", "{O} has a job interview coming up.", "{O} has an interview at {company} for a {role} position.", ["o: sooo I have an interview {day} #interview", "x: WHERE", "o: {company}! it's for a {role} role #role", "x: you'd be perfect for that", "o: nervous tho"], open_question="Will {O} get the new job?"),
-        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: {company} CALLED", "x: and???", "o: i got it!!! #offer", "x: AHHH congrats|CONGRATS!!!|omg yay", "o: start date is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
-        Beat("New job", "{O} is settling into the new job.", "{O} likes {Pp} new manager {boss} at {company}.", ["x: so how's the new job??", "o: honestly? so much better", "o: my manager {boss} {boss_trait} #boss", "o: and {commute} #commute", "x: love that for you"]),
+        Beat("Work frustrations", "{O} vented about {Pp} job.", "{O} is fed up at work over {complaint_sum} and may look for a new job.", ["x: you ok? you've been quiet|you good? quiet today", "o: my job is wearing me down", "o: {complaint}, I'm so unhappy at this job #complaint", "x: that's so not ok|that's messed up|ugh I'm sorry", "o: thinking about looking around tbh"]),
+        Beat("Job interview", "{O} has a job interview coming up.", "{O} has an interview at {company} for a {role} position.", ["o: sooo I have a job interview {day} #interview", "x: WHERE", "o: {company}! the job is {role} #role", "x: you'd be perfect for that", "o: nervous tho"], open_question="Will {O} get the new job?"),
+        Beat("Job offer", "{O} got a job offer and accepted it.", "{O} accepted the {role} job at {company}.", ["o: {company} CALLED", "x: and???", "o: i got the job!!! offer came in this morning #offer", "x: AHHH congrats|CONGRATS!!!|omg yay", "o: start date at {company} is {start} #start", "x: we're celebrating this weekend"], decision="{O} accepted the new job."),
+        Beat("New job", "{O} is settling into the new job.", "{O} likes {Pp} new manager {boss} at {company}.", ["x: so how's the new job??", "o: honestly? so much better", "o: my manager at the new job, {boss}, {boss_trait} #boss", "o: and the commute to the new job: {commute} #commute", "x: love that for you"]),
     ]
     return Thread(
         "job", "work", "{Pp} job", p, beats,
-        asks={"complaint": ["What was {O} unhappy about at {Pp} old job?", "Why did {O} want to quit?", "What was the problem at {O}'s previous work?"],
-              "role": ["What job did {O} apply for at {company}?", "What's {O}'s new position?", "What does {O} do now?", "{O} switched jobs, right? What's {Pp} role now?"],
-              "boss": ["Who is {O}'s manager now?", "What's the name of {O}'s new boss?", "What's {O}'s supervisor like at the new place?"],
-              "commute": ["How does {O} get to work now?", "How long is {O}'s commute these days?"],
-              "offer": ["Did {O} get the job at {company}?"]},
-        when={"interview": ["have {Pp} interview at {company}"], "start": ["start at {company}", "begin {Pp} new job"], "offer": ["get the offer from {company}"]}, events={"offer": "got the offer from {company}", "interview": "interviewed at {company}"},
+        asks={"complaint": ["What was {O} unhappy about at {Pp} old job?", "Why was {O} so unhappy at {Pp} job?", "~Why did {O} want to quit?", "~What was the problem at {O}'s previous work?"],
+              "role": ["What job did {O} apply for at {company}?", "What's {O}'s new job at {company}?", "~What does {O} do now?", "~{O} switched jobs, right? What's {Pp} role now?"],
+              "boss": ["Who is {O}'s manager at the new job?", "What's {O}'s new manager like?", "~What's the name of {O}'s new boss?", "~What's {O}'s supervisor like at the new place?"],
+              "commute": ["What's {O}'s commute like to the new job?", "How long is {O}'s commute these days?", "~How does {O} get to work now?"],
+              "offer": ["Did {O} get the job at {company}?", "Did {O} get an offer for the job?"]},
+        when={"interview": ["have {Pp} job interview", "~interview at {company}"], "start": ["start at {company}", "~begin {Pp} new job"], "offer": ["get the job offer", "~get the offer from {company}"]}, events={"offer": "got the offer from {company}", "interview": "interviewed at {company}"},
         bridges=[(["interview", "boss"], ["Who is {O}'s manager at the place {P} interviewed at on a {day}?"]), (["complaint", "role"], ["What was bothering {O} at work before {P} became a {role}?"]), (["role", "commute"], ["How does the new {role} get to work?"])],
         opens=[(["complaint", "boss"], ["Is {O} happier at work now than before?", "Would {O} want to go back to {Pp} old job?"])],
         worry=["complaint", "interview"], names=["company", "boss"],
-        mentions=["work was fine, nothing exciting", "brb, meeting", "payday tomorrow 🙏", "had lunch with people from work, nice bunch", "so many emails today", "{company} onboarding has so many forms", "lunch with the {company} people, nice bunch"], mentions_after=2,
+        mentions=["new job was fine today, nothing exciting", "the new job has so many meetings", "brb, meeting", "payday tomorrow 🙏", "had lunch with people from work, nice bunch", "so many emails today", "{company} onboarding has so many forms", "lunch with the {company} people, nice bunch"], mentions_after=2,
     )
 
 
@@ -289,24 +299,24 @@ def trip(c: Picker) -> Thread:
          "highlight": c(["a dumpling-making class", "the sunrise hike up to the viewpoint", "a tiny jazz bar in a basement", "the food market on the last day", "the day trip to the hot springs", "a street football game with some locals"]),
          "leave": c(["leaving thursday", "flight's on friday", "we leave in 3 days", "leaving this weekend"])}
     beats = [
-        Beat("Vacation ideas", "{O} wants a vacation.", "{O} is thinking about a trip to {dest}.", ["o: I need a vacation so bad", "x: go somewhere!", "o: been looking at {dest} for {month_word} #idea", "x: ooh the food there is supposed to be unreal"]),
-        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked the flights to {dest} #booked", "o: {companion}, {nights} nights #companion", "x: so jealous|jealous!!|take me with you", "o: we're staying in {lodging} #lodging"], decision="{O} booked the trip to {dest}."),
-        Beat("Before the trip", "{O} is packing for {Pp} trip.", "{O} leaves for {dest} soon and is anxious about {worry_sum}.", ["x: you leave for your trip soon right?", "o: {leave}! packing lol #leave", "o: lowkey stressing bc {worry} #worry", "x: you'll be fine, I promise"]),
-        Beat("Back from the trip", "{O} is back from {dest} and shared stories.", "{O} is back from {dest} and loved {highlight}.", ["o: I'M BACK", "x: how was the trip!! how was {dest}", "o: amazing. best part was {highlight} #highlight", "o: except {mishap} #mishap", "x: noooo|oh no|that sucks", "o: worth it tho|still worth it|10/10 would go again"]),
+        Beat("Vacation ideas", "{O} wants a vacation.", "{O} is thinking about a trip to {dest}.", ["o: I need a vacation so bad", "x: go somewhere!", "o: been looking at a trip to {dest} for {month_word} #idea", "x: ooh the food there is supposed to be unreal"]),
+        Beat("Trip booked", "{O} booked {Pp} trip.", "{O} booked {nights} nights in {dest}.", ["o: ok it's official, booked the flights to {dest} #booked", "o: {companion} on the {dest} trip, {nights} nights #companion", "x: so jealous|jealous!!|take me with you", "o: in {dest} we're staying in {lodging} #lodging"], decision="{O} booked {Pp} trip."),
+        Beat("Before the trip", "{O} is packing for {Pp} trip.", "{O} leaves for {dest} soon and is anxious about {worry_sum}.", ["x: you leave for your trip soon right?", "o: {leave}! packing for {dest} lol #leave", "o: lowkey worried bc {worry} #worry|lowkey stressing bc {worry} #worry", "x: you'll be fine, I promise"]),
+        Beat("Back from the trip", "{O} is back from {Pp} trip and shared stories.", "{O} is back from {dest} and loved {highlight}.", ["o: I'M BACK", "x: how was the trip!! how was {dest}", "o: {dest} was amazing. best part of the trip was {highlight} #highlight", "o: only thing that went wrong on the trip: {mishap} #mishap", "x: noooo|oh no|that sucks", "o: worth it tho|still worth it|10/10 would go again"]),
     ]
     return Thread(
         "trip", "travel", "{Pp} trip",
         p, beats,
-        asks={"companion": ["Who did {O} travel to {dest} with?", "Was {O} going on the trip alone?", "Who went to {dest} with {O}?"],
-              "lodging": ["Where did {O} stay in {dest}?", "What kind of place did {O} book for the trip?", "{O} went to {dest}, where did {P} stay?"],
-              "highlight": ["What was the best part of {O}'s trip?", "What did {O} enjoy most in {dest}?", "what did {O} love about the vacation?"],
-              "mishap": ["What went wrong on {O}'s vacation?", "Did anything bad happen while {O} was away?", "What went wrong on the {dest} trip?"],
-              "idea": ["Where was {O} thinking of going for a holiday?", "Which place was {O} looking at for a vacation?"]},
-        when={"leave": ["leave for {dest}", "fly out for {Pp} vacation"]}, events={"booked": "booked the {dest} trip", "leave": "left for {dest}"},
+        asks={"companion": ["Who is {O} going with on the {dest} trip?", "Who went on the trip to {dest} with {O}?", "~Was {O} going on the trip alone?", "~Who did {O} travel with?"],
+              "lodging": ["Where is {O} staying in {dest}?", "{O} went to {dest}, where was {P} staying?", "~What kind of place did {O} book for the trip?"],
+              "highlight": ["What was the best part of {O}'s trip?", "What was the best part of {dest} for {O}?", "~what did {O} love about the vacation?"],
+              "mishap": ["What went wrong on {O}'s trip?", "What went wrong on the {dest} trip?", "~Did anything bad happen while {O} was away?"],
+              "idea": ["Which place was {O} looking at for a trip?", "Where was {O} looking at going on a trip?", "~Where was {O} thinking of going for a holiday?"]},
+        when={"leave": ["leave for {dest}", "start packing for {dest}", "~fly out for {Pp} vacation"]}, events={"booked": "booked the {dest} trip", "leave": "left for {dest}"},
         bridges=[(["mishap", "lodging"], ["Where did {O} stay on the trip where {mishap_q}?"]), (["worry", "companion"], ["Who went along on the trip {O} was nervous about because of {worry_sum}?"]), (["idea", "highlight"], ["What ended up being the best part of the trip {O} was daydreaming about?"])],
         opens=[(["booked", "highlight"], ["Does {O} enjoy traveling abroad?", "Would {O} be a good person to ask for travel tips about {dest}?"])],
         worry=["worry"], names=["dest"],
-        mentions=["watching {dest} food videos at midnight again", "found a great podcast about {dest} history", "{dest} keeps showing up on my feed lol", "a coworker just got back from {dest} too, small world"],
+        mentions=["watching {dest} food videos at midnight again", "still thinking about the trip honestly", "trip stuff all over my desk lol", "found a great podcast about {dest} history", "{dest} keeps showing up on my feed lol", "a coworker just got back from {dest} too, small world"],
     )
 
 
@@ -323,17 +333,17 @@ def hobby(c: Picker) -> Thread:
     mats = {"bookshelf": ["reclaimed oak", "old barn walnut"], "sourdough": ["Clint Yeastwood", "Bread Pitt", "Doughlene"], "keyboard": ["lavender linear", "creamy tactile"], "garden": ["cherry tomatoes and basil", "chili peppers", "strawberries"], "sweater": ["forest green merino", "mustard alpaca"], "mural": ["a giant octopus", "a sunset over mountains"]}[noun]
     p = {"noun": noun, "start": start, "material": material, "problem": problem, "fix": fix, "result": result, "mat": c(mats), "ask": ask}
     beats = [
-        Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: {material} #material", "x: show me when it's done!!"]),
-        Beat("Project trouble", "{O} hit a snag with the {noun}.", "{O}'s {noun} has a problem: {problem}.", ["x: how's the {noun} going?", "o: badly lol", "o: {problem} #problem", "x: oh no"], open_question="How will {O} fix the {noun}?"),
-        Beat("Project fixed", "{O} got the {noun} back on track.", "{O} fixed the {noun}.", ["o: ok the {noun} saga continues", "o: {fix} #fix", "x: problem solver"]),
-        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: {result} #result", "x: proud of you honestly|look at you!!", "x: I want one"]),
+        Beat("New project", "{O} started a new {noun} project.", "{O} started a {noun} project ({mat}).", ["o: new project alert", "o: {start} #start", "o: {noun} update: {material} #material", "x: show me when it's done!!"]),
+        Beat("Project trouble", "{O} hit a snag with the {noun}.", "{O}'s {noun} has a problem: {problem}.", ["x: how's the {noun} going?", "o: badly lol", "o: problem with the {noun}: {problem} #problem", "x: oh no"], open_question="How will {O} fix the {noun}?"),
+        Beat("Project fixed", "{O} got the {noun} back on track.", "{O} fixed the {noun}.", ["o: ok the {noun} saga continues", "o: fixed the {noun} problem! {fix} #fix", "x: problem solver"]),
+        Beat("Project finished", "{O} finished the {noun}.", "{O} finished the {noun} and is proud of it.", ["o: the {noun} is DONE #done", "o: the {noun} turned out great, {result} #result", "x: proud of you honestly|look at you!!", "x: I want one"]),
     ]
     return Thread(
         "hobby", "hobby: " + noun, "the {noun}", p, beats,
         asks={"material": ["{ask}", "What did {O} pick for the {noun}?"],
-              "problem": ["What went wrong with {O}'s {noun}?", "What issue did {O} run into with the {noun}?"],
-              "fix": ["How did {O} fix the {noun}?", "What was the fix for the {noun} problem?"],
-              "result": ["How did the {noun} turn out?", "Was {O} happy with how {Pp} {noun} came out?", "{O} finished the {noun}, right? How did {P} like it?"]},
+              "problem": ["What problem did {O} have with the {noun}?", "What went wrong with {O}'s {noun}?", "~What issue did {O} run into?"],
+              "fix": ["How did {O} fix the {noun} problem?", "What was the fix for the {noun} problem?", "~How did {O} sort out the snag?"],
+              "result": ["How did the {noun} turn out?", "How did {O}'s {noun} turn out in the end?", "~{O} finished that project, right? How did {P} like it?"]},
         when={"start": ["start the {noun}"], "done": ["finish the {noun}"]}, events={"start": "started the {noun}", "done": "finished the {noun}"},
         bridges=[(["problem", "fix"], ["How did {O} end up solving the {noun} problem?", "{O}'s {noun} had an issue at some point, what was it and how was it fixed?"]), (["material", "result"], ["How did the {noun} made with {mat} turn out?"])],
         opens=[(["start", "fix"], ["Is {O} handy with DIY stuff?", "Would {O} enjoy a craft workshop?"])],
@@ -351,18 +361,18 @@ def family(c: Picker) -> Thread:
          "task": c(["give a speech", "bake the cake", "do the playlist", "organise the slideshow"]),
          "after": c(["everyone cried during the toasts", "the DJ played ABBA for an hour straight", "my uncle fell into the pond lol", "it rained and nobody cared", "we danced until 2am"])}
     beats = [
-        Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news!", "o: {announce} #announce", "x: omg congrats to them!!|aww congrats!!"]),
-        Beat("Planning the {event}", "{O} talked about planning the {event}.", "{O} is planning the {event}, held at {venue}.", ["x: how's the {event} planning", "o: chaos. it's at {venue} #venue", "o: our present is {gift} #gift", "x: that's such a good gift"]),
+        Beat("Family news", "{O} shared family news.", "{O} announced that {Pp} {rel} has a {event} coming.", ["o: family news: {announce} #announce", "x: omg congrats to them!!|aww congrats!!"]),
+        Beat("Planning the {event}", "{O} talked about planning the {event}.", "{O} is planning the {event}, held at {venue}.", ["x: how's the {event} planning", "o: chaos. the {event} is at {venue} #venue", "o: our gift for the {event} is {gift} #gift", "x: that's such a good gift"]),
         Beat("Nerves before the {event}", "{O} is nervous about {Pp} part in the {event}.", "{O} has to {task} at the {event} and is nervous.", ["o: I have to {task} at the {event} and I'm panicking #task", "x: you'll crush it", "o: we'll see"]),
-        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: it was last saturday and honestly perfect #went", "o: {after} #after", "x: iconic|lmao amazing"]),
+        Beat("After the {event}", "{O} recapped the {event}.", "{O} said the {event} at {venue} went well.", ["x: how was the {event}?!", "o: the {event} was last saturday and honestly perfect #went", "o: best moment of the {event}: {after} #after", "x: iconic|lmao amazing"]),
     ]
     return Thread(
         "family", "family", "the {event}", p, beats,
-        asks={"venue": ["Where is the {event} being held?", "What's the venue for {O}'s family {event}?", "{O}'s family had a {event}, where was it?"],
-              "gift": ["What gift did {O}'s family get for the {event}?", "What are they giving as a present at the {event}?"],
+        asks={"venue": ["Where is the {event} being held?", "{O}'s family had a {event}, where was it?", "~What's the venue for the family do?"],
+              "gift": ["What gift did {O}'s family get for the {event}?", "What's {O}'s gift for the {event}?", "~What are they giving as a present?"],
               "task": ["What does {O} have to do at the {event}?", "What job did {O} get stuck with for the {event}?"],
-              "after": ["What happened at the {event}?", "Any funny moments from the {event} {O} went to?"],
-              "announce": ["What family news did {O} share?"]},
+              "after": ["What was the best moment of the {event}?", "What happened at the {event}?", "~Any funny moments from that family party {O} went to?"],
+              "announce": ["What family news did {O} share?", "~What's new with {O}'s relatives?"]},
         when={"went": ["go to the {event}", "celebrate the {event}"]}, events={"announce": "shared the news about the {event}", "went": "went to the {event}"},
         bridges=[(["venue", "after"], ["What happened at the event at {venue}?"]), (["task", "after"], ["{O} was panicking about a task at a family event, how did the event go?"])],
         opens=[(["announce", "task"], ["Is {O} close to {Pp} family?"])],
@@ -381,24 +391,24 @@ def move(c: Picker) -> Thread:
          "nb": c(["Gloria", "Mr. Patel", "Sven", "Lucia"]),
          "nb_trait": c(["plays cello at 11pm", "brought us homemade cookies", "has three cats who visit my balcony", "waters everyone's plants"])}
     beats = [
-        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because of {reason_sum}.", ["o: I think I'm moving", "x: wait why|why??", "o: {reason} #reason", "x: fair honestly"]),
-        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE #signed", "o: the new apartment is in {place} #place", "o: and {feature} #feature", "x: housewarming when|when's the housewarming"], decision="{O} signed the lease for a new apartment."),
-        Beat("Moving day", "{O} moved.", "{O} moved; {mishap}.", ["x: how was moving day", "o: a disaster", "o: {mishap} #mishap", "x: nooo", "o: but I'm in!!"]),
-        Beat("Settling in", "{O} is settling into the new place.", "{O} met {Pp} new neighbour {nb}.", ["o: met my neighbour {nb} #neighbour", "o: {pg_nb} {nb_trait} #nb_trait", "x: lol the lore"]),
+        Beat("Thinking of moving", "{O} is thinking about moving.", "{O} wants to move because of {reason_sum}.", ["o: I think I'm moving", "x: wait why|why??", "o: {reason}, time for a new apartment #reason", "x: fair honestly"]),
+        Beat("New apartment", "{O} found a new apartment.", "{O} signed a lease in {place}.", ["o: SIGNED THE LEASE for the new apartment #signed", "o: the new apartment is in {place} #place", "o: and the new apartment: {feature} #feature", "x: housewarming when|when's the housewarming"], decision="{O} signed the lease for a new apartment."),
+        Beat("Moving day", "{O} moved.", "{O} moved; {mishap}.", ["x: how was moving day", "o: a disaster", "o: moving day: {mishap} #mishap", "x: nooo", "o: but I'm in!!"]),
+        Beat("Settling in", "{O} is settling into the new place.", "{O} met {Pp} new neighbour {nb}.", ["o: met my neighbour {nb} #neighbour", "o: {pg_nb} {nb_trait}, {nb} is the best neighbour #nb_trait", "x: lol the lore"]),
     ]
     p["pg_nb"] = "she" if p["nb"] in ("Gloria", "Lucia") else "he"
     return Thread(
-        "move", "moving", "the move", p, beats,
-        asks={"reason": ["Why did {O} decide to move?", "What made {O} want a new apartment?"],
-              "place": ["Which neighbourhood did {O} move to?", "Where's {O}'s new place?", "{O} moved recently, where to?"],
-              "feature": ["What's special about {O}'s new apartment?", "What does {O} like about the new flat?"],
-              "mishap": ["What went wrong when {O} moved?", "How did {O}'s moving day go?"],
-              "neighbour": ["Who is {O}'s new neighbour?"], "nb_trait": ["What's {O}'s neighbour {nb} like?"]},
-        when={"signed": ["sign the lease on {Pp} new apartment"], "mishap": ["move into the new place"]}, events={"signed": "signed the new lease", "mishap": "moved house"},
-        bridges=[(["place", "neighbour"], ["Who is {O}'s neighbour in {place}?"]), (["reason", "feature"], ["What's the new apartment like that {O} was so keen to move to?"])],
+        "move", "moving", "{Pp} new apartment", p, beats,
+        asks={"reason": ["Why did {O} want a new apartment?", "Why was it time for a new apartment for {O}?", "~Why did {O} decide to move?"],
+              "place": ["Where is {O}'s new apartment?", "Which part of town is {O}'s new apartment in?", "~{O} moved recently, where to?"],
+              "feature": ["What's special about {O}'s new apartment?", "~What does {O} like about the new flat?"],
+              "mishap": ["How did {O}'s moving day go?", "What happened on {O}'s moving day?", "~What went wrong when {O} moved?"],
+              "neighbour": ["Who is {O}'s new neighbour?"], "nb_trait": ["What's {O}'s neighbour {nb} like?", "What's the best thing about {O}'s neighbour?"]},
+        when={"signed": ["sign the lease on {Pp} new apartment"], "mishap": ["have {Pp} moving day", "~move into the new place"]}, events={"signed": "signed the new lease", "mishap": "moved house"},
+        bridges=[(["place", "neighbour"], ["Who lives next door to {O} in {place}?"]), (["reason", "feature"], ["What's the new apartment like that {O} was so keen to move to?"])],
         opens=[(["mishap", "nb_trait"], ["Is {O} happy in the new neighbourhood?"])],
         worry=["reason"], names=["place", "nb"],
-        mentions=["still unpacking boxes 📦", "the new place has weird water pressure", "bought a plant for the apartment", "internet guy comes tomorrow, finally"], mentions_after=2,
+        mentions=["still unpacking boxes 📦", "the new apartment is slowly feeling like home", "the new place has weird water pressure", "bought a plant for the apartment", "internet guy comes tomorrow, finally"], mentions_after=2,
     )
 
 
@@ -409,19 +419,19 @@ def illness(c: Picker) -> Thread:
     p = {"ail": ail, "ail_sum": ail_sum, "cause": cause, "advice": advice, "recovery": recovery, "base": base}
     beats = [
         Beat("Health trouble", "{O} is not doing great health-wise.", "{O} {ail_sum} {cause}.", ["o: so I {ail} #ail", "x: WHAT how|omg how", "o: {cause} #cause", "x: oh no, feel better|feel better!!"]),
-        Beat("Doctor's advice", "{O} saw a doctor.", "{O}'s doctor advised: {advice}.", ["x: did you see someone about it?", "o: yeah, doctor said {advice} #advice", "o: so that's fun", "x: ugh"]),
-        Beat("Recovery", "{O} is recovering.", "{O} is recovering well.", ["x: how are you feeling?", "o: {recovery} #recovery", "x: yay!!"]),
+        Beat("Doctor's advice", "{O} saw a doctor.", "{O}'s doctor advised: {advice}.", ["x: did you see someone about it?", "o: yeah, the doctor told me {advice} #advice", "o: so that's fun", "x: ugh"]),
+        Beat("Recovery", "{O} is recovering.", "{O} is recovering well.", ["x: how are you feeling?", "o: recovery update: {recovery} #recovery", "x: yay!!"]),
     ]
     return Thread(
         "illness", "health", "{Pp} health", p, beats,
-        asks={"cause": ["How did {O} get hurt?", "How did {O} manage to {base}?"],
-              "advice": ["What did the doctor tell {O}?", "What did {O}'s doctor recommend?", "{O} got hurt a while back, what did the doctor tell {Po}?"],
-              "recovery": ["How is {O}'s recovery going?", "How's {O} doing since {P} {ail_sum}?"], "ail": ["What health problem did {O} have?"]},
+        asks={"cause": ["How did {O} {base}?", "~How did {O} get hurt?"],
+              "advice": ["What did the doctor tell {O}?", "{O} got hurt a while back, what did the doctor tell {Po}?", "~What did {O}'s physician recommend?"],
+              "recovery": ["How is {O}'s recovery going?", "Any recovery update from {O}?", "~How's {O} doing since {P} {ail_sum}?"], "ail": ["~What health problem did {O} have?"]},
         when={"ail": ["{base}"]}, events={"ail": "{ail_sum}", "recovery": "recovered from {Pp} injury"},
-        bridges=[(["cause", "advice"], ["What did the doctor say after {O}'s accident {cause}?"])],
+        bridges=[(["cause", "advice"], ["What was the doctor's advice after {O} {ail_sum}?"])],
         opens=[(["ail", "advice"], ["Would {O} have been up for a dance class in the weeks after {P} got hurt?"])],
         worry=["ail"],
-        mentions=["still a bit sore today", "doing the exercises the doc gave me", "pharmacy run, brb", "feeling better than last week at least"],
+        mentions=["still a bit sore today", "recovery is slow but the doctor says it's normal", "doing the exercises the doc gave me", "pharmacy run, brb", "feeling better than last week at least"],
     )
 
 
@@ -436,20 +446,20 @@ def course(c: Picker) -> Thread:
          "struggle": struggle, "struggle_sum": struggle_sum,
          "grade": c(["passed with 92!!", "passed, barely lol", "got top marks in the group", "passed on the second try"])}
     beats = [
-        Beat("Signed up for {subject} classes", "{O} signed up for a class.", "{O} signed up for {subject} classes, {schedule}.", ["o: signed up for {subject} classes #signup", "o: it's {schedule} #schedule", "x: look at you learning things|ooh fun"]),
-        Beat("{subject} teacher", "{O} talked about {Pp} class.", "{O} likes {Pp} {subject} teacher, {teacher}.", ["x: how's class", "o: fun! the teacher is {teacher} #teacher", "o: {pg_t} {quirk} #quirk", "x: lmao"]),
-        Beat("Struggling with {subject}", "{O} is finding the class hard.", "{O} is struggling in {subject} with {struggle_sum}.", ["o: ok {subject} is humbling me", "o: {struggle} #struggle", "x: everyone starts somewhere"], open_question="Will {O} pass {exam}?"),
-        Beat("{exam} result", "{O} got {Pp} result.", "{O} {grade_sum} {exam}.", ["o: {exam} results are in", "o: {grade} #grade", "x: LETS GOOO|yesss congrats"]),
+        Beat("Signed up for {subject} classes", "{O} signed up for a class.", "{O} signed up for {subject} classes, {schedule}.", ["o: signed up for {subject} classes #signup", "o: the {subject} class is {schedule} #schedule", "x: look at you learning things|ooh fun"]),
+        Beat("{subject} teacher", "{O} talked about {Pp} class.", "{O} likes {Pp} {subject} teacher, {teacher}.", ["x: how's class", "o: fun! the {subject} teacher is {teacher} #teacher", "o: the teacher {quirk} lol #quirk", "x: lmao"]),
+        Beat("Struggling with {subject}", "{O} is finding the class hard.", "{O} is struggling in {subject} with {struggle_sum}.", ["o: ok {subject} is humbling me", "o: {subject} is so hard, {struggle} #struggle", "x: everyone starts somewhere"], open_question="Will {O} pass {exam}?"),
+        Beat("{exam} result", "{O} got {Pp} result.", "{O} {grade_sum} {exam}.", ["o: {exam} results are in", "o: so for {exam}: {grade} #grade", "x: LETS GOOO|yesss congrats"]),
     ]
     p["pg_t"] = "she" if p["teacher"] in ("Señora Ibáñez", "Ms. Lindqvist") else "he"
     p["grade_sum"] = "passed"
     return Thread(
         "course", "learning", "{Pp} {subject} class", p, beats,
-        asks={"schedule": ["When does {O}'s {subject} class meet?", "How often does {O} have class?"],
-              "teacher": ["Who teaches {O}'s {subject} class?", "What's the name of {O}'s teacher?", "{O} takes {subject} classes, who's {Pp} teacher?"],
-              "quirk": ["What's funny about {O}'s teacher?"],
-              "struggle": ["What is {O} finding hard about {subject}?", "Why was {O} frustrated with the course?", "What's been tough for {O} in {subject} class?"],
-              "grade": ["How did {O} do on {exam}?", "Did {O} pass {Pp} {subject} course?"]},
+        asks={"schedule": ["When does {O}'s {subject} class meet?", "When is {O}'s {subject} class?", "~How often does {O} have lessons?"],
+              "teacher": ["Who is {O}'s {subject} teacher?", "{O} takes {subject} classes, who's {Pp} teacher?", "~Who teaches {O}'s course?"],
+              "quirk": ["What's funny about {O}'s teacher?", "~What odd habit does {O}'s instructor have?"],
+              "struggle": ["What is {O} finding hard about {subject}?", "Why is {subject} so hard for {O}?", "~Why was {O} frustrated with the course?"],
+              "grade": ["How did {O} do on {exam}?", "~Did {O} pass {Pp} course?"]},
         when={"signup": ["sign up for {subject} classes"], "grade": ["get {Pp} result for {exam}"]}, events={"signup": "signed up for {subject} classes", "grade": "got through {exam}"},
         bridges=[(["struggle", "grade"], ["After all the struggling in class, how did {O} do in the end?"]), (["teacher", "grade"], ["How did {O} do in the course {teacher} teaches?"])],
         opens=[(["signup", "struggle"], ["Is {O} the kind of person who likes learning new skills?"])],
@@ -466,17 +476,17 @@ def game(c: Picker) -> Thread:
          "how": c(["turns out you just have to parry everything", "my cousin carried me honestly", "I changed my whole build and it took 2 tries", "I watched one video and felt dumb"]),
          "hours": c(["60", "85", "120", "45"])}
     beats = [
-        Beat("New game", "{O} started a new game.", "{O} started playing {game}.", ["o: started {game} last night #started", "o: playing it {style} #style", "x: oh that's a good one"]),
+        Beat("New game", "{O} started a new game.", "{O} started playing {game}.", ["o: started a new game last night, {game} #started", "o: playing {game} {style} #style", "x: oh that's a good one"]),
         Beat("Stuck in {game}", "{O} is stuck in {Pp} game.", "{O} is stuck on {boss} in {game}.", ["o: I've been stuck on {boss} for three days #stuck", "x: lmao skill issue", "o: rude"]),
-        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY beat {boss}", "o: {how} #how", "x: gg|gg wp"]),
-        Beat("Game almost done", "{O} talked about {Pp} game.", "{O} has spent {hours} hours on {game}.", ["x: still playing {game}?", "o: {hours} hours in and not done #hours", "x: that's a part-time job|that's a lot of hours lol"]),
+        Beat("Beat the boss", "{O} made progress in {Pp} game.", "{O} finally beat {boss}.", ["o: FINALLY beat {boss}, {how} #how", "x: gg|gg wp"]),
+        Beat("Game almost done", "{O} talked about {Pp} game.", "{O} has spent {hours} hours on {game}.", ["x: still playing {game}?", "o: {hours} hours in {game} and not done #hours", "x: that's a part-time job|that's a lot of hours lol"]),
     ]
     return Thread(
         "game", "gaming", "{game}", p, beats,
-        asks={"style": ["How is {O} playing {game}?", "Is {O} using a guide for {game}?"],
-              "stuck": ["Where did {O} get stuck in {game}?", "What part of the game was giving {O} trouble?"],
-              "how": ["How did {O} get past {boss}?", "What finally worked against {boss}?"],
-              "hours": ["How many hours has {O} put into {game}?", "{O} plays a lot of {game}, how many hours has {P} sunk into it?"], "started": ["What game did {O} start playing?"]},
+        asks={"style": ["How is {O} playing {game}?", "~Is {O} using a guide?"],
+              "stuck": ["Where was {O} stuck in {game}?", "What was {O} stuck on for days?", "~What part was giving {O} trouble?"],
+              "how": ["How did {O} finally beat {boss}?", "~What finally worked for {O}?"],
+              "hours": ["How many hours has {O} put into {game}?", "{O} plays a lot of {game}, how many hours has {P} sunk into it?"], "started": ["What new game did {O} start?", "~What is {O} playing these days?"]},
         when={"started": ["start playing {game}"], "how": ["beat {boss}"]}, events={"started": "started {game}", "how": "beat {boss}"},
         bridges=[(["stuck", "how"], ["{O} was stuck somewhere in a game for days, how did {P} finally get through?"]), (["started", "hours"], ["How long has {O} played the game {P} started {style}?"])],
         opens=[(["style", "hours"], ["Would {O} be interested in a new video game as a gift?"])],
@@ -501,6 +511,14 @@ def fill(text: str, ctx: dict[str, str]) -> str:
 def variant(text: str, r: random.Random) -> str:
     """One of the ``|``-separated ways of saying a line."""
     return r.choice(text.split("|")) if "|" in text else text
+
+
+def phrase(r: random.Random, phrasings: list[str]) -> str:
+    """A question phrasing: usually one in the words members say it with, but with
+    ``PARAPHRASE_SHARE`` one in other words (those marked with a leading ``~``)."""
+    close = [x for x in phrasings if not x.startswith("~")]
+    other = [x[1:] for x in phrasings if x.startswith("~")]
+    return r.choice(other if other and (not close or r.random() < PARAPHRASE_SHARE) else close)
 
 
 def first_upper(text: str) -> str:
@@ -812,6 +830,7 @@ WORRY_Q = ["What was {O} worried about in {per}?", "What was stressing {O} out i
 ABOUT_Q = ["What did {O} say about {about} {rel}?", "What was {O}'s news about {about} {rel}?", "{rel}, {O} told us something about {about}. What was it?", "Any update from {O} about {about} {rel}?"]
 TRIP_WEEK_Q = ["What did {names} talk about the week before {O} left for {dest}?", "In the week before {O}'s {dest} trip, what was going on with everyone?"]
 FIRST_Q = ["Which happened first: {a}, or {b}?", "Which came first, {a} or {b}?", "Was it before or after {b} that {a}?"]
+ASIDES = ["remind me, {q}", "quick question: {q}", "I forgot, {q}", "{Q} I was wondering earlier", "{Q} can't recall", "wait, {q}", "random question but {q}", "{Q} totally blanked on it", "hmm {q}", "{Q} someone mentioned it the other day"]
 AND_Q = ["{q1} And {q2}", "Two things I forgot: {q1} {q2}", "{q1} Also, {q2}"]
 AFTER_TRIP_Q = ["Which city did {O} visit after {P} {past}?", "Where did {O} go on holiday after {P} {past}?"]
 
@@ -837,14 +856,14 @@ def make_questions(w: Guild, last_end: datetime) -> list[dict[str, Any]]:
         o = owners[ti]
         for tag, phrasings in t.asks.items():
             if (ti, tag) in facts:
-                add("single-hop", o, fill(r.choice(phrasings), qctx(ti)), [facts[(ti, tag)]])
+                add("single-hop", o, fill(phrase(r, phrasings), qctx(ti)), [facts[(ti, tag)]])
         for tag, event_list in t.when.items():
             if (ti, tag) in facts:
-                add("temporal", o, fill(r.choice(WHEN_Q).replace("{e}", r.choice(event_list)), qctx(ti)), [facts[(ti, tag)]])
+                add("temporal", o, fill(r.choice(WHEN_Q).replace("{e}", phrase(r, event_list)), qctx(ti)), [facts[(ti, tag)]])
         for tags, phrasings in t.bridges:
             said = [facts[(ti, tag)] for tag in tags if (ti, tag) in facts]
             if len(said) == len(tags) and len({x.session for x in said}) > 1:
-                add("multi-hop", o, fill(r.choice(phrasings), qctx(ti)), said)
+                add("multi-hop", o, fill(phrase(r, phrasings), qctx(ti)), said)
         for tags, phrasings in t.opens:
             said = [facts[(ti, tag)] for tag in tags if (ti, tag) in facts]
             if said:
@@ -911,6 +930,8 @@ def make_questions(w: Guild, last_end: datetime) -> list[dict[str, Any]]:
         for q in r.sample(cands[kind], len(cands[kind])):
             if q["question"] not in seen and q["answer_message_ids"] and len(seen) < QUOTA[kind]:
                 seen.append(q["question"])
+                if r.random() < ASIDE_SHARE.get(kind, 0.0):
+                    q["question"] = r.choice(ASIDES).format(q=q["question"][:1].lower() + q["question"][1:], Q=q["question"])
                 chosen.append({k: v for k, v in q.items() if k != "subject"})
     r.shuffle(chosen)
     return chosen
@@ -958,34 +979,62 @@ def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
-def report(data: dict[str, Any]) -> list[str]:
-    """``name: value`` lines: counts per kind, messages, and how often the note gives answers away.
+def overlap(asked: set[str], text: str) -> float:
+    """The share of the question's content words ``asked`` that occur in ``text``."""
+    return len(asked & set(content_words(text))) / len(asked)
 
-    A single-hop question's answer words are the content words of its answer message that the
-    question does not contain; the report gives the share of single-hop questions whose note
-    (title and summary) holds at least one of them, and at least half of them.
+
+def report(data: dict[str, Any]) -> list[str]:
+    """``name: value`` lines: counts per kind, messages, how much a question's words overlap
+    what answers it, and how often the note gives a single-hop answer away.
+
+    Overlaps are means over the questions of a kind of the share of the question's content
+    words (members' names and aliases left out) found in its answer messages, in the notes of
+    the answer sessions (all fields), and in the raw text of those whole sessions. A single-hop
+    question's answer words are the content words of its answer message that the question does
+    not contain; its detail words are those of them said in at most two sessions of the guild
+    (a name, a place, a number, not the thread's common words like "job" or "trip"). The report
+    gives the share of single-hop questions whose note (title and summary) holds at least one
+    answer word, at least one detail word, and at least half of the detail words.
     """
     kinds = Counter(q["kind"] for g in data["guilds"] for q in g["questions"])
     messages = sum(len(s["messages"]) for g in data["guilds"] for s in g["sessions"])
     sessions = sum(len(g["sessions"]) for g in data["guilds"])
-    any_in_note = half_in_note = singles = 0
+    any_in_note = detail_in_note = half_in_note = singles = 0
+    sums = {k: [0.0, 0.0, 0.0, 0] for k in KINDS}
     for guild in data["guilds"]:
-        where = {m["id"]: (m["text"], s["note"]) for s in guild["sessions"] for m in s["messages"]}
+        names = {w for m in guild["members"] for w in content_words(" ".join([m["name"], *m["aliases"]]))}
+        where = {m["id"]: (m["text"], s) for s in guild["sessions"] for m in s["messages"]}
+        spread = Counter(w for s in guild["sessions"] for w in set(content_words(" ".join(m["text"] for m in s["messages"]))))
         for q in guild["questions"]:
+            asked = set(content_words(q["question"])) - names
+            said = [where[i] for i in q["answer_message_ids"]]
+            held = list({id(s): s for _, s in said}.values())
+            if asked:
+                row = sums[q["kind"]]
+                row[0] += overlap(asked, " ".join(text for text, _ in said))
+                row[1] += overlap(asked, " ".join(json.dumps(s["note"], ensure_ascii=False) for s in held))
+                row[2] += overlap(asked, " ".join(m["text"] for s in held for m in s["messages"]))
+                row[3] += 1
             if q["kind"] != "single-hop":
                 continue
             singles += 1
-            text, note = where[q["answer_message_ids"][0]]
-            asked = set(content_words(q["question"]))
+            text, session = said[0]
             answer = [w for w in dict.fromkeys(content_words(text)) if w not in asked]
-            summary = set(content_words(note["title"] + " " + note["summary"]))
-            found = sum(w in summary for w in answer)
-            any_in_note += found > 0
-            half_in_note += bool(answer) and found * 2 >= len(answer)
+            summary = set(content_words(session["note"]["title"] + " " + session["note"]["summary"]))
+            detail = [w for w in answer if spread[w] <= 2]
+            found = sum(w in summary for w in detail)
+            any_in_note += any(w in summary for w in answer)
+            detail_in_note += found > 0
+            half_in_note += bool(detail) and found * 2 >= len(detail)
     lines = [f"guilds: {len(data['guilds'])}", f"sessions: {sessions}", f"messages: {messages}"]
     lines += [f"questions_{k}: {kinds[k]}" for k in KINDS] + [f"questions: {sum(kinds.values())}"]
+    for k in KINDS:
+        n = max(1, int(sums[k][3]))
+        lines += [f"overlap_{k}_{part}: {sums[k][i] / n:.3f}" for i, part in enumerate(("answer_messages", "note", "session_raw"))]
     lines.append(f"single_hop_some_answer_word_in_summary: {any_in_note / max(1, singles):.3f}")
-    lines.append(f"single_hop_half_answer_words_in_summary: {half_in_note / max(1, singles):.3f}")
+    lines.append(f"single_hop_some_detail_word_in_summary: {detail_in_note / max(1, singles):.3f}")
+    lines.append(f"single_hop_half_detail_words_in_summary: {half_in_note / max(1, singles):.3f}")
     return lines
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -122,6 +123,34 @@ def test_full_set_has_the_planned_size_and_spread() -> None:
     assert 0.30 <= kinds["single-hop"] / total <= 0.40
     assert 0.15 <= kinds["open-domain"] / total <= 0.25
     assert len(load(SMALL)["guilds"]) == 2
+
+
+def figures(data: dict[str, Any]) -> dict[str, float]:
+    """The generator's own report of ``data`` (overlaps, shares), as numbers by name."""
+    spec = importlib.util.spec_from_file_location("build_longconv_eval", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    lines: list[str] = module.report(data)
+    return {name: float(value) for name, value in (line.split(": ") for line in lines)}
+
+
+@pytest.mark.parametrize("which", ["full", "other-seed"])
+def test_questions_share_words_with_what_was_said_more_than_with_notes(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """Questions are worded like members ask: closer to the answer messages than to the notes
+    (30-50 % of their words for single-hop, multi-hop and temporal), open-domain ones barely
+    overlapping, and the note gives a single-hop answer's detail away 25-45 % of the time."""
+    data = load(FULL if which == "full" else request.getfixturevalue("other_seed"))
+    f = figures(data)
+    for kind in ("single-hop", "multi-hop", "temporal"):
+        assert 0.30 <= f[f"overlap_{kind}_answer_messages"] <= 0.50, kind
+        assert f[f"overlap_{kind}_note"] <= f[f"overlap_{kind}_answer_messages"] + 0.02, kind
+    assert f["overlap_single-hop_note"] < f["overlap_single-hop_answer_messages"] - 0.08
+    assert f["overlap_open-domain_answer_messages"] < 0.15
+    assert 0.25 <= f["single_hop_some_detail_word_in_summary"] <= 0.45
 
 
 def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
