@@ -54,8 +54,20 @@ def test_check_passes_on_a_healthy_database(
         "foreign_key_check: ok",
         f"schema version: {SCHEMA_VERSION} (this Vivy supports {SCHEMA_VERSION}) ok",
         "embedding model: offline-hash-v1 (768 dimensions); 6 vectors for 6 notes",
+        "evidence: ok",
         f"{imported}: ok",
     ]
+
+
+def test_check_reports_evidence_of_another_guild(
+    copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An evidence window filed under a guild its note does not belong to fails the check."""
+    _raw(copy, "UPDATE evidence_windows SET guild_id = 999 WHERE id = 1")
+    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(copy))
+    assert r.code == 1
+    assert "evidence: 2 misplaced rows" in r.out  # the window, and its vector
+    assert "problem: evidence: evidence window 1 is filed under guild 999" in r.out
 
 
 def test_check_reports_a_foreign_key_violation(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from vivy.retrieval.context import (
@@ -13,6 +15,7 @@ from vivy.retrieval.context import (
     escape_text,
     render_context,
 )
+from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note, Participant
 from vivy.storage.profiles import Fact
 
@@ -192,3 +195,45 @@ def test_escaping(raw: str, text: str, attribute: str) -> None:
     """Character data escapes &, < and >; attributes also escape double quotes."""
     assert escape_text(raw) == text
     assert escape_attribute(raw) == attribute
+
+
+def evidence_line(message_id: int, name: str, text: str, day: str = "2026-02-23") -> EvidenceLine:
+    """A kept message of note 1, said at noon UTC of ``day``."""
+    at = datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() + 12 * 3600
+    return EvidenceLine(message_id, 1, 7, name, text, at)
+
+
+def test_evidence_lines_are_quoted_under_their_note() -> None:
+    """The matching lines of a note follow it, with author and date, escaped and clipped."""
+    parts = ContextParts(
+        notes=(note(1, "2026-02-23", "Sam's puppy", "Sam adopted a puppy."),),
+        evidence={
+            1: (
+                evidence_line(5, "Sam", "we named him <Biscuit>"),
+                evidence_line(6, "Maya", "x" * 300),
+            )
+        },
+    )
+    assert render_context(parts, evidence_line_chars=30).splitlines() == [
+        "<background_facts>",
+        "<notes>",
+        "- [Feb 23] Sam's puppy — Sam adopted a puppy.",
+        "  > Sam, Feb 23: we named him &lt;Biscuit&gt;",
+        "  > Maya, Feb 23: " + "x" * 30 + "...",
+        "</notes>",
+        "</background_facts>",
+    ]
+
+
+def test_evidence_lines_stop_at_the_token_budget() -> None:
+    """Lines are taken in rank order until the budget (about four characters a token) is
+    spent; the notes themselves are always shown."""
+    parts = ContextParts(
+        notes=(note(1, "2026-02-23", "First", "one"), note(2, "2026-02-24", "Second", "two")),
+        evidence={
+            1: (evidence_line(1, "Sam", "a" * 40),),
+            2: (evidence_line(2, "Maya", "b" * 40),),
+        },
+    )
+    text = render_context(parts, evidence_tokens=15)
+    assert "a" * 40 in text and "b" * 40 not in text and "Second" in text

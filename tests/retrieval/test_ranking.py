@@ -1,4 +1,4 @@
-"""Fusion and relevance gate: pure functions, table-driven."""
+"""Scoring, gate and diversification of found notes: pure functions, table-driven."""
 
 from __future__ import annotations
 
@@ -30,9 +30,33 @@ def cand(
     coverage: float = 0.0,
     age_days: float = 1.0,
     channel_id: int = 1,
+    window_bm25: float | None = None,
+    window_similarity: float | None = None,
+    terms: frozenset[str] = frozenset(),
+    named: bool = False,
+    time_distance_s: float | None = None,
 ) -> Candidate:
     """A candidate ``age_days`` old."""
-    return Candidate(note_id, channel_id, NOW - age_days * DAY, similarity, bm25, coverage)
+    return Candidate(
+        note_id,
+        channel_id,
+        NOW - age_days * DAY,
+        similarity,
+        bm25,
+        coverage,
+        window_bm25=window_bm25,
+        window_similarity=window_similarity,
+        terms=terms,
+        named=named,
+        time_distance_s=time_distance_s,
+    )
+
+
+def order(candidates: list[Candidate], **options: object) -> list[int]:
+    """The note ids :func:`rank` returns, gate off unless given."""
+    options.setdefault("gate", None)
+    ranked = rank(candidates, now=NOW, channel_id=None, calibration=CAL, **options)  # type: ignore[arg-type]
+    return [one.note_id for one in ranked]
 
 
 @pytest.mark.parametrize(
@@ -61,123 +85,90 @@ def test_calibration_follows_the_embedding_model(model: str, expected: Calibrati
     assert calibration_for(model) == expected
 
 
-def ids(candidates: list[Candidate], **options: object) -> list[int]:
-    """Note ids in ranked order (no gate unless given)."""
-    options.setdefault("gate", None)
-    ranked = rank(candidates, now=NOW, channel_id=1, calibration=CAL, **options)  # type: ignore[arg-type]
-    return [scored.note_id for scored in ranked]
+def test_evidence_match_outranks_a_note_matching_only_in_its_summary_weakly() -> None:
+    """A note whose messages match the question beats one whose summary barely does."""
+    summary_only = cand(1, bm25=1.0, coverage=0.3, terms=frozenset({"dog"}))
+    evidence = cand(2, bm25=0.5, window_bm25=6.0, coverage=1.0, terms=frozenset({"dog", "name"}))
+    assert order([summary_only, evidence]) == [2, 1]
 
 
-@pytest.mark.parametrize(
-    ("name", "candidates", "expected"),
-    [
-        (
-            "found by both beats found by one",
-            [cand(1, 0.9), cand(2, 0.5, 9.0), cand(3, bm25=10.0)],
-            [2, 3, 1],
-        ),
-        (
-            "vector order alone",
-            [cand(1, 0.3), cand(2, 0.5), cand(3, 0.4)],
-            [2, 3, 1],
-        ),
-        (
-            "keyword order alone",
-            [cand(1, bm25=1.0), cand(2, bm25=3.0), cand(3, bm25=2.0)],
-            [2, 3, 1],
-        ),
-        (
-            "a note in neither list is left out",
-            [cand(1), cand(2, bm25=0.0)],
-            [2],
-        ),
-        (
-            "recency breaks an exact tie",
-            [cand(1, 0.5, age_days=300), cand(2, bm25=4.0, age_days=1)],
-            [2, 1],
-        ),
-        (
-            "same channel breaks an exact tie",
-            [cand(1, 0.5, channel_id=2), cand(2, bm25=4.0, channel_id=1)],
-            [2, 1],
-        ),
-        (
-            "keyword weighs a little more than vector at the same place",
-            [cand(1, 0.9), cand(2, bm25=1.0)],
-            [2, 1],
-        ),
-        (
-            "a duplicate keeps its first entry",
-            [cand(1, 0.5), cand(1, bm25=9.0), cand(2, bm25=1.0)],
-            [2, 1],
-        ),
-    ],
-)
-def test_fusion_order(name: str, candidates: list[Candidate], expected: list[int]) -> None:
-    """Weighted reciprocal-rank fusion orders notes as the module documents."""
-    assert ids(candidates) == expected, name
+def test_scores_lie_in_the_unit_interval_and_a_perfect_note_scores_near_one() -> None:
+    """Scores are weighted means of features in [0, 1]."""
+    perfect = cand(
+        1,
+        similarity=0.9,
+        bm25=5.0,
+        coverage=1.0,
+        age_days=0.0,
+        window_bm25=5.0,
+        window_similarity=0.9,
+        named=True,
+        time_distance_s=0.0,
+    )
+    weak = cand(2, bm25=0.1, coverage=0.1)
+    ranked = rank([perfect, weak], now=NOW, channel_id=1, calibration=CAL, gate=None)
+    assert ranked[0].note_id == 1 and ranked[0].score == pytest.approx(1.0)
+    assert all(0.0 <= one.score <= 1.0 for one in ranked)
 
 
 def test_equal_scores_go_to_the_newer_note_then_the_lower_id() -> None:
-    """Without bonuses, equal places tie; the tie-break is newer first, then lower id."""
-    flat = Weights(keyword=1.0, recency_bonus=0.0)
-    candidates = [
-        cand(4, 0.5, age_days=1),
-        cand(5, bm25=2.0, age_days=0),
-        cand(7, 0.4, age_days=1),
-        cand(6, bm25=1.0, age_days=1),
+    """Ties are broken by recency of the conversation, then by id: the order is stable."""
+    weights = Weights(recency=0.0)
+    same = [cand(3, bm25=1.0, age_days=5), cand(2, bm25=1.0, age_days=1), cand(1, bm25=1.0)]
+    assert order(same, weights=weights) == [1, 2, 3]
+
+
+def test_a_note_in_the_named_time_outranks_an_equal_note_outside_it() -> None:
+    """'What did Maya say last week' prefers last week's conversation."""
+    inside = cand(1, bm25=2.0, coverage=0.5, time_distance_s=0.0, age_days=30)
+    outside = cand(2, bm25=2.0, coverage=0.5, time_distance_s=20 * DAY, age_days=1)
+    assert order([outside, inside], time_span_s=7 * DAY) == [1, 2]
+
+
+def test_a_note_with_the_named_member_outranks_an_equal_note_without() -> None:
+    """'What did Sam name his dog' prefers conversations Sam took part in."""
+    assert order([cand(1, bm25=2.0), cand(2, bm25=2.0, named=True)]) == [2, 1]
+
+
+def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> None:
+    """A question needing two conversations gets both, not two copies of one."""
+    first = cand(1, window_bm25=5.0, coverage=0.5, terms=frozenset({"job"}))
+    copy = cand(2, window_bm25=4.9, coverage=0.5, terms=frozenset({"job"}))
+    other = cand(3, window_bm25=4.5, coverage=0.5, terms=frozenset({"city"}))
+    weights = {"job": 1.0, "city": 1.0}
+    assert order([first, copy, other], term_weights=weights) == [1, 3, 2]
+    assert order([first, copy, other], term_weights=weights, weights=Weights(diversity=0.0)) == [
+        1,
+        2,
+        3,
     ]
-    assert ids(candidates, weights=flat) == [5, 4, 6, 7]
-
-
-def test_scores_are_scaled_into_unit_interval() -> None:
-    """A brand-new same-channel note first in both lists scores exactly 1."""
-    [top] = rank(
-        [cand(1, 0.9, 20.0, age_days=0.0)], now=NOW, channel_id=1, calibration=CAL, gate=None
-    )
-    assert top.score == pytest.approx(1.0)
-    assert (top.vector_rank, top.keyword_rank, top.same_channel) == (1, 1, True)
-
-
-def test_recency_lifts_a_new_note_over_an_old_neighbour_only() -> None:
-    """A bonus of at most 10% lifts a new note one place over a very old one, not two."""
-    old_first = cand(1, 0.9, age_days=3000)
-    assert ids([old_first, cand(2, 0.89, age_days=0)]) == [2, 1]
-    old_second = cand(2, 0.8, age_days=3000)
-    assert ids([old_first, old_second, cand(3, 0.5, age_days=0)]) == [1, 3, 2]
-    assert ids([old_first, old_second, cand(3, 0.5, age_days=3000)]) == [1, 2, 3]
 
 
 @pytest.mark.parametrize(
     ("name", "candidate", "kept"),
     [
-        ("strong semantic", cand(1, 0.5), True),
-        ("semantic just above the minimum", cand(1, 0.31), True),
-        ("weak semantic", cand(1, 0.29), False),
-        ("full keyword coverage", cand(1, bm25=0.1, coverage=1.0), True),
-        ("keyword coverage at the minimum", cand(1, bm25=0.1, coverage=0.35), True),
-        ("weak keyword coverage", cand(1, bm25=9.0, coverage=0.3), False),
-        ("coverage without a keyword match", cand(1, 0.1, coverage=1.0), False),
-        ("weak both", cand(1, 0.25, 1.0, coverage=0.2), False),
-        ("weak semantic, strong keyword", cand(1, 0.21, 9.0, coverage=0.8), True),
-        ("fresh, same channel, but irrelevant", cand(1, 0.1, age_days=0), False),
+        ("a strong keyword match", cand(1, bm25=5.0, coverage=1.0, window_bm25=5.0), True),
+        ("in the named time", cand(1, time_distance_s=0.0), True),
+        ("a weak keyword match", cand(1, bm25=0.1, coverage=0.1), False),
+        ("weak both", cand(1, similarity=0.25, bm25=0.1, coverage=0.1), False),
     ],
 )
 def test_gate(name: str, candidate: Candidate, kept: bool) -> None:
-    """A note passes on semantic evidence >= 0.25 or keyword coverage >= 0.35 alone."""
-    found = rank([candidate], now=NOW, channel_id=1, calibration=CAL, gate=Gate())
-    assert bool(found) is kept, name
+    """A note is kept on its score, or when it lies in the time the question names."""
+    strong = cand(99, bm25=5.0, coverage=1.0, window_bm25=5.0, terms=frozenset({"x"}))
+    found = order([candidate, strong], gate=Gate(min_score=0.3))
+    assert (1 in found) is kept, name
 
 
-def test_gate_drops_weak_matches_but_keeps_order_and_limit() -> None:
-    """Gating removes weak notes from anywhere in the list; ``limit`` cuts after gating."""
-    candidates = [
-        cand(1, 0.59),
-        cand(2, 0.21),
-        cand(3, 0.55),
-        cand(4, bm25=12.0, coverage=0.9),
-        cand(5, 0.5),
-    ]
-    assert ids(candidates, gate=Gate()) == [4, 1, 3, 5]
-    assert ids(candidates, gate=Gate(), limit=2) == [4, 1]
-    assert ids([], gate=Gate()) == []
+def test_gate_never_leaves_nothing_while_a_note_shares_a_word() -> None:
+    """When every note is weak, those sharing a word with the question are still returned."""
+    shares = cand(1, bm25=0.2, coverage=0.05, terms=frozenset({"bento"}))
+    unrelated = cand(2, similarity=0.21)
+    assert order([shares, unrelated], gate=Gate(min_score=0.9)) == [1]
+    assert order([unrelated], gate=Gate(min_score=0.9)) == []
+
+
+def test_limit_and_duplicates() -> None:
+    """A note listed twice keeps its first entry; ``limit`` cuts the ranking."""
+    listed = [cand(1, bm25=3.0), cand(1, bm25=0.1), cand(2, bm25=2.0), cand(3, bm25=1.0)]
+    assert order(listed, limit=2) == [1, 2]

@@ -86,7 +86,7 @@ class FlakyDatabase(Database):
         self.reads: list[str] = []
 
     def _check(self, fn: Callable[..., object]) -> None:
-        name = getattr(fn, "__name__", "")
+        name = getattr(getattr(fn, "func", fn), "__name__", "")
         self.reads.append(name)
         if name in self.failing or "*" in self.failing:
             raise StorageError(f"{name}: disk I/O error")
@@ -420,6 +420,6 @@ async def test_search_notes(tmp_path: Path) -> None:
 async def test_search_notes_raises_on_storage_failure(tmp_path: Path) -> None:
     """Search for commands and operators reports a broken database instead of hiding it."""
     world = make_world(tmp_path)
-    world.db.failing = {"_ranked_notes_call"}
+    world.db.failing = {"ranked_notes"}
     with pytest.raises(StorageError):
         await world.retriever.search_notes(GUILD, "Bento")

@@ -62,7 +62,7 @@ def test_terms_are_capped() -> None:
 )
 def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
     """The MATCH expression is quoted terms joined by OR, never raw user text."""
-    assert search.fts_query(text) == expression
+    assert search.match_expression(search.query_terms(text)) == expression
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,17 @@ rows. One note in ten is a topic cluster.
 Vectors are synthetic but clustered, so nearest neighbours mean something: each note is
 ``normalise(topic + 0.7 * subtopic + 0.5 * noise)`` over pools of random unit vectors (a
 topic per 20 notes, 512 subtopics, 512 noises), computed inside SQLite (``vec_add``,
-``vec_normalize``) to keep the 100k fill fast. A
+``vec_normalize``) to keep the 100k fill fast. Every conversation note keeps six lines of ten
+words as evidence, in two windows (``evidence_windows``, ``evidence_fts``), each embedded as
+its note's vector plus one more noise (``vec_windows``). A
 query is ``normalise(v + 0.8 * u)`` for a random stored note ``v`` and a fresh random unit
 ``u`` (cosine 0.78 to its note, about what a good embedding model gives a question and its
 answer), with three words of that note plus one random word as its text.
 
 Each query is timed through :func:`vivy.retrieval.retriever.ranked_notes`, everything
 ``Retriever.search_notes`` does except the embedding call: binary-index KNN in the guild's
-partition, exact cosine re-rank, FTS5 BM25, fusion, gate and loading the top 10 notes. Then
+partition, exact cosine re-rank and FTS5 BM25 of the notes and of their evidence windows,
+scoring, gate, diversification and loading the top 10 notes with their quoted lines. Then
 ``recall_at_10_vs_exact`` compares the top 10 of the quantised search + re-rank with an exact
 float KNN over the same partition.
 
@@ -34,7 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +45,7 @@ from vivy.retrieval import search
 from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.retriever import DEFAULT_SETTINGS, RetrievalSettings, ranked_notes
 from vivy.storage.db import Connection, connect, migrate
+from vivy.storage.evidence import windows_of
 from vivy.storage.notes import serialize_vector
 from vivy.storage.schema import binary_dimensions
 
@@ -177,9 +181,71 @@ def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> 
         "  JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n)",
         (GUILD_ID, binary_dimensions(DIMENSION)),
     )
+    _fill_evidence(conn, size, rng, draw)
     conn.execute("DROP TABLE bench_picks")
     conn.execute("DROP TABLE bench_pool")
     conn.execute("COMMIT")
+
+
+#: Kept messages per conversation note in the benchmark (two evidence windows each).
+LINES_PER_NOTE = 6
+
+
+def _fill_evidence(
+    conn: Connection, size: int, rng: random.Random, draw: Callable[[int], list[str]]
+) -> None:
+    """Give every conversation note its kept lines and evidence windows, each window's
+    vector its note's plus noise (cosine about 0.9 to the note)."""
+    lines = []
+    windows = []
+    picks = []
+    window_id = 0
+    for note_id in range(1, size + 1):
+        if note_id % 10 == 0:
+            continue  # topic clusters have no evidence
+        rows = [
+            (note_id * 100 + i, f"member-{rng.randrange(MEMBERS)}", " ".join(draw(10)))
+            for i in range(LINES_PER_NOTE)
+        ]
+        lines += [(m, note_id, 7, name, text, WALL0) for m, name, text in rows]
+        for window in windows_of(rows):
+            window_id += 1
+            windows.append(
+                (
+                    window_id,
+                    note_id,
+                    GUILD_ID,
+                    window.first_message_id,
+                    window.last_message_id,
+                    window.text,
+                )
+            )
+            picks.append((window_id, note_id, rng.randrange(POOL)))
+    conn.executemany(
+        "INSERT INTO note_lines (message_id, note_id, author_id, author_name, text, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        lines,
+    )
+    conn.executemany(
+        "INSERT INTO evidence_windows (id, note_id, guild_id, first_message_id,"
+        " last_message_id, text) VALUES (?, ?, ?, ?, ?, ?)",
+        windows,
+    )
+    conn.execute("CREATE TEMP TABLE bench_windows (id INTEGER PRIMARY KEY, note, n)")
+    conn.executemany("INSERT INTO bench_windows VALUES (?, ?, ?)", picks)
+    conn.execute(
+        "INSERT INTO vec_windows (window_id, guild_id, note_id, embedding, embedding_bits)"
+        " SELECT id, ?, note, v, vec_quantize_binary(vec_slice(v, 0, ?)) FROM ("
+        "  SELECT w.id, w.note,"
+        "   vec_normalize(vec_add(vec_add(a.v, b.v), vec_add(x.v, y.v))) AS v"
+        "  FROM bench_windows AS w JOIN bench_picks AS p ON p.id = w.note"
+        "  JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
+        "  JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
+        "  JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n"
+        "  JOIN bench_pool AS y ON y.kind = 2 AND y.i = w.n)",
+        (GUILD_ID, binary_dimensions(DIMENSION)),
+    )
+    conn.execute("DROP TABLE bench_windows")
 
 
 def _queries(
@@ -272,16 +338,16 @@ def _measure(
         started = time.perf_counter()
         ranked_notes(
             conn,
+            side,
             guild_id=GUILD_ID,
             vector=vector,
-            terms=search.query_terms(text),
+            text=text,
             note_type=None,
             limit=10,
             channel_id=1000,
             now=WALL0,
             calibration=GEMINI_CALIBRATION,
             settings=settings,
-            keyword_conn=side,
         )
         timings.append(time.perf_counter() - started)
         started = time.perf_counter()

@@ -24,6 +24,7 @@ from vivy.errors import StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
 from vivy.storage import maintenance as upkeep
 from vivy.storage.db import Connection
+from vivy.storage.evidence import evidence_problems
 from vivy.storage.meta import get_meta
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
@@ -163,6 +164,9 @@ def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
             )
         else:
             problems += _check_embeddings(conn, os.environ if environ is None else environ)
+            stray = evidence_problems(conn)
+            print(f"evidence: {'ok' if not stray else f'{len(stray)} misplaced rows'}")
+            problems += [f"evidence: {line}" for line in stray]
     finally:
         conn.close()
     if problems:

@@ -1,10 +1,13 @@
-"""``vivy eval``: offline retrieval evaluation, recall@k of vector, keyword and fused search.
+"""``vivy eval``: offline retrieval evaluation.
 
-Runs :func:`vivy.retrieval.eval.run_eval` on the bundled eval set (or ``--eval-set``) and
-prints a table. Embeddings come from the offline provider unless ``--provider auto`` picks
-Gemini when a key is set, which is how the Gemini similarity calibration can be checked.
-With ``--check`` the exit code is 1 when the fused ranking's recall@5 is below either search
-alone.
+First the long-conversation eval (:func:`vivy.retrieval.longconv.run_longconv` on the bundled
+set, or ``--long-set``): session recall@1/3/5/10 per question kind of the shipped retriever,
+of notes only, and of plain BM25 over the raw conversation text, in one run. Then the note
+eval (:func:`vivy.retrieval.eval.run_eval` on ``--eval-set``): recall@k of vector, keyword
+and fused search over note summaries. Embeddings come from the offline provider unless
+``--provider auto`` picks Gemini when a key is set. With ``--check`` the exit code is 1 when
+the shipped retriever's recall at 1, 5 or 10, overall or in a question kind, is below the
+better plain BM25 baseline, or the fused ranking's recall@5 below either search alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--eval-set", default=None, help="eval set JSON file (default: the bundled one)"
     )
     parser.add_argument(
+        "--long-set",
+        default=None,
+        help="long-conversation eval set JSON file (default: the bundled one)",
+    )
+    parser.add_argument(
         "--provider",
         choices=("offline", "auto"),
         default="offline",
@@ -33,7 +41,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 if fused recall@5 is below vector-only or keyword-only recall@5",
+        help="exit 1 if the retriever's recall@1/5/10 (overall or in a question kind) is below"
+        " plain BM25's, or fused recall@5 below vector-only or keyword-only recall@5",
     )
     parser.set_defaults(handler=run)
 
@@ -47,23 +56,38 @@ def run(args: argparse.Namespace) -> int:
     from vivy.llm.offline import OfflineLLM
     from vivy.llm.port import LLM
     from vivy.retrieval.eval import EvalReport, format_report, load_eval_set, run_eval
+    from vivy.retrieval.longconv import (
+        LongReport,
+        below_baseline,
+        format_long_report,
+        load_longconv,
+        run_longconv,
+    )
 
     eval_set = load_eval_set(args.eval_set)
+    long_set = load_longconv(args.long_set)
 
-    async def main() -> EvalReport:
+    async def main() -> tuple[LongReport, EvalReport]:
         llm: LLM
         if args.provider == "auto":
             llm = make_llm(os.environ, clock=Clock.starting_at(time.time()))
         else:
             llm = OfflineLLM()
         try:
-            return await run_eval(llm, eval_set)
+            return await run_longconv(llm, long_set), await run_eval(llm, eval_set)
         finally:
             await llm.aclose()
 
-    report = anyio.run(main)
+    long_report, report = anyio.run(main)
+    print(format_long_report(long_report))
+    print()
     print(format_report(report))
     if args.check:
+        shortfalls = below_baseline(long_report)
+        for shortfall in shortfalls:
+            print(f"FAIL: {shortfall}")
+        if shortfalls:
+            return 1
         fused = report.recall["fused"][5]
         alone = max(report.recall["vector"][5], report.recall["keyword"][5])
         if fused < alone:

@@ -12,6 +12,7 @@ The format is seed 002's, with inline sources so the bot can say where it learne
     </user>
     <notes>
     - [Feb 23] Gaming discussion — Alex, Sam, and Jake debated JRPG recommendations...
+      > Sam, Feb 23: xenoblade 3 fixes everything you hated about 2
     - [Feb 23] Daily topic: Games — Three conversations about co-op games...
     </notes>
     <recent_activity>
@@ -27,7 +28,10 @@ The format is seed 002's, with inline sources so the bot can say where it learne
   fact is ``- text  [source label]`` (two spaces), the label as stored with the fact.
 * ``<notes>``: conversation notes in rank order, then the day's topic clusters (marked
   ``Daily topic:``), each ``- [Mon D] Title — summary`` with the summary cut to about 300
-  characters ("..." marks a cut).
+  characters ("..." marks a cut). Under a conversation note, the lines of its evidence that
+  matched the question, ``  > Name, Mon D: text`` (clipped), so the chat model can quote what
+  was said and when; all notes' lines together stay within a token budget (about four
+  characters a token), taken in rank order.
 * ``<recent_activity>`` (seed 004's transient memory, no LLM call): for each member of the
   conversation, the titles of conversation notes they took part in over the last days.
 * ``<server_lore>``: the guild's active lore, oldest first.
@@ -40,10 +44,11 @@ a block (a stored ``</background_facts>``) nor start a line that looks like a fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from vivy.storage.notes import Note, short_date
+from vivy.storage.evidence import EvidenceLine
+from vivy.storage.notes import Note, note_date, short_date
 from vivy.storage.profiles import Fact
 
 __all__ = [
@@ -94,6 +99,12 @@ class ContextParts:
     clusters: tuple[Note, ...] = ()
     activity: tuple[ActivityBlock, ...] = ()
     lore: tuple[str, ...] = ()
+    #: Quoted evidence lines under conversation notes, by note id.
+    evidence: Mapping[int, tuple[EvidenceLine, ...]] = field(default_factory=dict)
+
+
+#: Characters per token, as the evidence budget estimates it.
+CHARS_PER_TOKEN = 4
 
 
 def _squash(text: str) -> str:
@@ -158,14 +169,41 @@ def _note_line(note: Note, summary_chars: int, *, cluster: bool) -> str:
     return f"- [{short_date(note.note_date)}] {prefix}{title} — {summary}"
 
 
-def render_context(parts: ContextParts, *, summary_chars: int = 300) -> str:
-    """The ``<background_facts>`` block for ``parts``, or "" when there is nothing in it."""
+def _evidence_lines(lines: Sequence[EvidenceLine], line_chars: int, budget: list[int]) -> list[str]:
+    """``  > Name, Mon D: text`` for each line while the shared ``budget`` (chars) lasts."""
+    shown: list[str] = []
+    for line in lines:
+        name = escape_text(line.author_name)
+        text = escape_text(clip(line.text, line_chars))
+        rendered = f"  > {name}, {short_date(note_date(line.created_at))}: {text}"
+        if len(rendered) > budget[0]:
+            break
+        budget[0] -= len(rendered)
+        shown.append(rendered)
+    return shown
+
+
+def render_context(
+    parts: ContextParts,
+    *,
+    summary_chars: int = 300,
+    evidence_tokens: int = 400,
+    evidence_line_chars: int = 200,
+) -> str:
+    """The ``<background_facts>`` block for ``parts``, or "" when there is nothing in it.
+
+    Quoted evidence lines take at most ``evidence_tokens`` tokens in all, each line clipped
+    to ``evidence_line_chars`` characters.
+    """
     body: list[str] = []
     for profile in parts.profiles:
         body += _profile(profile)
     if parts.notes or parts.clusters:
         body.append("<notes>")
-        body += [_note_line(note, summary_chars, cluster=False) for note in parts.notes]
+        budget = [evidence_tokens * CHARS_PER_TOKEN]
+        for note in parts.notes:
+            body.append(_note_line(note, summary_chars, cluster=False))
+            body += _evidence_lines(parts.evidence.get(note.id, ()), evidence_line_chars, budget)
         body += [_note_line(note, summary_chars, cluster=True) for note in parts.clusters]
         body.append("</notes>")
     activity = [block for block in parts.activity if block.notes]

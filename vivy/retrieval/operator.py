@@ -67,7 +67,7 @@ class OperatorStore:
                 conn,
                 guild_id=guild_id,
                 vector=None,
-                terms=terms,
+                text=q,
                 note_type=None,
                 limit=max(1, limit),
                 channel_id=None,

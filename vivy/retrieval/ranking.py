@@ -1,52 +1,57 @@
-"""Fusion of vector and keyword matches into one ranking, and the relevance gate (pure).
+"""How found notes are ordered, gated and diversified (pure: no I/O, no clock read).
 
-A candidate note carries up to three raw signals: the cosine similarity of its embedding to
-the query's (vector search), its BM25 strength (keyword search, ``-bm25()``, higher is
-better) and its term coverage (the idf-weighted share of the searched query terms it contains,
-computed by :func:`vivy.retrieval.search.coverage`).
+A candidate note carries what the searches found of it (:class:`Candidate`): its own match
+(BM25 strength of its title, summary, topics and entities; cosine similarity of its
+embedding) and its best *evidence* match (the best BM25 window and the nearest window of the
+messages it was written from), the idf-weighted share of the question's terms it contains
+(``coverage``), the question's terms it matched, whether a member the question names took
+part, and how far it lies from a time the question names.
 
-**Order: weighted reciprocal-rank fusion with small bonuses.** With ``rank_v`` and ``rank_k``
-the note's 1-based places in the vector list (by similarity) and in the keyword list (by
-BM25), a list it is not in adding nothing, and ``K = 10``::
+**Score: a weighted mean of features in [0, 1].** Per question, BM25 strengths are divided by
+the best one among the candidates (BM25 scales differ by corpus and query length), cosine
+similarities are mapped onto [0, 1] with the embedding model's :class:`Calibration`, and::
 
-    fused = w_v / (K + rank_v) + w_k / (K + rank_k)          w_v = 1.0, w_k = 1.2
-    score = fused * (1 + 0.1 * recency + 0.05 * same_channel) / best_possible
+    score = w_note_keyword * bm25_note / best_bm25_note
+          + w_evidence_keyword * bm25_window / best_bm25_window
+          + w_note_vector * semantic(note) + w_evidence_vector * semantic(window)
+          + w_coverage * coverage + w_name * named + w_time * in_time
+          + w_recency * recency + w_channel * same_channel,  divided by the weights' sum
 
-where ``recency = 1 / (1 + age_days / 45)`` (seed 003's decay: 0.5 at 45 days),
-``same_channel`` is 1 when the note comes from the channel being answered in, and
-``best_possible`` (first in both lists, brand new, same channel) scales scores into [0, 1].
-Ranks, not raw scores, are fused, because cosine similarities and BM25 values live on scales
-that differ by embedding model and corpus size; the offline eval (``vivy eval``) shows the
-fusion beating either list alone. Recency and channel can lift a note a place or two among
-neighbours of similar relevance, never from the bottom to the top.
+(the name and time terms, and their weights in the sum, only when the question names a
+member or a time).
 
-**Gate: absolute evidence.** Ranks say nothing about whether the best match is any good, so
-the gate looks at two absolute measures in [0, 1]:
+The weights (:class:`Weights`) are learned on the long-conversation eval set by
+``python scripts/learn_fusion_weights.py`` (coordinate ascent on recall@1/5/10 of one half
+of the guilds, checked on the other half), not guessed.
 
-* semantic evidence ``clamp((cos - floor) / (ceiling - floor))``, with the ``floor``
-  (unrelated texts) and ``ceiling`` (a clear match) of the embedding model in use
-  (:class:`Calibration`: offline hashing and Gemini differ a lot);
-* keyword evidence: the note's term coverage. Unlike BM25, whose idf is zero for a term in
-  half the notes, it stays meaningful in a guild with only a handful of notes.
+**Diversity.** Notes are taken greedily: each next note maximises its score plus
+``w_diversity`` times the share of the question's term weight it covers that the notes
+already taken did not. A question that needs two conversations ("which city did Maya visit
+after she changed jobs?") then gets both, not two near-copies of one.
 
-A note is kept when either evidence reaches its minimum (:class:`Gate`); recency and channel
-never let an irrelevant note in. Nothing here does I/O or reads a clock.
+**Gate.** A note is kept when its score reaches the gate's threshold (calibrated on the
+eval set, a setting), or when it lies in a time the question names. When the gate would keep
+nothing, the notes that share a word with the question are kept anyway: a member who asks
+about something that was said never gets an empty memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 __all__ = [
     "GEMINI_CALIBRATION",
     "OFFLINE_CALIBRATION",
     "Calibration",
     "Candidate",
+    "Features",
     "Gate",
     "Scored",
     "Weights",
     "calibration_for",
+    "features",
     "passes_gate",
     "rank",
     "recency",
@@ -58,20 +63,29 @@ DAY_S = 86400.0
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A note found by vector and/or keyword search, with what ranking needs to know of it.
+    """A note found by any search, with what ranking needs to know of it.
 
-    ``at`` is the note's wall time (end of the conversation); ``similarity`` the cosine
-    similarity (None when vector search did not find it); ``bm25`` the BM25 strength, higher
-    is better (None when keyword search did not find it); ``coverage`` the idf-weighted share
-    of the searched terms the note contains (0 to 1).
+    ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
+    ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
+    find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
+    ``coverage`` the idf-weighted share of the question's terms in the note or its best
+    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
+    took part; ``time_distance_s`` how far it lies from the time the question names (None
+    when the question names none).
     """
 
     note_id: int
     channel_id: int
     at: float
-    similarity: float | None
-    bm25: float | None
+    similarity: float | None = None
+    bm25: float | None = None
     coverage: float = 0.0
+    started: float | None = None
+    window_similarity: float | None = None
+    window_bm25: float | None = None
+    terms: frozenset[str] = frozenset()
+    named: bool = False
+    time_distance_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,39 +110,107 @@ def calibration_for(embedding_model: str) -> Calibration:
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    """The fusion's constants: list weights, RRF's ``K`` and the bonuses' sizes and scales."""
+    """The fusion's weights (see the module docstring) and the recency scale.
 
-    vector: float = 1.0
-    keyword: float = 1.2
-    k: float = 10.0
-    recency_bonus: float = 0.10
-    channel_bonus: float = 0.05
+    The defaults are the ones ``scripts/learn_fusion_weights.py`` printed on the bundled
+    long-conversation eval set with the offline embedding.
+    """
+
+    note_keyword: float = 0.45
+    evidence_keyword: float = 0.28
+    note_vector: float = 0.0
+    evidence_vector: float = 0.0
+    coverage: float = 2.0
+    name: float = 0.1
+    time: float = 4.8
+    recency: float = 0.09
+    channel: float = 0.02
+    diversity: float = 0.45
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
+
+    def total(self, *, time: bool = True, names: bool = True) -> float:
+        """The sum of the feature weights (the time and name weights only when the question
+        names a time or a member), which scales scores into [0, 1]."""
+        return (
+            self.note_keyword
+            + self.evidence_keyword
+            + self.note_vector
+            + self.evidence_vector
+            + self.coverage
+            + (self.name if names else 0.0)
+            + (self.time if time else 0.0)
+            + self.recency
+            + self.channel
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """The relevance gate: the evidence a note needs, semantic or keyword, to be kept."""
+    """The relevance gate: the score (0 to 1) a note needs to be kept.
 
-    min_semantic: float = 0.25
-    min_keyword: float = 0.35
+    The default is ``scripts/learn_fusion_weights.py``'s calibration on the eval set;
+    ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
+    """
+
+    min_score: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """A candidate's features in [0, 1], as the score weighs them."""
+
+    note_keyword: float
+    evidence_keyword: float
+    note_vector: float
+    evidence_vector: float
+    coverage: float
+    name: float
+    time: float
+    recency: float
+    channel: float
+
+    def score(self, weights: Weights, *, time: bool = True, names: bool = True) -> float:
+        """The weighted mean of the features, in [0, 1].
+
+        Without a time (or a member's name) in the question, that feature is left out of
+        the mean, so a question that names neither is scored on what it does say.
+        """
+        total = weights.total(time=time, names=names)
+        if total <= 0:
+            return 0.0
+        return (
+            weights.note_keyword * self.note_keyword
+            + weights.evidence_keyword * self.evidence_keyword
+            + weights.note_vector * self.note_vector
+            + weights.evidence_vector * self.evidence_vector
+            + weights.coverage * self.coverage
+            + weights.name * self.name
+            + weights.time * self.time
+            + weights.recency * self.recency
+            + weights.channel * self.channel
+        ) / total
 
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A ranked note: its score, its places in both lists and the evidence behind it."""
+    """A ranked note: its score, the raw matches and the features behind it."""
 
     note_id: int
     score: float
     similarity: float | None
     bm25: float | None
-    vector_rank: int | None
-    keyword_rank: int | None
-    semantic: float
-    keyword: float
-    recency: float
-    same_channel: bool
+    features: Features = field(compare=False)
+
+    @property
+    def semantic(self) -> float:
+        """The stronger semantic evidence: the note's or its best window's."""
+        return max(self.features.note_vector, self.features.evidence_vector)
+
+    @property
+    def keyword(self) -> float:
+        """The keyword evidence: the question's term weight the note covers."""
+        return self.features.coverage
 
 
 def semantic_evidence(similarity: float | None, calibration: Calibration) -> float:
@@ -146,25 +228,50 @@ def recency(age_s: float, days: float) -> float:
     return 1.0 / (1.0 + max(0.0, age_s) / DAY_S / days)
 
 
+def _time_closeness(distance_s: float | None, span_s: float) -> float:
+    """1 inside the named time, falling off over one span outside it; 0 without one."""
+    if distance_s is None:
+        return 0.0
+    return math.exp(-distance_s / max(span_s, DAY_S))
+
+
+def features(
+    candidates: Iterable[Candidate],
+    *,
+    now: float,
+    channel_id: int | None,
+    calibration: Calibration,
+    time_span_s: float = DAY_S,
+    recency_days: float = 45.0,
+) -> dict[int, Features]:
+    """Each candidate's features, BM25 normalised by the best of this question's candidates.
+
+    A note listed twice keeps its first entry.
+    """
+    unique: dict[int, Candidate] = {}
+    for candidate in candidates:
+        unique.setdefault(candidate.note_id, candidate)
+    best_note = max((c.bm25 or 0.0 for c in unique.values()), default=0.0)
+    best_window = max((c.window_bm25 or 0.0 for c in unique.values()), default=0.0)
+    found: dict[int, Features] = {}
+    for c in unique.values():
+        found[c.note_id] = Features(
+            note_keyword=(c.bm25 or 0.0) / best_note if best_note > 0 else 0.0,
+            evidence_keyword=(c.window_bm25 or 0.0) / best_window if best_window > 0 else 0.0,
+            note_vector=semantic_evidence(c.similarity, calibration),
+            evidence_vector=semantic_evidence(c.window_similarity, calibration),
+            coverage=c.coverage,
+            name=1.0 if c.named else 0.0,
+            time=_time_closeness(c.time_distance_s, time_span_s),
+            recency=recency(now - c.at, recency_days),
+            channel=1.0 if channel_id is not None and c.channel_id == channel_id else 0.0,
+        )
+    return found
+
+
 def passes_gate(scored: Scored, gate: Gate) -> bool:
-    """Whether the match is strong enough on its own, semantically or by keywords."""
-    return scored.semantic >= gate.min_semantic or scored.keyword >= gate.min_keyword
-
-
-def _places(candidates: list[Candidate]) -> tuple[dict[int, int], dict[int, int]]:
-    """1-based places of the notes in the vector list and in the keyword list."""
-    by_vector = sorted(
-        (c for c in candidates if c.similarity is not None),
-        key=lambda c: (-(c.similarity or 0.0), c.note_id),
-    )
-    by_keyword = sorted(
-        (c for c in candidates if c.bm25 is not None),
-        key=lambda c: (-(c.bm25 or 0.0), c.note_id),
-    )
-    return (
-        {c.note_id: place for place, c in enumerate(by_vector, 1)},
-        {c.note_id: place for place, c in enumerate(by_keyword, 1)},
-    )
+    """Whether the note scores high enough, or lies in a time the question names."""
+    return scored.score >= gate.min_score or scored.features.time >= 1.0
 
 
 def rank(
@@ -176,46 +283,73 @@ def rank(
     weights: Weights = Weights(),
     gate: Gate | None = Gate(),
     limit: int | None = None,
+    term_weights: Mapping[str, float] | None = None,
+    time_span_s: float = DAY_S,
 ) -> list[Scored]:
-    """Candidates fused, gated (unless ``gate`` is None) and sorted best first.
+    """Candidates scored, gated (unless ``gate`` is None) and taken best first, diversified.
 
-    Ties go to the newer note, then the lower id, so the order is deterministic. A note
-    listed twice keeps its first entry; a note in neither list is left out.
+    ``term_weights`` (the question's terms and their idf) drive diversification; without
+    them notes are taken by score alone. Ties go to the newer note, then the lower id.
     """
-    unique: dict[int, Candidate] = {}
+    listed: dict[int, Candidate] = {}
     for candidate in candidates:
-        unique.setdefault(candidate.note_id, candidate)
-    vector_places, keyword_places = _places(list(unique.values()))
-    best = (weights.vector + weights.keyword) / (weights.k + 1)
-    best *= 1 + weights.recency_bonus + weights.channel_bonus
-    ranked: list[tuple[Scored, float]] = []
-    for candidate in unique.values():
-        v_place = vector_places.get(candidate.note_id)
-        k_place = keyword_places.get(candidate.note_id)
-        if v_place is None and k_place is None:
-            continue
-        fused = 0.0
-        if v_place is not None:
-            fused += weights.vector / (weights.k + v_place)
-        if k_place is not None:
-            fused += weights.keyword / (weights.k + k_place)
-        fresh = recency(now - candidate.at, weights.recency_days)
-        same = channel_id is not None and candidate.channel_id == channel_id
-        bonus = 1 + weights.recency_bonus * fresh + (weights.channel_bonus if same else 0.0)
-        one = Scored(
-            note_id=candidate.note_id,
-            score=fused * bonus / best,
-            similarity=candidate.similarity,
-            bm25=candidate.bm25,
-            vector_rank=v_place,
-            keyword_rank=k_place,
-            semantic=semantic_evidence(candidate.similarity, calibration),
-            keyword=candidate.coverage if candidate.bm25 is not None else 0.0,
-            recency=fresh,
-            same_channel=same,
+        listed.setdefault(candidate.note_id, candidate)
+    found = features(
+        listed.values(),
+        now=now,
+        channel_id=channel_id,
+        calibration=calibration,
+        time_span_s=time_span_s,
+        recency_days=weights.recency_days,
+    )
+    has_time = any(c.time_distance_s is not None for c in listed.values())
+    has_names = any(c.named for c in listed.values())
+    scored = [
+        Scored(
+            c.note_id,
+            found[c.note_id].score(weights, time=has_time, names=has_names),
+            c.similarity,
+            c.bm25,
+            found[c.note_id],
         )
-        if gate is None or passes_gate(one, gate):
-            ranked.append((one, candidate.at))
-    ranked.sort(key=lambda pair: (-pair[0].score, -pair[1], pair[0].note_id))
-    found = [one for one, _ in ranked]
-    return found if limit is None else found[:limit]
+        for c in listed.values()
+    ]
+    if gate is not None:
+        kept = [one for one in scored if passes_gate(one, gate)]
+        if not kept:
+            kept = [one for one in scored if listed[one.note_id].terms]
+        scored = kept
+    scored.sort(key=lambda one: (-one.score, -listed[one.note_id].at, one.note_id))
+    total = weights.total(time=has_time, names=has_names)
+    diversity = weights.diversity / total if total > 0 else 0.0
+    return _diversified(scored, listed, diversity, term_weights or {}, limit)
+
+
+def _diversified(
+    scored: list[Scored],
+    listed: Mapping[int, Candidate],
+    diversity: float,
+    term_weights: Mapping[str, float],
+    limit: int | None,
+) -> list[Scored]:
+    """Take notes greedily by score plus ``diversity`` times the new term weight they cover."""
+    total = math.fsum(term_weights.values())
+    wanted = len(scored) if limit is None else min(limit, len(scored))
+    if diversity <= 0 or total <= 0:
+        return scored[:wanted]
+    taken: list[Scored] = []
+    covered: set[str] = set()
+    pool = list(scored)
+    while pool and len(taken) < wanted:
+        best_index = 0
+        best_value = -math.inf
+        for index, one in enumerate(pool):
+            new = listed[one.note_id].terms - covered
+            gain = math.fsum(term_weights.get(term, 0.0) for term in new) / total
+            value = one.score + diversity * gain
+            if value > best_value + 1e-12:
+                best_index, best_value = index, value
+        chosen = pool.pop(best_index)
+        taken.append(chosen)
+        covered |= listed[chosen.note_id].terms
+    return taken

@@ -42,6 +42,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 import structlog
@@ -51,8 +52,11 @@ from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
+from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
+from vivy.storage import evidence as evidence_store
 from vivy.storage.db import Connection, Database
+from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
 
 __all__ = [
@@ -144,6 +148,8 @@ class NoteHit:
     score: float
     vector_score: float | None
     keyword_score: float | None
+    #: The note's evidence lines that matched, oldest first (none without evidence).
+    lines: tuple[EvidenceLine, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +169,16 @@ class RetrievalSettings:
     candidates: int = 40
     #: Keyword matches taken from FTS5, per search.
     keyword_candidates: int = 40
+    #: Search the notes' evidence (their kept messages); off with ``VIVY_EVIDENCE_DAYS=0``.
+    evidence: bool = True
+    #: Evidence windows taken by keyword and by vector, per search.
+    window_candidates: int = 40
+    #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
+    evidence_lines: int = 4
+    evidence_line_chars: int = 200
+    evidence_tokens: int = 400
+    #: IANA zone in which "yesterday" or "in May" is understood.
+    timezone: str = "UTC"
     #: Earlier conversation messages embedded with the current one, and their length cap.
     context_messages: int = 2
     context_message_chars: int = 300
@@ -203,32 +219,40 @@ class RankedNotes:
 
 def ranked_notes(
     conn: Connection,
+    keyword_conn: Connection | None = None,
     *,
     guild_id: int,
     vector: bytes | None,
-    terms: Sequence[str],
+    text: str,
     note_type: str | None,
     limit: int,
     channel_id: int | None,
     now: float,
     calibration: Calibration,
     settings: RetrievalSettings,
-    keyword_conn: Connection | None = None,
+    terms: Sequence[str] | None = None,
 ) -> RankedNotes:
-    """Search the guild's notes by vector and keyword, fuse, gate and load the best ``limit``.
+    """Search the guild's notes for ``text`` (and ``vector``), rank, gate and load the best
+    ``limit`` with their matching evidence lines.
 
     This is all of a note search but the embedding call; the benchmark times it as is.
-    ``keyword_conn``, a second connection, lets the keyword half run beside the vector half.
+    ``terms`` overrides the keywords of ``text`` (a caller that planned them already);
+    ``keyword_conn``, a second connection, lets the keyword half run beside the rest.
     """
+    span = time_range(text, now, settings.timezone)
     found = search.search_notes_sync(
         conn,
         search.NoteSearch(
             guild_id=guild_id,
             vector=vector,
-            terms=tuple(terms),
+            terms=tuple(search.query_terms(text) if terms is None else terms),
             note_type=note_type,
             candidates=max(settings.candidates, limit),
             keyword_candidates=max(settings.keyword_candidates, limit),
+            evidence=settings.evidence,
+            window_candidates=settings.window_candidates,
+            name_grams=tuple(name_grams(text)),
+            time=span,
         ),
         keyword_conn,
     )
@@ -240,16 +264,42 @@ def ranked_notes(
         weights=settings.weights,
         gate=settings.gate,
         limit=limit,
+        term_weights=found.term_weights,
+        time_span_s=(span.end - span.start) if span is not None else 86400.0,
     )
     notes = {
         note.id: note for note in search.guild_notes(conn, guild_id, [s.note_id for s in ranked])
     }
+    windows = [w for s in ranked for w in found.windows.get(s.note_id, ())]
+    spans = evidence_store.window_lines(conn, windows)
+    matcher = search.TermMatcher.of(found.term_weights)
     hits = tuple(
-        NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25)
+        NoteHit(
+            notes[s.note_id],
+            s.score,
+            s.similarity,
+            s.bm25,
+            _matching_lines(
+                [line for w in found.windows.get(s.note_id, ()) for line in spans.get(w, ())],
+                matcher,
+                settings.evidence_lines,
+            ),
+        )
         for s in ranked
         if s.note_id in notes
     )
     return RankedNotes(hits, found.vector_failed)
+
+
+def _matching_lines(
+    lines: Sequence[EvidenceLine], matcher: search.TermMatcher, limit: int
+) -> tuple[EvidenceLine, ...]:
+    """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
+    the order they were said."""
+    unique = list({line.message_id: line for line in lines}.values())
+    matched = [line for line in unique if matcher.found(line.text)]
+    chosen = (matched or unique)[:limit]
+    return tuple(sorted(chosen, key=lambda line: line.message_id))
 
 
 def embedding_text(request: RetrievalRequest, settings: RetrievalSettings) -> str:
@@ -375,7 +425,7 @@ def _both_searches(
     side: Connection | None,
     guild_id: int,
     vector: bytes | None,
-    terms: Sequence[str],
+    text: str,
     channel_id: int,
     now: float,
     calibration: Calibration,
@@ -385,35 +435,22 @@ def _both_searches(
 
     The keyword terms are planned once (their note counts read once) for both searches.
     """
-    terms = search.plan_terms(conn, terms).terms
-    return (
-        _ranked_notes_call(
-            conn,
-            side,
-            guild_id,
-            vector,
-            terms,
-            CONVERSATION,
-            settings.conversation_notes,
-            channel_id,
-            now,
-            calibration,
-            settings,
-        ),
-        _ranked_notes_call(
-            conn,
-            side,
-            guild_id,
-            vector,
-            terms,
-            TOPIC_CLUSTER,
-            settings.topic_clusters,
-            channel_id,
-            now,
-            calibration,
-            settings,
-        ),
+    terms = search.plan_terms(conn, search.query_terms(text)).terms
+    search_for = partial(
+        ranked_notes,
+        conn,
+        side,
+        guild_id=guild_id,
+        vector=vector,
+        text=text,
+        channel_id=channel_id,
+        now=now,
+        calibration=calibration,
+        settings=settings,
     )
+    notes = search_for(note_type=CONVERSATION, limit=settings.conversation_notes)
+    clusters = search_for(note_type=TOPIC_CLUSTER, limit=settings.topic_clusters, terms=terms)
+    return notes, clusters
 
 
 class Retriever:
@@ -470,16 +507,18 @@ class Retriever:
         """
         vector = await self._embed(query, guild_id)
         found = await self._db.read_with_side(
-            _ranked_notes_call,
-            guild_id,
-            vector,
-            search.query_terms(query),
-            None,
-            max(1, limit),
-            None,
-            self._clock.now(),
-            self._calibration,
-            self._settings,
+            partial(
+                ranked_notes,
+                guild_id=guild_id,
+                vector=vector,
+                text=query,
+                note_type=None,
+                limit=max(1, limit),
+                channel_id=None,
+                now=self._clock.now(),
+                calibration=self._calibration,
+                settings=self._settings,
+            )
         )
         return list(found.hits)
 
@@ -512,7 +551,6 @@ class Retriever:
 
         now = self._clock.now()
         vector = await self._embed(embedding_text(request, settings), guild)
-        terms = search.query_terms(keyword_text(request))
         notes: tuple[NoteHit, ...] = ()
         clusters: tuple[NoteHit, ...] = ()
         notes_ok = True
@@ -522,7 +560,7 @@ class Retriever:
                 _both_searches,
                 guild,
                 vector,
-                terms,
+                keyword_text(request),
                 request.channel_id,
                 now,
                 self._calibration,
@@ -564,8 +602,14 @@ class Retriever:
             clusters=tuple(hit.note for hit in clusters),
             activity=people.activity if people else (),
             lore=people.lore if people else (),
+            evidence={hit.note.id: hit.lines for hit in notes if hit.lines},
         )
-        xml = render_context(parts, summary_chars=settings.summary_chars)
+        xml = render_context(
+            parts,
+            summary_chars=settings.summary_chars,
+            evidence_tokens=settings.evidence_tokens,
+            evidence_line_chars=settings.evidence_line_chars,
+        )
         complete = notes_ok and vector_ok and people is not None
         if not notes_ok:
             path = PATH_PROFILES_ONLY
@@ -623,36 +667,6 @@ class Retriever:
         self._cache.move_to_end(key)
         while len(self._cache) > self._settings.cache_size:
             self._cache.popitem(last=False)
-
-
-def _ranked_notes_call(
-    conn: Connection,
-    side: Connection | None,
-    guild_id: int,
-    vector: bytes | None,
-    terms: Sequence[str],
-    note_type: str | None,
-    limit: int,
-    channel_id: int | None,
-    now: float,
-    calibration: Calibration,
-    settings: RetrievalSettings,
-) -> RankedNotes:
-    """:func:`ranked_notes` with positional arguments, as :meth:`Database.read_with_side`
-    passes them."""
-    return ranked_notes(
-        conn,
-        guild_id=guild_id,
-        vector=vector,
-        terms=terms,
-        note_type=note_type,
-        limit=limit,
-        channel_id=channel_id,
-        now=now,
-        calibration=calibration,
-        settings=settings,
-        keyword_conn=side,
-    )
 
 
 def _cache_key(request: RetrievalRequest, version: Sequence[object]) -> str:

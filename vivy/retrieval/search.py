@@ -29,29 +29,32 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlean
 
+from vivy.retrieval.query import TimeRange
 from vivy.retrieval.ranking import Candidate
+from vivy.storage import evidence
 from vivy.storage.db import Connection
-from vivy.storage.notes import Note, get_notes, serialize_vector
+from vivy.storage.notes import Note, get_notes, members_named, notes_in_range, serialize_vector
 from vivy.storage.profiles import Fact, active_facts
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 __all__ = [
     "KEYWORD_POSTINGS_BUDGET",
     "STOPWORDS",
+    "CandidateDetails",
     "KeywordMatch",
     "LoreItem",
     "NoteSearch",
     "NoteSearchResult",
+    "TermMatcher",
     "TermPlan",
     "VectorMatch",
     "active_lore",
-    "candidate_rows",
+    "candidate_details",
     "coverage",
-    "fts_query",
     "guild_notes",
     "keyword_search",
     "match_expression",
@@ -96,6 +99,8 @@ _URL = re.compile(r"https?://\S+")
 _TOKEN = re.compile(r"[^\W_]+")
 #: Longest keyword query, in distinct terms.
 MAX_TERMS = 16
+#: The note type of conversations (topic clusters have no evidence).
+CONVERSATION = "conversation"
 
 
 def strip_markup(text: str) -> str:
@@ -128,11 +133,6 @@ def match_expression(terms: Sequence[str]) -> str | None:
     """
     quoted = [f'"{term.replace(chr(34), "")}"' for term in terms if term.replace('"', "")]
     return " OR ".join(quoted) if quoted else None
-
-
-def fts_query(text: str) -> str | None:
-    """The safe FTS5 MATCH expression for the words of ``text`` (None when none is left)."""
-    return match_expression(query_terms(text))
 
 
 #: Most postings one keyword search reads. Terms are taken rarest first; the commonest are
@@ -329,23 +329,6 @@ def keyword_search(
     ]
 
 
-def candidate_rows(
-    conn: Connection, guild_id: int, note_ids: Sequence[int]
-) -> dict[int, tuple[int, float]]:
-    """Channel and time (end of the conversation, else creation) of the guild's notes."""
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
-    # otherwise scan the guild's whole (guild_id, ...) index.
-    rows = conn.execute(
-        f"SELECT id, channel_id, COALESCE(ended_at, created_at) FROM interaction_notes"
-        f" WHERE id IN ({marks}) AND +guild_id = ?",
-        (*note_ids, guild_id),
-    ).fetchall()
-    return {int(r[0]): (int(r[1]), float(r[2])) for r in rows}
-
-
 def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
     """Notes by id in the order given, keeping only the guild's own."""
     return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
@@ -356,7 +339,10 @@ class NoteSearch:
     """One note search: the guild, the query (vector and/or keywords) and how many to find.
 
     ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
-    keyword (from :func:`query_terms`). ``note_type`` None searches both types.
+    keyword (from :func:`query_terms`). ``note_type`` None searches both types. With
+    ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
+    by keyword and as many by vector); ``name_grams`` are the question's word runs that may
+    name a member, and ``time`` the interval it names.
     """
 
     guild_id: int
@@ -365,42 +351,148 @@ class NoteSearch:
     note_type: str | None
     candidates: int
     keyword_candidates: int
+    evidence: bool = True
+    window_candidates: int = 80
+    name_grams: tuple[str, ...] = ()
+    time: TimeRange | None = None
+    time_candidates: int = 40
 
 
 @dataclass(frozen=True, slots=True)
 class NoteSearchResult:
-    """The fusion inputs of one search; ``vector_failed`` when sqlite-vec raised."""
+    """The ranking inputs of one search; ``vector_failed`` when sqlite-vec raised.
+
+    ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
+    evidence windows of each candidate, best first.
+    """
 
     candidates: tuple[Candidate, ...]
     vector_failed: bool
+    term_weights: Mapping[str, float] = field(default_factory=dict)
+    windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 #: Threads for the keyword half of a search (see :func:`search_notes_sync`).
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
 
 
+def _stem(word: str) -> str:
+    """A light English stem: the word without a plural, past or -ing ending."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
+                return word[:-1]
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatcher:
+    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
+    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
+    "dog"). One pattern of all stems, so a text is scanned once."""
+
+    pattern: re.Pattern[str] | None
+    terms_of: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, terms: Iterable[str]) -> TermMatcher:
+        """The matcher of ``terms``."""
+        stems: dict[str, list[str]] = {}
+        for term in terms:
+            stems.setdefault(_stem(_fold(term)), []).append(term)
+        if not stems:
+            return cls(None, {})
+        ordered = sorted(stems, key=len, reverse=True)
+        pattern = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, ordered))})")
+        return cls(pattern, {stem: tuple(found) for stem, found in stems.items()})
+
+    def found(self, text: str) -> frozenset[str]:
+        """The terms whose stem starts a word of ``text``."""
+        if self.pattern is None:
+            return frozenset()
+        hits = set(self.pattern.findall(_fold(text)))
+        return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
+
+
+def _evidence_terms(conn: Connection, terms: Sequence[str], budget: int) -> dict[str, float]:
+    """The terms to search the evidence windows by, rarest first, with their idf there."""
+    row = conn.execute("SELECT MAX(id) FROM evidence_windows").fetchone()
+    total = int(row[0] or 0)
+    counts: dict[str, int] = {}
+    for term in dict.fromkeys(terms):
+        expression = match_expression([term])
+        if expression is None:
+            continue
+        counted = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH ? LIMIT ?)",
+            (expression, budget + 1),
+        ).fetchone()
+        counts[term] = int(counted[0])
+    kept = prune_terms(list(counts), counts, budget)
+    return {term: term_weight(counts[term], total) for term in kept}
+
+
+#: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
+EVIDENCE_POSTINGS_BUDGET = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class _KeywordHalf:
+    """What the keyword searches found: notes, evidence windows and the terms' weights."""
+
+    notes: list[KeywordMatch]
+    windows: list[evidence.WindowMatch]
+    weights: dict[str, float]
+
+
+def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> _KeywordHalf:
+    """The keyword searches of ``search``: the notes' own text, then their evidence windows."""
+    if not search.terms:
+        return _KeywordHalf([], [], {})
+    notes = keyword_search(
+        conn,
+        search.guild_id,
+        search.terms,
+        note_type=search.note_type,
+        limit=search.keyword_candidates,
+    )
+    if not with_evidence:
+        return _KeywordHalf(notes, [], dict(plan_terms(conn, search.terms).weights))
+    weights = _evidence_terms(conn, search.terms, EVIDENCE_POSTINGS_BUDGET)
+    match = match_expression(list(weights))
+    windows = (
+        []
+        if match is None
+        else evidence.window_keyword_search(
+            conn, search.guild_id, match, limit=search.window_candidates
+        )
+    )
+    return _KeywordHalf(notes, windows, weights)
+
+
 def search_notes_sync(
     conn: Connection, search: NoteSearch, keyword_conn: Connection | None = None
 ) -> NoteSearchResult:
-    """Run the vector and keyword halves of ``search`` and join them into fusion candidates.
+    """Run every search of ``search`` and join them into ranking candidates, one per note.
 
-    With ``keyword_conn`` (a second connection to the same database) the keyword half runs
-    in a worker thread while the vector half runs here; both queries spend their time in
-    SQLite, which releases the GIL. A failing vector query (sqlite-vec missing or its index
-    damaged) is reported, not raised, so the keyword half still serves; a failing keyword
-    query raises.
+    Notes are found by their own text (vector and keyword), by their evidence windows
+    (vector and keyword; conversation notes only) and by the time the question names. With
+    ``keyword_conn`` (a second connection to the same database) the keyword half runs in a
+    worker thread while the vector half runs here; SQLite releases the GIL. A failing vector
+    query (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword
+    half still serves; a failing keyword query raises.
     """
-    pending: Future[list[KeywordMatch]] | None = None
+    with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
+    pending: Future[_KeywordHalf] | None = None
     if keyword_conn is not None and search.terms and search.vector is not None:
-        pending = _KEYWORD_THREADS.submit(
-            keyword_search,
-            keyword_conn,
-            search.guild_id,
-            search.terms,
-            note_type=search.note_type,
-            limit=search.keyword_candidates,
-        )
+        pending = _KEYWORD_THREADS.submit(_keyword_half, keyword_conn, search, with_evidence)
     vectors: list[VectorMatch] = []
+    window_vectors: list[evidence.WindowMatch] = []
     vector_failed = False
     if search.vector is not None:
         try:
@@ -412,36 +504,121 @@ def search_notes_sync(
                 limit=search.candidates,
                 candidates=search.candidates,
             )
+            if with_evidence:
+                window_vectors = evidence.window_vector_search(
+                    conn, search.guild_id, search.vector, limit=search.window_candidates
+                )
         except sqlean.Error:
             vector_failed = True
-    keywords: list[KeywordMatch] = []
-    if pending is not None:
-        keywords = pending.result()
-    elif search.terms:
-        keywords = keyword_search(
+    half = pending.result() if pending is not None else _keyword_half(conn, search, with_evidence)
+    keywords, window_keywords, weights = half.notes, half.windows, half.weights
+    in_time: list[int] = []
+    if search.time is not None:
+        in_time = notes_in_range(
             conn,
             search.guild_id,
-            search.terms,
-            note_type=search.note_type,
-            limit=search.keyword_candidates,
+            search.time.start,
+            search.time.end,
+            note_type=search.note_type or CONVERSATION,
+            limit=search.time_candidates,
         )
+
     similarity = {match.note_id: match.similarity for match in vectors}
-    strength = {match.note_id: match for match in keywords}
-    ids = list(dict.fromkeys([*similarity, *strength]))
-    rows = candidate_rows(conn, search.guild_id, ids)
-    candidates = tuple(
-        Candidate(
-            note_id=note_id,
-            channel_id=rows[note_id][0],
-            at=rows[note_id][1],
-            similarity=similarity.get(note_id),
-            bm25=strength[note_id].bm25 if note_id in strength else None,
-            coverage=strength[note_id].coverage if note_id in strength else 0.0,
-        )
-        for note_id in ids
-        if note_id in rows
+    strength = {match.note_id: match.bm25 for match in keywords}
+    window_strength: dict[int, float] = {}
+    window_similarity: dict[int, float] = {}
+    best_windows: dict[int, list[int]] = {}
+    for found in window_keywords:
+        window_strength.setdefault(found.note_id, found.score)
+        best_windows.setdefault(found.note_id, []).append(found.window_id)
+    for found in window_vectors:
+        window_similarity.setdefault(found.note_id, found.score)
+        ids = best_windows.setdefault(found.note_id, [])
+        if found.window_id not in ids:
+            ids.append(found.window_id)
+    note_ids = list(
+        dict.fromkeys([*similarity, *strength, *window_strength, *window_similarity, *in_time])
     )
-    return NoteSearchResult(candidates, vector_failed)
+    rows = candidate_details(conn, search.guild_id, note_ids)
+    named = members_named(conn, search.guild_id, list(search.name_grams))
+    shown = {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best_windows.items()}
+    texts = evidence.window_texts(conn, [w for ids in shown.values() for w in ids])
+    matcher = TermMatcher.of(weights)
+    total = math.fsum(weights.values())
+    candidates: list[Candidate] = []
+    for note_id in note_ids:
+        details = rows.get(note_id)
+        if details is None:
+            continue
+        matched = matcher.found(details.text)
+        for window_id in shown.get(note_id, ()):
+            matched |= matcher.found(texts.get(window_id, ""))
+        candidates.append(
+            Candidate(
+                note_id=note_id,
+                channel_id=details.channel_id,
+                at=details.ended,
+                similarity=similarity.get(note_id),
+                bm25=strength.get(note_id),
+                coverage=math.fsum(weights[t] for t in matched) / total if total > 0 else 0.0,
+                started=details.started,
+                window_similarity=window_similarity.get(note_id),
+                window_bm25=window_strength.get(note_id),
+                terms=matched,
+                named=bool(named & details.participants),
+                time_distance_s=(
+                    None
+                    if search.time is None
+                    else search.time.distance(details.started, details.ended)
+                ),
+            )
+        )
+    return NoteSearchResult(tuple(candidates), vector_failed, weights, shown)
+
+
+#: Evidence windows kept per note for coverage and for the reply's quoted lines.
+WINDOWS_SHOWN = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateDetails:
+    """What ranking reads of a found note: channel, time, text and participants."""
+
+    channel_id: int
+    started: float
+    ended: float
+    text: str
+    participants: frozenset[int]
+
+
+def candidate_details(
+    conn: Connection, guild_id: int, note_ids: Sequence[int]
+) -> dict[int, CandidateDetails]:
+    """Channel, start and end, searchable text and participants of the guild's notes."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    people: dict[int, set[int]] = {}
+    for note_id, user_id in conn.execute(
+        f"SELECT note_id, user_id FROM note_participants WHERE note_id IN ({marks})",
+        list(note_ids),
+    ).fetchall():
+        people.setdefault(int(note_id), set()).add(int(user_id))
+    # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
+    # otherwise scan the guild's whole (guild_id, ...) index.
+    rows = conn.execute(
+        f"SELECT id, channel_id, COALESCE(started_at, created_at),"
+        f" COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
+        f" || entities || ' ' || decisions FROM interaction_notes"
+        f" WHERE id IN ({marks}) AND +guild_id = ?",
+        (*note_ids, guild_id),
+    ).fetchall()
+    return {
+        int(r[0]): CandidateDetails(
+            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+        )
+        for r in rows
+    }
 
 
 def query_vector(values: Sequence[float]) -> bytes:

@@ -19,6 +19,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,7 +43,9 @@ __all__ = [
     "optimize_evidence_index",
     "prune_evidence",
     "window_keyword_search",
+    "window_lines",
     "window_text",
+    "window_texts",
     "window_vector_search",
     "windows_of",
 ]
@@ -267,6 +270,37 @@ def lines_of_notes(conn: Connection, note_ids: Sequence[int]) -> dict[int, list[
     return found
 
 
+def window_texts(conn: Connection, window_ids: Sequence[int]) -> dict[int, str]:
+    """The indexed text of windows by id."""
+    if not window_ids:
+        return {}
+    marks = ",".join("?" * len(window_ids))
+    return {
+        int(r[0]): str(r[1])
+        for r in conn.execute(
+            f"SELECT id, text FROM evidence_windows WHERE id IN ({marks})", list(window_ids)
+        ).fetchall()
+    }
+
+
+def window_lines(conn: Connection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
+    """The kept lines each window spans, oldest first, by window id."""
+    found: dict[int, list[EvidenceLine]] = {}
+    for window_id in dict.fromkeys(window_ids):
+        rows = conn.execute(
+            "SELECT l.message_id, l.note_id, l.author_id, l.author_name, l.text, l.created_at"
+            " FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
+            " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
+            " WHERE w.id = ? ORDER BY l.message_id",
+            (window_id,),
+        ).fetchall()
+        found[window_id] = [
+            EvidenceLine(int(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4]), float(r[5]))
+            for r in rows
+        ]
+    return found
+
+
 def window_keyword_search(
     conn: Connection, guild_id: int, match: str, *, limit: int
 ) -> list[WindowMatch]:
@@ -285,28 +319,26 @@ def window_keyword_search(
 
 
 def window_vector_search(
-    conn: Connection, guild_id: int, vector: bytes, *, limit: int, candidates: int
+    conn: Connection, guild_id: int, vector: bytes, *, limit: int
 ) -> list[WindowMatch]:
-    """The ``limit`` windows of the guild nearest ``vector``: binary KNN, exact re-rank."""
-    k = max(candidates, limit)
+    """The ``limit`` windows of the guild nearest ``vector`` by their binary copies.
+
+    A window's similarity is estimated from the hamming distance of the sign bits,
+    ``cos(pi * distance / bits)`` (the angle the sign agreement implies), so no float vector
+    is read: windows outnumber notes, and their vectors only help rank notes.
+    """
     bits = binary_dimensions(len(vector) // 4)
     rows = conn.execute(
-        "SELECT window_id FROM vec_windows"
+        "SELECT window_id, note_id, distance FROM vec_windows"
         " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
         " AND k = ? AND guild_id = ?",
-        (vector, bits, k, guild_id),
+        (vector, bits, limit, guild_id),
     ).fetchall()
-    exact: list[WindowMatch] = []
-    for (window_id,) in rows:
-        found = conn.execute(
-            "SELECT note_id, vec_distance_cosine(embedding, ?) FROM vec_windows"
-            " WHERE window_id = ? AND guild_id = ?",
-            (vector, window_id, guild_id),
-        ).fetchone()
-        if found is not None and found[1] is not None:
-            exact.append(WindowMatch(int(window_id), int(found[0]), 1.0 - float(found[1])))
-    exact.sort(key=lambda match: (-match.score, match.window_id))
-    return exact[:limit]
+    found = [
+        WindowMatch(int(r[0]), int(r[1]), math.cos(math.pi * float(r[2]) / bits)) for r in rows
+    ]
+    found.sort(key=lambda match: (-match.score, match.window_id))
+    return found
 
 
 def evidence_problems(conn: Connection) -> list[str]:

@@ -1,0 +1,75 @@
+"""Names and time phrases in questions: pure functions, table-driven."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from vivy.retrieval.query import TimeRange, name_grams, time_range
+
+#: Wednesday 2026-04-15, 12:00 UTC.
+NOW = datetime(2026, 4, 15, 12, 0, tzinfo=UTC).timestamp()
+
+
+def day(text: str) -> float:
+    """Midnight UTC of a ``YYYY-MM-DD`` date."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "last"),
+    [
+        ("what did Sam say yesterday?", "2026-04-13", "2026-04-16"),
+        ("anything from last week?", "2026-04-05", "2026-04-14"),
+        ("what happened this month", "2026-03-31", "2026-04-17"),
+        ("what was Maya worried about in early March?", "2026-03-01", "2026-03-12"),
+        ("what did they plan in late January", "2026-01-21", "2026-02-01"),
+        ("where did Sam go in May?", "2025-05-01", "2025-06-01"),
+        ("what did Ravi cook on March 3rd", "2026-03-02", "2026-03-05"),
+        ("the 3rd of March", "2026-03-02", "2026-03-05"),
+        ("about three weeks ago, what did juni say", "2026-03-18", "2026-04-02"),
+        ("a couple of days ago", "2026-04-12", "2026-04-15"),
+        ("what did we do last Friday", "2026-04-10", "2026-04-11"),
+        ("on monday", "2026-04-13", "2026-04-14"),
+        ("what happened last month?", "2026-02-28", "2026-04-02"),
+    ],
+)
+def test_time_phrases(question: str, first: str, last: str) -> None:
+    """Each phrase means the interval a member would expect, counted back from now, widened
+    by a day either side for "yesterday"-like phrases (``last`` is the exclusive end)."""
+    found = time_range(question, NOW)
+    assert found == TimeRange(day(first), day(last))
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what did Sam name his dog?", "may I ask what Maya cooks", "when did Maya start her job?"],
+)
+def test_no_time_phrase_means_no_range(question: str) -> None:
+    """Without a date or time phrase nothing is guessed ("may I" is not the month)."""
+    assert time_range(question, NOW) is None
+
+
+def test_time_zone_decides_the_day() -> None:
+    """'Yesterday' is the guild's yesterday: 01:00 UTC is still the previous evening in LA."""
+    early = datetime(2026, 4, 15, 1, 0, tzinfo=UTC).timestamp()
+    utc = time_range("yesterday", early)
+    la = time_range("yesterday", early, "America/Los_Angeles")
+    assert utc is not None and la is not None and la.start > utc.start - 86400 * 2
+    assert la.start - utc.start == pytest.approx(7 * 3600 - 86400)
+
+
+def test_distance_to_a_range() -> None:
+    """A conversation inside the range is 0 away; one before or after by the gap."""
+    span = TimeRange(100.0, 200.0)
+    assert span.distance(150.0, 160.0) == 0.0
+    assert span.distance(20.0, 60.0) == 40.0
+    assert span.distance(260.0, 300.0) == 60.0
+
+
+def test_name_grams_are_word_runs_up_to_three() -> None:
+    """A two-word display name is found as one gram; punctuation and case do not matter."""
+    grams = name_grams("Did Maya Lee's dog, Biscuit, bark?")
+    assert "maya lee" in grams and "biscuit" in grams and "maya lee s" in grams
+    assert all(len(gram.split()) <= 3 for gram in grams)

@@ -1,0 +1,223 @@
+"""What a member's question says besides its words: the people it names and the time it means.
+
+Pure functions, no I/O and no clock read (the caller passes ``now``):
+
+* :func:`name_grams` lists the word runs of a question that may be a member's display name
+  or alias known to the guild ("what did **Sam** name his dog?"), so notes those members took
+  part in rank higher.
+* :func:`time_range` turns a date or time phrase into the UTC interval it means, relative to
+  ``now`` in the guild's time zone: "yesterday", "last week", "this month", "three weeks
+  ago", "in May", "early March", "on March 3", "last Friday", "over the weekend". Notes from
+  that interval rank higher and are searched even when no word matches. A phrase it does not
+  know yields None, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+__all__ = ["TimeRange", "name_grams", "time_range"]
+
+_WORD = re.compile(r"[^\W_]+")
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        1,
+    )
+    for name in names
+}
+_WEEKDAYS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday", "sun"),
+        )
+    )
+    for name in names
+}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "couple": 2,
+    "three": 3,
+    "few": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+_UNITS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "month": 30, "months": 30}
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAY_NAMES = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
+_NUMBER_WORDS = "|".join(sorted(_NUMBERS, key=len, reverse=True))
+
+_AGO = re.compile(
+    rf"\b(?:(\d+)|(?:a\s+)?({_NUMBER_WORDS})(?:\s+of)?)\s+(days?|weeks?|months?)\s+ago\b"
+)
+_MONTH_DAY = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")
+_DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\b")
+_PART_OF_MONTH = re.compile(
+    rf"\b(early|mid|middle of|late|beginning of|start of|end of)\s+(?:the\s+)?({_MONTH_NAMES})\b"
+)
+_IN_MONTH = re.compile(rf"\b(?:in|during|of|from|since|back in)\s+({_MONTH_NAMES})\b")
+_WEEKDAY = re.compile(rf"\b(?:(last|on|this|past)\s+)({_WEEKDAY_NAMES})\b")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A UTC interval ``[start, end)`` in epoch seconds that a question refers to."""
+
+    start: float
+    end: float
+
+    def distance(self, start: float, end: float) -> float:
+        """Seconds between ``[start, end]`` and this range (0 when they overlap)."""
+        if end < self.start:
+            return self.start - end
+        if start >= self.end:
+            return start - self.end
+        return 0.0
+
+
+def name_grams(text: str, *, longest: int = 3) -> list[str]:
+    """Every run of one to ``longest`` words of ``text``, lower-cased, as names are stored.
+
+    Looking these up among the guild's known names finds "Sam" and "Maya Lee" in a
+    question without reading every name of the guild.
+    """
+    words = _WORD.findall(text.lower())
+    grams: dict[str, None] = {}
+    for size in range(1, longest + 1):
+        for start in range(len(words) - size + 1):
+            grams[" ".join(words[start : start + size])] = None
+    return list(grams)
+
+
+def _day_range(first: date, last: date, zone: ZoneInfo) -> TimeRange:
+    """The interval from the start of ``first`` to the end of ``last`` in ``zone``."""
+    start = datetime.combine(first, datetime.min.time(), tzinfo=zone)
+    end = datetime.combine(last + timedelta(days=1), datetime.min.time(), tzinfo=zone)
+    return TimeRange(start.timestamp(), end.timestamp())
+
+
+def _past_month(month: int, today: date) -> tuple[date, date]:
+    """First and last day of the most recent ``month`` not after ``today``."""
+    year = today.year if month <= today.month else today.year - 1
+    first = date(year, month, 1)
+    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
+    return first, following - timedelta(days=1)
+
+
+def _past_day(month: int, day: int, today: date) -> date | None:
+    """The most recent ``month``/``day`` not after ``today`` (None when no such date)."""
+    for year in (today.year, today.year - 1):
+        try:
+            found = date(year, month, day)
+        except ValueError:
+            return None
+        if found <= today:
+            return found
+    return None
+
+
+def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None:
+    """The interval a date or time phrase in ``text`` means, as of ``now``; None if none.
+
+    Relative phrases count back from ``now`` in ``timezone`` (the guild's zone); a month or
+    day without a year is the most recent one. A phrase may widen by a day either side, so
+    a conversation late in the evening still counts for "yesterday".
+    """
+    zone = ZoneInfo(timezone) if timezone != "UTC" else ZoneInfo("UTC")
+    lowered = " ".join(_WORD.findall(text.lower()))
+    today = datetime.fromtimestamp(now, tz=UTC).astimezone(zone).date()
+    week_start = today - timedelta(days=today.weekday())
+
+    found = _AGO.search(lowered)
+    if found:
+        count = int(found.group(1)) if found.group(1) else _NUMBERS[found.group(2)]
+        span = _UNITS[found.group(3)]
+        center = today - timedelta(days=count * span)
+        slack = max(1, span * max(1, count) // 3)
+        return _day_range(center - timedelta(days=slack), center + timedelta(days=slack), zone)
+    found = _MONTH_DAY.search(lowered) or _DAY_OF_MONTH.search(lowered)
+    if found:
+        groups = found.groups()
+        month_name, day_text = (groups[0], groups[1]) if groups[0] in _MONTHS else groups[::-1]
+        day = _past_day(_MONTHS[month_name], int(day_text), today)
+        if day is not None:
+            return _day_range(day - timedelta(days=1), day + timedelta(days=1), zone)
+    found = _PART_OF_MONTH.search(lowered)
+    if found:
+        first, last = _past_month(_MONTHS[found.group(2)], today)
+        part = found.group(1)
+        if part in ("early", "beginning of", "start of"):
+            return _day_range(first, first + timedelta(days=10), zone)
+        if part in ("late", "end of"):
+            return _day_range(last - timedelta(days=10), last, zone)
+        return _day_range(first + timedelta(days=9), first + timedelta(days=20), zone)
+    found = _IN_MONTH.search(lowered)
+    if found:
+        first, last = _past_month(_MONTHS[found.group(1)], today)
+        return _day_range(first, last, zone)
+    found = _WEEKDAY.search(lowered)
+    if found:
+        back = (today.weekday() - _WEEKDAYS[found.group(2)]) % 7
+        if found.group(1) in ("last", "past") and back == 0:
+            back = 7
+        day = today - timedelta(days=back)
+        return _day_range(day, day, zone)
+    phrases: tuple[tuple[str, tuple[date, date]], ...] = (
+        ("day before yesterday", (today - timedelta(days=2), today - timedelta(days=2))),
+        ("yesterday", (today - timedelta(days=1), today - timedelta(days=1))),
+        ("last night", (today - timedelta(days=1), today)),
+        ("today", (today, today)),
+        ("tonight", (today, today)),
+        ("this morning", (today, today)),
+        ("last weekend", (week_start - timedelta(days=3), week_start - timedelta(days=1))),
+        ("the weekend", (week_start - timedelta(days=3), week_start - timedelta(days=1))),
+        ("last week", (week_start - timedelta(days=7), week_start - timedelta(days=1))),
+        ("past week", (today - timedelta(days=7), today)),
+        ("this week", (week_start, today)),
+        ("recently", (today - timedelta(days=14), today)),
+        ("lately", (today - timedelta(days=14), today)),
+        ("last month", _past_month(12 if today.month == 1 else today.month - 1, today)),
+        ("this month", (today.replace(day=1), today)),
+        ("past month", (today - timedelta(days=30), today)),
+        ("earlier this year", (today.replace(month=1, day=1), today)),
+        ("this year", (today.replace(month=1, day=1), today)),
+        ("last year", (date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))),
+    )
+    padded = f" {lowered} "
+    for phrase, (first, last) in phrases:
+        if f" {phrase} " in padded:
+            return _day_range(first - timedelta(days=1), last + timedelta(days=1), zone)
+    return None
