@@ -86,6 +86,9 @@ def test_search_ranks_the_matching_note_first(
     first = result.out.splitlines()[0]
     assert first.startswith(" 1. ")
     assert "Austin" in result.out
+    # The message that said it is quoted under its note, with its author and date.
+    quoted = [line for line in result.out.splitlines() if line.lstrip().startswith("> ")]
+    assert any("I live in Austin" in line and ", Apr " in line for line in quoted), result.out
 
 
 def test_search_usage_errors(

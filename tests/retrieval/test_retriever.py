@@ -30,6 +30,8 @@ from vivy.retrieval import (
     Retriever,
     RetrieverStatistics,
 )
+from vivy.storage import evidence
+from vivy.storage.buffers import delete_stored_message
 from vivy.storage.db import Connection, Database
 
 pytestmark = pytest.mark.anyio
@@ -423,3 +425,41 @@ async def test_search_notes_raises_on_storage_failure(tmp_path: Path) -> None:
     world.db.failing = {"ranked_notes"}
     with pytest.raises(StorageError):
         await world.retriever.search_notes(GUILD, "Bento")
+
+
+def keep_evidence(
+    conn: Connection, note_id: int, lines: Sequence[tuple[int, int, str, str]]
+) -> None:
+    """Give a stored note kept lines ``(message id, author id, name, text)`` and windows."""
+    conn.executemany(
+        "INSERT INTO note_lines (message_id, note_id, author_id, author_name, text, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(m, note_id, a, n, t, WALL0 - 2 * 86400.0) for m, a, n, t in lines],
+    )
+    windows = evidence.windows_of([(m, n, t) for m, _, n, t in lines])
+    evidence.insert_windows(conn, note_id, GUILD, windows, [])
+
+
+async def test_reply_context_quotes_the_matching_lines_and_forgets_a_deleted_one(
+    tmp_path: Path,
+) -> None:
+    """Under the note it found, the context quotes what was said that matched the question;
+    after a Discord delete of that message it is quoted no more."""
+    world = make_world(tmp_path)
+    await world.db.write(
+        keep_evidence,
+        world.ids["bento"],
+        [
+            (901, SAM, "Sam", "Bento did his first roll over at the dog park"),
+            (902, MAYA, "Maya", "good boy!!"),
+            (903, SAM, "Sam", "next we practise shake"),
+        ],
+    )
+    context = await world.retriever.build_context(ask("where did Bento first roll over?"))
+    assert "  > Sam, Feb " in context.xml
+    assert "Bento did his first roll over at the dog park" in context.xml
+    await world.db.write(delete_stored_message, 901)
+    world.retriever.clear_cache()
+    context = await world.retriever.build_context(ask("where did Bento first roll over?"))
+    assert "dog park" not in context.xml
+    assert world.ids["bento"] in context.note_ids

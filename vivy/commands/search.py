@@ -1,8 +1,8 @@
 """``vivy search --guild G QUERY``: the retriever's ranking of a guild's notes for a query.
 
 It embeds the query with the configured embedding model (the offline one without a key),
-searches the guild's notes by vector and by keyword, fuses them as replies do, and prints the
-hits with their scores. Read-only.
+searches the guild's notes and their evidence as replies do, and prints the hits with their
+scores and, under each, the kept messages that matched (author, date, text). Read-only.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import anyio
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
 from vivy.commands.importer import llm_factory
-from vivy.retrieval import Retriever
+from vivy.retrieval import NoteHit, Retriever
+from vivy.retrieval.context import clip
 from vivy.storage.db import Database
-from vivy.storage.notes import short_date
+from vivy.storage.notes import note_date, short_date
 
 __all__ = ["register", "search"]
 
@@ -57,25 +58,23 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
     if not hits:
         print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)
         return 0
-    for rank, (score, day, title, channel, summary) in enumerate(hits, start=1):
-        where = f"#{channel}" if channel else "all channels"
-        print(f"{rank:2}. {score:.3f}  [{short_date(day)}] {title}  ({where})")
-        print(f"    {summary[:200]}")
+    for rank, hit in enumerate(hits, start=1):
+        note = hit.note
+        where = f"#{note.channel_name}" if note.channel_name else "all channels"
+        print(f"{rank:2}. {hit.score:.3f}  [{short_date(note.note_date)}] {note.title}  ({where})")
+        print(f"    {note.summary[:200]}")
+        for line in hit.lines:
+            said = short_date(note_date(line.created_at))
+            print(f"      > {line.author_name}, {said}: {clip(line.text, 160)}")
     return 0
 
 
-async def _search(
-    path: Path, guild_id: int, query: str, limit: int
-) -> list[tuple[float, str, str, str, str]]:
+async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[NoteHit]:
     llm = llm_factory(os.environ)()
     db = Database.open(path)
     try:
         retriever = Retriever(db, llm, Clock.starting_at(time.time()))
-        found = await retriever.search_notes(guild_id, query, limit)
+        return await retriever.search_notes(guild_id, query, limit)
     finally:
         await llm.aclose()
         db.close()
-    return [
-        (hit.score, hit.note.note_date, hit.note.title, hit.note.channel_name, hit.note.summary)
-        for hit in found
-    ]
