@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.storage import count_buffers
 from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
 from vivy.storage import buffers as store
@@ -140,7 +141,7 @@ async def test_a_redelivery_after_the_cap_in_the_same_burst_is_a_duplicate(
             IngestOutcome.DUPLICATE,
             IngestOutcome.STORED,
         ]
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 1, "closed": 1}
         (open_row,) = await h.db.read(store.open_buffer_rows)
         stored = await h.db.read(store.load_buffer, open_row.id)
@@ -255,7 +256,7 @@ async def test_thousand_channels_each_flush_once(tmp_path: Path) -> None:
         assert len(ids) == 1000 and len(set(ids)) == 1000
         assert {t for _, t in h.hand_off.received} == {1500.0}
         assert h.router.statistics().active_actors == 0
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 0, "closed": 1000}
 
 
@@ -308,5 +309,5 @@ async def test_crashed_actor_is_restarted_from_the_database(tmp_path: Path) -> N
         assert h.router.statistics().restarts == 1
         assert await h.router.ingest(message(2)) is IngestOutcome.STORED
         assert await h.router.ingest(message(1)) is IngestOutcome.DUPLICATE
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 1, "closed": 1}

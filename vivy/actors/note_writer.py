@@ -4,9 +4,8 @@ It takes buffer ids from the channel actors (and, at start-up, every closed buff
 the outbox), and for each one either discards it (fewer messages than the minimum, no LLM
 call) or asks the flash model for a note, embeds the note's contextualised text, and commits
 note, embedding, participants, buffer deletion and one pending profile update per participant
-in one transaction. A failure leaves the buffer pending; it is retried with backoff. The
-lifecycle of each buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer`
-machine as in the channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
+in one transaction. A failure leaves the buffer pending; it is retried with backoff. This
+part of a buffer's life is the outbox's: a closed row stays until its note is committed.
 """
 
 from __future__ import annotations
@@ -26,14 +25,6 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import NoteInput, TranscriptLine
-from vivy.state.buffer import (
-    BufferConfig,
-    ChannelBuffer,
-    HandedOff,
-    NoteCommitted,
-    NoteFailed,
-    Restored,
-)
 from vivy.state.guards import clean_note
 from vivy.storage import buffers as buffer_store
 from vivy.storage import notes as note_store
@@ -170,14 +161,10 @@ class NoteWriter:
             return None  # already noted or discarded
         row = stored.row
         bound = bound.bind(guild_id=row.guild_id, channel_id=row.channel_id)
-        machine = ChannelBuffer(BufferConfig(inactivity_s=row.inactivity_s))
-        machine.handle(Restored(row.snapshot(frozenset(m.message_id for m in stored.messages))), 0)
-        machine.handle(HandedOff(), self._clock.now())
         if len(stored.messages) < self._min_messages:
             if await self._db.write(note_store.discard_buffer, buffer_id):
                 self._observer.buffer_discarded()
                 bound.debug("buffer too small for a note; discarded", messages=len(stored.messages))
-            machine.handle(NoteCommitted(None), self._clock.now())
             return None
         lines = tuple(
             TranscriptLine(m.author_id, m.author_name, m.text, m.created_at)
@@ -201,7 +188,6 @@ class NoteWriter:
             )
             [embedding] = await self._llm.embed([text], EmbeddingTask.DOCUMENT)
         except LLMError as exc:
-            machine.handle(NoteFailed(str(exc)), self._clock.now())
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
             retry_at = self._clock.now() + delay
             await self._db.write(buffer_store.record_note_failure, buffer_id, str(exc), retry_at)
@@ -236,7 +222,6 @@ class NoteWriter:
             updates_due_at=note.created_at + self._profile_delay_s,
         )
         note_id = await self._db.write(commit, buffer_id, note)
-        machine.handle(NoteCommitted(note_id), self._clock.now())
         if note_id is None:
             return None
         self._observer.note_written("conversation")

@@ -18,6 +18,7 @@ from vivy.metrics.registry import (
     ProfileUpdateOutcome,
     SchedulerPass,
 )
+from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
 
 __all__ = ["MetricsObserver"]
@@ -41,10 +42,10 @@ class MetricsObserver:
         """A buffer opened."""
         self.metrics.open_buffers.inc()
 
-    def buffer_closed(self, reason: str) -> None:
+    def buffer_closed(self, reason: CloseReason) -> None:
         """A buffer closed for ``reason``."""
         self.metrics.open_buffers.dec()
-        self.metrics.buffer_flushes.labels(reason=FlushReason(reason)).inc()
+        self.metrics.buffer_flushes.labels(reason=FlushReason(reason.value)).inc()
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
