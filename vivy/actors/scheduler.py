@@ -139,7 +139,7 @@ class Scheduler:
     async def run_day(self, day: date) -> JobReport:
         """Run (or resume) the job for one local day; runs never overlap."""
         async with self._lock:
-            started = anyio.current_time()
+            started = self._clock.monotonic()
             report = JobReport(day, ran_at=self._clock.now())
             start, end = day_bounds(day, self._zone)
             for guild_id in await self._db.read(jobs.guilds_with_notes, start, end):
@@ -148,7 +148,7 @@ class Scheduler:
             if report.complete:
                 now = self._clock.now()
                 await self._db.write(jobs.record_run, day, now)
-                self._observer.job_succeeded(now, anyio.current_time() - started)
+                self._observer.job_succeeded(now, self._clock.monotonic() - started)
             log.info(
                 "nightly job ran",
                 day=day.isoformat(),
