@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import NamedTuple, TypeAlias
 
 from vivy.errors import IllegalTransition
@@ -115,8 +115,8 @@ class Trigger(Enum):
     __hash__ = object.__hash__
 
 
-class CloseReason(Enum):
-    """Why a buffer closed."""
+class CloseReason(StrEnum):
+    """Why a buffer closed (also the ``reason`` label of the buffer-flush metric)."""
 
     INACTIVITY = "inactivity"
     MAX_AGE = "max_age"
