@@ -35,6 +35,7 @@ from vivy.state.buffer import (
     DeleteMessage,
     EditMessage,
     Effect,
+    Ignore,
     Incoming,
     OpenBuffer,
     Restored,
@@ -189,6 +190,8 @@ class ChannelActor:
         self._hand_off = hand_off
         self._observer = observer
         self._retire = retire
+        # Each buffer's inactivity window is drawn when it opens (``window``) or read back
+        # from its row when restored; the minimum only stands in until then.
         self._machine = ChannelBuffer(
             BufferConfig(
                 inactivity_s=settings.inactivity_min_s,
@@ -266,7 +269,7 @@ class ChannelActor:
         moved.
         """
         applied = _Applied(self._buffer_id)
-        if effects:
+        if any(type(effect) is not Ignore for effect in effects):  # else nothing to store
             applied = await self._db.write(_apply, self.key, self._buffer_id, effects)
         self._buffer_id = applied.buffer_id
         for _ in range(applied.opened):
