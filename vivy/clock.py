@@ -46,8 +46,11 @@ class Clock:
 
 
 def system_now() -> float:
-    """The system's UTC wall time in epoch seconds: read once by an entry point, to start a
-    :class:`Clock` or to stamp a one-shot command, and nowhere else."""
+    """The system's UTC wall time in epoch seconds.
+
+    Only an entry point reads it, once: to start a :class:`Clock`, or to stamp a one-shot
+    command that runs outside an event loop.
+    """
     return time.time()
 
 

@@ -354,8 +354,7 @@ class BatchPlan:
 
 
 class ChannelBuffer:
-    """The buffers of one channel (or thread): the current one's state and data, and the
-    watermark of those closed.
+    """The buffers of one channel (or thread): the current one's state, and the watermark.
 
     ``window`` gives a new buffer its inactivity window from its first message id (Vivy draws
     it per buffer); without it every buffer has ``config.inactivity_s``.
@@ -589,8 +588,10 @@ class ChannelBuffer:
             self._close(Trigger.DEADLINE_PASSED, reason, now, effects)
 
     def _due(self, now: float) -> CloseReason | None:
-        """The reason of the earliest deadline if ``now`` has reached it: the one place that
-        decides whether a deadline is due."""
+        """The reason of the earliest deadline if ``now`` has reached it, else None.
+
+        This is the one place that decides whether a deadline is due.
+        """
         inactivity, max_age = self.inactivity_deadline, self.max_age_deadline
         if now < min(inactivity, max_age):
             return None
