@@ -170,7 +170,7 @@ class Router:
         )
         ack = Ack()
         key = (message.guild_id, message.channel_id)
-        item = Item(MessageCreated(buffered, message.channel_name, truncated), ack)
+        item = (MessageCreated(buffered, message.channel_name, truncated), ack)
         if not self._queue_nowait(key, item):  # the common case needs no coroutine
             await self._queue(key, item)
         return ack
@@ -185,9 +185,9 @@ class Router:
         key = ChannelKey(edit.guild_id, edit.channel_id)
         ack = Ack()
         if normalized is None:
-            await self._queue(key, Item(MessageDeleted(edit.message_id), ack))
+            await self._queue(key, (MessageDeleted(edit.message_id), ack))
         else:
-            await self._queue(key, Item(MessageEdited(edit.message_id, normalized[0]), ack))
+            await self._queue(key, (MessageEdited(edit.message_id, normalized[0]), ack))
         return await ack.wait()
 
     async def delete(self, delete: IncomingDelete) -> IngestOutcome:
@@ -195,7 +195,7 @@ class Router:
         ack = Ack()
         await self._queue(
             ChannelKey(delete.guild_id, delete.channel_id),
-            Item(MessageDeleted(delete.message_id), ack),
+            (MessageDeleted(delete.message_id), ack),
         )
         return await ack.wait()
 

@@ -332,6 +332,8 @@ class BatchPlan:
 
     effects: list[Effect] = field(default_factory=list)
     answers: list[_Answer] = field(default_factory=list)
+    #: Whether some answer waits for storage: an edit or delete, whose message may be gone.
+    lookups: bool = False
 
     def outcomes(self, found: Mapping[int, bool], taken: frozenset[int]) -> list[IngestOutcome]:
         """Each item's outcome, in order, once the effects are committed.
@@ -339,6 +341,8 @@ class BatchPlan:
         ``found`` says, by effect index, whether an edit or delete found its message;
         ``taken`` holds the created ids that another buffer already held (a replay).
         """
+        if not taken and not self.lookups:  # the common case: as planned
+            return [answer[0] for answer in self.answers]
         outcomes: list[IngestOutcome] = []
         for outcome, index, message_id in self.answers:
             if message_id is not None and message_id in taken:
@@ -415,6 +419,7 @@ class ChannelBuffer:
                 self._plan_burst(burst, now, plan)
                 burst = []
             before = len(plan.effects)
+            plan.lookups = True
             if type(item) is MessageEdited:
                 self._on_edited(item, now, plan.effects)
                 plan.answers.append((IngestOutcome.EDITED, before, None))
