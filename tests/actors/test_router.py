@@ -209,6 +209,19 @@ async def test_edit_reaches_a_closed_buffer_awaiting_its_note(tmp_path: Path) ->
         assert await h.db.read(texts) == ["fixed"]
 
 
+async def test_an_edit_in_the_batch_that_filled_the_cap_reaches_the_closed_buffer(
+    tmp_path: Path,
+) -> None:
+    """A batch may go on after its messages filled the buffer: its edit is applied, no crash."""
+    async with running_router(tmp_path / "v.db") as h:
+        acks = [await h.router.submit(message(i, text=f"m{i}")) for i in range(1, 101)]
+        assert await h.router.edit(IncomingEdit(GUILD, 1, 100, "fixed")) is IngestOutcome.EDITED
+        assert [ack.result() for ack in acks] == [IngestOutcome.STORED] * 100
+        assert len(h.hand_off.received) == 1
+        assert (await h.db.read(texts))[-1] == "fixed"
+        assert h.router.statistics().restarts == 0
+
+
 async def test_bots_blacklisted_and_opted_out_are_never_stored(tmp_path: Path) -> None:
     """Vivy, other bots, blacklisted and opted-out members leave no row behind."""
     policy = CapturePolicy(own_user_id=1, blacklisted_users=frozenset({66}))
