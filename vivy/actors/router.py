@@ -7,8 +7,8 @@ its buffer has been handed off and its mailbox is empty; the check and the remov
 happen without an await in between, so no message can slip into a retiring actor's mailbox.
 
 The router also keeps every actor's timer: one task waits for the earliest deadline of all
-channels and rings that actor's mailbox, so an actor sleeps on its mailbox alone and a wake-up
-costs no timer set-up of its own.
+channels and rings that actor's mailbox with the deadline reached, so an actor sleeps on its
+mailbox alone and a wake-up costs no timer set-up of its own.
 """
 
 from __future__ import annotations

@@ -444,9 +444,11 @@ class ChannelBuffer:
         answers = plan.answers
         last = plan.effects[-1]  # a burst's Ignore of duplicates comes last
         if not (isinstance(last, Ignore) and last.reason is IgnoreReason.DUPLICATE):
-            for created in burst:
-                outcome = IngestOutcome.TRUNCATED if created.truncated else IngestOutcome.STORED
-                answers.append((outcome, -1, created.message.message_id))
+            stored, truncated = IngestOutcome.STORED, IngestOutcome.TRUNCATED
+            answers += [
+                (truncated if created.truncated else stored, -1, created.message.message_id)
+                for created in burst
+            ]
             return
         stored = {
             m.message_id
