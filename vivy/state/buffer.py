@@ -444,9 +444,9 @@ class ChannelBuffer:
         answers = plan.answers
         last = plan.effects[-1]  # a burst's Ignore of duplicates comes last
         if not (isinstance(last, Ignore) and last.reason is IgnoreReason.DUPLICATE):
-            stored, truncated = IngestOutcome.STORED, IngestOutcome.TRUNCATED
+            plain, cut = IngestOutcome.STORED, IngestOutcome.TRUNCATED
             answers += [
-                (truncated if created.truncated else stored, -1, created.message.message_id)
+                (cut if created.truncated else plain, -1, created.message.message_id)
                 for created in burst
             ]
             return
@@ -465,7 +465,8 @@ class ChannelBuffer:
             else:
                 answers.append((IngestOutcome.DUPLICATE, -1, None))
 
-    # Handlers: each step enters its trigger's state before changing any data ---------------
+    # Handlers. Every step moves through the table; an event's first step, the one that can be
+    # illegal, does so before any data changes (later steps of a burst are legal by design).
 
     def _enter(self, trigger: Trigger) -> None:
         self.state = next_state(self.state, trigger)
