@@ -7,12 +7,13 @@ component reads time here and nowhere else, so virtual time drives the whole sys
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio
 
-__all__ = ["Clock", "format_utc", "parse_utc"]
+__all__ = ["Clock", "parse_utc", "system_now"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,18 +40,18 @@ class Clock:
         """The current UTC wall time in epoch seconds."""
         return self.wall_origin + (anyio.current_time() - self.mono_origin)
 
-    def now_datetime(self) -> datetime:
-        """The current UTC wall time as an aware datetime."""
-        return datetime.fromtimestamp(self.now(), tz=UTC)
-
     def to_monotonic(self, wall: float) -> float:
         """The monotonic instant at which wall time ``wall`` is reached."""
         return self.mono_origin + (wall - self.wall_origin)
 
 
-def format_utc(wall: float) -> str:
-    """ISO-8601 UTC text (``2026-02-23T18:04:05.123456+00:00``) for epoch seconds."""
-    return datetime.fromtimestamp(wall, tz=UTC).isoformat(timespec="microseconds")
+def system_now() -> float:
+    """The system's UTC wall time in epoch seconds.
+
+    Only an entry point reads it, once: to start a :class:`Clock`, or to stamp a one-shot
+    command that runs outside an event loop.
+    """
+    return time.time()
 
 
 def parse_utc(text: str) -> float:

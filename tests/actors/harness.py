@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -9,15 +10,42 @@ from pathlib import Path
 
 import anyio
 
-from vivy.actors.router import CountingObserver, Router
+from vivy.actors.router import Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.state.gate import CapturePolicy, IncomingMessage
+from vivy.state.buffer import CloseReason
+from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage.db import Database
 
 #: 2026-03-02T00:00:00Z, the wall time at virtual time zero of every test.
 WALL0 = 1772409600.0
 GUILD = 100
+
+
+@dataclass
+class CountingObserver:
+    """An :class:`~vivy.actors.router.IngestObserver` that only counts what it is told."""
+
+    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
+    opened: int = 0
+    closed: Counter[str] = field(default_factory=Counter)
+    restarts: int = 0
+
+    def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
+        """Count ``count`` events of one outcome."""
+        self.outcomes[outcome] += count
+
+    def buffer_opened(self) -> None:
+        """Count an opened buffer."""
+        self.opened += 1
+
+    def buffer_closed(self, reason: CloseReason) -> None:
+        """Count a closed buffer by reason (its value, as the metric label shows it)."""
+        self.closed[reason.value] += 1
+
+    def actor_restarted(self) -> None:
+        """Count an actor restart."""
+        self.restarts += 1
 
 
 @dataclass

@@ -17,6 +17,7 @@ from vivy.clock import Clock
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM
 from vivy.state.gate import CapturePolicy
+from vivy.state.profile import Rejection
 from vivy.storage.db import Database
 
 from .harness import FIXED, WALL0, CountingObserver
@@ -43,7 +44,7 @@ class PipelineObserver(CountingObserver):
         """Count a profile update outcome."""
         self.updates[outcome] += 1
 
-    def fact_rejected(self, reason: str) -> None:
+    def fact_rejected(self, reason: Rejection) -> None:
         """Count a rejected fact."""
         self.rejected[reason] += 1
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.storage import count_buffers
 from vivy.actors.router import Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
@@ -127,7 +128,7 @@ async def test_concurrent_channels_are_all_durable(tmp_path: Path) -> None:
     reopened = Database.open(path)
     try:
         assert reopened.read_sync(rows_per_channel) == Counter(dict.fromkeys(range(1, 51), 20))
-        assert reopened.read_sync(store.count_buffers) == {"open": 50, "closed": 0}
+        assert reopened.read_sync(count_buffers) == {"open": 50, "closed": 0}
     finally:
         reopened.close()
 

@@ -53,3 +53,12 @@ async def test_an_earlier_key_wakes_a_waiting_taker_and_a_later_one_waits_its_tu
         ("hour", WALL0 + 3600),
     ]
     assert len(queue) == 1
+
+
+async def test_get_due_also_says_which_due_time_was_reached() -> None:
+    """The due time comes back exactly as queued, so the taker need not compare clocks again."""
+    clock = Clock.starting_at(WALL0)
+    queue: DueQueue[str] = DueQueue(clock)
+    queue.put("channel", WALL0 + 1500.123)
+    assert await queue.get_due() == ("channel", WALL0 + 1500.123)
+    assert anyio.current_time() == clock.to_monotonic(WALL0 + 1500.123)

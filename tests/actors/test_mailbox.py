@@ -40,11 +40,13 @@ async def test_a_sleeping_actor_wakes_for_an_item_and_for_its_timer() -> None:
         assert woke == []
         mailbox.put_nowait("hello")
         await anyio.sleep(5)
-        assert not mailbox.rung
-        mailbox.ring()
+        assert mailbox.rung is None
+        mailbox.ring(1234.5)
     assert woke == [start + 5, start + 10]
-    assert mailbox.rung  # the actor answers the doorbell by clearing it
+    assert mailbox.rung == 1234.5  # the actor answers the doorbell by clearing it
     await mailbox.wait()  # returns at once while rung
+    mailbox.ring(1000.0)
+    assert mailbox.rung == 1234.5  # two rings before an answer keep the later deadline
 
 
 async def test_a_full_mailbox_makes_senders_wait_and_lets_them_in_in_order() -> None:

@@ -11,7 +11,7 @@ from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Connection, Database
 
-from .harness import GUILD, message
+from .harness import GUILD, WALL0, message
 from .pipeline import running_pipeline
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +37,8 @@ async def test_conversation_becomes_note_and_profile_facts(tmp_path: Path) -> No
             await anyio.sleep(60)
         await anyio.sleep(3600)
         assert p.observer.notes == {"conversation": 1}
-        notes = await p.db.read(note_store.notes_of_day, GUILD, "2026-03-02", "conversation")
+        day = (WALL0, WALL0 + 86400)  # 2026-03-02 in UTC
+        notes = await p.db.read(note_store.notes_between, GUILD, *day, "conversation")
         assert len(notes) == 1
         note = notes[0]
         assert {x.user_id for x in note.participants} == {11, 12}

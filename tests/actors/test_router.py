@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.storage import count_buffers
 from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
 from vivy.storage import buffers as store
@@ -140,7 +141,7 @@ async def test_a_redelivery_after_the_cap_in_the_same_burst_is_a_duplicate(
             IngestOutcome.DUPLICATE,
             IngestOutcome.STORED,
         ]
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 1, "closed": 1}
         (open_row,) = await h.db.read(store.open_buffer_rows)
         stored = await h.db.read(store.load_buffer, open_row.id)
@@ -208,6 +209,19 @@ async def test_edit_reaches_a_closed_buffer_awaiting_its_note(tmp_path: Path) ->
         assert await h.db.read(texts) == ["fixed"]
 
 
+async def test_an_edit_in_the_batch_that_filled_the_cap_reaches_the_closed_buffer(
+    tmp_path: Path,
+) -> None:
+    """A batch may go on after its messages filled the buffer: its edit is applied, no crash."""
+    async with running_router(tmp_path / "v.db") as h:
+        acks = [await h.router.submit(message(i, text=f"m{i}")) for i in range(1, 101)]
+        assert await h.router.edit(IncomingEdit(GUILD, 1, 100, "fixed")) is IngestOutcome.EDITED
+        assert [ack.result() for ack in acks] == [IngestOutcome.STORED] * 100
+        assert len(h.hand_off.received) == 1
+        assert (await h.db.read(texts))[-1] == "fixed"
+        assert h.router.statistics().restarts == 0
+
+
 async def test_bots_blacklisted_and_opted_out_are_never_stored(tmp_path: Path) -> None:
     """Vivy, other bots, blacklisted and opted-out members leave no row behind."""
     policy = CapturePolicy(own_user_id=1, blacklisted_users=frozenset({66}))
@@ -255,7 +269,7 @@ async def test_thousand_channels_each_flush_once(tmp_path: Path) -> None:
         assert len(ids) == 1000 and len(set(ids)) == 1000
         assert {t for _, t in h.hand_off.received} == {1500.0}
         assert h.router.statistics().active_actors == 0
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 0, "closed": 1000}
 
 
@@ -308,5 +322,5 @@ async def test_crashed_actor_is_restarted_from_the_database(tmp_path: Path) -> N
         assert h.router.statistics().restarts == 1
         assert await h.router.ingest(message(2)) is IngestOutcome.STORED
         assert await h.router.ingest(message(1)) is IngestOutcome.DUPLICATE
-        counts = await h.db.read(store.count_buffers)
+        counts = await h.db.read(count_buffers)
         assert counts == {"open": 1, "closed": 1}

@@ -8,14 +8,6 @@ import pytest
 
 import vivy.cli
 
-OPERATOR_COMMANDS = (
-    "vivy.commands.importer",
-    "vivy.commands.inspect",
-    "vivy.commands.db",
-    "vivy.commands.migrate",
-    "vivy.commands.reembed",
-)
-
 
 @dataclass(frozen=True)
 class Result:
@@ -26,12 +18,8 @@ class Result:
     err: str
 
 
-def run_cli(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str
-) -> Result:
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Result:
     """Run ``vivy ARGV...`` in-process; a usage error's ``SystemExit`` becomes its code."""
-    modules = tuple(dict.fromkeys((*vivy.cli.COMMAND_MODULES, *OPERATOR_COMMANDS)))
-    monkeypatch.setattr(vivy.cli, "COMMAND_MODULES", modules)
     capsys.readouterr()
     try:
         code = vivy.cli.main(list(argv))

@@ -47,7 +47,7 @@ def test_check_passes_on_a_healthy_database(
     """A fresh import passes every check: exit 0 and one line per check."""
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(imported))
+    r = run_cli(capsys, "db", "check", "--db", str(imported))
     assert r.code == 0, r.out
     assert r.out.splitlines() == [
         "integrity_check: ok",
@@ -71,20 +71,20 @@ def test_check_reports_evidence_of_another_guild(
 
 
 def test_check_reports_a_foreign_key_violation(
-    copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A participant row of a deleted note fails the check with exit 1."""
     _raw(
         copy, "INSERT INTO note_participants (note_id, user_id, display_name) VALUES (999, 1, 'x')"
     )
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(copy))
+    r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
     assert "foreign_key_check: 1 violations" in r.out
     assert "problem: foreign key: note_participants row" in r.out
 
 
 def test_check_reports_vectors_that_do_not_match_the_notes(
-    copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A recorded dimension that differs from vec_notes, or a note without vector, fails."""
     _raw(copy, "UPDATE meta SET value = '384' WHERE key = 'embedding_dimension'")
@@ -95,18 +95,16 @@ def test_check_reports_vectors_that_do_not_match_the_notes(
         " '2026-04-06', 'offline', 0)"
     )
     conn.close()
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(copy))
+    r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
     assert "problem: vec_notes holds 768-dimensional vectors but meta records 384" in r.out
     assert "problem: 7 notes but 6 note vectors" in r.out
 
 
-def test_check_reports_a_newer_schema(
-    copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_reports_a_newer_schema(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A schema version this Vivy does not know is a problem."""
     _raw(copy, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(copy))
+    r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
     assert (
         f"schema version: {SCHEMA_VERSION + 1} (this Vivy supports {SCHEMA_VERSION}) MISMATCH"
@@ -119,7 +117,7 @@ def test_check_warns_when_the_configured_model_differs(
 ) -> None:
     """With a Gemini key set, the offline vectors draw a warning naming `vivy reembed`."""
     monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(imported))
+    r = run_cli(capsys, "db", "check", "--db", str(imported))
     assert r.code == 0
     assert "warning: the configured embedding model is gemini-embedding-001" in r.out
     assert "`vivy reembed`" in r.out
@@ -134,39 +132,36 @@ def test_missing_database_is_an_error(
 ) -> None:
     """Checking or backing up a file that does not exist fails and creates nothing."""
     monkeypatch.chdir(tmp_path)
-    r = run_cli(monkeypatch, capsys, *argv, "--db", "missing.db")
+    r = run_cli(capsys, *argv, "--db", "missing.db")
     assert r.code == 1
     assert r.err.strip() == "vivy db: no such database file: missing.db"
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_check_of_a_file_that_is_not_a_database(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Garbage is reported as unreadable, with exit 1."""
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not sqlite" * 100)
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(junk))
+    r = run_cli(capsys, "db", "check", "--db", str(junk))
     assert r.code == 1
     assert r.err.startswith(f"vivy db: cannot open database {junk}: file is not a database")
 
 
-def test_db_without_action_is_a_usage_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_db_without_action_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """`vivy db` alone exits 2."""
-    assert run_cli(monkeypatch, capsys, "db").code == 2
+    assert run_cli(capsys, "db").code == 2
 
 
 def test_backup_writes_a_checked_copy(
     imported: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The backup has the same rows, opens with sqlite-vec and passes integrity_check."""
     target = tmp_path / "backup.db"
-    r = run_cli(monkeypatch, capsys, "db", "backup", str(target), "--db", str(imported))
+    r = run_cli(capsys, "db", "backup", str(target), "--db", str(imported))
     assert r.code == 0, r.err
     assert r.out.startswith(f"backed up {imported} to {target} (")
     assert r.out.rstrip().endswith("integrity_check: ok")
@@ -184,19 +179,16 @@ def test_backup_writes_a_checked_copy(
 def test_backup_refuses_to_overwrite_without_force(
     imported: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """An existing target is kept (exit 1) unless --force replaces it."""
     target = tmp_path / "backup.db"
     target.write_text("precious")
-    r = run_cli(monkeypatch, capsys, "db", "backup", str(target), "--db", str(imported))
+    r = run_cli(capsys, "db", "backup", str(target), "--db", str(imported))
     assert r.code == 1
     assert r.err.strip() == f"vivy db: {target} already exists; pass --force to replace it"
     assert target.read_text() == "precious"
-    forced = run_cli(
-        monkeypatch, capsys, "db", "backup", str(target), "--force", "--db", str(imported)
-    )
+    forced = run_cli(capsys, "db", "backup", str(target), "--force", "--db", str(imported))
     assert forced.code == 0
     assert snapshot(target) == snapshot(imported)
 
@@ -204,11 +196,10 @@ def test_backup_refuses_to_overwrite_without_force(
 def test_backup_into_a_missing_directory_fails(
     imported: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A target in a directory that does not exist is refused before copying."""
     target = tmp_path / "nope" / "b.db"
-    r = run_cli(monkeypatch, capsys, "db", "backup", str(target), "--db", str(imported))
+    r = run_cli(capsys, "db", "backup", str(target), "--db", str(imported))
     assert r.code == 1
     assert "no such directory" in r.err

@@ -21,7 +21,7 @@ def test_import_prints_the_report(
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
     db = tmp_path / "v.db"
-    r = run_cli(monkeypatch, capsys, "import", str(TWO_DAYS), "--db", str(db))
+    r = run_cli(capsys, "import", str(TWO_DAYS), "--db", str(db))
     assert r.code == 0, r.err
     assert r.out.splitlines() == [
         f"imported 1 file into {db} (offline LLM)",
@@ -41,8 +41,8 @@ def test_reimport_with_a_later_export_via_vivy_db(
     """VIVY_DB names the database; known ids are counted, repeated copies too."""
     db = tmp_path / "v.db"
     monkeypatch.setenv("VIVY_DB", str(db))
-    assert run_cli(monkeypatch, capsys, "import", str(TWO_DAYS)).code == 0
-    r = run_cli(monkeypatch, capsys, "import", str(TWO_DAYS), str(THREAD_LATER))
+    assert run_cli(capsys, "import", str(TWO_DAYS)).code == 0
+    r = run_cli(capsys, "import", str(TWO_DAYS), str(THREAD_LATER))
     assert r.code == 0
     assert (
         "  messages:    27 seen (3 more repeated across files), 2 stored, 23 imported before"
@@ -52,15 +52,15 @@ def test_reimport_with_a_later_export_via_vivy_db(
 
 
 def test_malformed_file_is_one_line_and_changes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A bad file exits 1 with `vivy import: file: field: problem` and no write."""
     db = tmp_path / "v.db"
-    assert run_cli(monkeypatch, capsys, "import", str(TWO_DAYS), "--db", str(db)).code == 0
+    assert run_cli(capsys, "import", str(TWO_DAYS), "--db", str(db)).code == 0
     before = snapshot(db)
     bad = tmp_path / "export.json"
     bad.write_text(TWO_DAYS.read_text().replace('"isBot": false', '"isBot": "no"', 1))
-    r = run_cli(monkeypatch, capsys, "import", str(THREAD_LATER), str(bad), "--db", str(db))
+    r = run_cli(capsys, "import", str(THREAD_LATER), str(bad), "--db", str(db))
     assert r.code == 1
     assert r.out == ""
     assert r.err == (
@@ -71,16 +71,16 @@ def test_malformed_file_is_one_line_and_changes_nothing(
 
 
 def test_missing_file_and_no_file_are_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A missing file exits 1 without creating the database; no PATH at all exits 2."""
     db = tmp_path / "v.db"
     missing = tmp_path / "nope.json"
-    r = run_cli(monkeypatch, capsys, "import", str(missing), "--db", str(db))
+    r = run_cli(capsys, "import", str(missing), "--db", str(db))
     assert r.code == 1
     assert r.err == f"vivy import: {missing}: no such file\n"
     assert not db.exists()
-    assert run_cli(monkeypatch, capsys, "import", "--db", str(db)).code == 2
+    assert run_cli(capsys, "import", "--db", str(db)).code == 2
 
 
 class _Terminal(io.StringIO):

@@ -24,12 +24,10 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_profile_shows_active_facts_by_section_with_sources(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each fact is listed under its section with its `[note title, Mon D]` source."""
-    r = run_cli(
-        monkeypatch, capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(BEN)
-    )
+    r = run_cli(capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(BEN))
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     assert lines[0] == f"ben ({BEN}) in guild {GUILD}: 3 active facts"
@@ -42,7 +40,6 @@ def test_profile_shows_active_facts_by_section_with_sources(
 def test_profile_all_shows_invalidated_facts_with_reason_and_successor(
     imported: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """With --all, a superseded fact shows when, why, and which fact replaced it."""
@@ -66,13 +63,9 @@ def test_profile_all_shows_invalidated_facts_with_reason_and_successor(
         denver = max(f.id for f in database.read_sync(profile_store.active_facts, GUILD, BEN))
     finally:
         database.close()
-    plain = run_cli(
-        monkeypatch, capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN)
-    )
+    plain = run_cli(capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN))
     assert "Austin" not in plain.out and "Lives in Denver  [stated]" in plain.out
-    r = run_cli(
-        monkeypatch, capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN), "--all"
-    )
+    r = run_cli(capsys, "profile", "--db", str(db), "--guild", str(GUILD), str(BEN), "--all")
     assert r.code == 0
     after = r.out.split("invalidated (1)\n", 1)[1].splitlines()
     assert after[0].startswith("  - Lives in Austin  [")
@@ -83,10 +76,10 @@ def test_profile_all_shows_invalidated_facts_with_reason_and_successor(
 
 
 def test_profile_of_unknown_member_or_guild_is_empty_with_a_note(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Nothing known prints nothing on stdout, a note on stderr, and exits 0."""
-    r = run_cli(monkeypatch, capsys, "profile", "--db", str(imported), "--guild", "1", str(BEN))
+    r = run_cli(capsys, "profile", "--db", str(imported), "--guild", "1", str(BEN))
     assert (r.code, r.out) == (0, "")
     assert "no facts remembered" in r.err
 
@@ -105,11 +98,10 @@ def test_profile_of_unknown_member_or_guild_is_empty_with_a_note(
 def test_usage_errors_exit_2(
     imported: Path,
     argv: list[str],
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A bad id, date, limit or type, or a missing --guild, is a usage error."""
-    r = run_cli(monkeypatch, capsys, *argv, "--db", str(imported))
+    r = run_cli(capsys, *argv, "--db", str(imported))
     assert r.code == 2
     assert "usage: vivy" in r.err
 
@@ -118,12 +110,11 @@ def test_usage_errors_exit_2(
 def test_missing_database_is_an_error_and_is_not_created(
     tmp_path: Path,
     command: list[str],
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Reading a database that does not exist fails with exit 1 and leaves no file behind."""
     missing = tmp_path / "missing.db"
-    r = run_cli(monkeypatch, capsys, *command, "--db", str(missing))
+    r = run_cli(capsys, *command, "--db", str(missing))
     assert r.code == 1
     assert r.err.strip() == f"vivy {command[0]}: no such database file: {missing}"
     assert not missing.exists()
@@ -134,16 +125,15 @@ def test_database_comes_from_vivy_db_when_no_option_is_given(
 ) -> None:
     """Without --db the VIVY_DB environment variable names the database."""
     monkeypatch.setenv("VIVY_DB", str(imported))
-    r = run_cli(monkeypatch, capsys, "notes", "--guild", str(GUILD), "--limit", "1")
+    r = run_cli(capsys, "notes", "--guild", str(GUILD), "--limit", "1")
     assert r.code == 0 and r.out.startswith("2026-04-07")
 
 
 def test_notes_lists_newest_first_with_every_field(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Notes show date, channel, kind, title, participants, summary, topics and questions."""
     r = run_cli(
-        monkeypatch,
         capsys,
         "notes",
         "--db",
@@ -169,29 +159,29 @@ def test_notes_lists_newest_first_with_every_field(
 
 
 def test_notes_filters_by_date_type_and_limit(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--since keeps later dates, --type one kind, --limit the newest N."""
     base = ["notes", "--db", str(imported), "--guild", str(GUILD)]
-    since = run_cli(monkeypatch, capsys, *base, "--since", "2026-04-07")
+    since = run_cli(capsys, *base, "--since", "2026-04-07")
     assert [b.splitlines()[0][:10] for b in since.out.split("\n\n")] == ["2026-04-07"] * 2
-    clusters = run_cli(monkeypatch, capsys, *base, "--type", "topic_cluster")
+    clusters = run_cli(capsys, *base, "--type", "topic_cluster")
     assert clusters.out.startswith("2026-04-06  all channels  (topic cluster #6)")
     assert "  from notes: #1, #2, #3" in clusters.out.splitlines()
-    limited = run_cli(monkeypatch, capsys, *base, "--limit", "2")
+    limited = run_cli(capsys, *base, "--limit", "2")
     assert len(limited.out.split("\n\n")) == 2
 
 
 def test_notes_of_unknown_guild_print_nothing(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A guild without notes exits 0 with empty stdout and a note on stderr."""
-    r = run_cli(monkeypatch, capsys, "notes", "--db", str(imported), "--guild", "42")
+    r = run_cli(capsys, "notes", "--db", str(imported), "--guild", "42")
     assert (r.code, r.out) == (0, "")
     assert r.err.strip() == "no notes in guild 42 match"
 
 
-def test_help_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     """Every operator command documents itself under --help."""
     for argv in (
         ["profile", "--help"],
@@ -203,16 +193,14 @@ def test_help_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFix
         ["migrate-v1", "--help"],
         ["reembed", "--help"],
     ):
-        r = run_cli(monkeypatch, capsys, *argv)
+        r = run_cli(capsys, *argv)
         assert r.code == 0, argv
         assert r.out.startswith(f"usage: vivy {' '.join(argv[:-1])}"), argv
 
 
 def test_cleo_profile_is_separate_from_ben(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each member's profile holds only their own statements."""
-    r = run_cli(
-        monkeypatch, capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(CLEO)
-    )
+    r = run_cli(capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(CLEO))
     assert "bakery" in r.out and "Lives in Austin" not in r.out

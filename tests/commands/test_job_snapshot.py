@@ -12,33 +12,25 @@ from . import run_cli
 
 
 @pytest.fixture
-def imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Path:
+def imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """A database holding the two-day fixture export, nightly jobs included."""
     db = tmp_path / "v.db"
-    assert run_cli(monkeypatch, capsys, "import", str(TWO_DAYS), "--db", str(db)).code == 0
+    assert run_cli(capsys, "import", str(TWO_DAYS), "--db", str(db)).code == 0
     return db
 
 
-def test_job_run_is_idempotent_per_day(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_job_run_is_idempotent_per_day(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A day the import already processed is reported as done and changes nothing."""
-    result = run_cli(
-        monkeypatch, capsys, "job", "run", "--db", str(imported), "--date", "2026-04-06"
-    )
+    result = run_cli(capsys, "job", "run", "--db", str(imported), "--date", "2026-04-06")
     assert result.code == 0
     assert "complete" in result.out
     assert "topic clusters written: 0" in result.out
     assert "already done before" in result.out
 
 
-def test_job_run_rejects_a_bad_date(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_job_run_rejects_a_bad_date(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A malformed date is a usage error (exit 2) naming the value."""
-    result = run_cli(monkeypatch, capsys, "job", "run", "--db", str(imported), "--date", "06/04")
+    result = run_cli(capsys, "job", "run", "--db", str(imported), "--date", "06/04")
     assert result.code == 2
     assert "06/04" in result.err
 
@@ -46,12 +38,11 @@ def test_job_run_rejects_a_bad_date(
 def test_snapshot_writes_one_markdown_file_per_guild(
     imported: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The snapshot lists people with sourced facts and the recent notes."""
     out = tmp_path / "snap"
-    result = run_cli(monkeypatch, capsys, "snapshot", "--db", str(imported), "--out", str(out))
+    result = run_cli(capsys, "snapshot", "--db", str(imported), "--out", str(out))
     assert result.code == 0
     files = sorted(out.glob("guild-*.md"))
     assert len(files) == 1
@@ -61,13 +52,11 @@ def test_snapshot_writes_one_markdown_file_per_guild(
 
 
 def test_snapshot_of_a_missing_database_fails_cleanly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A missing database is a one-line error with exit 1, and no file is created."""
     missing = tmp_path / "none.db"
-    result = run_cli(
-        monkeypatch, capsys, "snapshot", "--db", str(missing), "--out", str(tmp_path / "s")
-    )
+    result = run_cli(capsys, "snapshot", "--db", str(missing), "--out", str(tmp_path / "s"))
     assert result.code == 1
     assert "no such database" in result.err
     assert not missing.exists()
@@ -79,9 +68,7 @@ def test_search_ranks_the_matching_note_first(
     """`vivy search` prints the fused ranking with the note about the query on top."""
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
-    result = run_cli(
-        monkeypatch, capsys, "search", "--db", str(imported), "--guild", str(GUILD), "Austin"
-    )
+    result = run_cli(capsys, "search", "--db", str(imported), "--guild", str(GUILD), "Austin")
     assert result.code == 0
     first = result.out.splitlines()[0]
     assert first.startswith(" 1. ")
@@ -91,11 +78,7 @@ def test_search_ranks_the_matching_note_first(
     assert any("I live in Austin" in line and ", Apr " in line for line in quoted), result.out
 
 
-def test_search_usage_errors(
-    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_search_usage_errors(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A limit out of range is a usage error (exit 2)."""
-    result = run_cli(
-        monkeypatch, capsys, "search", "--db", str(imported), "--guild", "1", "--limit", "0", "x"
-    )
+    result = run_cli(capsys, "search", "--db", str(imported), "--guild", "1", "--limit", "0", "x")
     assert result.code == 2

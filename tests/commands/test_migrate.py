@@ -83,12 +83,12 @@ def _v1_tables(db: Path) -> dict[str, tuple[int, str]]:
 
 
 def test_active_facts_become_guarded_profile_facts_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Active, guarded facts move to section 'other' with their v1 id; a re-run adds nothing."""
     db = tmp_path / "voltgpt.db"
     _v1_database(db)
-    r = run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
+    r = run_cli(capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
     assert r.code == 0, r.err
     assert r.out.splitlines() == [
         f"migrated 4 of 7 active v1 facts into guild {GUILD} (3 members, section 'other')",
@@ -104,7 +104,7 @@ def test_active_facts_become_guarded_profile_facts_once(
     assert [f.source_label for f in bob] == ["migrated from v1 fact #7"]  # newest of the twins
     v1_before = _v1_tables(db)
     rows_before = snapshot(db)
-    again = run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
+    again = run_cli(capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
     assert again.code == 0
     assert again.out.startswith(f"migrated 0 of 7 active v1 facts into guild {GUILD}")
     assert "already migrated 4" in again.out
@@ -113,20 +113,18 @@ def test_active_facts_become_guarded_profile_facts_once(
     assert v1_before["facts"][0] == 8 and v1_before["vec_facts_rowids"][0] == 8
 
 
-def test_v1_tables_are_left_untouched(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_v1_tables_are_left_untouched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """facts, users' v1 rows and vec_facts read the same before and after the migration."""
     db = tmp_path / "voltgpt.db"
     _v1_database(db)
     Database.open(db).close()  # Vivy's own schema, as the first start would create it
     before = _v1_tables(db)
-    assert run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(db), "--guild", "5").code == 0
+    assert run_cli(capsys, "migrate-v1", "--db", str(db), "--guild", "5").code == 0
     assert _v1_tables(db) == before
 
 
 def test_opted_out_members_are_not_migrated(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A member who opted out in the guild keeps no migrated facts."""
     db = tmp_path / "voltgpt.db"
@@ -140,13 +138,13 @@ def test_opted_out_members_are_not_migrated(
         )
     )
     database.close()
-    r = run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
+    r = run_cli(capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
     assert "opted out or blacklisted 1" in r.out
     assert _facts(db, CAROL) == []
 
 
 def test_v1_facts_can_come_from_another_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--from reads the v1 tables of a separate database and leaves that file as it was."""
     old = tmp_path / "voltgpt.db"
@@ -155,7 +153,6 @@ def test_v1_facts_can_come_from_another_file(
     db = tmp_path / "vivy.db"
     Database.open(db).close()
     r = run_cli(
-        monkeypatch,
         capsys,
         "migrate-v1",
         "--db",
@@ -172,23 +169,23 @@ def test_v1_facts_can_come_from_another_file(
 
 
 def test_database_without_v1_tables_is_an_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A Vivy database that never was a v1 database says so, with exit 1."""
     db = tmp_path / "vivy.db"
     Database.open(db).close()
-    r = run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
+    r = run_cli(capsys, "migrate-v1", "--db", str(db), "--guild", str(GUILD))
     assert r.code == 1
     assert "no seed-000 `facts` and `users` tables" in r.err
 
 
 def test_missing_database_and_guild_are_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A missing file exits 1 (nothing created); a missing or bad --guild exits 2."""
     missing = tmp_path / "missing.db"
-    r = run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(missing), "--guild", "1")
+    r = run_cli(capsys, "migrate-v1", "--db", str(missing), "--guild", "1")
     assert r.code == 1 and "no such database file" in r.err
     assert not missing.exists()
-    assert run_cli(monkeypatch, capsys, "migrate-v1", "--db", str(missing)).code == 2
-    assert run_cli(monkeypatch, capsys, "migrate-v1", "--guild", "guild-one").code == 2
+    assert run_cli(capsys, "migrate-v1", "--db", str(missing)).code == 2
+    assert run_cli(capsys, "migrate-v1", "--guild", "guild-one").code == 2

@@ -145,7 +145,7 @@ def test_command_reembeds_with_the_configured_model(
         return MeteredLLM(SmallModel(), NullMeter(), clock)
 
     monkeypatch.setattr(reembed_command, "make_llm", configured)
-    r = run_cli(monkeypatch, capsys, "reembed", "--db", str(copy))
+    r = run_cli(capsys, "reembed", "--db", str(copy))
     assert r.code == 0, r.err
     assert r.out.strip() == (
         "re-embedded 6 notes with small-hash-v2 (256 dimensions); "
@@ -153,13 +153,11 @@ def test_command_reembeds_with_the_configured_model(
     )
 
 
-def test_command_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A missing database exits 1 without creating it; a bad batch size exits 2."""
     missing = tmp_path / "missing.db"
-    r = run_cli(monkeypatch, capsys, "reembed", "--db", str(missing))
+    r = run_cli(capsys, "reembed", "--db", str(missing))
     assert r.code == 1
     assert r.err.strip() == f"vivy reembed: no such database file: {missing}"
     assert not missing.exists()
-    assert run_cli(monkeypatch, capsys, "reembed", "--batch-size", "0").code == 2
+    assert run_cli(capsys, "reembed", "--batch-size", "0").code == 2

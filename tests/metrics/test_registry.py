@@ -11,11 +11,11 @@ from vivy.metrics import (
     ActorKind,
     CommandName,
     CommandOutcome,
-    FactRejection,
     IngestOutcome,
     LLMOperation,
     LLMOutcome,
     Metrics,
+    Rejection,
     RetrievalPath,
     SchedulerPass,
 )
@@ -94,7 +94,7 @@ def test_fixed_label_counters_start_at_zero(metrics: Metrics) -> None:
         for result in CommandOutcome:
             labels = {"command": command.value, "outcome": result.value}
             assert get("vivy_commands_total", labels) == 0.0
-    for reason in FactRejection:
+    for reason in Rejection:
         assert get("vivy_profile_facts_rejected_total", {"reason": reason.value}) == 0.0
     assert get("vivy_scheduler_failures_total", {"pass": "consolidation"}) == 0.0
     assert get("vivy_actor_restarts_total", {"actor": "note_writer"}) == 0.0

@@ -27,14 +27,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from vivy.metrics import (
     ActorKind,
+    CloseReason,
     CommandName,
     CommandOutcome,
-    FactRejection,
-    FlushReason,
     IngestOutcome,
     Metrics,
     NoteType,
     ProfileUpdateOutcome,
+    Rejection,
     ReplyOutcome,
     RetrievalPath,
     SchedulerPass,
@@ -83,10 +83,10 @@ def _sample_metrics() -> Metrics:
     metrics.messages_ingested.labels(IngestOutcome.STORED).inc(40)
     metrics.messages_ingested.labels(IngestOutcome.EXCLUDED_BOT).inc(3)
     metrics.open_buffers.set(4)
-    metrics.buffer_flushes.labels(FlushReason.INACTIVITY).inc(2)
+    metrics.buffer_flushes.labels(CloseReason.INACTIVITY).inc(2)
     metrics.notes_written.labels(NoteType.CONVERSATION).inc(2)
     metrics.profile_updates.labels(ProfileUpdateOutcome.APPLIED).inc(3)
-    metrics.profile_facts_rejected.labels(FactRejection.UNGROUNDED).inc()
+    metrics.profile_facts_rejected.labels(Rejection.UNGROUNDED).inc()
     for outcome, seconds in (("ok", 1.2), ("ok", 0.8), ("unavailable", 30.0)):
         metrics.observe_llm(
             operation="note",

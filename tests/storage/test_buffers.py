@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.storage import count_buffers
 from vivy.errors import StorageError
 from vivy.state.buffer import BufferedMessage, BufferSnapshot, CloseReason
 from vivy.storage import buffers as store
@@ -70,7 +71,7 @@ def test_open_buffer_creates_an_open_row(db: Database) -> None:
         attempts=0,
         next_attempt_at=None,
     )
-    assert db.read_sync(store.count_buffers) == {"open": 1, "closed": 0}
+    assert db.read_sync(count_buffers) == {"open": 1, "closed": 0}
 
 
 def test_append_stores_rows_in_message_order(db: Database) -> None:
@@ -88,7 +89,7 @@ def test_one_open_buffer_per_channel(db: Database) -> None:
     with pytest.raises(StorageError, match="UNIQUE"):
         open_with(db, 1)
     open_with(db, 2)
-    assert db.read_sync(store.count_buffers) == {"open": 2, "closed": 0}
+    assert db.read_sync(count_buffers) == {"open": 2, "closed": 0}
 
 
 def test_message_id_held_elsewhere_is_skipped_and_reported(db: Database) -> None:
@@ -139,7 +140,7 @@ def test_close_buffer_makes_an_outbox_row_and_advances_watermark(db: Database) -
     assert len(stored.messages) == 2
     assert db.read_sync(store.watermark, 5) == 31
     assert db.read_sync(store.closed_buffer_ids) == [(buffer_id, WALL0 + 1500)]
-    assert db.read_sync(store.count_buffers) == {"open": 0, "closed": 1}
+    assert db.read_sync(count_buffers) == {"open": 0, "closed": 1}
     assert db.read_sync(store.open_buffer_rows, 5) == []
 
 
@@ -180,7 +181,7 @@ def test_closed_buffer_ids_follow_note_failures(db: Database) -> None:
         ).fetchone()[0]
     )
     assert error.startswith("llm down") and len(error) == 500
-    assert db.read_sync(store.count_buffers) == {"open": 1, "closed": 2}
+    assert db.read_sync(count_buffers) == {"open": 1, "closed": 2}
 
 
 def test_open_buffer_rows_by_channel_and_all(db: Database) -> None:
@@ -206,7 +207,6 @@ def test_row_snapshot_is_the_machines_view(db: Database) -> None:
     assert stored is not None
     ids = frozenset(m.message_id for m in stored.messages)
     assert stored.row.snapshot(ids) == BufferSnapshot(
-        closed=False,
         started_at=WALL0,
         last_message_at=WALL0 + 60,
         message_ids=frozenset({1, 2}),

@@ -1,19 +1,21 @@
 """The ChannelBuffer actor: one long-lived task per active channel or thread.
 
 It owns its channel's :class:`~vivy.state.buffer.ChannelBuffer` machine, feeds it the events
-of its mailbox and of its timer, and carries out the effects: every batch of messages is
-committed to SQLite before any of them is acknowledged; a closed buffer is handed to the
-NoteWriter only after its outbox row is committed. The timer is the machine's next deadline:
-the actor arms it with the router, which rings the actor's mailbox once the monotonic clock
-reaches it (so trio's MockClock drives it in tests), and the actor then checks it against the
-machine, since messages may have moved it since. When its buffer has been handed off and its
-mailbox is empty, the actor asks the router to retire it and exits.
+of its mailbox and of its timer, and carries out the effects the machine returns: every batch
+of messages is committed to SQLite before any of them is acknowledged; a closed buffer is
+handed to the NoteWriter only after its outbox row is committed. What to store, what is a
+duplicate, when to close and how each item is answered are the machine's decisions. The timer
+is the machine's next deadline: the actor arms it with the router, which rings the actor's
+mailbox once the monotonic clock reaches it (so trio's MockClock drives it in tests), and the
+actor reports the deadline reached to the machine. When no buffer is open and its mailbox is
+empty, the actor asks the router to retire it and exits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple, Protocol, TypeAlias
 
 import anyio
@@ -25,33 +27,24 @@ from vivy.config import BufferSettings, inactivity_window
 from vivy.state.buffer import (
     AppendMessages,
     BufferConfig,
-    BufferedMessage,
     BufferState,
     ChannelBuffer,
     CloseBuffer,
+    CloseReason,
+    DeadlineReached,
+    DeleteMessage,
+    EditMessage,
     Effect,
-    Event,
-    HandedOff,
-    HandOff,
     Ignore,
-    InactivityDeadlineReached,
-    MaxAgeDeadlineReached,
-    MessageDeleted,
-    MessageEdited,
-    MessagesArrived,
+    Incoming,
     OpenBuffer,
-    RemoveMessage,
-    RemoveStoredMessage,
     Restored,
-    StartNextBuffer,
-    UpdateMessage,
-    UpdateStoredMessage,
 )
 from vivy.state.gate import IngestOutcome
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
 
-__all__ = ["Ack", "ChannelActor", "ChannelKey", "Create", "Delete", "Edit", "HandOffTarget"]
+__all__ = ["Ack", "ChannelActor", "ChannelKey", "HandOffTarget", "Item"]
 
 log = structlog.get_logger(__name__)
 
@@ -79,8 +72,8 @@ class BufferObserver(Protocol):
     def buffer_opened(self) -> None:
         """A buffer opened."""
 
-    def buffer_closed(self, reason: str) -> None:
-        """A buffer closed for ``reason`` (a :class:`~vivy.state.buffer.CloseReason` value)."""
+    def buffer_closed(self, reason: CloseReason) -> None:
+        """A buffer closed for ``reason``."""
 
 
 class ChannelKey(NamedTuple):
@@ -148,57 +141,24 @@ class Ack:
             self._event.set()
 
 
-@dataclass(slots=True, eq=False)
-class Create:
-    """Store a new human message (already admitted and normalised).
-
-    Inbox items are built for every message, so they are plain slotted classes: a frozen
-    dataclass sets each field through ``object.__setattr__``, about four times slower.
-    Nothing changes an item once it is queued.
-    """
-
-    message: BufferedMessage
-    channel_name: str
-    truncated: bool
-    ack: Ack
-
-
-@dataclass(slots=True, eq=False)
-class Edit:
-    """Apply an edit."""
-
-    message_id: int
-    text: str
-    ack: Ack
-
-
-@dataclass(slots=True, eq=False)
-class Delete:
-    """Apply a deletion."""
-
-    message_id: int
-    ack: Ack
-
-
-Item: TypeAlias = Create | Edit | Delete
+#: One inbox item: the machine's event and the reply its sender waits on. A plain pair: one
+#: is built for every message, and a tuple display costs a fraction of a class's constructor.
+Item: TypeAlias = tuple[Incoming, Ack]
 
 
 @dataclass(eq=False, slots=True)
-class _Plan:
-    """The storage effects of one batch, in order, and how each inbox item is answered."""
+class _Applied:
+    """What carrying out a list of effects did in storage."""
 
-    effects: list[Effect] = field(default_factory=list)
-    #: The channel name each OpenBuffer effect (by index) stores.
-    channel_names: dict[int, str] = field(default_factory=dict)
-    #: (ack, outcome, index of the effect whose result decides an edit/delete or -1,
-    #: id of the created message or None)
-    answers: list[tuple[Ack, IngestOutcome, int, int | None]] = field(default_factory=list)
-    closing: list[ChannelBuffer] = field(default_factory=list)
-
-    def add(self, effects: list[Effect]) -> int:
-        """Append effects; return the index of the last one."""
-        self.effects.extend(effects)
-        return len(self.effects) - 1
+    #: The channel's open buffer afterwards, if any.
+    buffer_id: int | None
+    opened: int = 0
+    #: The buffers closed, with their reasons, in order.
+    closed: list[tuple[int, CloseReason]] = field(default_factory=list)
+    #: By effect index: whether an edit or delete found its message.
+    found: dict[int, bool] = field(default_factory=dict)
+    #: Created message ids another buffer already held.
+    taken: frozenset[int] = frozenset()
 
 
 class ChannelActor:
@@ -222,13 +182,20 @@ class ChannelActor:
         self._arm = arm
         self._db = db
         self._clock = clock
-        self._settings = settings
         self._hand_off = hand_off
         self._observer = observer
         self._retire = retire
-        self._machine = self._fresh_machine(0)
+        # Each buffer's inactivity window is drawn when it opens (``window``) or read back
+        # from its row when restored; the minimum only stands in until then.
+        self._machine = ChannelBuffer(
+            BufferConfig(
+                inactivity_s=settings.inactivity_min_s,
+                max_age_s=settings.max_age_s,
+                cap=settings.cap,
+            ),
+            window=partial(inactivity_window, settings, key.channel_id),
+        )
         self._buffer_id: int | None = None
-        self._watermark = 0
         self._log = log.bind(guild_id=key.guild_id, channel_id=key.channel_id)
 
     @property
@@ -244,278 +211,110 @@ class ChannelActor:
         task_status.started()
         mailbox = self._mailbox
         while True:
-            if not len(mailbox) and not mailbox.rung:
+            if not len(mailbox) and mailbox.rung is None:
                 if self._machine.next_deadline is None and self._retire(self):
                     return
                 await mailbox.wait()
             if len(mailbox):
                 await self._process(mailbox.take(MAX_BATCH))
-            if mailbox.rung:  # after each batch, so a busy channel still hears its timer
-                mailbox.rung = False
-                await self._on_timer()
-
-    # Restoring and timers -----------------------------------------------------------------
+            rung = mailbox.rung
+            if rung is not None:  # after each batch, so a busy channel still hears its timer
+                mailbox.rung = None
+                effects = self._machine.handle(DeadlineReached(rung), self._clock.now())
+                await self._carry_out(effects)
 
     async def _restore(self) -> None:
-        found, self._watermark = await self._db.read(_restore_query, self.key.channel_id)
-        if found is None:
-            return
-        row, message_ids = found
-        self._machine = self._fresh_machine(0)
-        self._buffer_id = row.id
-        plan = _Plan()
-        plan.add(self._machine.handle(Restored(row.snapshot(message_ids)), self._clock.now()))
-        self._log.debug("buffer restored", buffer_id=row.id, state=self._machine.state.value)
-        await self._carry_out(plan)
-
-    async def _on_timer(self) -> None:
-        """The timer rang: close on the deadline if it is reached, else arm it again."""
-        deadline = self._machine.next_deadline
-        if deadline is None:
-            return  # the buffer closed since the timer was armed
-        if self._clock.to_monotonic(deadline) > self._clock.monotonic():
-            self._arm(deadline)  # messages moved it later
-            return
-        machine = self._machine
-        event: Event = (
-            InactivityDeadlineReached()
-            if machine.inactivity_deadline <= machine.max_age_deadline
-            else MaxAgeDeadlineReached()
-        )
-        # The timer fired because monotonic time reached the deadline; never let float
-        # rounding in the wall-time mapping make it look early.
-        now = max(self._clock.now(), deadline)
-        plan = _Plan()
-        plan.add(machine.handle(event, now))
-        await self._carry_out(plan)
-
-    # Messages -----------------------------------------------------------------------------
+        found, watermark = await self._db.read(store.restore_channel, self.key.channel_id)
+        snapshot = None
+        if found is not None:
+            row, message_ids = found
+            self._buffer_id = row.id
+            snapshot = row.snapshot(message_ids)
+        effects = self._machine.handle(Restored(snapshot, watermark), self._clock.now())
+        if snapshot is not None:
+            self._log.debug(
+                "buffer restored", buffer_id=self._buffer_id, state=self._machine.state.value
+            )
+        await self._carry_out(effects)
 
     async def _process(self, batch: list[Item]) -> None:
-        """Plan the batch and carry it out; if either fails, every unanswered item fails too."""
+        """Plan the batch, carry it out and answer each item with the machine's outcome.
+
+        If planning or storing fails, every unanswered item fails too.
+        """
         try:
-            await self._carry_out(self._plan(batch))
+            plan = self._machine.plan([event for event, _ in batch], self._clock.now())
+            applied = await self._carry_out(plan.effects)
         except BaseException as exc:
-            for item in batch:
-                if not item.ack.done:
-                    item.ack.fail(exc)
+            for _, ack in batch:
+                if not ack.done:
+                    ack.fail(exc)
             raise
-
-    def _plan(self, batch: list[Item]) -> _Plan:
-        plan = _Plan()
-        now = self._clock.now()
-        creates: list[Create] = []  # consecutive creations go to the machine as one burst
-        for item in batch:
-            if isinstance(item, Create):
-                creates.append(item)
-                continue
-            if creates:
-                self._plan_creates(creates, now, plan)
-                creates = []
-            if isinstance(item, Edit):
-                last = plan.add(
-                    self._machine.handle(MessageEdited(item.message_id, item.text), now)
-                )
-                plan.answers.append((item.ack, IngestOutcome.EDITED, last, None))
-            else:
-                last = plan.add(self._machine.handle(MessageDeleted(item.message_id), now))
-                plan.answers.append((item.ack, IngestOutcome.DELETED, last, None))
-        if creates:
-            self._plan_creates(creates, now, plan)
-        return plan
-
-    def _plan_creates(self, items: list[Create], now: float, plan: _Plan) -> None:
-        """Plan a burst of created messages: one MessagesArrived for each buffer they fill.
-
-        A message at or below the watermark belongs to a buffer already closed: a duplicate.
-        The rest go to the current buffer, or to a fresh one once it closes mid-burst (cap or
-        max age), which the machine reports with StartNextBuffer.
-        """
-        appended: list[AppendMessages] = []
-        duplicates = False
-        pending = [item.message for item in items]
-        while pending:
-            messages = tuple(m for m in pending if m.message_id > self._watermark)
-            duplicates = duplicates or len(messages) < len(pending)
-            pending = []
-            if not messages:
-                break
-            if self._machine.state is BufferState.CLOSED:
-                plan.closing.append(self._machine)
-            if self._machine.state is not BufferState.OPEN:
-                self._machine = self._fresh_machine(messages[0].message_id)
-            for effect in self._machine.handle(MessagesArrived(messages), now):
-                if isinstance(effect, AppendMessages):
-                    appended.append(effect)
-                elif isinstance(effect, StartNextBuffer):
-                    pending = list(effect.messages)
-                    continue
-                elif isinstance(effect, OpenBuffer):
-                    plan.channel_names[len(plan.effects)] = _channel_name(
-                        items, messages[0].message_id
-                    )
-                elif isinstance(effect, CloseBuffer):
-                    ids = self._machine.message_ids
-                    self._watermark = max(self._watermark, max(ids, default=0))
-                elif isinstance(effect, Ignore):
-                    duplicates = True
-                plan.effects.append(effect)
-        _answer_creates(items, appended, duplicates, plan)
-
-    async def _carry_out(self, plan: _Plan) -> None:
-        """Commit the plan's storage effects in one transaction, then hand off and answer.
-
-        Last, the timer is armed at the machine's next deadline, which the plan may have moved.
-        """
-        results: dict[int, object] = {}
-        taken: frozenset[int] = frozenset()
-        if plan.effects:
-            results, taken = await self._db.write(
-                _apply, self.key, self._buffer_id, plan.effects, plan.channel_names
-            )
-        for index, result in results.items():
-            effect = plan.effects[index]
-            if isinstance(effect, OpenBuffer) and isinstance(result, int):
-                self._buffer_id = result
-                self._observer.buffer_opened()
-            elif isinstance(effect, CloseBuffer):
-                self._observer.buffer_closed(effect.reason.value)
-            elif isinstance(effect, HandOff) and isinstance(result, int):
-                self._hand_off.hand_off(result)
-        now = self._clock.now()
-        for machine in plan.closing:
-            machine.handle(HandedOff(), now)
-        if self._machine.state is BufferState.CLOSED:
-            self._machine.handle(HandedOff(), now)
-        if self._machine.state is BufferState.HANDED_OFF:
-            self._machine = self._fresh_machine(0)
-            self._buffer_id = None
         counts: dict[IngestOutcome, int] = {}
-        for ack, outcome, index, message_id in plan.answers:
-            if message_id in taken:
-                outcome = IngestOutcome.DUPLICATE
-            if index >= 0 and not results.get(index):
-                outcome = (
-                    IngestOutcome.UNKNOWN_EDIT
-                    if outcome is IngestOutcome.EDITED
-                    else IngestOutcome.UNKNOWN_DELETE
-                )
+        for (_, ack), outcome in zip(
+            batch, plan.outcomes(applied.found, applied.taken), strict=True
+        ):
             ack.resolve(outcome)
             counts[outcome] = counts.get(outcome, 0) + 1
         for outcome, count in counts.items():
             self._observer.ingested(outcome, count)
+
+    async def _carry_out(self, effects: list[Effect]) -> _Applied:
+        """Commit the effects in one transaction, then hand closed buffers off.
+
+        Last, the timer is armed at the machine's next deadline, which the effects may have
+        moved.
+        """
+        applied = _Applied(self._buffer_id)
+        if any(type(effect) is not Ignore for effect in effects):  # else nothing to store
+            applied = await self._db.write(_apply, self.key, self._buffer_id, effects)
+        self._buffer_id = applied.buffer_id
+        for _ in range(applied.opened):
+            self._observer.buffer_opened()
+        for buffer_id, reason in applied.closed:
+            self._observer.buffer_closed(reason)
+            self._hand_off.hand_off(buffer_id)
         deadline = self._machine.next_deadline
         if deadline is not None:
             self._arm(deadline)
-
-    def _fresh_machine(self, first_message_id: int) -> ChannelBuffer:
-        window = inactivity_window(self._settings, self.key.channel_id, first_message_id)
-        return ChannelBuffer(
-            BufferConfig(
-                inactivity_s=window, max_age_s=self._settings.max_age_s, cap=self._settings.cap
-            )
-        )
-
-
-def _channel_name(items: list[Create], message_id: int) -> str:
-    """The channel name that came with the message (a channel renamed mid-burst)."""
-    return next(item.channel_name for item in items if item.message.message_id == message_id)
-
-
-def _answer_creates(
-    items: list[Create], appended: list[AppendMessages], duplicates: bool, plan: _Plan
-) -> None:
-    """Answer each creation: stored (or truncated) if the machine appended it, else duplicate.
-
-    Only a burst with a duplicate in it needs to match ids: a redelivered id is a duplicate
-    however often it comes, and an id twice in one burst is stored once.
-    """
-    answers = plan.answers
-    if not duplicates:
-        for item in items:
-            outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
-            answers.append((item.ack, outcome, -1, item.message.message_id))
-        return
-    stored = {m.message_id for effect in appended for m in effect.messages}
-    for item in items:
-        message_id = item.message.message_id
-        if message_id in stored:
-            stored.discard(message_id)
-            outcome = IngestOutcome.TRUNCATED if item.truncated else IngestOutcome.STORED
-            answers.append((item.ack, outcome, -1, message_id))
-        else:
-            answers.append((item.ack, IngestOutcome.DUPLICATE, -1, None))
-
-
-def _restore_query(
-    conn: Connection, channel_id: int
-) -> tuple[tuple[store.BufferRow, frozenset[int]] | None, int]:
-    """The channel's open buffer with its message ids (if any) and its watermark."""
-    mark = store.watermark(conn, channel_id)
-    rows = store.open_buffer_rows(conn, channel_id)
-    if not rows:
-        return None, mark
-    row = rows[0]
-    ids = frozenset(
-        int(r[0])
-        for r in conn.execute(
-            "SELECT message_id FROM buffer_messages WHERE buffer_id = ?", (row.id,)
-        ).fetchall()
-    )
-    return (row, ids), mark
+        return applied
 
 
 def _apply(
-    conn: Connection,
-    key: ChannelKey,
-    buffer_id: int | None,
-    effects: list[Effect],
-    channel_names: dict[int, str],
-) -> tuple[dict[int, object], frozenset[int]]:
-    """Carry out storage effects in order inside the caller's transaction.
-
-    Returns the results by effect index, for the effects that have one: the new buffer id
-    for OpenBuffer, the closed buffer's id for CloseBuffer and HandOff, whether a message was
-    found for edits and deletes. Appends and ignored events have none. Also returns the ids of
-    messages not appended because another buffer already holds them.
-    """
-    results: dict[int, object] = {}
-    current = buffer_id
-    last_closed: int | None = None
+    conn: Connection, key: ChannelKey, buffer_id: int | None, effects: list[Effect]
+) -> _Applied:
+    """Carry out storage effects in order inside the caller's transaction."""
+    applied = _Applied(buffer_id)
     taken: set[int] = set()
     for index, effect in enumerate(effects):
-        result: object = None
         if isinstance(effect, AppendMessages):  # one executemany for the burst
-            assert current is not None
-            taken.update(store.append_messages(conn, current, effect.messages, effect.at))
-            continue
-        if isinstance(effect, Ignore):  # nothing to store
-            continue
-        if isinstance(effect, OpenBuffer):
-            current = store.open_buffer(
+            assert applied.buffer_id is not None
+            taken.update(store.append_messages(conn, applied.buffer_id, effect.messages, effect.at))
+        elif isinstance(effect, OpenBuffer):
+            applied.buffer_id = store.open_buffer(
                 conn,
                 key.guild_id,
                 key.channel_id,
-                channel_names.get(index, ""),
+                effect.channel_name,
                 effect.started_at,
                 effect.inactivity_s,
             )
-            result = current
+            applied.opened += 1
         elif isinstance(effect, CloseBuffer):
+            current = applied.buffer_id
             if current is None:
                 current = _only_open_buffer(conn, key.channel_id)
             store.close_buffer(conn, current, effect.closed_at, effect.reason)
-            last_closed, current, result = current, None, current
-        elif isinstance(effect, HandOff):
-            result = last_closed if last_closed is not None else buffer_id
-        elif isinstance(effect, UpdateMessage | UpdateStoredMessage):
-            result = store.edit_stored_message(
+            applied.closed.append((current, effect.reason))
+            applied.buffer_id = None
+        elif isinstance(effect, EditMessage):
+            applied.found[index] = store.edit_stored_message(
                 conn, effect.message_id, effect.text, effect.edited_at
             )
-        elif isinstance(effect, RemoveMessage | RemoveStoredMessage):
-            result = store.delete_stored_message(conn, effect.message_id)
-        results[index] = result
-    return results, frozenset(taken)
+        elif isinstance(effect, DeleteMessage):
+            applied.found[index] = store.delete_stored_message(conn, effect.message_id)
+    applied.taken = frozenset(taken)
+    return applied
 
 
 def _only_open_buffer(conn: Connection, channel_id: int) -> int:

@@ -52,7 +52,12 @@ class DueQueue(Generic[K]):
         heapq.heappush(heap, (due, self._counter, key))
 
     async def get(self) -> K:
-        """Wait until some key is due and take it (earliest first).
+        """Wait until some key is due and take it (earliest first)."""
+        key, _ = await self.get_due()
+        return key
+
+    async def get_due(self) -> tuple[K, float]:
+        """Wait until some key is due and take it (earliest first), with its due wall time.
 
         A key is due once the monotonic clock reaches its deadline: the comparison uses the
         clock the wait itself uses, so the key whose deadline ended the wait is always due.
@@ -67,7 +72,7 @@ class DueQueue(Generic[K]):
                 if deadline <= self._clock.monotonic():
                     heapq.heappop(self._heap)
                     del self._due[key]
-                    return key
+                    return key, due
             self._changed = anyio.Event()
             with anyio.move_on_at(deadline):
                 await self._changed.wait()

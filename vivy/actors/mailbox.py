@@ -34,8 +34,9 @@ class Mailbox(Generic[T]):
         #: Set while the actor sleeps in :meth:`wait`.
         self._sleeper: anyio.Event | None = None
         self._closed = False
-        #: True once the actor's timer has rung, until the actor answers it.
-        self.rung = False
+        #: The UTC wall time of the deadline the actor's timer rang for, until the actor
+        #: answers it (None while the timer is quiet).
+        self.rung: float | None = None
 
     def __len__(self) -> int:
         """Items queued, not counting those of waiting senders."""
@@ -78,14 +79,15 @@ class Mailbox(Generic[T]):
                 self._senders.remove(entry)
             raise
 
-    def ring(self) -> None:
-        """Tell the actor that its timer is due."""
-        self.rung = True
+    def ring(self, at: float) -> None:
+        """Tell the actor that its timer for the deadline at wall time ``at`` is due."""
+        rung = self.rung
+        self.rung = at if rung is None else max(rung, at)
         self._wake()
 
     async def wait(self) -> None:
         """Sleep until an item is queued or the timer rings (at once if either is so)."""
-        while not (self._items or self.rung):
+        while not self._items and self.rung is None:
             self._sleeper = anyio.Event()
             await self._sleeper.wait()
 

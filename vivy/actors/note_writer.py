@@ -5,9 +5,8 @@ the outbox), and for each one either discards it (fewer messages than the minimu
 call) or asks the flash model for a note, embeds the note's contextualised text and its
 evidence windows (one batched embedding call), and commits note, embeddings, evidence,
 participants, buffer deletion and one pending profile update per participant in one
-transaction. A failure leaves the buffer pending; it is retried with backoff. The
-lifecycle of each buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer`
-machine as in the channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
+transaction. A failure leaves the buffer pending; it is retried with backoff. This part of a
+buffer's life is the outbox's: a closed row stays until its note is committed.
 """
 
 from __future__ import annotations
@@ -27,14 +26,6 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import NoteInput, TranscriptLine
-from vivy.state.buffer import (
-    BufferConfig,
-    ChannelBuffer,
-    HandedOff,
-    NoteCommitted,
-    NoteFailed,
-    Restored,
-)
 from vivy.state.guards import clean_note
 from vivy.storage import buffers as buffer_store
 from vivy.storage import evidence as evidence_store
@@ -186,14 +177,10 @@ class NoteWriter:
             return None  # already noted or discarded
         row = stored.row
         bound = bound.bind(guild_id=row.guild_id, channel_id=row.channel_id)
-        machine = ChannelBuffer(BufferConfig(inactivity_s=row.inactivity_s))
-        machine.handle(Restored(row.snapshot(frozenset(m.message_id for m in stored.messages))), 0)
-        machine.handle(HandedOff(), self._clock.now())
         if len(stored.messages) < self._min_messages:
             if await self._db.write(note_store.discard_buffer, buffer_id):
                 self._observer.buffer_discarded()
                 bound.debug("buffer too small for a note; discarded", messages=len(stored.messages))
-            machine.handle(NoteCommitted(None), self._clock.now())
             return None
         lines_of = stored.messages
         lines = tuple(
@@ -228,7 +215,6 @@ class NoteWriter:
             )
             embedding, window_vectors = vectors[0], vectors[1:]
         except LLMError as exc:
-            machine.handle(NoteFailed(str(exc)), self._clock.now())
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
             retry_at = self._clock.now() + delay
             await self._db.write(buffer_store.record_note_failure, buffer_id, str(exc), retry_at)
@@ -265,7 +251,6 @@ class NoteWriter:
             updates_due_at=note.created_at + self._profile_delay_s,
         )
         note_id = await self._db.write(commit, buffer_id, note)
-        machine.handle(NoteCommitted(note_id), self._clock.now())
         if note_id is None:
             return None
         self._observer.note_written("conversation")

@@ -28,7 +28,7 @@ from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import FactView, NoteView, ProfileInput, TranscriptLine
-from vivy.state.profile import FactSource, ProfilePlan, plan_operations
+from vivy.state.profile import FactSource, ProfilePlan, Rejection, plan_operations
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Connection, Database
@@ -59,8 +59,8 @@ class ProfileObserver(Protocol):
     def profile_update(self, outcome: str) -> None:
         """An update attempt ended: ``applied``, ``failed``, ``conflict_retried``, ``skipped``."""
 
-    def fact_rejected(self, reason: str) -> None:
-        """A proposed operation was refused for ``reason`` (a :class:`Rejection` value)."""
+    def fact_rejected(self, reason: Rejection) -> None:
+        """A proposed operation was refused for ``reason``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +274,7 @@ class ProfileUpdaters:
             self._observer.profile_update("conflict_retried")
             return
         for reason, _ in plan.rejected:
-            self._observer.fact_rejected(reason.value)
+            self._observer.fact_rejected(reason)
         self._observer.profile_update("applied")
         bound.info(
             "profile updated",

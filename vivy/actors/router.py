@@ -7,13 +7,12 @@ its buffer has been handed off and its mailbox is empty; the check and the remov
 happen without an await in between, so no message can slip into a retiring actor's mailbox.
 
 The router also keeps every actor's timer: one task waits for the earliest deadline of all
-channels and rings that actor's mailbox, so an actor sleeps on its mailbox alone and a wake-up
-costs no timer set-up of its own.
+channels and rings that actor's mailbox with the deadline reached, so an actor sleeps on its
+mailbox alone and a wake-up costs no timer set-up of its own.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,22 +20,12 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from vivy.actors.channel import (
-    Ack,
-    BufferObserver,
-    ChannelActor,
-    ChannelKey,
-    Create,
-    Delete,
-    Edit,
-    HandOffTarget,
-    Item,
-)
+from vivy.actors.channel import Ack, BufferObserver, ChannelActor, ChannelKey, HandOffTarget, Item
 from vivy.actors.due import DueQueue
 from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.state.buffer import BufferedMessage
+from vivy.state.buffer import BufferedMessage, MessageCreated, MessageDeleted, MessageEdited
 from vivy.state.gate import (
     CapturePolicy,
     IncomingDelete,
@@ -49,7 +38,7 @@ from vivy.state.gate import (
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
 
-__all__ = ["CountingObserver", "IngestObserver", "Router", "RouterStatistics"]
+__all__ = ["IngestObserver", "Router", "RouterStatistics"]
 
 log = structlog.get_logger(__name__)
 
@@ -65,32 +54,6 @@ class IngestObserver(BufferObserver, Protocol):
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
-
-
-@dataclass
-class CountingObserver:
-    """An :class:`IngestObserver` that only counts: for benchmarks, tools and tests."""
-
-    outcomes: Counter[IngestOutcome] = field(default_factory=Counter)
-    opened: int = 0
-    closed: Counter[str] = field(default_factory=Counter)
-    restarts: int = 0
-
-    def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
-        """Count ``count`` events of one outcome."""
-        self.outcomes[outcome] += count
-
-    def buffer_opened(self) -> None:
-        """Count an opened buffer."""
-        self.opened += 1
-
-    def buffer_closed(self, reason: str) -> None:
-        """Count a closed buffer by reason."""
-        self.closed[reason] += 1
-
-    def actor_restarted(self) -> None:
-        """Count an actor restart."""
-        self.restarts += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +117,10 @@ class Router:
     async def _ring_timers(self) -> None:
         """Ring each actor's mailbox when its armed deadline is reached; runs until cancelled."""
         while True:
-            key = await self._timers.get()
+            key, due = await self._timers.get_due()
             entry = self._entries.get(key)
             if entry is not None:  # a retired actor has no deadline left
-                entry.mailbox.ring()
+                entry.mailbox.ring(due)
 
     def statistics(self) -> RouterStatistics:
         """Active actors, items waiting in their mailboxes, and restarts so far."""
@@ -207,7 +170,7 @@ class Router:
         )
         ack = Ack()
         key = (message.guild_id, message.channel_id)
-        item = Create(buffered, message.channel_name, truncated, ack)
+        item = (MessageCreated(buffered, message.channel_name, truncated), ack)
         if not self._queue_nowait(key, item):  # the common case needs no coroutine
             await self._queue(key, item)
         return ack
@@ -222,16 +185,17 @@ class Router:
         key = ChannelKey(edit.guild_id, edit.channel_id)
         ack = Ack()
         if normalized is None:
-            await self._queue(key, Delete(edit.message_id, ack))
+            await self._queue(key, (MessageDeleted(edit.message_id), ack))
         else:
-            await self._queue(key, Edit(edit.message_id, normalized[0], ack))
+            await self._queue(key, (MessageEdited(edit.message_id, normalized[0]), ack))
         return await ack.wait()
 
     async def delete(self, delete: IncomingDelete) -> IngestOutcome:
         """Remove a buffered message (unknown ids are counted and dropped)."""
         ack = Ack()
         await self._queue(
-            ChannelKey(delete.guild_id, delete.channel_id), Delete(delete.message_id, ack)
+            ChannelKey(delete.guild_id, delete.channel_id),
+            (MessageDeleted(delete.message_id), ack),
         )
         return await ack.wait()
 

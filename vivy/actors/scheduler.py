@@ -27,7 +27,7 @@ from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import cluster_request, consolidation_request
 from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput
-from vivy.state.profile import FactSource, needs_consolidation, plan_operations
+from vivy.state.profile import FactSource, Rejection, needs_consolidation, plan_operations
 from vivy.state.schedule import (
     day_bounds,
     local_day,
@@ -63,7 +63,7 @@ class SchedulerObserver(Protocol):
     def profile_update(self, outcome: str) -> None:
         """A consolidation was applied or failed."""
 
-    def fact_rejected(self, reason: str) -> None:
+    def fact_rejected(self, reason: Rejection) -> None:
         """A proposed consolidation operation was refused."""
 
 
@@ -139,7 +139,7 @@ class Scheduler:
     async def run_day(self, day: date) -> JobReport:
         """Run (or resume) the job for one local day; runs never overlap."""
         async with self._lock:
-            started = anyio.current_time()
+            started = self._clock.monotonic()
             report = JobReport(day, ran_at=self._clock.now())
             start, end = day_bounds(day, self._zone)
             for guild_id in await self._db.read(jobs.guilds_with_notes, start, end):
@@ -148,7 +148,7 @@ class Scheduler:
             if report.complete:
                 now = self._clock.now()
                 await self._db.write(jobs.record_run, day, now)
-                self._observer.job_succeeded(now, anyio.current_time() - started)
+                self._observer.job_succeeded(now, self._clock.monotonic() - started)
             log.info(
                 "nightly job ran",
                 day=day.isoformat(),
@@ -280,7 +280,7 @@ class Scheduler:
                 consolidation=True,
             )
             for reason, _ in plan.rejected:
-                self._observer.fact_rejected(reason.value)
+                self._observer.fact_rejected(reason)
             if not plan.changes:
                 return
             written = await self._db.write(

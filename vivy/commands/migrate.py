@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
+from vivy.clock import system_now
 from vivy.commands.db import add_database_option, database_path, discord_id
 from vivy.config import Settings
 from vivy.errors import StorageError
@@ -71,7 +71,7 @@ def run_migration(
     if source is not None and not source.is_file():
         raise StorageError(f"no such v1 database file: {source}")
     # The command line is the entry point, so it is where wall time is read.
-    at = time.time() if now is None else now
+    at = system_now() if now is None else now
     db = Database.open(path, inline=True)
     try:
         schema = "main"

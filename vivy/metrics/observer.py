@@ -11,14 +11,14 @@ from __future__ import annotations
 from vivy.metrics.registry import (
     ActorKind,
     DiscardReason,
-    FactRejection,
-    FlushReason,
     Metrics,
     NoteType,
     ProfileUpdateOutcome,
     SchedulerPass,
 )
+from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
+from vivy.state.profile import Rejection
 
 __all__ = ["MetricsObserver"]
 
@@ -41,10 +41,10 @@ class MetricsObserver:
         """A buffer opened."""
         self.metrics.open_buffers.inc()
 
-    def buffer_closed(self, reason: str) -> None:
+    def buffer_closed(self, reason: CloseReason) -> None:
         """A buffer closed for ``reason``."""
         self.metrics.open_buffers.dec()
-        self.metrics.buffer_flushes.labels(reason=FlushReason(reason)).inc()
+        self.metrics.buffer_flushes.labels(reason=reason).inc()
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
@@ -62,9 +62,9 @@ class MetricsObserver:
         """A profile update attempt ended."""
         self.metrics.profile_updates.labels(outcome=ProfileUpdateOutcome(outcome)).inc()
 
-    def fact_rejected(self, reason: str) -> None:
+    def fact_rejected(self, reason: Rejection) -> None:
         """A proposed fact operation was refused."""
-        self.metrics.profile_facts_rejected.labels(reason=FactRejection(reason)).inc()
+        self.metrics.profile_facts_rejected.labels(reason=reason).inc()
 
     def job_succeeded(self, completed_at: float, seconds: float) -> None:
         """The nightly job completed a day."""

@@ -27,7 +27,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 import vivy
 from vivy.llm.port import Operation as LLMOperation
+from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
+from vivy.state.profile import Rejection
 
 __all__ = [
     "LLM_DURATION_BUCKETS",
@@ -35,33 +37,22 @@ __all__ = [
     "SCHEDULER_BUCKETS",
     "ActorKind",
     "BoundedFamily",
+    "CloseReason",
     "CommandName",
     "CommandOutcome",
     "DiscardReason",
-    "FactRejection",
-    "FlushReason",
     "IngestOutcome",
     "LLMOperation",
     "LLMOutcome",
     "Metrics",
     "NoteType",
     "ProfileUpdateOutcome",
+    "Rejection",
     "ReplyOutcome",
     "RetrievalPath",
     "SchedulerPass",
     "TokenDirection",
 ]
-
-
-class FlushReason(StrEnum):
-    """Why a channel buffer closed (label ``reason``)."""
-
-    #: No message arrived for the inactivity window.
-    INACTIVITY = "inactivity"
-    #: The buffer reached its maximum age.
-    MAX_AGE = "max_age"
-    #: The buffer reached its message cap.
-    CAP = "cap"
 
 
 class DiscardReason(StrEnum):
@@ -91,21 +82,6 @@ class ProfileUpdateOutcome(StrEnum):
     CONFLICT_RETRIED = "conflict_retried"
     #: The member said nothing about themselves in the notes: no call was needed.
     SKIPPED = "skipped"
-
-
-class FactRejection(StrEnum):
-    """Why a proposed profile fact was refused (label ``reason``)."""
-
-    #: Not grounded in its source note.
-    UNGROUNDED = "ungrounded"
-    #: Looks like an instruction to the bot (prompt injection).
-    INSTRUCTION = "instruction"
-    #: The operation names a fact id that does not exist.
-    UNKNOWN_FACT = "unknown_fact"
-    #: Longer than the fact length limit.
-    TOO_LONG = "too_long"
-    #: The profile section is full.
-    SECTION_FULL = "section_full"
 
 
 class LLMOutcome(StrEnum):
@@ -362,7 +338,7 @@ class Metrics:
                 ["reason"],
                 registry=r,
             ),
-            {"reason": FlushReason},
+            {"reason": CloseReason},
         )
         self.buffers_discarded = BoundedFamily(
             Counter(
@@ -393,7 +369,7 @@ class Metrics:
                 ["reason"],
                 registry=r,
             ),
-            {"reason": FactRejection},
+            {"reason": Rejection},
         )
         llm_labels: dict[str, type[str]] = {
             "operation": LLMOperation,

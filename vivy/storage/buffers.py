@@ -21,13 +21,13 @@ __all__ = [
     "append_messages",
     "close_buffer",
     "closed_buffer_ids",
-    "count_buffers",
     "delete_stored_message",
     "edit_stored_message",
     "load_buffer",
     "open_buffer",
     "open_buffer_rows",
     "record_note_failure",
+    "restore_channel",
     "watermark",
 ]
 
@@ -52,7 +52,6 @@ class BufferRow:
     def snapshot(self, message_ids: frozenset[int]) -> BufferSnapshot:
         """The state machine's view of this buffer."""
         return BufferSnapshot(
-            closed=self.status == "closed",
             started_at=self.started_at,
             last_message_at=self.last_message_at,
             message_ids=message_ids,
@@ -264,11 +263,19 @@ def closed_buffer_ids(conn: Connection) -> list[tuple[int, float]]:
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
-def count_buffers(conn: Connection) -> dict[str, int]:
-    """Number of buffers by status (``open`` and ``closed``)."""
-    counts = {"open": 0, "closed": 0}
-    for status, count in conn.execute(
-        "SELECT status, COUNT(*) FROM channel_buffers GROUP BY status"
-    ).fetchall():
-        counts[str(status)] = int(count)
-    return counts
+def restore_channel(
+    conn: Connection, channel_id: int
+) -> tuple[tuple[BufferRow, frozenset[int]] | None, int]:
+    """The channel's open buffer with its message ids (None if it has none), and its watermark."""
+    mark = watermark(conn, channel_id)
+    rows = open_buffer_rows(conn, channel_id)
+    if not rows:
+        return None, mark
+    row = rows[0]
+    ids = frozenset(
+        int(r[0])
+        for r in conn.execute(
+            "SELECT message_id FROM buffer_messages WHERE buffer_id = ?", (row.id,)
+        ).fetchall()
+    )
+    return (row, ids), mark

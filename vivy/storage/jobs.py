@@ -10,7 +10,6 @@ __all__ = [
     "completed_days",
     "first_note_time",
     "guilds_with_notes",
-    "last_run",
     "pass_done",
     "record_pass",
     "record_run",
@@ -47,14 +46,6 @@ def record_run(conn: Connection, day: date, now: float) -> None:
 def completed_days(conn: Connection) -> list[date]:
     """Days whose job completed."""
     return [date.fromisoformat(r[0]) for r in conn.execute("SELECT job_date FROM scheduler_runs")]
-
-
-def last_run(conn: Connection) -> tuple[date, float] | None:
-    """The latest completed day and when it completed."""
-    row = conn.execute(
-        "SELECT job_date, completed_at FROM scheduler_runs ORDER BY job_date DESC LIMIT 1"
-    ).fetchone()
-    return (date.fromisoformat(row[0]), float(row[1])) if row else None
 
 
 def first_note_time(conn: Connection) -> float | None:

@@ -29,13 +29,11 @@ __all__ = [
     "commit_cluster_notes",
     "commit_conversation_note",
     "discard_buffer",
-    "get_note",
     "get_notes",
     "members_named",
     "note_date",
     "notes_between",
     "notes_in_range",
-    "notes_of_day",
     "serialize_vector",
     "short_date",
     "source_label",
@@ -350,12 +348,6 @@ def _notes(conn: Connection, rows: Sequence[Any]) -> list[Note]:
     return notes
 
 
-def get_note(conn: Connection, note_id: int) -> Note | None:
-    """One note, or None."""
-    found = get_notes(conn, [note_id])
-    return found[0] if found else None
-
-
 def get_notes(conn: Connection, note_ids: Sequence[int]) -> list[Note]:
     """Notes by id, in the order given (missing ids are skipped)."""
     if not note_ids:
@@ -377,15 +369,5 @@ def notes_between(
         " AND COALESCE(started_at, created_at) >= ? AND COALESCE(started_at, created_at) < ?"
         " ORDER BY id",
         (guild_id, note_type, start, end),
-    ).fetchall()
-    return _notes(conn, rows)
-
-
-def notes_of_day(conn: Connection, guild_id: int, day: str, note_type: str) -> list[Note]:
-    """A guild's notes of one type on one UTC date, oldest first."""
-    rows = conn.execute(
-        f"SELECT {_NOTE_COLUMNS} FROM interaction_notes"
-        " WHERE guild_id = ? AND note_date = ? AND note_type = ? ORDER BY id",
-        (guild_id, day, note_type),
     ).fetchall()
     return _notes(conn, rows)
