@@ -65,7 +65,7 @@ def run_bot(environ: Mapping[str, str], *, guild_ids: Sequence[int] = ()) -> int
 
     from vivy.logs import configure_logging
 
-    configure_logging("info")
+    configure_logging(settings.log_level or "info")
     return anyio.run(_serve, settings, environ, tuple(guild_ids), backend="asyncio")
 
 
@@ -111,7 +111,7 @@ async def serve(
 
     assert settings.discord_token is not None
     me = own_user_id(settings.discord_token)
-    bot = bot or make_bot(settings.discord_token)
+    bot = bot or make_bot(settings.discord_token, rest_url=settings.discord_rest_url)
     clock = Clock.starting_at(time.time())  # the one wall-clock read; all else uses `clock`
     async with running_app(
         settings, clock=clock, inline_db=False, own_user_id=me, environ=environ

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import structlog
 
 from vivy.clock import Clock
+from vivy.config import Settings
 from vivy.llm.gemini import GeminiConfig, GeminiLLM, gemini_key_from_env
 from vivy.llm.metered import (
     CountingMeter,
@@ -101,6 +102,7 @@ __all__ = [
     "chat_request",
     "cluster_request",
     "consolidation_request",
+    "gemini_config",
     "gemini_config_from_env",
     "gemini_key_from_env",
     "make_llm",
@@ -111,29 +113,22 @@ __all__ = [
 _log = structlog.get_logger(__name__)
 
 
-def _setting(environ: Mapping[str, str], name: str, default: str) -> str:
-    """``environ[name]`` stripped, or ``default`` when it is unset or blank."""
-    return environ.get(name, "").strip() or default
+def gemini_config(settings: Settings) -> GeminiConfig | None:
+    """The :class:`GeminiConfig` of ``settings``, or None when no Gemini key is set."""
+    if settings.gemini_key is None:
+        return None
+    return GeminiConfig(
+        api_key=settings.gemini_key,
+        flash_model=settings.gemini_flash_model,
+        pro_model=settings.gemini_pro_model,
+        embedding_model=settings.gemini_embedding_model,
+        base_url=settings.gemini_base_url,
+    )
 
 
 def gemini_config_from_env(environ: Mapping[str, str]) -> GeminiConfig | None:
-    """A :class:`GeminiConfig` from the environment, or None when no key is set.
-
-    The key comes from ``MEMORY_GEMINI_TOKEN`` or ``GEMINI_API_KEY``; model names may be
-    overridden by ``VIVY_GEMINI_FLASH_MODEL``, ``VIVY_GEMINI_PRO_MODEL`` and
-    ``VIVY_GEMINI_EMBEDDING_MODEL``; ``GOOGLE_GEMINI_BASE_URL`` redirects the endpoint.
-    """
-    key = gemini_key_from_env(environ)
-    if key is None:
-        return None
-    defaults = GeminiConfig(api_key=key)
-    return GeminiConfig(
-        api_key=key,
-        flash_model=_setting(environ, "VIVY_GEMINI_FLASH_MODEL", defaults.flash_model),
-        pro_model=_setting(environ, "VIVY_GEMINI_PRO_MODEL", defaults.pro_model),
-        embedding_model=_setting(environ, "VIVY_GEMINI_EMBEDDING_MODEL", defaults.embedding_model),
-        base_url=environ.get("GOOGLE_GEMINI_BASE_URL", "").strip() or None,
-    )
+    """:func:`gemini_config` of the settings read (and validated) from ``environ``."""
+    return gemini_config(Settings.from_env(environ))
 
 
 def make_llm(

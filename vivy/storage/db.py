@@ -83,6 +83,17 @@ def connect(path: str | Path) -> Connection:
     return conn
 
 
+def _storage_error(fn: object, exc: sqlean.Error) -> StorageError:
+    """``exc`` in the operator's words; the storage function that failed goes to the debug log."""
+    log.debug("storage call failed", call=getattr(fn, "__name__", repr(fn)), error=str(exc))
+    if "readonly" in str(exc):
+        return StorageError(
+            f"the database cannot be written ({exc}); make the file and its folder writable "
+            "by this user"
+        )
+    return StorageError(f"database error: {exc}")
+
+
 def migrate(conn: Connection) -> int:
     """Apply every pending migration and return the resulting schema version.
 
@@ -356,7 +367,7 @@ class Database:
         try:
             return fn(self._conn, *args)
         except sqlean.Error as exc:
-            raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
+            raise _storage_error(fn, exc) from exc
 
     def _run_reads(self, batch: list[_Call[Any]]) -> None:
         """Run reads one after another; each keeps its own result or error."""
@@ -386,7 +397,7 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
         except sqlean.Error as exc:
             for job in batch:
-                job.error = StorageError(f"cannot begin transaction: {exc}")
+                job.error = _storage_error(conn.execute, exc)
             return True
         results: list[Any] = []
         for job in batch:
@@ -397,11 +408,7 @@ class Database:
                     conn.execute("ROLLBACK")
                 if len(batch) > 1:
                     return False  # isolate the failure: run each write alone
-                job.error = (
-                    StorageError(f"{getattr(job.fn, '__name__', job.fn)}: {exc}")
-                    if isinstance(exc, sqlean.Error)
-                    else exc
-                )
+                job.error = _storage_error(job.fn, exc) if isinstance(exc, sqlean.Error) else exc
                 return True
         try:
             conn.execute("COMMIT")
@@ -409,7 +416,7 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for job in batch:
-                job.error = StorageError(f"commit failed: {exc}")
+                job.error = _storage_error(conn.commit, exc)
             return True
         for job, result in zip(batch, results, strict=True):
             job.result, job.error = result, None
