@@ -12,6 +12,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from vivy.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vivy.retrieval.eval import EvalSet
 
 __all__ = ["register", "run"]
 
@@ -38,6 +45,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(handler=run)
 
 
+def _eval_set(path: str | None, load: Callable[[str | None], EvalSet]) -> EvalSet:
+    """The eval set at ``path``, or a :class:`ConfigError` naming the file and what is wrong."""
+    try:
+        return load(path)
+    except OSError as exc:
+        raise ConfigError(f"--eval-set {path}: cannot read it ({exc.strerror or exc})") from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise ConfigError(
+            f"--eval-set {path}: not an eval set ({detail}); expected a JSON object with "
+            "guild_id, notes and questions, as in vivy/data/eval_set.json"
+        ) from exc
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the eval and print the table; returns the exit code."""
     import anyio
@@ -48,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from vivy.llm.port import LLM
     from vivy.retrieval.eval import EvalReport, format_report, load_eval_set, run_eval
 
-    eval_set = load_eval_set(args.eval_set)
+    eval_set = _eval_set(args.eval_set, load_eval_set)
 
     async def main() -> EvalReport:
         llm: LLM

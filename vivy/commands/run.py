@@ -156,7 +156,11 @@ async def _start(bot: hikari.GatewayBot) -> None:
             "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
         ) from exc
     except hikari.HikariError as exc:
-        raise ConfigError(f"cannot connect to Discord: {exc}") from exc
+        reason = " ".join(str(exc).split())
+        raise ConfigError(
+            f"cannot connect to Discord ({reason}), retries exhausted; check the network "
+            "(and VIVY_DISCORD_REST_URL if set), then start again"
+        ) from exc
 
 
 async def _register(bot: hikari.GatewayBot, guild_ids: Sequence[int], fallback_id: int) -> None:

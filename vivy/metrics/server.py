@@ -318,14 +318,16 @@ class MetricsServer:
         if self._token is None and not _is_loopback(self._host):
             raise ConfigError(
                 f"refusing to serve metrics and the operator API on non-loopback address "
-                f"{self._host!r} without a bearer token: set a metrics bearer token, or "
-                f"listen on 127.0.0.1"
+                f"{self._host!r} without a bearer token: set VIVY_API_TOKEN, or listen on "
+                f"127.0.0.1"
             )
         try:
             server = _Server((self._host, self._port), self._registry, self._api, self._token)
         except OSError as exc:
             raise ConfigError(
-                f"cannot listen for metrics on {self._host}:{self._port}: {exc.strerror or exc}"
+                f"cannot listen for /metrics and the operator API on {self._host}:{self._port} "
+                f"({exc.strerror or exc}); stop what uses it, or choose another "
+                "VIVY_METRICS_HOST / VIVY_METRICS_PORT"
             ) from exc
         self._port = server.server_address[1]
         self._server = server
