@@ -72,6 +72,12 @@ def run_import(
             err.write("\r\x1b[K")
             err.flush()
     print(format_report(report, database))
+    if report.failed_days:
+        raise VivyError(
+            "the nightly job failed for "
+            + ", ".join(d.isoformat() for d in report.failed_days)
+            + " (see the log); run the same import again, or `vivy job run --date DAY`"
+        )
     if not report.complete:
         raise VivyError(
             f"{report.pending_buffers} conversation buffers and {report.pending_updates} "
@@ -110,7 +116,11 @@ def _counts(counts: Mapping[str, int]) -> str:
 def format_report(report: ImportReport, database: str) -> str:
     """The report as printed by ``vivy import``."""
     days = ", ".join(d.isoformat() for d in report.days) or (
-        "none (already done)" if report.complete else "waits for the pending work"
+        "none (already done)"
+        if report.complete
+        else "none ran to the end"
+        if report.failed_days
+        else "waits for the pending work"
     )
     excluded = _counts({k.removeprefix("excluded_"): v for k, v in report.excluded.items()})
     seen = f"{report.messages} seen"
@@ -126,5 +136,10 @@ def format_report(report: ImportReport, database: str) -> str:
             f"{_plural(report.clusters_written, 'topic cluster')}",
             f"  profiles:    {_plural(report.facts_added, 'fact')} added",
             f"  nightly job: {days}",
+            *(
+                [f"  failed:      {', '.join(d.isoformat() for d in report.failed_days)}"]
+                if report.failed_days
+                else []
+            ),
         ]
     )
