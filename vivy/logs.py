@@ -19,7 +19,7 @@ __all__ = ["configure_logging"]
 
 
 def configure_logging(level: str = "info", *, json: bool | None = None) -> None:
-    """Configure structlog for the process: ``level`` and up, to stderr."""
+    """Configure structlog (and the standard library's root logger) for ``level`` and up."""
     as_json = not sys.stderr.isatty() if json is None else json
     processors: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -32,11 +32,12 @@ def configure_logging(level: str = "info", *, json: bool | None = None) -> None:
         processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
     else:
         processors.append(structlog.dev.ConsoleRenderer())
+    number = logging.getLevelNamesMapping()[level.upper()]
+    # Libraries log through the standard library (hikari's retries, for one): same threshold.
+    logging.getLogger().setLevel(number)
     structlog.configure(
         processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]
-        ),
+        wrapper_class=structlog.make_filtering_bound_logger(number),
         # Resolve sys.stderr at each use, so a replaced stream (tests, daemons) is honoured.
         logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,

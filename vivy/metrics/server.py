@@ -329,6 +329,12 @@ class MetricsServer:
         """Whether the server is serving."""
         return self._server is not None
 
+    def serve_api(self, api: OperatorAPI) -> None:
+        """Serve the operator API from ``api`` from now on (503 before, when none was given)."""
+        self._api = api
+        if self._server is not None:
+            self._server.api = api
+
     def start(self) -> None:
         """Bind and start serving on a daemon thread.
 
