@@ -80,12 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code (see the module docstring)."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; returns the process exit code (see the module docstring).
+
+    The settings are checked before the command modules are even imported, so a wrong
+    setting is reported at once, by every command.
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
     configure_logging("warning")
-    try:
-        settings = Settings.from_env(os.environ)
+    command = next((word for word in words if not word.startswith("-")), None)
+    if command is not None and not {"-h", "--help"} & set(words):
+        try:
+            settings = Settings.from_env(os.environ)
+        except ConfigError as exc:
+            return _fail(command, exc)
         configure_logging(settings.log_level or "warning")
+    args = build_parser().parse_args(words)
+    try:
         return int(args.handler(args))
     except BaseException as exc:  # the boundary: everything becomes an exit code
         return _fail(args.command, exc)

@@ -17,7 +17,7 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.config import Settings
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
-from vivy.llm import GeminiLLM, OfflineLLM, gemini_config_from_env
+from vivy.llm import OfflineLLM, gemini_config_from_env
 from vivy.llm.port import LLM
 
 __all__ = ["format_report", "llm_factory", "progress_line", "register", "run_import"]
@@ -47,6 +47,8 @@ def llm_factory(environ: Mapping[str, str]) -> Callable[[], LLM]:
     config = gemini_config_from_env(environ)
     if config is None:
         return OfflineLLM
+    from vivy.llm.gemini import GeminiLLM
+
     return lambda: RealTimeLLM(lambda: GeminiLLM(config))
 
 

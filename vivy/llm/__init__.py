@@ -2,18 +2,21 @@
 
 Actors depend on :class:`LLM` and the request builders in :mod:`vivy.llm.prompts`.
 :func:`make_llm` picks the implementation once at start-up: Gemini when a key is set, the
-offline provider otherwise, always wrapped in :class:`MeteredLLM`.
+offline provider otherwise, always wrapped in :class:`MeteredLLM`. The Gemini implementation
+(and google-genai, a second of imports) is loaded on first use, so commands that never call
+Gemini start fast.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from vivy.clock import Clock
-from vivy.config import Settings
-from vivy.llm.gemini import GeminiConfig, GeminiLLM, gemini_key_from_env
+from vivy.config import Settings, gemini_key_from_env
 from vivy.llm.metered import (
     CountingMeter,
     LLMMeter,
@@ -60,6 +63,9 @@ from vivy.llm.schemas import (
     ProfileOperations,
     TranscriptLine,
 )
+
+if TYPE_CHECKING:
+    from vivy.llm.gemini import GeminiConfig, GeminiLLM
 
 __all__ = [
     "LLM",
@@ -112,11 +118,23 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 
+#: Names served from :mod:`vivy.llm.gemini`, imported when first asked for.
+_GEMINI_NAMES = frozenset({"GeminiConfig", "GeminiLLM"})
+
+
+def __getattr__(name: str) -> Any:
+    """Load the Gemini implementation on first use of one of its names."""
+    if name in _GEMINI_NAMES:
+        return getattr(importlib.import_module("vivy.llm.gemini"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def gemini_config(settings: Settings) -> GeminiConfig | None:
     """The :class:`GeminiConfig` of ``settings``, or None when no Gemini key is set."""
     if settings.gemini_key is None:
         return None
+    from vivy.llm.gemini import GeminiConfig
+
     return GeminiConfig(
         api_key=settings.gemini_key,
         flash_model=settings.gemini_flash_model,
@@ -148,5 +166,7 @@ def make_llm(
         _log.warning("no Gemini key set; using the offline provider (offline quality)")
         inner = OfflineLLM()
     else:
+        from vivy.llm.gemini import GeminiLLM
+
         inner = GeminiLLM(config)
     return MeteredLLM(inner, meter if meter is not None else NullMeter(), clock)

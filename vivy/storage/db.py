@@ -83,15 +83,20 @@ def connect(path: str | Path) -> Connection:
     return conn
 
 
-def _storage_error(fn: object, exc: sqlean.Error) -> StorageError:
-    """``exc`` in the operator's words; the storage function that failed goes to the debug log."""
+def _storage_error(conn: Connection, fn: object, exc: sqlean.Error) -> StorageError:
+    """``exc`` in the operator's words, naming the database file; the storage function that
+    failed goes to the debug log."""
     log.debug("storage call failed", call=getattr(fn, "__name__", repr(fn)), error=str(exc))
+    try:
+        file = str(conn.execute("PRAGMA database_list").fetchone()[2]) or "in memory"
+    except sqlean.Error:
+        file = "?"
     if "readonly" in str(exc):
         return StorageError(
-            f"the database cannot be written ({exc}); make the file and its folder writable "
-            "by this user"
+            f"the database {file} cannot be written ({exc}); make the file and its folder "
+            "writable by this user"
         )
-    return StorageError(f"database error: {exc}")
+    return StorageError(f"database {file}: {exc}")
 
 
 def migrate(conn: Connection) -> int:
@@ -367,7 +372,7 @@ class Database:
         try:
             return fn(self._conn, *args)
         except sqlean.Error as exc:
-            raise _storage_error(fn, exc) from exc
+            raise _storage_error(self._conn, fn, exc) from exc
 
     def _run_reads(self, batch: list[_Call[Any]]) -> None:
         """Run reads one after another; each keeps its own result or error."""
@@ -397,7 +402,7 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
         except sqlean.Error as exc:
             for job in batch:
-                job.error = _storage_error(conn.execute, exc)
+                job.error = _storage_error(conn, conn.execute, exc)
             return True
         results: list[Any] = []
         for job in batch:
@@ -408,7 +413,9 @@ class Database:
                     conn.execute("ROLLBACK")
                 if len(batch) > 1:
                     return False  # isolate the failure: run each write alone
-                job.error = _storage_error(job.fn, exc) if isinstance(exc, sqlean.Error) else exc
+                job.error = (
+                    _storage_error(conn, job.fn, exc) if isinstance(exc, sqlean.Error) else exc
+                )
                 return True
         try:
             conn.execute("COMMIT")
@@ -416,7 +423,7 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for job in batch:
-                job.error = _storage_error(conn.commit, exc)
+                job.error = _storage_error(conn, conn.commit, exc)
             return True
         for job, result in zip(batch, results, strict=True):
             job.result, job.error = result, None
