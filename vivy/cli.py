@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(settings.log_level or "warning")
     args = build_parser().parse_args(words)
     try:
-        return int(args.handler(args))
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a closed pipe fails here, inside the boundary, not at exit
+        return code
     except BaseException as exc:  # the boundary: everything becomes an exit code
         return _fail(args.command, exc)
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.bot import payloads
-from tests.importer import GUILD, THREAD_LATER, TWO_DAYS, import_files
+from tests.importer import BEN, GUILD, THREAD_LATER, TWO_DAYS, import_files
 from vivy.cli import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -393,22 +393,22 @@ def test_the_readme_lists_every_case() -> None:
         assert rows[case.failure].rstrip(" |").endswith(str(case.code)), rows[case.failure]
 
 
-def test_a_closed_stdout_ends_quietly(imported: Path) -> None:
-    """``vivy notes ... | head`` whose reader is gone exits 141 without a word on stderr."""
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("notes", "--guild", str(GUILD)),
+        ("notes", "--guild", str(GUILD), "--limit", "1"),
+        ("profile", "--guild", str(GUILD), str(BEN)),
+    ],
+)
+def test_a_closed_stdout_ends_quietly(imported: Path, argv: tuple[str, ...]) -> None:
+    """``vivy notes ... | head`` whose reader is gone exits 141 without a word on stderr,
+    whether the output fills the pipe or waits in the buffer until the end."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "vivy.cli",
-                "notes",
-                "--guild",
-                str(GUILD),
-                "--db",
-                str(imported),
-            ],
+            [sys.executable, "-m", "vivy.cli", *argv, "--db", str(imported)],
             stdout=write_end,
             stderr=subprocess.PIPE,
             env=_environment({}),
