@@ -150,17 +150,20 @@ def gemini_config_from_env(environ: Mapping[str, str]) -> GeminiConfig | None:
 
 
 def make_llm(
-    environ: Mapping[str, str],
+    settings: Settings | Mapping[str, str],
     *,
     meter: LLMMeter | None = None,
     clock: Clock,
 ) -> LLM:
-    """The metered LLM for this environment: Gemini with a key, offline without one.
+    """The metered LLM for these settings (or this environment): Gemini with a key, offline
+    without one.
 
     Without a key, one warning says that the offline provider (and its offline-quality
     notes) is in use, so an operator who forgot the key finds out from the first log lines.
     """
-    config = gemini_config_from_env(environ)
+    config = gemini_config(
+        settings if isinstance(settings, Settings) else Settings.from_env(settings)
+    )
     inner: LLM
     if config is None:
         _log.warning("no Gemini key set; using the offline provider (offline quality)")
