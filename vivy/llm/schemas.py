@@ -76,6 +76,11 @@ def clip_summary(value: object) -> object:
     return head.rstrip(" ,;:-") + "…"
 
 
+#: A cluster's summary: bounded like a note's, but refused rather than clipped when too long.
+_ClusterSummary = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUMMARY_CHARS)
+]
+#: A note's summary, clipped to :data:`MAX_SUMMARY_CHARS`.
 _Summary = Annotated[
     str,
     BeforeValidator(clip_summary),
@@ -171,7 +176,7 @@ class DraftCluster(BaseModel):
     model_config = _STRICT
 
     title: _Title
-    summary: _Summary
+    summary: _ClusterSummary
     source_note_ids: list[int] = Field(min_length=1, max_length=100)
 
 
