@@ -194,6 +194,19 @@ CASES = (
         read_only=True,
     ),
     Case(
+        "`vivy reembed` on a read-only database",
+        ("reembed", "--db", "{db}"),
+        "{db}",
+        EXIT_RUNTIME,
+        read_only=True,
+    ),
+    Case(
+        "`vivy db backup` into a missing directory",
+        ("db", "backup", "{tmp}/nowhere/copy.db", "--db", "{db}"),
+        "nowhere",
+        EXIT_RUNTIME,
+    ),
+    Case(
         "`vivy job run` on a database file that does not exist",
         ("job", "run", "--db", "{tmp}/missing.db"),
         "missing.db",
