@@ -9,7 +9,6 @@ next start.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -100,14 +99,18 @@ async def running_app(
     environ: Mapping[str, str] | None = None,
     scheduler: bool = True,
 ) -> AsyncIterator[App]:
-    """Run the whole capture and memory pipeline until the block ends."""
+    """Run the whole capture and memory pipeline until the block ends.
+
+    The LLM is ``llm`` when given, else the one ``settings`` configure (Gemini with
+    ``settings.gemini_key``), or ``environ`` when that is given instead.
+    """
     db = Database.open(settings.database, inline=inline_db)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
         MeteredLLM(llm, metrics, clock)
         if llm is not None
-        else make_llm(environ if environ is not None else os.environ, meter=metrics, clock=clock)
+        else make_llm(environ if environ is not None else settings, meter=metrics, clock=clock)
     )
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:

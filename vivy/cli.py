@@ -3,19 +3,53 @@
 Each command module has ``register(commands)``, which adds its parser and sets ``handler``
 to a function taking the parsed arguments and returning the exit code. Heavy imports happen
 inside the handlers, so ``vivy --help`` stays fast.
+
+:func:`main` is the one error boundary of every command. The settings are read and checked
+before the command runs; an error the command raises, bare or wrapped in the exception groups
+of anyio's task groups, becomes one line ``vivy COMMAND: what is wrong and what to do`` on
+stderr, and its traceback goes to the debug log only (``VIVY_LOG_LEVEL=debug``). The exit
+codes are :data:`EXIT_RUNTIME`, :data:`EXIT_USAGE`, :data:`EXIT_INTERRUPTED` and
+:data:`EXIT_BROKEN_PIPE`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
-from vivy.errors import VivyError
+import structlog
+
+from vivy.config import Settings
+from vivy.errors import ConfigError, VivyError
 from vivy.logs import configure_logging
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = [
+    "COMMAND_MODULES",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERRUPTED",
+    "EXIT_RUNTIME",
+    "EXIT_USAGE",
+    "build_parser",
+    "error_line",
+    "main",
+]
+
+#: A command failed while it ran (database, network, LLM, a file it reads).
+EXIT_RUNTIME = 1
+#: The command line or a setting is wrong; nothing was changed.
+EXIT_USAGE = 2
+#: Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+#: The reader of stdout went away, as ``vivy profile ... | head`` does (128 + SIGPIPE).
+EXIT_BROKEN_PIPE = 141
+
+#: Lines of an error message shown to the user; the rest goes to the debug log.
+MAX_ERROR_LINES = 2
+
+_log = structlog.get_logger(__name__)
 
 #: The modules that provide subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES = (
@@ -46,16 +80,79 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit code (2 for usage errors)."""
-    args = build_parser().parse_args(argv)
+    """Run the command line; returns the process exit code (see the module docstring).
+
+    The settings are checked before the command modules are even imported, so a wrong
+    setting is reported at once, by every command.
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
     configure_logging("warning")
+    command = next((word for word in words if not word.startswith("-")), None)
+    if command is not None and not {"-h", "--help"} & set(words):
+        try:
+            settings = Settings.from_env(os.environ)
+        except ConfigError as exc:
+            return _fail(command, exc)
+        configure_logging(settings.log_level or "warning")
+    args = build_parser().parse_args(words)
     try:
-        return int(args.handler(args))
-    except VivyError as exc:
-        print(f"vivy {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        code = int(args.handler(args))
+        sys.stdout.flush()  # a closed pipe fails here, inside the boundary, not at exit
+        return code
+    except BaseException as exc:  # the boundary: everything becomes an exit code
+        return _fail(args.command, exc)
+
+
+def _fail(command: str, exc: BaseException) -> int:
+    """Report ``exc`` as the failure of ``command``; returns the exit code."""
+    leaves = _leaves(exc)
+    if any(isinstance(leaf, SystemExit) for leaf in leaves):
+        raise exc
+    if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        return EXIT_INTERRUPTED
+    if any(isinstance(leaf, BrokenPipeError) for leaf in leaves):
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    _log.debug("command failed", command=command, exc_info=exc)
+    ours = [leaf for leaf in leaves if isinstance(leaf, VivyError)]
+    print(error_line(command, ours[0] if ours else leaves[0]), file=sys.stderr)
+    return EXIT_USAGE if ours and isinstance(ours[0], ConfigError) else EXIT_RUNTIME
+
+
+def error_line(command: str, exc: BaseException) -> str:
+    """What the user sees of ``exc``: ``vivy COMMAND: message``, two lines at most.
+
+    A :class:`VivyError` says what is wrong in its own words; anything else is a defect of
+    Vivy's, shown by its type and message with a pointer to the debug log.
+    """
+    if isinstance(exc, VivyError):
+        text = str(exc)
+    else:
+        detail = f": {exc}" if str(exc) else ""
+        text = (
+            f"unexpected {type(exc).__name__}{detail}\n"
+            "run again with VIVY_LOG_LEVEL=debug for the traceback, and please report it"
+        )
+    lines = [line for line in text.splitlines() if line.strip()] or ["failed"]
+    message = "\n".join(lines[:MAX_ERROR_LINES])
+    prefix = f"vivy {command}: "
+    return message if message.startswith(prefix) else prefix + message
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, or ``exc`` itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        return
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ naming the variable.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +18,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vivy.errors import ConfigError
 
-__all__ = ["BufferSettings", "Settings", "inactivity_window"]
+__all__ = [
+    "GEMINI_KEY_VARIABLES",
+    "LOG_LEVELS",
+    "BufferSettings",
+    "Settings",
+    "gemini_key_from_env",
+    "inactivity_window",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +55,39 @@ def inactivity_window(settings: BufferSettings, channel_id: int, first_message_i
     return round(low + fraction * (high - low), 3)
 
 
+#: Environment variables holding the Gemini API key, in order of precedence (seed 000 keeps
+#: memory traffic on its own key).
+GEMINI_KEY_VARIABLES: tuple[str, ...] = ("MEMORY_GEMINI_TOKEN", "GEMINI_API_KEY")
+
+#: Log levels ``VIVY_LOG_LEVEL`` accepts.
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warning", "error")
+
+#: Largest value of a setting given in minutes or seconds: about 10 years, far beyond any
+#: sensible window, and small enough that every deadline stays an exact float.
+_MAX_MINUTES = 10 * 365 * 24 * 60.0
+_MAX_SECONDS = _MAX_MINUTES * 60
+#: Largest count setting (a buffer cap, a concurrency): beyond it memory, not sense, runs out.
+_MAX_COUNT = 1_000_000
+#: A whole number as the count settings accept it.
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+def gemini_key_from_env(environ: Mapping[str, str]) -> str | None:
+    """The Gemini API key from ``MEMORY_GEMINI_TOKEN``, else ``GEMINI_API_KEY``, else None."""
+    for name in GEMINI_KEY_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """All of Vivy's configuration."""
+    """All of Vivy's configuration.
+
+    Built directly (tests, benchmarks) it takes any values; :meth:`from_env` is the one place
+    that reads and validates the environment.
+    """
 
     database: Path = Path("vivy.db")
     buffers: BufferSettings = field(default_factory=BufferSettings)
@@ -68,6 +108,12 @@ class Settings:
     shutdown_grace_s: float = 10.0
     discord_token: str | None = None
     gemini_key: str | None = None
+    gemini_flash_model: str = "gemini-2.0-flash"
+    gemini_pro_model: str = "gemini-2.5-pro"
+    gemini_embedding_model: str = "gemini-embedding-001"
+    gemini_base_url: str | None = None
+    discord_rest_url: str | None = None
+    log_level: str | None = None
 
     @property
     def zone(self) -> ZoneInfo:
@@ -76,81 +122,184 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Settings from ``VIVY_*`` variables (and the Discord and Gemini keys)."""
+        """Settings from ``VIVY_*`` variables (and the Discord and Gemini keys).
+
+        An empty variable means its default. A value that cannot be used raises
+        :class:`~vivy.errors.ConfigError` naming the variable, the value and what is allowed.
+        """
         reader = _Reader(environ)
-        low = reader.number("VIVY_INACTIVITY_MIN_MINUTES", 20.0) * 60
-        high = reader.number("VIVY_INACTIVITY_MAX_MINUTES", 30.0) * 60
-        if high < low:
-            raise ConfigError("VIVY_INACTIVITY_MAX_MINUTES must not be below the minimum")
-        buffers = BufferSettings(
-            inactivity_min_s=low,
-            inactivity_max_s=high,
-            max_age_s=reader.number("VIVY_MAX_BUFFER_MINUTES", 120.0) * 60,
-            cap=int(reader.number("VIVY_BUFFER_CAP", 100, minimum=2)),
-            seed=int(reader.number("VIVY_SEED", 0, minimum=0)),
+        low = reader.number("VIVY_INACTIVITY_MIN_MINUTES", 20.0, low=0.0, strict=True)
+        high = reader.number(
+            "VIVY_INACTIVITY_MAX_MINUTES", 30.0, low=low, low_from="VIVY_INACTIVITY_MIN_MINUTES"
         )
+        max_age = reader.number(
+            "VIVY_MAX_BUFFER_MINUTES", 120.0, low=high, low_from="VIVY_INACTIVITY_MAX_MINUTES"
+        )
+        min_note = reader.count("VIVY_MIN_NOTE_MESSAGES", 2, low=1)
+        buffers = BufferSettings(
+            inactivity_min_s=low * 60,
+            inactivity_max_s=high * 60,
+            max_age_s=max_age * 60,
+            cap=reader.count(
+                "VIVY_BUFFER_CAP",
+                100,
+                low=max(2, min_note),
+                low_from="VIVY_MIN_NOTE_MESSAGES" if min_note > 2 else "",
+            ),
+            seed=reader.count("VIVY_SEED", 0, low=0, high=2**63 - 1),
+        )
+        host = reader.text("VIVY_METRICS_HOST", "127.0.0.1")
+        token = reader.text("VIVY_API_TOKEN", "") or None
+        if token is None and not _is_loopback(host):
+            raise ConfigError(
+                f"VIVY_METRICS_HOST={host!r} is not a loopback address, and the operator API "
+                "there needs a bearer token: set VIVY_API_TOKEN, or use 127.0.0.1"
+            )
         settings = cls(
-            database=Path(environ.get("VIVY_DB", "vivy.db")),
+            database=Path(reader.text("VIVY_DB", "vivy.db")),
             buffers=buffers,
             allowed_guilds=reader.ids("VIVY_ALLOWED_GUILDS") or None,
             blacklisted_users=reader.ids("VIVY_BLACKLIST_USERS"),
             blacklisted_channels=reader.ids("VIVY_BLACKLIST_CHANNELS"),
             capture_enabled=reader.flag("VIVY_MEMORY_CAPTURE", True),
             retrieval_enabled=reader.flag("VIVY_MEMORY_RETRIEVAL", True),
-            min_note_messages=int(reader.number("VIVY_MIN_NOTE_MESSAGES", 2, minimum=1)),
-            profile_concurrency=int(reader.number("VIVY_PROFILE_CONCURRENCY", 4, minimum=1)),
-            profile_delay_s=reader.number("VIVY_PROFILE_DELAY_MINUTES", 720.0) * 60,
-            timezone=environ.get("VIVY_TIMEZONE", "UTC"),
-            min_cluster_notes=int(reader.number("VIVY_MIN_CLUSTER_NOTES", 3, minimum=1)),
-            catchup_time_limit_s=reader.number("VIVY_CATCHUP_SECONDS", 300.0),
-            metrics_host=environ.get("VIVY_METRICS_HOST", "127.0.0.1"),
-            metrics_port=int(reader.number("VIVY_METRICS_PORT", 9464, minimum=0)),
-            api_token=environ.get("VIVY_API_TOKEN") or None,
-            shutdown_grace_s=reader.number("VIVY_SHUTDOWN_GRACE_SECONDS", 10.0),
-            discord_token=environ.get("DISCORD_TOKEN") or None,
-            gemini_key=environ.get("MEMORY_GEMINI_TOKEN") or environ.get("GEMINI_API_KEY") or None,
+            min_note_messages=min_note,
+            profile_concurrency=reader.count("VIVY_PROFILE_CONCURRENCY", 4, low=1),
+            profile_delay_s=reader.number("VIVY_PROFILE_DELAY_MINUTES", 720.0, low=0.0) * 60,
+            timezone=reader.text("VIVY_TIMEZONE", "UTC"),
+            min_cluster_notes=reader.count("VIVY_MIN_CLUSTER_NOTES", 3, low=1),
+            catchup_time_limit_s=reader.number(
+                "VIVY_CATCHUP_SECONDS", 300.0, low=0.0, strict=True, high=_MAX_SECONDS
+            ),
+            metrics_host=host,
+            metrics_port=reader.count("VIVY_METRICS_PORT", 9464, low=1, high=65535),
+            api_token=token,
+            shutdown_grace_s=reader.number(
+                "VIVY_SHUTDOWN_GRACE_SECONDS", 10.0, low=0.0, high=_MAX_SECONDS
+            ),
+            discord_token=reader.text("DISCORD_TOKEN", "") or None,
+            gemini_key=gemini_key_from_env(environ),
+            gemini_flash_model=reader.text("VIVY_GEMINI_FLASH_MODEL", "gemini-2.0-flash"),
+            gemini_pro_model=reader.text("VIVY_GEMINI_PRO_MODEL", "gemini-2.5-pro"),
+            gemini_embedding_model=reader.text(
+                "VIVY_GEMINI_EMBEDDING_MODEL", "gemini-embedding-001"
+            ),
+            gemini_base_url=reader.text("GOOGLE_GEMINI_BASE_URL", "") or None,
+            discord_rest_url=reader.text("VIVY_DISCORD_REST_URL", "") or None,
+            log_level=reader.choice("VIVY_LOG_LEVEL", LOG_LEVELS),
         )
         try:
             settings.zone  # noqa: B018 - validates the zone name
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ConfigError(f"VIVY_TIMEZONE: unknown time zone {settings.timezone!r}") from exc
+            raise ConfigError(
+                f"VIVY_TIMEZONE={settings.timezone!r} is not a known IANA time zone "
+                "(for example Europe/Berlin or UTC)"
+            ) from exc
         return settings
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class _Reader:
-    """Parses typed values out of the environment with errors that name the variable."""
+    """Parses typed values out of the environment with errors that name the variable.
+
+    Every error says ``NAME=value`` and what is allowed, so the operator can fix it from the
+    message alone; an empty or blank value always means the default.
+    """
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
 
-    def number(self, name: str, default: float, *, minimum: float = 0.0) -> float:
-        raw = self._environ.get(name)
-        if raw is None or raw == "":
+    def _raw(self, name: str) -> str | None:
+        raw = self._environ.get(name, "").strip()
+        return raw or None
+
+    def text(self, name: str, default: str) -> str:
+        """A string setting, stripped; the default when unset or blank."""
+        return self._raw(name) or default
+
+    def number(
+        self,
+        name: str,
+        default: float,
+        *,
+        low: float,
+        strict: bool = False,
+        high: float = _MAX_MINUTES,
+        low_from: str = "",
+    ) -> float:
+        """A finite number from ``low`` (excluded when ``strict``) to ``high``.
+
+        ``low_from`` names the setting the lower bound comes from, for the error message.
+        """
+        raw = self._raw(name)
+        if raw is None:
             return float(default)
+        bound = f"above {low:g}" if strict else f"of at least {low:g}"
+        if low_from:
+            bound += f" ({low_from})"
+        allowed = f"expected a finite number {bound} and at most {high:.0f}"
         try:
             value = float(raw)
         except ValueError:
-            raise ConfigError(f"{name}: expected a number, got {raw!r}") from None
-        if value < minimum:
-            raise ConfigError(f"{name}: must be at least {minimum:g}, got {raw!r}")
+            raise ConfigError(f"{name}={raw!r} is not a number: {allowed}") from None
+        if not math.isfinite(value) or value < low or (strict and value == low) or value > high:
+            raise ConfigError(f"{name}={raw!r} is out of range: {allowed}")
         return value
 
+    def count(
+        self, name: str, default: int, *, low: int, high: int = _MAX_COUNT, low_from: str = ""
+    ) -> int:
+        """A whole number from ``low`` to ``high`` (no fraction, no exponent)."""
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        allowed = (
+            f"expected a whole number from {low}{f' ({low_from})' if low_from else ''} to {high}"
+        )
+        if _WHOLE.fullmatch(raw) is None:
+            raise ConfigError(f"{name}={raw!r} is not a whole number: {allowed}")
+        value = int(raw)
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={raw!r} is out of range: {allowed}")
+        return value
+
+    def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
+        """One of ``choices`` (case-insensitive), or None when unset."""
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        if raw.lower() not in choices:
+            raise ConfigError(
+                f"{name}={raw!r} is not allowed: expected one of {', '.join(choices)}"
+            )
+        return raw.lower()
+
     def flag(self, name: str, default: bool) -> bool:
-        raw = self._environ.get(name, "").strip().lower()
+        """A boolean: 1/true/yes/on or 0/false/no/off."""
+        raw = (self._raw(name) or "").lower()
         if raw == "":
             return default
         if raw in {"1", "true", "yes", "on"}:
             return True
         if raw in {"0", "false", "no", "off"}:
             return False
-        raise ConfigError(f"{name}: expected true or false, got {raw!r}")
+        raise ConfigError(f"{name}={raw!r} is not allowed: expected true or false")
 
     def ids(self, name: str) -> frozenset[int]:
+        """Comma-separated Discord ids (snowflakes)."""
         raw = self._environ.get(name, "")
         parts = [part.strip() for part in raw.replace(";", ",").split(",") if part.strip()]
-        try:
-            return frozenset(int(part) for part in parts)
-        except ValueError:
+        if not all(p.isascii() and p.isdigit() and 0 < int(p) < 2**63 for p in parts):
             raise ConfigError(
-                f"{name}: expected comma-separated Discord ids, got {raw!r}"
-            ) from None
+                f"{name}={raw!r} is not allowed: expected comma-separated Discord ids"
+            )
+        return frozenset(int(part) for part in parts)

@@ -401,7 +401,8 @@ class ImportReport:
     system entries and ``excluded`` the conversation messages the capture gate refused (bots,
     empty text, blacklists), by outcome. ``days`` are the days whose nightly job ran.
     ``pending_buffers`` and ``pending_updates`` are work left after repeated LLM failures (the
-    nightly job then waits too); running the import again finishes it.
+    nightly job then waits too); ``failed_days`` are days whose nightly job failed (it is not
+    recorded as done). Running the import again finishes both.
     """
 
     files: int
@@ -418,11 +419,12 @@ class ImportReport:
     pending_buffers: int = 0
     pending_updates: int = 0
     llm: str = ""
+    failed_days: tuple[date, ...] = ()
 
     @property
     def complete(self) -> bool:
-        """Whether every message became part of a note and every update was applied."""
-        return not (self.pending_buffers or self.pending_updates)
+        """Whether every message became a note, every update was applied, every day's job ran."""
+        return not (self.pending_buffers or self.pending_updates or self.failed_days)
 
 
 @dataclass
@@ -486,7 +488,7 @@ async def replay(
         left = await _drain(
             app, baseline, llm, lambda n: report("finishing", len(batch.messages), n)
         )
-        days = await _nightly(app, batch, settings) if left.empty else ()
+        days, failed_days = await _nightly(app, batch, settings) if left.empty else ((), ())
         notes_after = await app.db.read(upkeep.note_counts)
         facts_after = await app.db.read(_facts)
         report("done", len(batch.messages), sum(notes_after.values()))
@@ -502,6 +504,7 @@ async def replay(
         clusters_written=notes_after["topic_cluster"] - notes_before["topic_cluster"],
         facts_added=facts_after - facts_before,
         days=days,
+        failed_days=failed_days,
         pending_buffers=left.open_buffers + len(left.closed_buffers),
         pending_updates=len(left.pending_updates),
         llm=app.llm.quality,
@@ -555,18 +558,24 @@ def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, 
     return bool(tried) and min(tried) >= MAX_FAILED_ATTEMPTS
 
 
-async def _nightly(app: App, batch: ExportBatch, settings: Settings) -> tuple[date, ...]:
-    """Run the nightly job for each local day of the batch that has no completed run."""
+async def _nightly(
+    app: App, batch: ExportBatch, settings: Settings
+) -> tuple[tuple[date, ...], tuple[date, ...]]:
+    """Run the nightly job for each local day of the batch that has no completed run.
+
+    Returns the days whose job completed and the days whose job failed.
+    """
     zone = settings.zone
     covered = sorted({local_day(m.timestamp, zone) for m in batch.messages})
     completed = set(await app.db.read(jobs.completed_days))
-    ran = []
+    ran: list[date] = []
+    failed: list[date] = []
     for day in covered:
         if day in completed:
             continue
-        await app.scheduler.run_day(day)
-        ran.append(day)
-    return tuple(ran)
+        report = await app.scheduler.run_day(day)
+        (ran if report.complete else failed).append(day)
+    return tuple(ran), tuple(failed)
 
 
 def import_exports(

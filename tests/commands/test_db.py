@@ -64,7 +64,7 @@ def test_check_reports_evidence_of_another_guild(
 ) -> None:
     """An evidence window filed under a guild its note does not belong to fails the check."""
     _raw(copy, "UPDATE evidence_windows SET guild_id = 999 WHERE id = 1")
-    r = run_cli(monkeypatch, capsys, "db", "check", "--db", str(copy))
+    r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
     assert "evidence: 2 misplaced rows" in r.out  # the window, and its vector
     assert "problem: evidence: evidence window 1 is filed under guild 999" in r.out

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.llm.fake_gemini import FakeGemini, answer, slow
+from tests.llm.fake_gemini import FakeGemini, answer, error, slow
 from vivy.commands.importer import run_import
+from vivy.errors import VivyError
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 
@@ -87,3 +88,54 @@ def test_import_with_a_gemini_key_survives_slow_answers(
     assert [(f.text, f.source_label) for f in facts] == [
         ("Lives in Denver", "Dana's weekend baking, May 1")
     ]
+
+
+def test_a_nightly_job_that_fails_fails_the_import(
+    tmp_path: Path, fake_gemini: FakeGemini, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When Gemini refuses the nightly topic clusters, the day is listed as failed and the
+    import ends with an error, not a report of a done day."""
+    export = tmp_path / "export.json"
+    _export(export)
+    fake_gemini.script_generate(
+        answer(NOTE),
+        answer({"operations": [{"op": "add", "section": "bio", "text": "Lives in Denver"}]}),
+        *[error(400, "the cluster request is refused")] * 10,
+    )
+    environ = {
+        "GEMINI_API_KEY": "test-key",
+        "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url,
+        "VIVY_MIN_CLUSTER_NOTES": "1",
+    }
+    with pytest.raises(VivyError, match="nightly job failed for 2026-05-01"):
+        run_import([str(export)], database=str(tmp_path / "v.db"), environ=environ)
+    out = capsys.readouterr().out
+    assert "failed:      2026-05-01" in out
+    assert "nightly job: none ran to the end" in out
+
+
+def test_a_too_long_summary_is_clipped_and_its_note_written(
+    tmp_path: Path, fake_gemini: FakeGemini, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 6,000-character summary is cut at a sentence end and the note is written on the
+    first answer, instead of the buffer being retried for ever."""
+    export = tmp_path / "export.json"
+    _export(export)
+    fake_gemini.script_generate(
+        answer({**NOTE, "summary": "Dana bakes bread on weekends in Denver. " * 150}),
+        answer({"operations": [{"op": "add", "section": "bio", "text": "Lives in Denver"}]}),
+    )
+    db = tmp_path / "v.db"
+    environ = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url}
+    assert run_import([str(export)], database=str(db), environ=environ) == 0
+    assert "1 conversation note" in capsys.readouterr().out
+    assert [r.method for r in fake_gemini.requests].count("generateContent") == 2
+    database = Database.open(db)
+    try:
+        summaries = database.read_sync(
+            lambda conn: [r[0] for r in conn.execute("SELECT summary FROM interaction_notes")]
+        )
+    finally:
+        database.close()
+    assert len(summaries) == 1
+    assert 1000 < len(summaries[0]) <= 1200 and summaries[0].endswith("in Denver.")

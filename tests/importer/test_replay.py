@@ -204,6 +204,28 @@ def test_llm_outage_leaves_work_pending_for_a_rerun(tmp_path: Path) -> None:
     assert [d.isoformat() for d in done.days] == ["2026-04-06", "2026-04-07"]
 
 
+class _NightlyFails(OfflineLLM):
+    """The offline provider, except that every topic-cluster request fails."""
+
+    async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
+        """Fail the nightly job's cluster pass; answer everything else."""
+        if request.operation is Operation.TOPIC_CLUSTER:
+            raise LLMUnavailable("503 from the model")
+        return await super().generate(request)
+
+
+def test_a_failed_nightly_day_is_reported_not_counted_as_done(tmp_path: Path) -> None:
+    """A day whose nightly job failed is listed as failed, leaves the import incomplete, and
+    is not recorded as done, so the next run does it."""
+    db = tmp_path / "v.db"
+    failed = import_exports([TWO_DAYS], Settings(), llm=_NightlyFails(), database=db)
+    assert failed.failed_days and not failed.complete
+    assert set(failed.failed_days).isdisjoint(failed.days)
+    done = import_files(db, TWO_DAYS)
+    assert done.complete
+    assert set(done.days) >= set(failed.failed_days)
+
+
 class _AsyncioOnly(OfflineLLM):
     """The offline provider behind asyncio-only awaits, like a network client would use."""
 

@@ -6,6 +6,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from vivy.clock import Clock
+from vivy.config import Settings
 from vivy.llm import (
     CountingMeter,
     GeminiLLM,
@@ -14,7 +15,7 @@ from vivy.llm import (
     gemini_config_from_env,
     make_llm,
 )
-from vivy.llm.port import EmbeddingTask
+from vivy.llm.port import EmbeddingTask, ModelTier
 
 CLOCK = Clock(wall_origin=1_771_869_600.0, mono_origin=0.0)
 
@@ -63,3 +64,13 @@ def test_config_from_env_reads_key_models_and_base_url() -> None:
     assert (config.flash_model, config.pro_model) == ("gemini-2.5-flash", "gemini-2.5-pro")
     assert config.base_url == "http://127.0.0.1:9/"
     assert gemini_config_from_env({"GEMINI_API_KEY": ""}) is None
+
+
+@pytest.mark.anyio
+async def test_the_settings_key_is_the_one_used() -> None:
+    """Given Settings, make_llm uses their Gemini key and models, not the environment."""
+    llm = make_llm(Settings(gemini_key="k", gemini_flash_model="flash-x"), clock=CLOCK)
+    assert isinstance(llm, MeteredLLM) and isinstance(llm.inner, GeminiLLM)
+    assert llm.model_for(ModelTier.FLASH) == "flash-x"
+    await llm.aclose()
+    assert isinstance(make_llm(Settings(), clock=CLOCK).inner, OfflineLLM)

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from vivy.llm.schemas import (
+    MAX_SUMMARY_CHARS,
     AddFact,
     ClusterDraft,
     InvalidateFact,
@@ -32,7 +33,6 @@ def test_note_draft_defaults_lists_and_strips_text() -> None:
     [
         {"title": "x" * 81},
         {"title": "   "},
-        {"summary": "x" * 1201},
         {"topics": [f"t{i}" for i in range(11)]},
         {"entities": ["x" * 81]},
         {"decisions": [""]},
@@ -43,6 +43,22 @@ def test_note_draft_rejects_out_of_bounds_answers(change: dict[str, Any]) -> Non
     """Over-long text, too many items, blank strings and extra fields all fail."""
     with pytest.raises(ValidationError):
         NoteDraft.model_validate({**NOTE, **change})
+
+
+def test_a_too_long_summary_is_clipped_at_a_sentence_end() -> None:
+    """A summary over 1,200 characters is cut after its last whole sentence, not refused."""
+    sentence = "Alex and Sam planned the game night for Friday. "
+    draft = NoteDraft.model_validate({**NOTE, "summary": sentence * 40})
+    assert len(draft.summary) <= MAX_SUMMARY_CHARS
+    assert draft.summary.endswith("for Friday.")
+    assert draft.summary.startswith(sentence.strip())
+
+
+def test_a_too_long_summary_without_sentences_is_clipped_at_a_word() -> None:
+    """Without a sentence end in reach the cut falls between words and is marked with "…"."""
+    draft = NoteDraft.model_validate({**NOTE, "summary": "word " * 400})
+    assert len(draft.summary) <= MAX_SUMMARY_CHARS
+    assert draft.summary.endswith("word…")
 
 
 def test_profile_operations_parse_by_op() -> None:

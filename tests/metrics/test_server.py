@@ -146,6 +146,8 @@ def test_missing_profile_is_404(server: MetricsServer) -> None:
         ("/api/memory/search?q=%20&guild_id=1", "blank"),
         ("/api/memory/search?q=tea&guild_id=abc", "positive integer"),
         ("/api/memory/search?q=tea&guild_id=-5", "positive integer"),
+        ("/api/memory/search?q=tea&guild_id=99999999999999999999999999", "positive integer"),
+        ("/api/memory/profile?guild_id=1&user_id=9223372036854775808", "positive integer"),
         ("/api/memory/search?q=tea&guild_id=1&limit=0", "limit"),
         ("/api/memory/search?q=tea&guild_id=1&limit=51", "limit"),
         ("/api/memory/search?q=tea&guild_id=1&limit=ten", "limit"),
@@ -277,3 +279,34 @@ def test_double_start_raises(server: MetricsServer) -> None:
     """Starting a running server raises ConfigError."""
     with pytest.raises(ConfigError, match="already running"):
         server.start()
+
+
+def _raw(server: MetricsServer, request: bytes) -> tuple[int, str, bytes]:
+    """Send ``request`` as raw bytes; the status, content type and body of the answer."""
+    with socket.create_connection((server.host, server.port), timeout=5) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), fields.get("Content-Type", ""), body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
+        (b"GET /metrics HTTP/1.1\r\nX-Big: " + b"b" * 70000 + b"\r\n\r\n", 431),
+        (b"BREW /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    ],
+)
+def test_the_standard_librarys_error_answers_are_json(
+    server: MetricsServer, request_bytes: bytes, status: int
+) -> None:
+    """Errors the stdlib server answers itself (414, 431, 501, ...) are JSON, not HTML."""
+    code, content_type, body = _raw(server, request_bytes)
+    assert code == status
+    assert content_type == "application/json"
+    assert json.loads(body)["error"]

@@ -1,8 +1,24 @@
-"""Tests of the consolidation gate: a pro call only when a profile has something to fix."""
+"""Tests of the consolidation gate (a pro call only when a profile has something to fix) and
+of the link from a replaced fact to its replacement."""
 
 from __future__ import annotations
 
-from vivy.state.profile import SECTION_CAP, ExistingFact, needs_consolidation
+from vivy.llm.offline import profile_operations
+from vivy.llm.schemas import (
+    AddFact,
+    FactView,
+    InvalidateFact,
+    NoteView,
+    ProfileInput,
+    TranscriptLine,
+)
+from vivy.state.profile import (
+    SECTION_CAP,
+    ExistingFact,
+    FactSource,
+    needs_consolidation,
+    plan_operations,
+)
 
 
 def fact(fact_id: int, section: str, text: str) -> ExistingFact:
@@ -45,3 +61,41 @@ def test_a_nearly_full_section_needs_consolidation() -> None:
     facts = [fact(i, "interests", text) for i, text in enumerate(hobbies[: SECTION_CAP - 1])]
     assert needs_consolidation(facts)
     assert not needs_consolidation(facts[:3])
+
+
+def test_an_invalidation_naming_an_added_fact_is_its_replacement() -> None:
+    """ "Superseded: Lives in Denver" next to the add "Lives in Denver" links the two, so the
+    old fact's history shows what replaced it (superseded_by)."""
+    source = FactSource(7, "[moving day, Mar 4]", "I moved to Denver last month")
+    operations = [
+        InvalidateFact(op="invalidate", fact_id=1, reason="Superseded: Lives in Denver"),
+        InvalidateFact(op="invalidate", fact_id=2, reason="no longer true"),
+        AddFact(op="add", section="bio", text="Lives in Denver", note_id=7),
+    ]
+    facts = [fact(1, "bio", "Lives in Portland"), fact(2, "interests", "Plays chess")]
+    plan = plan_operations(facts, operations, {7: source})
+    assert [(n.text, n.supersedes) for n in plan.added] == [("Lives in Denver", (1,))]
+    assert {r.fact_id for r in plan.retired} == {1, 2}
+
+
+def test_the_offline_provider_names_the_last_statement_of_a_slot() -> None:
+    """ "I said Portland out of habit. I moved to Denver" retires Portland for Denver."""
+    said = "I said I live in Portland the other day out of habit. I moved to Denver last month"
+    payload = ProfileInput(
+        user_id=5,
+        user_name="Priya",
+        facts=(FactView(id=1, section="bio", text="Lives in Portland", source="[Mar 2]"),),
+        notes=(
+            NoteView(
+                id=7,
+                title="moving day",
+                summary="Priya moved.",
+                date="2026-03-04",
+                participants=("Priya",),
+                lines=(TranscriptLine(5, "Priya", said, 0.0),),
+            ),
+        ),
+    )
+    operations = profile_operations(payload).operations
+    reasons = [op.reason for op in operations if isinstance(op, InvalidateFact)]
+    assert reasons == ["Superseded: Lives in Denver"]

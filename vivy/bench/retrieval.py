@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vivy.errors import ConfigError
 from vivy.retrieval import search
 from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.retriever import DEFAULT_SETTINGS, RetrievalSettings, ranked_notes
@@ -426,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--sizes must be comma-separated integers")
     if not sizes or min(sizes) < 1 or args.queries < 1 or args.candidates < 1:
         parser.error("--sizes, --queries and --candidates must be positive")
+    if args.db_dir is not None and not Path(args.db_dir).is_dir():
+        raise ConfigError(f"--db-dir {args.db_dir}: no such directory; create it or leave it out")
     settings = RetrievalSettings(candidates=args.candidates)
     results = run_retrieval_bench(
         sizes,

@@ -13,12 +13,16 @@ offline provider is used (offline quality); with ``GEMINI_API_KEY`` or
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlencode
+from urllib.request import urlopen
 
 import anyio
 from prometheus_client import CollectorRegistry
@@ -87,7 +91,9 @@ def run_demo(
         registry = CollectorRegistry()
         batch = load_exports([DEMO_EXPORT])
         make_model = llm_factory(env)
-        with MetricsServer(registry, host="127.0.0.1", port=port) as server:
+        Database.open(path, inline=True).close()  # created now, so the operator API can serve it
+        api = OperatorStore(path)
+        with closing(api), MetricsServer(registry, api, host="127.0.0.1", port=port) as server:
             print(f"Vivy demo: metrics at {server.url}/metrics")
             offline = gemini_config_from_env(env) is None
             quality = "offline provider (offline quality)" if offline else "Gemini models"
@@ -107,9 +113,11 @@ def run_demo(
                 print()
             _section("Memory for a question")
             anyio.run(_answer, path, batch.messages, make_model)
-            server_api = OperatorStore(path)
-            hits = server_api.search(guild, "game night", 3)
-            print(f"\nOperator search API (`/api/memory/search?q=game night`): {len(hits)} hits")
+            query = urlencode({"guild_id": guild, "q": "game night"})
+            url = f"{server.url}/api/memory/search?{query}"
+            with urlopen(url, timeout=10) as answer:
+                hits = json.load(answer)["results"]
+            print(f"\nOperator search API ({url}): {len(hits)} hits")
             if linger > 0:
                 print(f"\nServing {server.url}/metrics for {linger:g} more seconds.")
                 time.sleep(linger)

@@ -15,8 +15,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from vivy.errors import ConfigError
 
 __all__ = ["register", "run"]
+
+T = TypeVar("T")
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,6 +53,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(handler=run)
 
 
+_NOTES_SHAPE = "guild_id, notes and questions, as in vivy/data/eval_set.json"
+_LONG_SHAPE = "guilds of sessions and questions, as in vivy/data/longconv_eval.json"
+
+
+def _eval_set(option: str, path: str | None, load: Callable[[str | None], T], shape: str) -> T:
+    """The eval set at ``path``, or a :class:`ConfigError` naming the file and what is wrong."""
+    try:
+        return load(path)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{option} {path}: not an eval set ({detail}); expected a JSON object with {shape}"
+        ) from exc
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the eval and print the table; returns the exit code."""
     import anyio
@@ -64,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
         run_longconv,
     )
 
-    eval_set = load_eval_set(args.eval_set)
-    long_set = load_longconv(args.long_set)
+    eval_set = _eval_set("--eval-set", args.eval_set, load_eval_set, _NOTES_SHAPE)
+    long_set = _eval_set("--long-set", args.long_set, load_longconv, _LONG_SHAPE)
 
     async def main() -> tuple[LongReport, EvalReport]:
         llm: LLM

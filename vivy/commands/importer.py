@@ -17,7 +17,7 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.config import Settings
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
-from vivy.llm import GeminiLLM, OfflineLLM, gemini_config_from_env
+from vivy.llm import OfflineLLM, gemini_config_from_env
 from vivy.llm.port import LLM
 
 __all__ = ["format_report", "llm_factory", "progress_line", "register", "run_import"]
@@ -47,6 +47,8 @@ def llm_factory(environ: Mapping[str, str]) -> Callable[[], LLM]:
     config = gemini_config_from_env(environ)
     if config is None:
         return OfflineLLM
+    from vivy.llm.gemini import GeminiLLM
+
     return lambda: RealTimeLLM(lambda: GeminiLLM(config))
 
 
@@ -72,6 +74,12 @@ def run_import(
             err.write("\r\x1b[K")
             err.flush()
     print(format_report(report, database))
+    if report.failed_days:
+        raise VivyError(
+            "the nightly job failed for "
+            + ", ".join(d.isoformat() for d in report.failed_days)
+            + " (see the log); run the same import again, or `vivy job run --date DAY`"
+        )
     if not report.complete:
         raise VivyError(
             f"{report.pending_buffers} conversation buffers and {report.pending_updates} "
@@ -110,7 +118,11 @@ def _counts(counts: Mapping[str, int]) -> str:
 def format_report(report: ImportReport, database: str) -> str:
     """The report as printed by ``vivy import``."""
     days = ", ".join(d.isoformat() for d in report.days) or (
-        "none (already done)" if report.complete else "waits for the pending work"
+        "none (already done)"
+        if report.complete
+        else "none ran to the end"
+        if report.failed_days
+        else "waits for the pending work"
     )
     excluded = _counts({k.removeprefix("excluded_"): v for k, v in report.excluded.items()})
     seen = f"{report.messages} seen"
@@ -126,5 +138,10 @@ def format_report(report: ImportReport, database: str) -> str:
             f"{_plural(report.clusters_written, 'topic cluster')}",
             f"  profiles:    {_plural(report.facts_added, 'fact')} added",
             f"  nightly job: {days}",
+            *(
+                [f"  failed:      {', '.join(d.isoformat() for d in report.failed_days)}"]
+                if report.failed_days
+                else []
+            ),
         ]
     )

@@ -3,7 +3,8 @@
 It runs (or resumes) the job for one local day of the configured time zone — yesterday by
 default — with the configured LLM: topic clusters for each guild, then consolidation of each
 changed profile. The job is idempotent per guild and day, so running it twice does nothing the
-second time.
+second time. It refuses a database file that does not exist (the nightly job of an empty new
+database would be recorded as done) and a day that has not ended yet.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from vivy.app import running_app
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path
 from vivy.config import Settings
+from vivy.errors import ConfigError, StorageError
 from vivy.state.schedule import local_day
 
 __all__ = ["register", "run_job"]
@@ -46,12 +48,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
     """Run the job for ``day`` on the database at ``path``; returns the exit code."""
     settings = replace(Settings.from_env(os.environ), database=Path(path))
-    return anyio.run(_run, settings, day)
+    if not settings.database.is_file():
+        raise StorageError(
+            f"no such database file: {settings.database}; pass --db with the database "
+            "`vivy run` or `vivy import` writes"
+        )
+    wall = time.time()  # the entry point's one wall-clock read
+    today = local_day(wall, settings.zone)
+    target = day or today - timedelta(days=1)
+    if target >= today:
+        raise ConfigError(
+            f"--date {target.isoformat()} has not ended yet in {settings.timezone}; "
+            f"the latest day the job can run for is {(today - timedelta(days=1)).isoformat()}"
+        )
+    return anyio.run(_run, settings, wall, target)
 
 
-async def _run(settings: Settings, day: date | None) -> int:
-    clock = Clock.starting_at(time.time())  # the entry point's one wall-clock read
-    target = day or local_day(clock.now(), settings.zone) - timedelta(days=1)
+async def _run(settings: Settings, wall: float, target: date) -> int:
+    clock = Clock.starting_at(wall)
     async with running_app(settings, clock=clock, scheduler=False) as app:
         report = await app.scheduler.run_day(target)
     status = "complete" if report.complete else "incomplete: " + ", ".join(report.failures)

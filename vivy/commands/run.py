@@ -1,7 +1,9 @@
 """``vivy run``: connect to Discord and remember its conversations.
 
-The app (buffers, notes, profiles, nightly job) starts first, then the metrics server, then
-the hikari gateway, so no event arrives before the router can take it. SIGTERM or SIGINT
+The metrics port is bound and Discord asked for the bot's user first, so a port in use, a
+wrong token or an unreachable Discord ends it before anything is written. Then the app
+(buffers, notes, profiles, nightly job) starts, the operator API is served, and the hikari
+gateway connects, so no event arrives before the router can take it. SIGTERM or SIGINT
 stops it gracefully within ``VIVY_SHUTDOWN_GRACE_SECONDS``: the gateway closes, then the
 app's task group is cancelled (open buffers and pending work are already durable and resume
 on the next start). Without ``DISCORD_TOKEN`` it exits with status 2 and points to
@@ -25,6 +27,10 @@ from vivy.errors import ConfigError
 
 if TYPE_CHECKING:
     import hikari
+    from prometheus_client import CollectorRegistry
+
+    from vivy.clock import Clock
+    from vivy.metrics.server import MetricsServer
 
 __all__ = ["NO_TOKEN_MESSAGE", "make_bot", "own_user_id", "register", "run_bot", "serve"]
 
@@ -65,12 +71,36 @@ def run_bot(environ: Mapping[str, str], *, guild_ids: Sequence[int] = ()) -> int
 
     from vivy.logs import configure_logging
 
-    configure_logging("info")
+    configure_logging(settings.log_level or "info")
     return anyio.run(_serve, settings, environ, tuple(guild_ids), backend="asyncio")
 
 
 async def _serve(settings: Settings, environ: Mapping[str, str], guild_ids: Sequence[int]) -> int:
     return await serve(settings, environ=environ, guild_ids=guild_ids)
+
+
+async def check_discord(token: str, *, rest_url: str | None = None) -> None:
+    """Fetch the bot's own user once, so a wrong token or an unreachable Discord is reported
+    (after hikari's retries) before anything is started or written."""
+    import hikari
+
+    rest = hikari.RESTApp(url=rest_url)
+    await rest.start()
+    try:
+        async with rest.acquire(token, hikari.TokenType.BOT) as client:
+            await client.fetch_my_user()
+    except hikari.UnauthorizedError as exc:
+        raise ConfigError(
+            "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
+        ) from exc
+    except (hikari.HikariError, OSError) as exc:
+        reason = " ".join(str(exc).split())
+        raise ConfigError(
+            f"cannot connect to Discord ({reason}), retries exhausted; check the network "
+            "(and VIVY_DISCORD_REST_URL if set), then start again"
+        ) from exc
+    finally:
+        await rest.close()
 
 
 def make_bot(token: str, *, rest_url: str | None = None) -> hikari.GatewayBot:
@@ -99,31 +129,62 @@ async def serve(
     guild_ids: Sequence[int] = (),
     bot: hikari.GatewayBot | None = None,
 ) -> int:
-    """Run app, metrics server and gateway together until a signal or the gateway stops."""
+    """Run app, metrics server and gateway together until a signal or the gateway stops.
+
+    The metrics port is bound first and, unless ``bot`` is given, Discord is asked for the
+    bot's user, so a port in use, a wrong token or an unreachable Discord stops Vivy before
+    the app starts (and writes).
+    """
+    from prometheus_client import CollectorRegistry
+
+    from vivy.clock import Clock
+    from vivy.metrics.server import MetricsServer
+
+    assert settings.discord_token is not None
+    me = own_user_id(settings.discord_token)
+    clock = Clock.starting_at(time.time())  # the one wall-clock read; all else uses `clock`
+    registry = CollectorRegistry()
+    # The port is taken before the app starts, so a port in use stops Vivy before it writes.
+    server = MetricsServer(
+        registry,
+        host=settings.metrics_host,
+        port=settings.metrics_port,
+        bearer_token=settings.api_token,
+    )
+    server.start()
+    try:
+        if bot is None:  # Vivy's own bot: check Discord before the app starts and writes
+            await check_discord(settings.discord_token, rest_url=settings.discord_rest_url)
+            bot = make_bot(settings.discord_token, rest_url=settings.discord_rest_url)
+        await _serve_app(settings, clock, server, registry, me, bot, environ, guild_ids)
+    finally:
+        server.stop()
+    log.info("vivy stopped")
+    return 0
+
+
+async def _serve_app(
+    settings: Settings,
+    clock: Clock,
+    server: MetricsServer,
+    registry: CollectorRegistry,
+    me: int,
+    bot: hikari.GatewayBot,
+    environ: Mapping[str, str] | None,
+    guild_ids: Sequence[int],
+) -> None:
+    """The app and the gateway, with the operator API served once the database is open."""
     import anyio
 
     from vivy.app import running_app
     from vivy.bot.gateway import Gateway
-    from vivy.clock import Clock
     from vivy.heap import settle_heap
-    from vivy.metrics.server import MetricsServer
     from vivy.retrieval.operator import OperatorStore
 
-    assert settings.discord_token is not None
-    me = own_user_id(settings.discord_token)
-    bot = bot or make_bot(settings.discord_token)
-    clock = Clock.starting_at(time.time())  # the one wall-clock read; all else uses `clock`
     async with running_app(
-        settings, clock=clock, inline_db=False, own_user_id=me, environ=environ
+        settings, clock=clock, inline_db=False, own_user_id=me, environ=environ, registry=registry
     ) as app:
-        server = MetricsServer(
-            app.metrics.registry,
-            OperatorStore(settings.database),
-            host=settings.metrics_host,
-            port=settings.metrics_port,
-            bearer_token=settings.api_token,
-        )
-        server.start()
+        server.serve_api(OperatorStore(settings.database))
         gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:
@@ -141,9 +202,6 @@ async def serve(
             with anyio.CancelScope(shield=True), anyio.move_on_after(settings.shutdown_grace_s):
                 if bot.is_alive:
                     await bot.close()
-            server.stop()
-    log.info("vivy stopped")
-    return 0
 
 
 async def _start(bot: hikari.GatewayBot) -> None:
@@ -156,7 +214,11 @@ async def _start(bot: hikari.GatewayBot) -> None:
             "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
         ) from exc
     except hikari.HikariError as exc:
-        raise ConfigError(f"cannot connect to Discord: {exc}") from exc
+        reason = " ".join(str(exc).split())
+        raise ConfigError(
+            f"cannot connect to Discord ({reason}), retries exhausted; check the network "
+            "(and VIVY_DISCORD_REST_URL if set), then start again"
+        ) from exc
 
 
 async def _register(bot: hikari.GatewayBot, guild_ids: Sequence[int], fallback_id: int) -> None:

@@ -2,17 +2,21 @@
 
 Actors depend on :class:`LLM` and the request builders in :mod:`vivy.llm.prompts`.
 :func:`make_llm` picks the implementation once at start-up: Gemini when a key is set, the
-offline provider otherwise, always wrapped in :class:`MeteredLLM`.
+offline provider otherwise, always wrapped in :class:`MeteredLLM`. The Gemini implementation
+(and google-genai, a second of imports) is loaded on first use, so commands that never call
+Gemini start fast.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from vivy.clock import Clock
-from vivy.llm.gemini import GeminiConfig, GeminiLLM, gemini_key_from_env
+from vivy.config import Settings, gemini_key_from_env
 from vivy.llm.metered import (
     CountingMeter,
     LLMMeter,
@@ -60,6 +64,9 @@ from vivy.llm.schemas import (
     TranscriptLine,
 )
 
+if TYPE_CHECKING:
+    from vivy.llm.gemini import GeminiConfig, GeminiLLM
+
 __all__ = [
     "LLM",
     "OFFLINE_EMBEDDING_MODEL",
@@ -101,6 +108,7 @@ __all__ = [
     "chat_request",
     "cluster_request",
     "consolidation_request",
+    "gemini_config",
     "gemini_config_from_env",
     "gemini_key_from_env",
     "make_llm",
@@ -110,48 +118,58 @@ __all__ = [
 
 _log = structlog.get_logger(__name__)
 
-
-def _setting(environ: Mapping[str, str], name: str, default: str) -> str:
-    """``environ[name]`` stripped, or ``default`` when it is unset or blank."""
-    return environ.get(name, "").strip() or default
+#: Names served from :mod:`vivy.llm.gemini`, imported when first asked for.
+_GEMINI_NAMES = frozenset({"GeminiConfig", "GeminiLLM"})
 
 
-def gemini_config_from_env(environ: Mapping[str, str]) -> GeminiConfig | None:
-    """A :class:`GeminiConfig` from the environment, or None when no key is set.
+def __getattr__(name: str) -> Any:
+    """Load the Gemini implementation on first use of one of its names."""
+    if name in _GEMINI_NAMES:
+        return getattr(importlib.import_module("vivy.llm.gemini"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    The key comes from ``MEMORY_GEMINI_TOKEN`` or ``GEMINI_API_KEY``; model names may be
-    overridden by ``VIVY_GEMINI_FLASH_MODEL``, ``VIVY_GEMINI_PRO_MODEL`` and
-    ``VIVY_GEMINI_EMBEDDING_MODEL``; ``GOOGLE_GEMINI_BASE_URL`` redirects the endpoint.
-    """
-    key = gemini_key_from_env(environ)
-    if key is None:
+
+def gemini_config(settings: Settings) -> GeminiConfig | None:
+    """The :class:`GeminiConfig` of ``settings``, or None when no Gemini key is set."""
+    if settings.gemini_key is None:
         return None
-    defaults = GeminiConfig(api_key=key)
+    from vivy.llm.gemini import GeminiConfig
+
     return GeminiConfig(
-        api_key=key,
-        flash_model=_setting(environ, "VIVY_GEMINI_FLASH_MODEL", defaults.flash_model),
-        pro_model=_setting(environ, "VIVY_GEMINI_PRO_MODEL", defaults.pro_model),
-        embedding_model=_setting(environ, "VIVY_GEMINI_EMBEDDING_MODEL", defaults.embedding_model),
-        base_url=environ.get("GOOGLE_GEMINI_BASE_URL", "").strip() or None,
+        api_key=settings.gemini_key,
+        flash_model=settings.gemini_flash_model,
+        pro_model=settings.gemini_pro_model,
+        embedding_model=settings.gemini_embedding_model,
+        base_url=settings.gemini_base_url,
     )
 
 
+def gemini_config_from_env(environ: Mapping[str, str]) -> GeminiConfig | None:
+    """:func:`gemini_config` of the settings read (and validated) from ``environ``."""
+    return gemini_config(Settings.from_env(environ))
+
+
 def make_llm(
-    environ: Mapping[str, str],
+    settings: Settings | Mapping[str, str],
     *,
     meter: LLMMeter | None = None,
     clock: Clock,
 ) -> LLM:
-    """The metered LLM for this environment: Gemini with a key, offline without one.
+    """The metered LLM for these settings (or this environment): Gemini with a key, offline
+    without one.
 
     Without a key, one warning says that the offline provider (and its offline-quality
     notes) is in use, so an operator who forgot the key finds out from the first log lines.
     """
-    config = gemini_config_from_env(environ)
+    config = gemini_config(
+        settings if isinstance(settings, Settings) else Settings.from_env(settings)
+    )
     inner: LLM
     if config is None:
         _log.warning("no Gemini key set; using the offline provider (offline quality)")
         inner = OfflineLLM()
     else:
+        from vivy.llm.gemini import GeminiLLM
+
         inner = GeminiLLM(config)
     return MeteredLLM(inner, meter if meter is not None else NullMeter(), clock)

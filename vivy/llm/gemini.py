@@ -32,6 +32,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from vivy.config import GEMINI_KEY_VARIABLES, gemini_key_from_env
 from vivy.errors import ConfigError, LLMError, LLMInvalidOutput, LLMUnavailable
 from vivy.llm.port import (
     ChatAnswer,
@@ -58,10 +59,6 @@ __all__ = [
     "gemini_key_from_env",
     "gemini_response_schema",
 ]
-
-#: Environment variables holding the Gemini API key, in order of precedence (seed 000 keeps
-#: memory traffic on its own key).
-GEMINI_KEY_VARIABLES: tuple[str, ...] = ("MEMORY_GEMINI_TOKEN", "GEMINI_API_KEY")
 
 #: The largest batch ``batchEmbedContents`` accepts.
 MAX_EMBED_BATCH = 100
@@ -94,15 +91,6 @@ _KEPT_KEYWORDS = (
     "maximum",
     "pattern",
 )
-
-
-def gemini_key_from_env(environ: Mapping[str, str]) -> str | None:
-    """The Gemini API key from ``MEMORY_GEMINI_TOKEN``, else ``GEMINI_API_KEY``, else None."""
-    for name in GEMINI_KEY_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 @dataclass(frozen=True, slots=True)

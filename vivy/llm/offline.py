@@ -1489,7 +1489,7 @@ def _apply_statements(
             continue
         if statement.slot is not None:
             for fact in active:
-                if slots[fact.id] == statement.slot and fact.id not in invalidated:
+                if slots[fact.id] == statement.slot:  # the latest statement of a slot wins
                     invalidated[fact.id] = _reason(statement)
                     known.discard(_key(fact.text))
             for index in reversed(range(len(adds))):

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 __all__ = [
+    "MAX_SUMMARY_CHARS",
     "PROFILE_SECTIONS",
     "AddFact",
     "ClusterDraft",
@@ -32,6 +33,7 @@ __all__ = [
     "ProfileOperations",
     "ProfileSection",
     "TranscriptLine",
+    "clip_summary",
 ]
 
 #: The sections of a user profile (seed 002's ``user_profiles`` columns).
@@ -48,7 +50,42 @@ PROFILE_SECTIONS: tuple[ProfileSection, ...] = (
 )
 
 _Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
-_Summary = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1200)]
+#: Longest note summary kept; a longer one is clipped (see :func:`clip_summary`).
+MAX_SUMMARY_CHARS = 1200
+
+
+def clip_summary(value: object) -> object:
+    """A summary longer than :data:`MAX_SUMMARY_CHARS`, cut at its last sentence end, else word.
+
+    A summary that runs long is still a good summary; refusing it made the note writer retry
+    the same buffer for ever. The clipped text ends with "…" when it was cut inside a sentence.
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if len(text) <= MAX_SUMMARY_CHARS:
+        return text
+    head = text[:MAX_SUMMARY_CHARS]
+    sentence_end = max(head.rfind(mark) for mark in (". ", "! ", "? ", ".\n", "!\n", "?\n"))
+    if sentence_end >= MAX_SUMMARY_CHARS // 2:
+        return head[: sentence_end + 1]
+    head = text[: MAX_SUMMARY_CHARS - 1]
+    word_end = head.rfind(" ")
+    if word_end >= MAX_SUMMARY_CHARS // 2:
+        head = head[:word_end]
+    return head.rstrip(" ,;:-") + "…"
+
+
+#: A cluster's summary: bounded like a note's, but refused rather than clipped when too long.
+_ClusterSummary = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUMMARY_CHARS)
+]
+#: A note's summary, clipped to :data:`MAX_SUMMARY_CHARS`.
+_Summary = Annotated[
+    str,
+    BeforeValidator(clip_summary),
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_SUMMARY_CHARS),
+]
 _Term = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 _Sentence = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=240)]
 _FactText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -139,7 +176,7 @@ class DraftCluster(BaseModel):
     model_config = _STRICT
 
     title: _Title
-    summary: _Summary
+    summary: _ClusterSummary
     source_note_ids: list[int] = Field(min_length=1, max_length=100)
 
 

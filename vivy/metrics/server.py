@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_SEARCH_LIMIT",
+    "MAX_ID",
     "MAX_SEARCH_LIMIT",
     "MetricsServer",
     "OperatorAPI",
@@ -49,6 +50,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9464
 #: Largest ``limit`` the search route accepts.
 MAX_SEARCH_LIMIT = 50
+#: Largest id the API accepts: Discord snowflakes are unsigned 64-bit, SQLite's integers signed.
+MAX_ID = 2**63 - 1
 #: ``limit`` used when the search request gives none.
 DEFAULT_SEARCH_LIMIT = 10
 
@@ -162,6 +165,23 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send_json(HTTPStatus.OK, body)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own error answers (400, 414, 431, 501, ...) as JSON too."""
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        self.log_error("code %d, message %s", code, message)
+        payload = json.dumps({"error": message or phrase}, ensure_ascii=False).encode()
+        self.send_response(code, message)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if self.command != "HEAD" and code >= HTTPStatus.OK and code not in (204, 304):
+            self.wfile.write(payload)
+
     def _refuse_method(self) -> None:
         """Every route is read-only."""
         self._send_json(
@@ -237,10 +257,13 @@ def _required(params: Mapping[str, str], name: str) -> str:
 
 
 def _positive_int(params: Mapping[str, str], name: str) -> int:
-    """A required parameter holding a positive decimal integer (a Discord id)."""
+    """A required parameter holding a Discord id: a decimal integer from 1 to 2**63 - 1."""
     text = _required(params, name)
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
-        raise _BadRequest(f"parameter {name!r} must be a positive integer, got {text!r}")
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) <= MAX_ID:
+        raise _BadRequest(
+            f"parameter {name!r} must be a positive integer up to {MAX_ID} (a Discord id), "
+            f"got {text!r}"
+        )
     return int(text)
 
 
@@ -306,6 +329,12 @@ class MetricsServer:
         """Whether the server is serving."""
         return self._server is not None
 
+    def serve_api(self, api: OperatorAPI) -> None:
+        """Serve the operator API from ``api`` from now on (503 before, when none was given)."""
+        self._api = api
+        if self._server is not None:
+            self._server.api = api
+
     def start(self) -> None:
         """Bind and start serving on a daemon thread.
 
@@ -318,14 +347,16 @@ class MetricsServer:
         if self._token is None and not _is_loopback(self._host):
             raise ConfigError(
                 f"refusing to serve metrics and the operator API on non-loopback address "
-                f"{self._host!r} without a bearer token: set a metrics bearer token, or "
-                f"listen on 127.0.0.1"
+                f"{self._host!r} without a bearer token: set VIVY_API_TOKEN, or listen on "
+                f"127.0.0.1"
             )
         try:
             server = _Server((self._host, self._port), self._registry, self._api, self._token)
         except OSError as exc:
             raise ConfigError(
-                f"cannot listen for metrics on {self._host}:{self._port}: {exc.strerror or exc}"
+                f"cannot listen for /metrics and the operator API on {self._host}:{self._port} "
+                f"({exc.strerror or exc}); stop what uses it, or choose another "
+                "VIVY_METRICS_HOST / VIVY_METRICS_PORT"
             ) from exc
         self._port = server.server_address[1]
         self._server = server

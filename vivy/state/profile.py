@@ -16,7 +16,7 @@ active facts and the guards, and returns what to write and what was rejected and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import combinations
 
@@ -137,6 +137,7 @@ def plan_operations(
     plan = ProfilePlan()
     active = {fact.id: fact for fact in facts}
     retiring: set[int] = set()
+    invalidated: list[ExistingFact] = []
     single = next(iter(sources.values())) if len(sources) == 1 else None
 
     def source_for(note_id: int | None) -> FactSource | None:
@@ -157,6 +158,7 @@ def plan_operations(
                 plan.rejected.append((Rejection.INSTRUCTION, f"invalidate {op.fact_id}"))
                 continue
             retiring.add(op.fact_id)
+            invalidated.append(active[op.fact_id])
             plan.retired.append(RetiredFact(op.fact_id, op.reason or "contradicted"))
             continue
         refused = check_fact_text(op.text)
@@ -194,8 +196,26 @@ def plan_operations(
         if duplicate:
             continue
         plan.added.append(_new_fact(op.section, op.text, source, consolidation, ()))
+    _link_replacements(plan, invalidated, {r.fact_id: r.reason for r in plan.retired})
     _fold_to_caps(plan, [f for f in facts if f.id not in retiring])
     return plan
+
+
+def _link_replacements(
+    plan: ProfilePlan, invalidated: Sequence[ExistingFact], reasons: Mapping[int, str]
+) -> None:
+    """Mark an added fact as superseding the invalidated fact whose reason names it.
+
+    An invalidation "Superseded: Lives in Portland" next to the add "Lives in Portland" is a
+    replacement, so the old fact's history links to the new one, as a merge's does.
+    """
+    for fact in invalidated:
+        reason = content_tokens(reasons[fact.id])
+        for index, new in enumerate(plan.added):
+            words = content_tokens(new.text)
+            if new.section == fact.section and words and words <= reason:
+                plan.added[index] = replace(new, supersedes=(*new.supersedes, fact.id))
+                break
 
 
 def _new_fact(

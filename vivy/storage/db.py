@@ -83,6 +83,22 @@ def connect(path: str | Path) -> Connection:
     return conn
 
 
+def _storage_error(conn: Connection, fn: object, exc: sqlean.Error) -> StorageError:
+    """``exc`` in the operator's words, naming the database file; the storage function that
+    failed goes to the debug log."""
+    log.debug("storage call failed", call=getattr(fn, "__name__", repr(fn)), error=str(exc))
+    try:
+        file = str(conn.execute("PRAGMA database_list").fetchone()[2]) or "in memory"
+    except sqlean.Error:
+        file = "?"
+    if "readonly" in str(exc):
+        return StorageError(
+            f"the database {file} cannot be written ({exc}); make the file and its folder "
+            "writable by this user"
+        )
+    return StorageError(f"database {file}: {exc}")
+
+
 def migrate(conn: Connection) -> int:
     """Apply every pending migration and return the resulting schema version.
 
@@ -356,7 +372,7 @@ class Database:
         try:
             return fn(self._conn, *args)
         except sqlean.Error as exc:
-            raise StorageError(f"{getattr(fn, '__name__', fn)}: {exc}") from exc
+            raise _storage_error(self._conn, fn, exc) from exc
 
     def _run_reads(self, batch: list[_Call[Any]]) -> None:
         """Run reads one after another; each keeps its own result or error."""
@@ -386,7 +402,7 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
         except sqlean.Error as exc:
             for job in batch:
-                job.error = StorageError(f"cannot begin transaction: {exc}")
+                job.error = _storage_error(conn, conn.execute, exc)
             return True
         results: list[Any] = []
         for job in batch:
@@ -398,9 +414,7 @@ class Database:
                 if len(batch) > 1:
                     return False  # isolate the failure: run each write alone
                 job.error = (
-                    StorageError(f"{getattr(job.fn, '__name__', job.fn)}: {exc}")
-                    if isinstance(exc, sqlean.Error)
-                    else exc
+                    _storage_error(conn, job.fn, exc) if isinstance(exc, sqlean.Error) else exc
                 )
                 return True
         try:
@@ -409,7 +423,7 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for job in batch:
-                job.error = StorageError(f"commit failed: {exc}")
+                job.error = _storage_error(conn, conn.commit, exc)
             return True
         for job, result in zip(batch, results, strict=True):
             job.result, job.error = result, None

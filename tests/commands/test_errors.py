@@ -1,0 +1,453 @@
+"""Every mistake an operator can make, through the real ``vivy`` entry point (issue 17).
+
+Each case runs ``python -m vivy.cli`` in a subprocess, a few at a time, and must end with a
+non-zero exit code, at most two lines on stderr, no traceback, the variable or file at fault
+named, and the database file byte for byte as it was. The README's table "Errors and exit
+codes" lists every case (checked below).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bot import payloads
+from tests.importer import BEN, GUILD, THREAD_LATER, TWO_DAYS, import_files
+from vivy.cli import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A well-formed bot token (its first part is the user id 1000000000000000001).
+TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAwMQ.fake.token"
+
+#: Subprocesses at once: the machine has two cores, and most cases wait on little.
+WORKERS = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operator mistake: what they ran, and what the answer must name.
+
+    ``argv`` and ``env`` values may hold ``{db}`` (a fresh copy of an imported database),
+    ``{tmp}`` (the case's own directory), ``{port}`` (a port another socket holds) and
+    ``{closed}`` (a loopback port nobody listens on), ``{discord}`` (a fake Discord REST
+    API that knows the bot). ``failure`` is the case's row in the README table.
+    """
+
+    failure: str
+    argv: tuple[str, ...]
+    names: str
+    code: int
+    env: Mapping[str, str] = field(default_factory=dict)
+    read_only: bool = False
+    absent: str = ""
+
+
+IMPORT = ("import", str(THREAD_LATER), "--db", "{db}")
+
+CASES = (
+    Case(
+        "`VIVY_BUFFER_CAP=inf`", IMPORT, "VIVY_BUFFER_CAP", EXIT_USAGE, {"VIVY_BUFFER_CAP": "inf"}
+    ),
+    Case(
+        "`VIVY_BUFFER_CAP=2.7`", IMPORT, "VIVY_BUFFER_CAP", EXIT_USAGE, {"VIVY_BUFFER_CAP": "2.7"}
+    ),
+    Case(
+        "`VIVY_BUFFER_CAP` below `VIVY_MIN_NOTE_MESSAGES`",
+        IMPORT,
+        "VIVY_MIN_NOTE_MESSAGES",
+        EXIT_USAGE,
+        {"VIVY_BUFFER_CAP": "3", "VIVY_MIN_NOTE_MESSAGES": "5"},
+    ),
+    Case(
+        "`VIVY_METRICS_PORT=nan`",
+        IMPORT,
+        "VIVY_METRICS_PORT",
+        EXIT_USAGE,
+        {"VIVY_METRICS_PORT": "nan"},
+    ),
+    Case(
+        "`VIVY_METRICS_PORT=70000`",
+        IMPORT,
+        "VIVY_METRICS_PORT",
+        EXIT_USAGE,
+        {"VIVY_METRICS_PORT": "70000"},
+    ),
+    Case(
+        "`VIVY_INACTIVITY_MIN_MINUTES=nan`",
+        IMPORT,
+        "VIVY_INACTIVITY_MIN_MINUTES",
+        EXIT_USAGE,
+        {"VIVY_INACTIVITY_MIN_MINUTES": "nan"},
+    ),
+    Case(
+        "`VIVY_INACTIVITY_MAX_MINUTES` below the minimum",
+        IMPORT,
+        "VIVY_INACTIVITY_MAX_MINUTES",
+        EXIT_USAGE,
+        {"VIVY_INACTIVITY_MAX_MINUTES": "10"},
+    ),
+    Case(
+        "`VIVY_MAX_BUFFER_MINUTES=0`",
+        IMPORT,
+        "VIVY_MAX_BUFFER_MINUTES",
+        EXIT_USAGE,
+        {"VIVY_MAX_BUFFER_MINUTES": "0"},
+    ),
+    Case(
+        "`VIVY_TIMEZONE=Mars/Olympus`",
+        IMPORT,
+        "VIVY_TIMEZONE",
+        EXIT_USAGE,
+        {"VIVY_TIMEZONE": "Mars/Olympus"},
+    ),
+    Case(
+        "`VIVY_MEMORY_CAPTURE=maybe`",
+        IMPORT,
+        "VIVY_MEMORY_CAPTURE",
+        EXIT_USAGE,
+        {"VIVY_MEMORY_CAPTURE": "maybe"},
+    ),
+    Case(
+        "`VIVY_ALLOWED_GUILDS=main`",
+        IMPORT,
+        "VIVY_ALLOWED_GUILDS",
+        EXIT_USAGE,
+        {"VIVY_ALLOWED_GUILDS": "main"},
+    ),
+    Case("`VIVY_LOG_LEVEL=loud`", IMPORT, "VIVY_LOG_LEVEL", EXIT_USAGE, {"VIVY_LOG_LEVEL": "loud"}),
+    Case(
+        "`VIVY_METRICS_HOST=0.0.0.0` without a token",
+        ("run",),
+        "VIVY_API_TOKEN",
+        EXIT_USAGE,
+        {"VIVY_METRICS_HOST": "0.0.0.0", "DISCORD_TOKEN": TOKEN, "VIVY_DB": "{db}"},
+    ),
+    Case("`vivy run` without `DISCORD_TOKEN`", ("run",), "DISCORD_TOKEN", EXIT_USAGE),
+    Case(
+        "`vivy run` with a malformed `DISCORD_TOKEN`",
+        ("run",),
+        "DISCORD_TOKEN",
+        EXIT_USAGE,
+        {"DISCORD_TOKEN": "not a token", "VIVY_DB": "{db}"},
+    ),
+    Case(
+        "`vivy run` while `VIVY_METRICS_PORT` is in use",
+        ("run",),
+        "VIVY_METRICS_PORT",
+        EXIT_USAGE,
+        {"DISCORD_TOKEN": TOKEN, "VIVY_DB": "{db}", "VIVY_METRICS_PORT": "{port}"},
+    ),
+    Case(
+        "`vivy run` while Discord is unreachable",
+        ("run",),
+        "Discord",
+        EXIT_USAGE,
+        {
+            "DISCORD_TOKEN": TOKEN,
+            "VIVY_DB": "{db}",
+            "VIVY_METRICS_PORT": "{free}",
+            "VIVY_DISCORD_REST_URL": "http://127.0.0.1:{closed}/api/v10",
+        },
+    ),
+    Case(
+        "`vivy run` on a read-only database",
+        ("run",),
+        "{db}",
+        EXIT_RUNTIME,
+        {
+            "DISCORD_TOKEN": TOKEN,
+            "VIVY_DB": "{db}",
+            "VIVY_METRICS_PORT": "{free}",
+            "VIVY_DISCORD_REST_URL": "{discord}",
+        },
+        read_only=True,
+    ),
+    Case(
+        "`vivy job run` on a read-only database",
+        ("job", "run", "--db", "{db}"),
+        "{db}",
+        EXIT_RUNTIME,
+        read_only=True,
+    ),
+    Case(
+        "`vivy import` into a read-only database",
+        IMPORT,
+        "{db}",
+        EXIT_RUNTIME,
+        read_only=True,
+    ),
+    Case(
+        "`vivy reembed` on a read-only database",
+        ("reembed", "--db", "{db}"),
+        "{db}",
+        EXIT_RUNTIME,
+        read_only=True,
+    ),
+    Case(
+        "`vivy db backup` into a missing directory",
+        ("db", "backup", "{tmp}/nowhere/copy.db", "--db", "{db}"),
+        "nowhere",
+        EXIT_RUNTIME,
+    ),
+    Case(
+        "`vivy job run` on a database file that does not exist",
+        ("job", "run", "--db", "{tmp}/missing.db"),
+        "missing.db",
+        EXIT_RUNTIME,
+        absent="{tmp}/missing.db",
+    ),
+    Case(
+        "`vivy job run --date` on a day that has not ended",
+        ("job", "run", "--db", "{db}", "--date", "2999-01-01"),
+        "2999-01-01",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy job run --date` that is not a date",
+        ("job", "run", "--db", "{db}", "--date", "06/04"),
+        "06/04",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy profile` on a database file that does not exist",
+        ("profile", "--db", "{tmp}/missing.db", "--guild", "1", "2"),
+        "missing.db",
+        EXIT_RUNTIME,
+        absent="{tmp}/missing.db",
+    ),
+    Case(
+        "`vivy import` of a file that is not an export",
+        ("import", "{tmp}/empty.json", "--db", "{db}"),
+        "empty.json",
+        EXIT_RUNTIME,
+    ),
+    Case(
+        "`vivy eval --eval-set` on a missing file",
+        ("eval", "--eval-set", "{tmp}/missing.json"),
+        "missing.json",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy eval --eval-set` on `{}`",
+        ("eval", "--eval-set", "{tmp}/empty.json"),
+        "empty.json",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy bench retrieval --db-dir` on a missing directory",
+        ("bench", "retrieval", "--db-dir", "{tmp}/nowhere"),
+        "nowhere",
+        EXIT_USAGE,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one case's process did, and the database's hash before and after."""
+
+    code: int
+    stderr: str
+    before: str
+    after: str
+    values: Mapping[str, str]
+
+
+def _hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
+
+
+def _drop_file_override() -> None:
+    """Run as root without the capabilities that bypass file permissions (a read-only file
+    then stays read-only); a no-op for other users."""
+    if os.geteuid() != 0:
+        return
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """This environment without Vivy's settings and keys, plus ``extra``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("VIVY_", "GOOGLE_GEMINI"))
+        and key not in {"GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "DISCORD_TOKEN"}
+    }
+    # `vivy run` logs at info level; the test reads the one line that is its answer.
+    return {**env, "VIVY_LOG_LEVEL": "error", **extra}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _Me(BaseHTTPRequestHandler):
+    """Discord's ``GET /users/@me`` for the bot of :data:`TOKEN`; 404 for anything else."""
+
+    def do_GET(self) -> None:
+        """Answer the current-user route."""
+        if self.path.endswith("/users/@me"):
+            own = {**payloads.user(1000000000000000001, "vivy", bot=True), "mfa_enabled": False}
+            body = json.dumps({**own, "flags": 0, "verified": True}).encode()
+            self.send_response(200)
+        else:
+            body = b'{"message": "404: Not Found", "code": 0}'
+            self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database holding the two-day fixture export, nightly jobs included."""
+    db = tmp_path_factory.mktemp("imported") / "vivy.db"
+    import_files(db, TWO_DAYS)
+    return db
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    imported: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Outcome]]:
+    """Every case run once, :data:`WORKERS` at a time."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    discord = ThreadingHTTPServer(("127.0.0.1", 0), _Me)
+    threading.Thread(target=discord.serve_forever, daemon=True).start()
+    shared = {
+        "port": str(holder.getsockname()[1]),
+        "closed": str(_free_port()),
+        "discord": f"http://127.0.0.1:{discord.server_address[1]}/api/v10",
+    }
+
+    def run(case: Case) -> Outcome:
+        tmp = tmp_path_factory.mktemp("case")
+        db = tmp / "vivy.db"
+        shutil.copyfile(imported, db)
+        (tmp / "empty.json").write_text("{}")
+        values = {**shared, "db": str(db), "tmp": str(tmp), "free": str(_free_port())}
+        fill: Callable[[str], str] = lambda text: text.format(**values)  # noqa: E731
+        if case.read_only:
+            db.chmod(0o444)
+        before = _hash(db)
+        done = subprocess.run(
+            [sys.executable, "-m", "vivy.cli", *map(fill, case.argv)],
+            cwd=tmp,
+            env=_environment({k: fill(v) for k, v in case.env.items()}),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=_drop_file_override if case.read_only else None,
+        )
+        return Outcome(done.returncode, done.stderr, before, _hash(db), values)
+
+    try:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            yield dict(zip((c.failure for c in CASES), pool.map(run, CASES), strict=True))
+    finally:
+        holder.close()
+        discord.shutdown()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.failure for c in CASES])
+def test_every_mistake_gets_one_clear_line(case: Case, outcomes: Mapping[str, Outcome]) -> None:
+    """Non-zero exit, at most two stderr lines, no traceback, the culprit named, DB unchanged."""
+    outcome = outcomes[case.failure]
+    lines = outcome.stderr.splitlines()
+    assert outcome.code == case.code, outcome.stderr
+    assert 1 <= len(lines) <= 2, outcome.stderr
+    assert "Traceback" not in outcome.stderr
+    assert case.names.format(**outcome.values) in outcome.stderr
+    assert outcome.after == outcome.before
+    if case.absent:
+        assert not Path(case.absent.format(**outcome.values)).exists()
+
+
+def test_the_readme_lists_every_case() -> None:
+    """The README's "Errors and exit codes" table has a row for each case, with its code."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Errors and exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        row.split(" | ")[0].strip("| "): row
+        for row in section.splitlines()
+        if row.startswith("| `")
+    }
+    for case in CASES:
+        assert case.failure in rows, case.failure
+        row = rows[case.failure]
+        assert row.rstrip(" |").endswith(str(case.code)), row
+        if "{" not in case.names:  # the variable or file the answer names is in the row too
+            assert case.names in row.split(" | ")[1], row
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("notes", "--guild", str(GUILD)),
+        ("notes", "--guild", str(GUILD), "--limit", "1"),
+        ("profile", "--guild", str(GUILD), str(BEN)),
+    ],
+)
+def test_a_closed_stdout_ends_quietly(imported: Path, argv: tuple[str, ...]) -> None:
+    """``vivy notes ... | head`` whose reader is gone exits 141 without a word on stderr,
+    whether the output fills the pipe or waits in the buffer until the end."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "vivy.cli", *argv, "--db", str(imported)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=_environment({}),
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == EXIT_BROKEN_PIPE
+    assert done.stderr == ""
+
+
+def test_the_debug_log_has_the_traceback(tmp_path: Path) -> None:
+    """With ``VIVY_LOG_LEVEL=debug`` the failure's traceback is in the log, above the line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "vivy.cli", "eval", "--eval-set", str(tmp_path / "missing.json")],
+        env={**_environment({}), "VIVY_LOG_LEVEL": "debug"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE
+    assert "FileNotFoundError" in done.stderr
+    assert re.search(r"vivy eval: --eval-set .*missing\.json", done.stderr.splitlines()[-1])

@@ -1,0 +1,144 @@
+"""Settings are read and checked in one place: finite, whole where counted, bounded, and an
+empty variable means the default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vivy.config import Settings
+from vivy.errors import ConfigError
+from vivy.llm import gemini_config
+
+#: Every variable :meth:`Settings.from_env` reads.
+VARIABLES = (
+    "VIVY_DB",
+    "VIVY_ALLOWED_GUILDS",
+    "VIVY_BLACKLIST_USERS",
+    "VIVY_BLACKLIST_CHANNELS",
+    "VIVY_MEMORY_CAPTURE",
+    "VIVY_MEMORY_RETRIEVAL",
+    "VIVY_INACTIVITY_MIN_MINUTES",
+    "VIVY_INACTIVITY_MAX_MINUTES",
+    "VIVY_MAX_BUFFER_MINUTES",
+    "VIVY_BUFFER_CAP",
+    "VIVY_SEED",
+    "VIVY_MIN_NOTE_MESSAGES",
+    "VIVY_PROFILE_CONCURRENCY",
+    "VIVY_PROFILE_DELAY_MINUTES",
+    "VIVY_TIMEZONE",
+    "VIVY_MIN_CLUSTER_NOTES",
+    "VIVY_CATCHUP_SECONDS",
+    "VIVY_METRICS_HOST",
+    "VIVY_METRICS_PORT",
+    "VIVY_API_TOKEN",
+    "VIVY_SHUTDOWN_GRACE_SECONDS",
+    "VIVY_LOG_LEVEL",
+    "VIVY_DISCORD_REST_URL",
+    "DISCORD_TOKEN",
+    "MEMORY_GEMINI_TOKEN",
+    "GEMINI_API_KEY",
+    "VIVY_GEMINI_FLASH_MODEL",
+    "VIVY_GEMINI_PRO_MODEL",
+    "VIVY_GEMINI_EMBEDDING_MODEL",
+    "GOOGLE_GEMINI_BASE_URL",
+)
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_variable_means_the_default(blank: str) -> None:
+    """Every setting left empty (or blank) gives the same settings as leaving it unset."""
+    assert Settings.from_env(dict.fromkeys(VARIABLES, blank)) == Settings.from_env({})
+
+
+@pytest.mark.parametrize("name", VARIABLES)
+def test_every_setting_is_in_the_readme_table(name: str) -> None:
+    """The README's settings table documents every variable that is read."""
+    assert f"`{name}`" in README
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"VIVY_BUFFER_CAP": "inf"}, "VIVY_BUFFER_CAP='inf'"),
+        ({"VIVY_BUFFER_CAP": "2.7"}, "VIVY_BUFFER_CAP='2.7'"),
+        ({"VIVY_BUFFER_CAP": "1e3"}, "VIVY_BUFFER_CAP='1e3'"),
+        ({"VIVY_BUFFER_CAP": "1"}, "from 2 to"),
+        ({"VIVY_BUFFER_CAP": "4", "VIVY_MIN_NOTE_MESSAGES": "5"}, "VIVY_MIN_NOTE_MESSAGES"),
+        ({"VIVY_METRICS_PORT": "nan"}, "VIVY_METRICS_PORT='nan'"),
+        ({"VIVY_METRICS_PORT": "0"}, "from 1 to 65535"),
+        ({"VIVY_METRICS_PORT": "65536"}, "from 1 to 65535"),
+        ({"VIVY_INACTIVITY_MIN_MINUTES": "nan"}, "VIVY_INACTIVITY_MIN_MINUTES='nan'"),
+        ({"VIVY_INACTIVITY_MIN_MINUTES": "0"}, "above 0"),
+        ({"VIVY_INACTIVITY_MIN_MINUTES": "-inf"}, "VIVY_INACTIVITY_MIN_MINUTES"),
+        ({"VIVY_INACTIVITY_MAX_MINUTES": "19"}, "VIVY_INACTIVITY_MIN_MINUTES"),
+        ({"VIVY_MAX_BUFFER_MINUTES": "0"}, "VIVY_MAX_BUFFER_MINUTES='0'"),
+        ({"VIVY_MAX_BUFFER_MINUTES": "29"}, "VIVY_INACTIVITY_MAX_MINUTES"),
+        ({"VIVY_PROFILE_DELAY_MINUTES": "inf"}, "VIVY_PROFILE_DELAY_MINUTES"),
+        ({"VIVY_CATCHUP_SECONDS": "0"}, "VIVY_CATCHUP_SECONDS"),
+        ({"VIVY_SHUTDOWN_GRACE_SECONDS": "-1"}, "VIVY_SHUTDOWN_GRACE_SECONDS"),
+        ({"VIVY_SEED": "-1"}, "VIVY_SEED"),
+        ({"VIVY_PROFILE_CONCURRENCY": "0"}, "VIVY_PROFILE_CONCURRENCY"),
+        ({"VIVY_MIN_CLUSTER_NOTES": "2.5"}, "VIVY_MIN_CLUSTER_NOTES"),
+        ({"VIVY_TIMEZONE": "Mars/Olympus"}, "VIVY_TIMEZONE='Mars/Olympus'"),
+        ({"VIVY_MEMORY_RETRIEVAL": "maybe"}, "VIVY_MEMORY_RETRIEVAL"),
+        ({"VIVY_BLACKLIST_USERS": "1,two"}, "VIVY_BLACKLIST_USERS"),
+        ({"VIVY_ALLOWED_GUILDS": "99999999999999999999999"}, "VIVY_ALLOWED_GUILDS"),
+        ({"VIVY_LOG_LEVEL": "loud"}, "VIVY_LOG_LEVEL='loud'"),
+        ({"VIVY_METRICS_HOST": "0.0.0.0"}, "VIVY_API_TOKEN"),
+    ],
+)
+def test_an_unusable_value_is_refused_by_name(env: dict[str, str], named: str) -> None:
+    """A refused value raises ConfigError naming the variable (and value, and what is allowed)."""
+    with pytest.raises(ConfigError, match=r"expected|set VIVY_API_TOKEN|IANA") as caught:
+        Settings.from_env(env)
+    assert named in str(caught.value)
+
+
+def test_values_in_range_are_read_as_their_types() -> None:
+    """Counts become ints, minutes become seconds, the non-loopback host passes with a token."""
+    settings = Settings.from_env(
+        {
+            "VIVY_BUFFER_CAP": " 50 ",
+            "VIVY_MAX_BUFFER_MINUTES": "30",
+            "VIVY_SEED": "7",
+            "VIVY_METRICS_HOST": "0.0.0.0",
+            "VIVY_API_TOKEN": "t",
+            "VIVY_LOG_LEVEL": "DEBUG",
+        }
+    )
+    assert (settings.buffers.cap, settings.buffers.max_age_s, settings.buffers.seed) == (
+        50,
+        1800,
+        7,
+    )
+    assert (settings.metrics_host, settings.api_token, settings.log_level) == (
+        "0.0.0.0",
+        "t",
+        "debug",
+    )
+
+
+def test_the_gemini_settings_are_read_once_into_settings() -> None:
+    """The key, model names and endpoint come from Settings; gemini_config uses them."""
+    settings = Settings.from_env(
+        {
+            "GEMINI_API_KEY": "k2",
+            "MEMORY_GEMINI_TOKEN": "k1",
+            "VIVY_GEMINI_PRO_MODEL": "pro-x",
+            "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:1",
+        }
+    )
+    assert settings.gemini_key == "k1"
+    config = gemini_config(settings)
+    assert config is not None
+    assert (config.api_key, config.pro_model, config.base_url) == (
+        "k1",
+        "pro-x",
+        "http://127.0.0.1:1",
+    )
+    assert config.flash_model == settings.gemini_flash_model == "gemini-2.0-flash"
+    assert gemini_config(Settings.from_env({})) is None
