@@ -3,6 +3,7 @@ empty variable means the default."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.llm import gemini_config
+from vivy.retrieval.ranking import Gate
 
 #: Every variable :meth:`Settings.from_env` reads.
 VARIABLES = (
@@ -43,6 +45,9 @@ VARIABLES = (
     "VIVY_GEMINI_PRO_MODEL",
     "VIVY_GEMINI_EMBEDDING_MODEL",
     "GOOGLE_GEMINI_BASE_URL",
+    "VIVY_EVIDENCE_DAYS",
+    "VIVY_RELEVANCE_THRESHOLD",
+    "VIVY_EVIDENCE_TOKENS",
 )
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -142,3 +147,36 @@ def test_the_gemini_settings_are_read_once_into_settings() -> None:
     )
     assert config.flash_model == settings.gemini_flash_model == "gemini-2.0-flash"
     assert gemini_config(Settings.from_env({})) is None
+
+
+def test_recall_settings_reach_the_retriever() -> None:
+    """Evidence retention, the relevance threshold and the quote budget shape retrieval."""
+    default = Settings.from_env({}).retrieval()
+    assert default.evidence and default.gate.min_score == Gate().min_score
+    chosen = Settings.from_env(
+        {
+            "VIVY_EVIDENCE_DAYS": "0",
+            "VIVY_RELEVANCE_THRESHOLD": "0.2",
+            "VIVY_EVIDENCE_TOKENS": "50",
+            "VIVY_TIMEZONE": "Europe/Berlin",
+        }
+    )
+    assert chosen.evidence_days == 0.0
+    retrieval = chosen.retrieval()
+    assert not retrieval.evidence and retrieval.gate.min_score == 0.2
+    assert retrieval.evidence_tokens == 50 and retrieval.timezone == "Europe/Berlin"
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"VIVY_EVIDENCE_DAYS": "-1"}, "VIVY_EVIDENCE_DAYS='-1'"),
+        ({"VIVY_EVIDENCE_DAYS": "nan"}, "VIVY_EVIDENCE_DAYS='nan'"),
+        ({"VIVY_RELEVANCE_THRESHOLD": "1.5"}, "VIVY_RELEVANCE_THRESHOLD='1.5'"),
+        ({"VIVY_EVIDENCE_TOKENS": "ten"}, "VIVY_EVIDENCE_TOKENS='ten'"),
+    ],
+)
+def test_recall_settings_are_checked(env: dict[str, str], named: str) -> None:
+    """A bad retention, threshold or budget is refused with the variable and value named."""
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        Settings.from_env(env)

@@ -130,6 +130,7 @@ async def running_app(
             observer=observer,
             min_messages=settings.min_note_messages,
             profile_delay_s=settings.profile_delay_s,
+            keep_evidence=settings.evidence_days != 0,
         )
         router = Router(
             db=db,
@@ -153,6 +154,7 @@ async def running_app(
             zone=settings.zone,
             min_cluster_notes=settings.min_cluster_notes,
             catchup_limit_s=settings.catchup_time_limit_s,
+            evidence_days=settings.evidence_days,
         )
         app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)
         async with anyio.create_task_group() as tg:

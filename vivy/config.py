@@ -14,9 +14,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vivy.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vivy.retrieval.retriever import RetrievalSettings
 
 __all__ = [
     "GEMINI_KEY_VARIABLES",
@@ -66,6 +70,8 @@ LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warning", "error")
 #: sensible window, and small enough that every deadline stays an exact float.
 _MAX_MINUTES = 10 * 365 * 24 * 60.0
 _MAX_SECONDS = _MAX_MINUTES * 60
+#: Longest evidence retention, in days (a century).
+_MAX_DAYS = 36500.0
 #: Largest count setting (a buffer cap, a concurrency): beyond it memory, not sense, runs out.
 _MAX_COUNT = 1_000_000
 #: A whole number as the count settings accept it.
@@ -114,6 +120,26 @@ class Settings:
     gemini_base_url: str | None = None
     discord_rest_url: str | None = None
     log_level: str | None = None
+    #: Days a note keeps its messages as searchable evidence; None keeps them, 0 keeps none.
+    evidence_days: float | None = None
+    #: The score (0 to 1) a note needs to enter a reply's memory (the relevance gate); None
+    #: is the threshold calibrated on the eval set.
+    relevance_threshold: float | None = None
+    #: Tokens of quoted evidence lines in a reply's memory, all notes together.
+    evidence_tokens: int = 400
+
+    def retrieval(self) -> RetrievalSettings:
+        """The retriever's settings: switches, gate, evidence and time zone from here."""
+        from vivy.retrieval.ranking import Gate
+        from vivy.retrieval.retriever import RetrievalSettings
+
+        return RetrievalSettings(
+            enabled=self.retrieval_enabled,
+            evidence=self.evidence_days != 0,
+            evidence_tokens=self.evidence_tokens,
+            gate=Gate() if self.relevance_threshold is None else Gate(self.relevance_threshold),
+            timezone=self.timezone,
+        )
 
     @property
     def zone(self) -> ZoneInfo:
@@ -187,6 +213,17 @@ class Settings:
             gemini_base_url=reader.text("GOOGLE_GEMINI_BASE_URL", "") or None,
             discord_rest_url=reader.text("VIVY_DISCORD_REST_URL", "") or None,
             log_level=reader.choice("VIVY_LOG_LEVEL", LOG_LEVELS),
+            evidence_days=(
+                reader.number("VIVY_EVIDENCE_DAYS", -1.0, low=0.0, high=_MAX_DAYS)
+                if reader.text("VIVY_EVIDENCE_DAYS", "")
+                else None
+            ),
+            relevance_threshold=(
+                reader.number("VIVY_RELEVANCE_THRESHOLD", 0.0, low=0.0, high=1.0)
+                if reader.text("VIVY_RELEVANCE_THRESHOLD", "")
+                else None
+            ),
+            evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
         )
         try:
             settings.zone  # noqa: B018 - validates the zone name

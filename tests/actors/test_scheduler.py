@@ -166,3 +166,26 @@ async def test_interrupted_job_resumes_with_pass_two_only(
         )
         assert after == clusters
         assert await count(again, "SELECT COUNT(*) FROM scheduler_runs") == 1
+
+
+async def test_nightly_job_prunes_evidence_past_retention(tmp_path: Path) -> None:
+    """With VIVY_EVIDENCE_DAYS=1, a day's conversations keep their evidence through the first
+    midnight and lose it at the second; the notes themselves stay."""
+    kept = Settings(
+        database=tmp_path / "v.db",
+        buffers=BufferSettings(inactivity_min_s=1500.0, inactivity_max_s=1500.0),
+        min_cluster_notes=3,
+        profile_delay_s=0.0,
+        evidence_days=1.0,
+    )
+    async with running_app(
+        kept, clock=clock_at(utc("2026-03-02T12:00:00")), inline_db=True, llm=OfflineLLM()
+    ) as app:
+        await chat_three_conversations(app, 1)
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T00:00:01")))
+        assert await count(app, "SELECT COUNT(*) FROM evidence_windows") == 3
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-04T00:00:01")))
+        assert await count(app, "SELECT COUNT(*) FROM evidence_windows") == 0
+        assert await count(app, "SELECT COUNT(*) FROM vec_windows") == 0
+        assert [r.evidence_pruned for r in app.scheduler.reports] == [0, 3]
+        assert await count(app, "SELECT COUNT(*) FROM interaction_notes") >= 3

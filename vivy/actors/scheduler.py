@@ -35,7 +35,7 @@ from vivy.state.schedule import (
     next_midnight,
     validate_clusters,
 )
-from vivy.storage import jobs
+from vivy.storage import evidence, jobs
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Connection, Database
@@ -75,6 +75,8 @@ class JobReport:
     ran_at: float = 0.0
     clusters: int = 0
     consolidated: int = 0
+    #: Evidence windows removed by the retention setting.
+    evidence_pruned: int = 0
     skipped_passes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -97,6 +99,7 @@ class Scheduler:
         zone: ZoneInfo,
         min_cluster_notes: int = 3,
         catchup_limit_s: float = 300.0,
+        evidence_days: float | None = None,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -105,6 +108,7 @@ class Scheduler:
         self._zone = zone
         self._min_cluster_notes = min_cluster_notes
         self._catchup_limit_s = catchup_limit_s
+        self._evidence_days = evidence_days
         self._lock = anyio.Lock()
         self.reports: list[JobReport] = []
 
@@ -145,6 +149,11 @@ class Scheduler:
             for guild_id in await self._db.read(jobs.guilds_with_notes, start, end):
                 await self._cluster_pass(guild_id, day, start, end, report)
                 await self._consolidation_pass(guild_id, day, start, end, report)
+            if self._evidence_days is not None:
+                # Retention: notes that ended more than the kept days before the day's end
+                # lose their evidence (their lines wait for pending profile updates).
+                before = end - self._evidence_days * 86400.0
+                report.evidence_pruned = await self._db.write(evidence.prune_evidence, before)
             if report.complete:
                 now = self._clock.now()
                 await self._db.write(jobs.record_run, day, now)

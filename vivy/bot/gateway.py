@@ -146,7 +146,11 @@ class Gateway:
         self._own = own_user_id
         self._cache = cache
         self._retriever = retriever or Retriever(
-            app.db, app.llm, app.clock, observe=self._observe_retrieval
+            app.db,
+            app.llm,
+            app.clock,
+            observe=self._observe_retrieval,
+            settings=app.settings.retrieval(),
         )
         self._limiter = limiter or ReplyRateLimiter()
         self._commands = MemoryCommands(app, forgotten=self._retriever.clear_cache)

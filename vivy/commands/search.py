@@ -18,6 +18,7 @@ import anyio
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
 from vivy.commands.importer import llm_factory
+from vivy.config import Settings
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip
 from vivy.storage.db import Database
@@ -73,7 +74,8 @@ async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[Not
     llm = llm_factory(os.environ)()
     db = Database.open(path)
     try:
-        retriever = Retriever(db, llm, Clock.starting_at(time.time()))
+        settings = Settings.from_env(os.environ).retrieval()
+        retriever = Retriever(db, llm, Clock.starting_at(time.time()), settings=settings)
         return await retriever.search_notes(guild_id, query, limit)
     finally:
         await llm.aclose()
