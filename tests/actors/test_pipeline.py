@@ -55,7 +55,8 @@ async def test_conversation_becomes_note_and_profile_facts(tmp_path: Path) -> No
         # keyword-indexed and embedded.
         assert await p.db.read(count, "note_lines") == 4
         assert await p.db.read(count, "evidence_windows") == 1
-        assert await p.db.read(count, "vec_windows") == 1
+        embedded = "SELECT COUNT(*) FROM evidence_windows WHERE embedding IS NOT NULL"
+        assert await p.db.read(lambda c: c.execute(embedded).fetchone()[0]) == 1
 
 
 async def test_single_message_buffer_is_discarded_without_llm(tmp_path: Path) -> None:

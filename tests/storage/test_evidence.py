@@ -96,6 +96,15 @@ def count(conn: Connection, table: str) -> int:
     return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
 
+def embedded(conn: Connection) -> int:
+    """Windows that still have their embedding."""
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM evidence_windows WHERE embedding IS NOT NULL"
+        ).fetchone()[0]
+    )
+
+
 def keyword(db: Database, guild_id: int, term: str) -> list[int]:
     """Note ids whose windows match ``term`` in the guild."""
     found = db.read_sync(partial(evidence.window_keyword_search, limit=10), guild_id, f'"{term}"')
@@ -131,24 +140,26 @@ def test_note_commit_keeps_lines_windows_and_vectors(db: Database) -> None:
     note_id = store_note(db)
     assert db.read_sync(count, "note_lines") == 6
     assert db.read_sync(count, "evidence_windows") == 2
-    assert db.read_sync(count, "vec_windows") == 2
+    assert db.read_sync(embedded) == 2
     assert keyword(db, GUILD, "chewing") == [note_id]  # porter: chewing ~ chewed
     assert keyword(db, OTHER_GUILD, "biscuit") == []
-    search = partial(evidence.window_vector_search, limit=1)
-    nearest = db.read_sync(search, GUILD, serialize_vector(unit(2)))
-    assert [(m.note_id, round(m.score, 3)) for m in nearest] == [(note_id, 1.0)]
+    nearest = db.read_sync(
+        evidence.window_similarities, GUILD, [note_id], serialize_vector(unit(2))
+    )
+    assert [(m.note_id, round(m.score, 3)) for m in nearest] == [(note_id, 1.0), (note_id, 0.0)]
+    assert db.read_sync(evidence.window_similarities, OTHER_GUILD, [note_id], b"") == []
     assert db.read_sync(evidence.evidence_problems) == []
 
 
 def test_a_delete_after_the_note_removes_the_line_and_its_words(db: Database) -> None:
-    """A Discord delete of a noted message leaves neither its line, its words nor the vector
-    of any window that held it."""
+    """A Discord delete of a noted message leaves neither its line, its words nor the
+    embedding of any window that held it."""
     note_id = store_note(db)
     assert db.write_sync(buffers.delete_stored_message, 3)
     assert keyword(db, GUILD, "biscuit") == []
     assert keyword(db, GUILD, "puppy") == [note_id]
     assert db.read_sync(count, "note_lines") == 5
-    assert db.read_sync(count, "vec_windows") == 0  # both windows held message 3
+    assert db.read_sync(embedded) == 0  # both windows held message 3: their vectors go
     assert not db.write_sync(buffers.delete_stored_message, 3)
 
 
@@ -182,7 +193,6 @@ def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_needs(
     assert db.write_sync(evidence.prune_evidence, WALL0) == 0
     assert db.write_sync(evidence.prune_evidence, WALL0 + 10) == 2
     assert db.read_sync(count, "evidence_windows") == 0
-    assert db.read_sync(count, "vec_windows") == 0
     assert db.read_sync(count, "note_lines") == 6  # two profile updates are still pending
     pending = db.read_sync(
         lambda conn: [int(r[0]) for r in conn.execute("SELECT id FROM profile_updates").fetchall()]

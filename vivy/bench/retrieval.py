@@ -11,15 +11,16 @@ Vectors are synthetic but clustered, so nearest neighbours mean something: each 
 topic per 20 notes, 512 subtopics, 512 noises), computed inside SQLite (``vec_add``,
 ``vec_normalize``) to keep the 100k fill fast. Every conversation note keeps six lines of ten
 words as evidence, in two windows (``evidence_windows``, ``evidence_fts``), each embedded as
-its note's vector plus one more noise (``vec_windows``). A
+its note's vector plus one more noise. A
 query is ``normalise(v + 0.8 * u)`` for a random stored note ``v`` and a fresh random unit
 ``u`` (cosine 0.78 to its note, about what a good embedding model gives a question and its
 answer), with three words of that note plus one random word as its text.
 
 Each query is timed through :func:`vivy.retrieval.retriever.ranked_notes`, everything
 ``Retriever.search_notes`` does except the embedding call: binary-index KNN in the guild's
-partition, exact cosine re-rank and FTS5 BM25 of the notes and of their evidence windows,
-scoring, gate, diversification and loading the top 10 notes with their quoted lines. Then
+partition, exact cosine re-rank and FTS5 BM25 of the notes, FTS5 BM25 of their evidence
+windows, exact cosine of the found notes' windows, scoring, gate, diversification and loading
+the top 10 notes with their quoted lines. Then
 ``recall_at_10_vs_exact`` compares the top 10 of the quantised search + re-rank with an exact
 float KNN over the same partition.
 
@@ -235,16 +236,14 @@ def _fill_evidence(
     conn.execute("CREATE TEMP TABLE bench_windows (id INTEGER PRIMARY KEY, note, n)")
     conn.executemany("INSERT INTO bench_windows VALUES (?, ?, ?)", picks)
     conn.execute(
-        "INSERT INTO vec_windows (window_id, guild_id, note_id, embedding, embedding_bits)"
-        " SELECT id, ?, note, v, vec_quantize_binary(vec_slice(v, 0, ?)) FROM ("
-        "  SELECT w.id, w.note,"
-        "   vec_normalize(vec_add(vec_add(a.v, b.v), vec_add(x.v, y.v))) AS v"
-        "  FROM bench_windows AS w JOIN bench_picks AS p ON p.id = w.note"
-        "  JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
-        "  JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
-        "  JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n"
-        "  JOIN bench_pool AS y ON y.kind = 2 AND y.i = w.n)",
-        (GUILD_ID, binary_dimensions(DIMENSION)),
+        "UPDATE evidence_windows SET embedding = ("
+        " SELECT vec_normalize(vec_add(vec_add(a.v, b.v), vec_add(x.v, y.v)))"
+        " FROM bench_windows AS w JOIN bench_picks AS p ON p.id = w.note"
+        " JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
+        " JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
+        " JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n"
+        " JOIN bench_pool AS y ON y.kind = 2 AND y.i = w.n"
+        " WHERE w.id = evidence_windows.id)"
     )
     conn.execute("DROP TABLE bench_windows")
 

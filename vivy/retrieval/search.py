@@ -341,8 +341,8 @@ class NoteSearch:
     ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
     keyword (from :func:`query_terms`). ``note_type`` None searches both types. With
     ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
-    by keyword and as many by vector); ``name_grams`` are the question's word runs that may
-    name a member, and ``time`` the interval it names.
+    by keyword; the found notes' windows by vector); ``name_grams`` are the question's word
+    runs that may name a member, and ``time`` the interval it names.
     """
 
     guild_id: int
@@ -481,7 +481,8 @@ def search_notes_sync(
     """Run every search of ``search`` and join them into ranking candidates, one per note.
 
     Notes are found by their own text (vector and keyword), by their evidence windows
-    (vector and keyword; conversation notes only) and by the time the question names. With
+    (keyword; conversation notes only) and by the time the question names; the windows of
+    the notes found are then compared with the question's vector exactly. With
     ``keyword_conn`` (a second connection to the same database) the keyword half runs in a
     worker thread while the vector half runs here; SQLite releases the GIL. A failing vector
     query (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword
@@ -492,7 +493,6 @@ def search_notes_sync(
     if keyword_conn is not None and search.terms and search.vector is not None:
         pending = _KEYWORD_THREADS.submit(_keyword_half, keyword_conn, search, with_evidence)
     vectors: list[VectorMatch] = []
-    window_vectors: list[evidence.WindowMatch] = []
     vector_failed = False
     if search.vector is not None:
         try:
@@ -504,10 +504,6 @@ def search_notes_sync(
                 limit=search.candidates,
                 candidates=search.candidates,
             )
-            if with_evidence:
-                window_vectors = evidence.window_vector_search(
-                    conn, search.guild_id, search.vector, limit=search.window_candidates
-                )
         except sqlean.Error:
             vector_failed = True
     half = pending.result() if pending is not None else _keyword_half(conn, search, with_evidence)
@@ -531,14 +527,13 @@ def search_notes_sync(
     for found in window_keywords:
         window_strength.setdefault(found.note_id, found.score)
         best_windows.setdefault(found.note_id, []).append(found.window_id)
-    for found in window_vectors:
-        window_similarity.setdefault(found.note_id, found.score)
-        ids = best_windows.setdefault(found.note_id, [])
-        if found.window_id not in ids:
-            ids.append(found.window_id)
-    note_ids = list(
-        dict.fromkeys([*similarity, *strength, *window_strength, *window_similarity, *in_time])
-    )
+    note_ids = list(dict.fromkeys([*similarity, *strength, *window_strength, *in_time]))
+    if with_evidence and search.vector is not None and not vector_failed:
+        for found in evidence.window_similarities(conn, search.guild_id, note_ids, search.vector):
+            window_similarity.setdefault(found.note_id, found.score)
+            ids = best_windows.setdefault(found.note_id, [])
+            if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
+                ids.append(found.window_id)
     rows = candidate_details(conn, search.guild_id, note_ids)
     named = members_named(conn, search.guild_id, list(search.name_grams))
     shown = {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best_windows.items()}

@@ -3,7 +3,10 @@
 A summary drops the details people later ask about, so a note keeps its human messages
 (``note_lines``) as *evidence*, grouped into short overlapping windows of consecutive lines
 (``evidence_windows``). Each window is keyword-indexed (``evidence_fts``, porter-stemmed
-BM25) and embedded (``vec_windows``, the guild as partition key, like ``vec_notes``).
+BM25) and embedded (a float32 blob on its row). Windows outnumber notes several times, so
+they get no nearest-neighbour index of their own: the windows of the notes a search found are
+compared with the question exactly (:func:`window_similarities`), which at 100k notes costs a
+fraction of another KNN scan.
 
 Rules of this module:
 
@@ -12,21 +15,17 @@ Rules of this module:
 * A note with windows keeps its lines; a note without (evidence switched off) loses them once
   its profile updates are applied, as before evidence existed.
 * A Discord edit or delete after the note was written changes or removes the line, rewrites
-  the windows that held it and drops their vectors (the old text must not stay findable);
+  the windows that held it and drops their embeddings (the old text must not stay findable);
   :func:`forget_lines` removes a member's lines; :func:`prune_evidence` applies retention.
 * Every search names the guild inside the index or before the ``LIMIT``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import sqlean
-
 from vivy.storage.db import Connection
-from vivy.storage.schema import binary_dimensions
 
 __all__ = [
     "WINDOW_SIZE",
@@ -44,9 +43,9 @@ __all__ = [
     "prune_evidence",
     "window_keyword_search",
     "window_lines",
+    "window_similarities",
     "window_text",
     "window_texts",
-    "window_vector_search",
     "windows_of",
 ]
 
@@ -124,42 +123,29 @@ def insert_windows(
     windows: Sequence[EvidenceWindow],
     vectors: Sequence[bytes],
 ) -> None:
-    """Store a note's windows and, where given, their float32 vectors (same order).
-
-    A vector whose length does not fit ``vec_windows`` (an index left at another dimension)
-    is skipped: the window stays keyword-searchable and the note is still written.
-    """
-    for index, window in enumerate(windows):
-        cursor = conn.execute(
-            "INSERT INTO evidence_windows (note_id, guild_id, first_message_id,"
-            " last_message_id, text) VALUES (?, ?, ?, ?, ?)",
-            (note_id, guild_id, window.first_message_id, window.last_message_id, window.text),
-        )
-        if index >= len(vectors):
-            continue
-        vector = vectors[index]
-        try:
-            conn.execute(
-                "INSERT INTO vec_windows (window_id, guild_id, note_id, embedding,"
-                " embedding_bits) VALUES (?, ?, ?, ?, vec_quantize_binary(vec_slice(?, 0, ?)))",
-                (
-                    int(cursor.lastrowid or 0),
-                    guild_id,
-                    note_id,
-                    vector,
-                    vector,
-                    binary_dimensions(len(vector) // 4),
-                ),
+    """Store a note's windows and, where given, their float32 vectors (same order)."""
+    conn.executemany(
+        "INSERT INTO evidence_windows (note_id, guild_id, first_message_id, last_message_id,"
+        " text, embedding) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (
+                note_id,
+                guild_id,
+                window.first_message_id,
+                window.last_message_id,
+                window.text,
+                vectors[index] if index < len(vectors) else None,
             )
-        except sqlean.Error:
-            continue
+            for index, window in enumerate(windows)
+        ],
+    )
 
 
 def _rewrite_windows(conn: Connection, note_id: int, message_id: int) -> None:
     """Rewrite the text of the note's windows that cover ``message_id`` from its current lines.
 
-    The triggers re-index their text and drop their vectors; a window left without any
-    line is deleted.
+    The trigger re-indexes their text; their embeddings are dropped (they described the old
+    text); a window left without any line is deleted.
     """
     names = conn.execute(
         "SELECT id, first_message_id, last_message_id FROM evidence_windows"
@@ -174,7 +160,10 @@ def _rewrite_windows(conn: Connection, note_id: int, message_id: int) -> None:
         ).fetchall()
         text = window_text([(str(a), str(t)) for a, t in rows])
         if text:
-            conn.execute("UPDATE evidence_windows SET text = ? WHERE id = ?", (text, window_id))
+            conn.execute(
+                "UPDATE evidence_windows SET text = ?, embedding = NULL WHERE id = ?",
+                (text, window_id),
+            )
         else:
             conn.execute("DELETE FROM evidence_windows WHERE id = ?", (window_id,))
 
@@ -318,25 +307,20 @@ def window_keyword_search(
     return [WindowMatch(int(r[0]), int(r[1]), max(0.0, -float(r[2]))) for r in rows]
 
 
-def window_vector_search(
-    conn: Connection, guild_id: int, vector: bytes, *, limit: int
+def window_similarities(
+    conn: Connection, guild_id: int, note_ids: Sequence[int], vector: bytes
 ) -> list[WindowMatch]:
-    """The ``limit`` windows of the guild nearest ``vector`` by their binary copies.
-
-    A window's similarity is estimated from the hamming distance of the sign bits,
-    ``cos(pi * distance / bits)`` (the angle the sign agreement implies), so no float vector
-    is read: windows outnumber notes, and their vectors only help rank notes.
-    """
-    bits = binary_dimensions(len(vector) // 4)
+    """The cosine similarity of ``vector`` to every embedded window of the guild's notes
+    ``note_ids``, best first. Windows embedded at another dimension are skipped."""
+    if not note_ids:
+        return []
+    marks = ",".join("?" * len(note_ids))
     rows = conn.execute(
-        "SELECT window_id, note_id, distance FROM vec_windows"
-        " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
-        " AND k = ? AND guild_id = ?",
-        (vector, bits, limit, guild_id),
+        f"SELECT id, note_id, vec_distance_cosine(embedding, ?) FROM evidence_windows"
+        f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
+        (vector, *note_ids, guild_id, len(vector)),
     ).fetchall()
-    found = [
-        WindowMatch(int(r[0]), int(r[1]), math.cos(math.pi * float(r[2]) / bits)) for r in rows
-    ]
+    found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
     found.sort(key=lambda match: (-match.score, match.window_id))
     return found
 
@@ -363,21 +347,6 @@ def evidence_problems(conn: Connection) -> list[str]:
         for r in conn.execute(
             "SELECT l.message_id FROM note_lines l LEFT JOIN interaction_notes n"
             " ON n.id = l.note_id WHERE n.id IS NULL"
-        ).fetchall()
-    ]
-    problems += [
-        f"window vector {int(r[0])} has no window"
-        for r in conn.execute(
-            "SELECT v.window_id FROM vec_windows v LEFT JOIN evidence_windows w"
-            " ON w.id = v.window_id WHERE w.id IS NULL"
-        ).fetchall()
-    ]
-    problems += [
-        f"window vector {int(r[0])} is filed under guild {int(r[1])}"
-        f" but its window belongs to guild {int(r[2])}"
-        for r in conn.execute(
-            "SELECT v.window_id, v.guild_id, w.guild_id FROM vec_windows v"
-            " JOIN evidence_windows w ON w.id = v.window_id WHERE v.guild_id != w.guild_id"
         ).fetchall()
     ]
     return problems

@@ -5,7 +5,7 @@ inside one transaction together with the version bump. Discord ids (guilds, chan
 messages) are stored as INTEGER snowflakes; ``*_at`` columns are UTC epoch seconds (REAL);
 ``note_date`` is the UTC date ``YYYY-MM-DD``. ``note_lines`` holds a note's source messages.
 A note with evidence (migration 2) keeps them as ``evidence_windows`` (short overlapping runs
-of consecutive lines, keyword-indexed in ``evidence_fts`` and embedded in ``vec_windows``)
+of consecutive lines, keyword-indexed in ``evidence_fts``, each with its float32 embedding)
 until the retention setting or a member's deletion removes them; a note without windows keeps
 its lines only until every profile update of the note is applied (the grounding guard reads
 them), so message text does not outlive its use. ``member_names`` holds every display name
@@ -24,7 +24,6 @@ __all__ = [
     "VEC_KINDS",
     "binary_dimensions",
     "vec_notes_ddl",
-    "vec_windows_ddl",
 ]
 
 EMBEDDING_DIMENSION_DEFAULT = 768
@@ -59,21 +58,6 @@ def vec_notes_ddl(dimension: int) -> str:
         "note_id INTEGER PRIMARY KEY, "
         "guild_id INTEGER PARTITION KEY, "
         "note_kind TEXT, "
-        f"embedding float[{int(dimension)}] distance_metric=cosine, "
-        f"embedding_bits bit[{binary_dimensions(dimension)}])"
-    )
-
-
-def vec_windows_ddl(dimension: int) -> str:
-    """DDL of the ``vec_windows`` index of evidence windows: as ``vec_notes``, by guild.
-
-    ``note_id`` is a metadata column, so the nearest windows name their note without a join.
-    """
-    return (
-        "CREATE VIRTUAL TABLE vec_windows USING vec0("
-        "window_id INTEGER PRIMARY KEY, "
-        "guild_id INTEGER PARTITION KEY, "
-        "note_id INTEGER, "
         f"embedding float[{int(dimension)}] distance_metric=cosine, "
         f"embedding_bits bit[{binary_dimensions(dimension)}])"
     )
@@ -269,14 +253,15 @@ CREATE TABLE meta (
 );
 """
 
-_V2 = f"""
+_V2 = """
 CREATE TABLE evidence_windows (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
     note_id           INTEGER NOT NULL REFERENCES interaction_notes (id) ON DELETE CASCADE,
     guild_id          INTEGER NOT NULL,
     first_message_id  INTEGER NOT NULL,
     last_message_id   INTEGER NOT NULL,
-    text              TEXT NOT NULL
+    text              TEXT NOT NULL,
+    embedding         BLOB
 );
 CREATE INDEX evidence_windows_by_note ON evidence_windows (note_id, first_message_id);
 CREATE INDEX note_lines_by_author ON note_lines (author_id);
@@ -302,15 +287,11 @@ CREATE TRIGGER evidence_windows_fts_insert AFTER INSERT ON evidence_windows BEGI
 END;
 CREATE TRIGGER evidence_windows_fts_delete AFTER DELETE ON evidence_windows BEGIN
     INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    DELETE FROM vec_windows WHERE window_id = old.id;
 END;
 CREATE TRIGGER evidence_windows_fts_update AFTER UPDATE OF text ON evidence_windows BEGIN
     INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO evidence_fts (rowid, text) VALUES (new.id, new.text);
-    DELETE FROM vec_windows WHERE window_id = old.id;
 END;
-
-{vec_windows_ddl(EMBEDDING_DIMENSION_DEFAULT)};
 """
 
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
