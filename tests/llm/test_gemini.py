@@ -28,12 +28,12 @@ from vivy.llm.prompts import (
 )
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import (
+    ConversationDraft,
     AddFact,
     ClusterDraft,
     ClusterInput,
     FactView,
     InvalidateFact,
-    NoteDraft,
     NoteInput,
     NoteView,
     ProfileInput,
@@ -103,7 +103,7 @@ async def test_generate_returns_validated_note_with_usage(fake_gemini: FakeGemin
     fake_gemini.script_generate(answer(NOTE, prompt_tokens=120, output_tokens=40))
     async with gemini(fake_gemini) as llm:
         result = await llm.generate(note_request(note_payload()))
-    assert result.value == NoteDraft.model_validate(NOTE)
+    assert result.value == ConversationDraft.model_validate(NOTE)
     assert (result.usage.input_tokens, result.usage.output_tokens) == (120, 40)
     assert result.model == "gemini-2.0-flash"
     assert result.quality == "gemini"
@@ -119,7 +119,7 @@ async def test_generate_request_carries_schema_system_and_key(fake_gemini: FakeG
     config = generation_config(sent.body)
     assert config["responseMimeType"] == "application/json"
     schema = config["responseSchema"]
-    assert set(schema["properties"]) == set(NoteDraft.model_fields)
+    assert set(schema["properties"]) == set(ConversationDraft.model_fields)
     assert wire(schema["properties"]["title"], "maxLength") == 80
     assert wire(schema, "propertyOrdering")[:2] == ["title", "summary"]
     assert sent.body["systemInstruction"]["parts"][0]["text"] == NOTE_SYSTEM
@@ -193,7 +193,7 @@ async def test_unparsable_answer_is_retried_then_invalid_output(fake_gemini: Fak
     """Text that is not JSON is retried and finally raises LLMInvalidOutput."""
     fake_gemini.script_generate(*[text_answer("Sure! Here is your note.")] * 3)
     async with gemini(fake_gemini, attempts=3) as llm:
-        with pytest.raises(LLMInvalidOutput, match="NoteDraft"):
+        with pytest.raises(LLMInvalidOutput, match="ConversationDraft"):
             await llm.generate(note_request(note_payload()))
     assert len(fake_gemini.requests) == 3
 

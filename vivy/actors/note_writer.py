@@ -4,9 +4,12 @@ It takes buffer ids from the channel actors (and, at start-up, every closed buff
 the outbox), and for each one either discards it (fewer messages than the minimum, no LLM
 call) or asks the flash model for a note, embeds the note's contextualised text, and commits
 note, embedding, participants, buffer deletion and one pending profile update per participant
-in one transaction. A failure leaves the buffer pending; it is retried with backoff. The
-lifecycle of each buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer`
-machine as in the channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
+in one transaction. The same call returns the profile operations of the participants chosen
+by :func:`~vivy.state.profile.choose_note_members` (given their current facts, most relevant
+first); their update rows carry those operations, so applying them needs no model call.
+A failure leaves the buffer pending; it is retried with backoff. The lifecycle of each
+buffer goes through the same :class:`~vivy.state.buffer.ChannelBuffer` machine as in the
+channel actor (CLOSED → HANDED_OFF → NOTED, or back to CLOSED).
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
-from vivy.llm.schemas import NoteInput, TranscriptLine
+from vivy.llm.schemas import (
+    ConversationDraft,
+    FactView,
+    MemberFacts,
+    NoteDraft,
+    NoteInput,
+    ProfileOperation,
+    ProfileOperations,
+    TranscriptLine,
+)
 from vivy.state.buffer import (
     BufferConfig,
     ChannelBuffer,
@@ -35,8 +47,10 @@ from vivy.state.buffer import (
     Restored,
 )
 from vivy.state.guards import clean_note
+from vivy.state.profile import MemberChoice, choose_note_members, rank_facts, uncited
 from vivy.storage import buffers as buffer_store
 from vivy.storage import notes as note_store
+from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 
 __all__ = ["NoteObserver", "NoteWriter", "ProfileNotifier", "contextual_text"]
@@ -84,6 +98,42 @@ def contextual_text(
     if topics:
         header.append(f"Topics: {', '.join(topics)}")
     return "\n".join(header) + f"\n\n{title}\n{summary}"
+
+
+def _returned_operations(draft: NoteDraft) -> dict[int, list[ProfileOperation]]:
+    """The operations the note answer holds per member (first entry wins); none in a bare note."""
+    if not isinstance(draft, ConversationDraft):
+        return {}
+    found: dict[int, list[ProfileOperation]] = {}
+    for entry in draft.profiles:
+        found.setdefault(entry.user_id, uncited(entry.operations))
+    return found
+
+
+def _planned_updates(
+    draft: NoteDraft,
+    choice: MemberChoice,
+    versions: dict[int, int],
+) -> dict[int, note_store.PlannedUpdate]:
+    """The update rows that need no call: silent members' (nothing) and answered members'.
+
+    A member the call covered but the answer left out keeps a separate call, as does any
+    member the call did not cover; operations for members it did not cover are ignored.
+    """
+    planned = {
+        user: note_store.PlannedUpdate(
+            profile_store.encode_operations(ProfileOperations()), versions[user]
+        )
+        for user in choice.silent
+    }
+    returned = _returned_operations(draft)
+    for user in choice.combined:
+        if user in returned:
+            planned[user] = note_store.PlannedUpdate(
+                profile_store.encode_operations(ProfileOperations(operations=returned[user])),
+                versions[user],
+            )
+    return planned
 
 
 class NoteWriter:
@@ -162,6 +212,15 @@ class NoteWriter:
             self._in_flight.discard(buffer_id)
             self._slots.release()
 
+    @staticmethod
+    def _fact_views(facts: list[profile_store.Fact], own_text: str) -> tuple[FactView, ...]:
+        """A member's facts as sent with the note, most relevant to their lines first."""
+        by_id = {fact.id: fact for fact in facts}
+        return tuple(
+            FactView(fact.id, fact.section, fact.text, by_id[fact.id].source_label)
+            for fact in rank_facts([f.existing() for f in facts], own_text)
+        )
+
     async def write(self, buffer_id: int) -> int | None:
         """Write (or discard) one closed buffer; returns the note id if one was committed."""
         bound = log.bind(buffer_id=buffer_id)
@@ -186,9 +245,23 @@ class NoteWriter:
         counts = Counter(m.author_id for m in stored.messages)
         names = {m.author_id: m.author_name for m in stored.messages}
         day = note_store.note_date(row.started_at)
+        own = {
+            user: "\n".join(m.text for m in stored.messages if m.author_id == user)
+            for user in counts
+        }
+        profiles = await self._db.read(profile_store.member_profiles, row.guild_id, list(counts))
+        choice = choose_note_members(
+            [(user, own[user], len(profiles[user][1])) for user, _ in counts.most_common()]
+        )
+        members = tuple(
+            MemberFacts(user, names[user], self._fact_views(profiles[user][1], own[user]))
+            for user in choice.combined
+        )
         try:
             generation = await self._llm.generate(
-                note_request(NoteInput(row.guild_id, row.channel_id, row.channel_name, lines))
+                note_request(
+                    NoteInput(row.guild_id, row.channel_id, row.channel_name, lines, members)
+                )
             )
             draft = clean_note(generation.value, f"Conversation in #{row.channel_name}")
             text = contextual_text(
@@ -234,13 +307,22 @@ class NoteWriter:
         commit = partial(
             note_store.commit_conversation_note,
             updates_due_at=note.created_at + self._profile_delay_s,
+            planned=_planned_updates(
+                draft, choice, {user: version for user, (version, _) in profiles.items()}
+            ),
         )
         note_id = await self._db.write(commit, buffer_id, note)
         machine.handle(NoteCommitted(note_id), self._clock.now())
         if note_id is None:
             return None
         self._observer.note_written("conversation")
-        bound.info("note written", note_id=note_id, participants=len(participants))
+        bound.info(
+            "note written",
+            note_id=note_id,
+            participants=len(participants),
+            profiles_in_note=len(choice.combined),
+            profiles_separate=len(choice.separate),
+        )
         for participant in participants:
             self._profiles.notify(row.guild_id, participant.user_id)
         return note_id

@@ -248,8 +248,17 @@ CREATE TABLE meta (
 );
 """
 
+#: Version 2: a profile update may carry the operations its note call already returned
+#: (``operations``, a JSON ``ProfileOperations``) and the profile version they were computed
+#: against (``basis_version``); such an update is applied without a model call when the
+#: profile is still at that version. NULL ``operations``: the update needs its own call.
+_V2 = """
+ALTER TABLE profile_updates ADD COLUMN operations TEXT;
+ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)
