@@ -28,10 +28,10 @@ from vivy.llm.prompts import (
 )
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import (
-    ConversationDraft,
     AddFact,
     ClusterDraft,
     ClusterInput,
+    ConversationDraft,
     FactView,
     InvalidateFact,
     NoteInput,

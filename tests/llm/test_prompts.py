@@ -21,8 +21,8 @@ from vivy.llm.prompts import (
 from vivy.llm.schemas import (
     ClusterDraft,
     ClusterInput,
-    FactView,
     ConversationDraft,
+    FactView,
     MemberFacts,
     NoteInput,
     NoteView,

@@ -37,6 +37,7 @@ from vivy.llm.schemas import (
     ProfileOperation,
     ProfileOperations,
     TranscriptLine,
+    uncited,
 )
 from vivy.state.buffer import (
     BufferConfig,
@@ -47,7 +48,7 @@ from vivy.state.buffer import (
     Restored,
 )
 from vivy.state.guards import clean_note
-from vivy.state.profile import MemberChoice, choose_note_members, rank_facts, uncited
+from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
 from vivy.storage import buffers as buffer_store
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store

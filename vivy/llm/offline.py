@@ -65,9 +65,9 @@ from vivy.llm.schemas import (
     ProfileOperations,
     ProfileSection,
     TranscriptLine,
+    uncited,
 )
 from vivy.state.guards import looks_like_instruction
-from vivy.state.profile import uncited
 
 __all__ = [
     "OFFLINE_EMBEDDING_MODEL",

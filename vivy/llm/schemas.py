@@ -9,6 +9,7 @@ never has to parse prompt text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -35,6 +36,7 @@ __all__ = [
     "ProfileOperations",
     "ProfileSection",
     "TranscriptLine",
+    "uncited",
 ]
 
 #: The sections of a user profile (seed 002's ``user_profiles`` columns).
@@ -134,6 +136,18 @@ class ProfileOperations(BaseModel):
     model_config = _STRICT
 
     operations: list[ProfileOperation] = Field(default_factory=list, max_length=40)
+
+
+def uncited(operations: Sequence[ProfileOperation]) -> list[ProfileOperation]:
+    """``operations`` without note ids: a note call's operations rest on its own transcript.
+
+    The note does not exist yet when the call is made, so any id the model names is not
+    its note; without one, the planner cites the update's single note.
+    """
+    return [
+        op.model_copy(update={"note_id": None}) if isinstance(op, AddFact | MergeFacts) else op
+        for op in operations
+    ]
 
 
 class MemberOperations(BaseModel):

@@ -49,7 +49,6 @@ __all__ = [
     "needs_consolidation",
     "plan_operations",
     "rank_facts",
-    "uncited",
 ]
 
 #: Most active facts in one section.
@@ -320,15 +319,3 @@ def rank_facts(facts: Sequence[ExistingFact], own_text: str) -> list[ExistingFac
     """
     said = content_tokens(own_text)
     return sorted(facts, key=lambda f: (-len(content_tokens(f.text) & said), -f.created_at, -f.id))
-
-
-def uncited(operations: Sequence[ProfileOperation]) -> list[ProfileOperation]:
-    """``operations`` without note ids: a note call's operations rest on its own transcript.
-
-    The note does not exist yet when the call is made, so any id the model names is not
-    its note; without one, :func:`plan_operations` cites the update's single note.
-    """
-    return [
-        op.model_copy(update={"note_id": None}) if isinstance(op, AddFact | MergeFacts) else op
-        for op in operations
-    ]

@@ -1,0 +1,85 @@
+"""The profile-update outbox: rows carrying a note call's operations, read back validated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
+from vivy.state.buffer import CloseReason
+from vivy.storage import buffers as buffer_store
+from vivy.storage import notes as note_store
+from vivy.storage import profiles as profile_store
+from vivy.storage.db import Connection, Database
+
+GUILD = 5
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A freshly migrated database, run inline."""
+    database = Database.open(tmp_path / "vivy.db", inline=True)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def closed_buffer(conn: Connection) -> int:
+    """A closed, empty buffer in channel 1, ready to become a note."""
+    buffer_id = buffer_store.open_buffer(conn, GUILD, 1, "general", 100.0, 1500.0)
+    buffer_store.close_buffer(conn, buffer_id, 200.0, CloseReason.INACTIVITY)
+    return buffer_id
+
+
+def new_note(*users: int) -> note_store.NewNote:
+    """A conversation note with these participants."""
+    return note_store.NewNote(
+        guild_id=GUILD,
+        channel_id=1,
+        channel_name="general",
+        note_type="conversation",
+        title="Moving day",
+        summary="They talked.",
+        topics=(),
+        decisions=(),
+        open_questions=(),
+        entities=(),
+        participants=tuple(note_store.Participant(u, f"user{u}", 1) for u in users),
+        note_date="2026-03-02",
+        quality="offline",
+        model="offline",
+        embedding=[1.0] + [0.0] * 767,
+        created_at=300.0,
+    )
+
+
+def test_update_rows_carry_the_note_calls_operations(db: Database) -> None:
+    """Planned operations and their basis version come back validated; others carry none."""
+    ops = ProfileOperations(
+        operations=[
+            InvalidateFact(op="invalidate", fact_id=4, reason="moved"),
+            AddFact(op="add", section="bio", text="Lives in Denver", evidence="I moved"),
+        ]
+    )
+    planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 3)}
+
+    def commit(conn: Connection) -> int | None:
+        return note_store.commit_conversation_note(
+            conn, closed_buffer(conn), new_note(7, 8), planned=planned
+        )
+
+    note_id = db.write_sync(commit)
+    pending = {u.user_id: u for u in db.read_sync(profile_store.pending_updates)}
+    assert pending[7].note_id == note_id
+    assert (pending[7].operations, pending[7].basis_version) == (ops, 3)
+    assert (pending[8].operations, pending[8].basis_version) == (None, None)
+
+
+def test_stored_operations_are_validated_again() -> None:
+    """A row whose JSON no longer fits the schema is an error, never applied as it stands."""
+    assert profile_store.decode_operations(None) is None
+    with pytest.raises(ValueError, match="operations"):
+        profile_store.decode_operations('{"operations": [{"op": "grant_admin"}]}')
