@@ -270,9 +270,10 @@ def _export_message(message_id: int, at: float, author: tuple[int, str], text: s
 def spaced_export(*, conversations: int = 48, seed: int = 16) -> dict[str, Any]:
     """A generated export: two-member conversations days or weeks apart.
 
-    Each conversation pairs two of :data:`SPACED_CAST`, runs 16 to 28 messages a minute or
-    two apart, and now and then has a member state one of their facts; the next starts 2 to
-    21 days later. The same ``seed`` gives the same export.
+    Each conversation pairs two of :data:`SPACED_CAST`, runs 16 to 28 messages (one or two
+    everyday sentences, about 70 characters) a minute or two apart, and now and then has a
+    member state one of their facts; the next starts 2 to 21 days later. The same ``seed``
+    gives the same export.
     """
     rng = random.Random(seed)
     cast = [(8_810_000 + index, name) for index, (name, _) in enumerate(SPACED_CAST)]
@@ -285,10 +286,11 @@ def spaced_export(*, conversations: int = 48, seed: int = 16) -> dict[str, Any]:
         length = rng.randint(16, 28)
         disclosures = {rng.randrange(length): member for member in pair if rng.random() < 0.55}
         start = at + rng.randint(17, 22) * 3600.0
-        chatter = rng.sample(SPACED_CHATTER, min(length, len(SPACED_CHATTER)))
         for index in range(length):
             speaker = pair[index % 2]
-            text = chatter[index % len(chatter)]
+            text = rng.choice(SPACED_CHATTER)
+            if rng.random() < 0.6:
+                text += " " + rng.choice(SPACED_CHATTER)
             member = disclosures.get(index)
             if member is not None:
                 facts = SPACED_CAST[member][1]
