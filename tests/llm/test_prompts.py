@@ -112,17 +112,14 @@ def test_note_request_with_members_asks_for_their_operations() -> None:
 
 
 def test_profile_update_request_lists_fact_ids_and_rules() -> None:
-    """The update prompt shows fact ids and sources, and the system states the op rules."""
+    """The update prompt shows fact ids and sources compactly; the system states the rules."""
     request = profile_update_request(PROFILE)
     assert (request.operation, request.tier, request.schema) == (
         Operation.PROFILE_UPDATE,
         ModelTier.FLASH,
         ProfileOperations,
     )
-    assert (
-        '<fact id="12" section="bio" source="Gaming session, Feb 23">Works at Dell</fact>'
-        in request.prompt
-    )
+    assert "<profile>\n12 bio: Works at Dell [Gaming session, Feb 23]\n</profile>" in request.prompt
     assert '<note id="40" date="2026-02-24" participants="Alex, Sam">' in request.prompt
     assert "user id 1" in request.prompt
     for rule in ("invalidate", "merge", "keep", "third person", "secrets"):
