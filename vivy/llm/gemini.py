@@ -16,7 +16,7 @@ Three things here are deliberate:
 
 Gemini's explicit context caching (``client.caches``) is not used: a cache holds at least
 1,024 to 4,096 tokens depending on the model, while Vivy's longest shared prefix (the note
-system prompt with the profile rules) is about 600; a cached request may not carry its own
+system prompt with the profile rules) is about 630; a cached request may not carry its own
 system instruction, so every prompt variant would need a cache of its own, kept alive (and
 paid for) by the hour. The prompts are short instead, with the shared instructions first,
 so the models that cache implicitly (Gemini 2.5) reuse the prefix when it is long enough.
