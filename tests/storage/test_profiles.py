@@ -61,7 +61,7 @@ def test_update_rows_carry_the_note_calls_operations(db: Database) -> None:
     ops = ProfileOperations(
         operations=[
             InvalidateFact(op="invalidate", fact_id=4, reason="moved"),
-            AddFact(op="add", section="bio", text="Lives in Denver", evidence="I moved"),
+            AddFact(op="add", section="bio", text="Lives in Denver"),
         ]
     )
     planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 3)}
@@ -79,7 +79,29 @@ def test_update_rows_carry_the_note_calls_operations(db: Database) -> None:
 
 
 def test_stored_operations_are_validated_again() -> None:
-    """A row whose JSON no longer fits the schema is an error, never applied as it stands."""
+    """A row whose JSON no longer fits the schema is never applied: it needs its own call."""
     assert profile_store.decode_operations(None) is None
-    with pytest.raises(ValueError, match="operations"):
-        profile_store.decode_operations('{"operations": [{"op": "grant_admin"}]}')
+    assert profile_store.decode_operations('{"operations": [{"op": "grant_admin"}]}') is None
+
+
+def test_stored_operations_keep_no_quotes_and_go_once_applied(db: Database) -> None:
+    """Evidence quotes are not stored, and an applied update keeps no operations at all."""
+    quoted = AddFact(op="add", section="bio", text="Lives in Oslo", evidence="<@9> I live in Oslo")
+    ops = ProfileOperations(operations=[quoted])
+    planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 0)}
+
+    def commit(conn: Connection) -> int | None:
+        return note_store.commit_conversation_note(
+            conn, closed_buffer(conn), new_note(7), planned=planned
+        )
+
+    db.write_sync(commit)
+    (update,) = db.read_sync(profile_store.pending_updates)
+    assert update.operations == ProfileOperations(
+        operations=[quoted.model_copy(update={"evidence": ""})]
+    )
+    db.write_sync(lambda c: profile_store.mark_updates_applied(c, [update.id], 400.0))
+    stored = db.read_sync(
+        lambda c: c.execute("SELECT status, operations FROM profile_updates").fetchall()
+    )
+    assert [tuple(row) for row in stored] == [("applied", None)]

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vivy.llm.schemas import PROFILE_SECTIONS, ProfileOperations
+from pydantic import ValidationError
+
+from vivy.llm.schemas import PROFILE_SECTIONS, AddFact, ProfileOperations
 from vivy.state.profile import ExistingFact, ProfilePlan
 from vivy.storage.db import Connection
 
@@ -70,13 +72,31 @@ class PendingUpdate:
 
 
 def encode_operations(operations: ProfileOperations) -> str:
-    """The JSON stored in ``profile_updates.operations``."""
-    return operations.model_dump_json()
+    """The JSON stored in ``profile_updates.operations``, without evidence quotes.
+
+    An add's evidence quotes the member's messages for people reviewing an answer; no guard
+    reads it, and stored it would keep their words (and whoever they mention) past the note's
+    source lines.
+    """
+    kept = [
+        op.model_copy(update={"evidence": ""}) if isinstance(op, AddFact) else op
+        for op in operations.operations
+    ]
+    return ProfileOperations(operations=kept).model_dump_json()
 
 
 def decode_operations(text: str | None) -> ProfileOperations | None:
-    """Stored operations read back (validated again), or None when there are none."""
-    return None if text is None else ProfileOperations.model_validate_json(text)
+    """Stored operations read back and validated again; None when there are none.
+
+    A row that no longer validates (written under another schema) also reads as None: the
+    update then gets a call of its own rather than blocking the member's queue.
+    """
+    if text is None:
+        return None
+    try:
+        return ProfileOperations.model_validate_json(text)
+    except ValidationError:
+        return None
 
 
 def active_facts(conn: Connection, guild_id: int, user_id: int) -> list[Fact]:
@@ -194,10 +214,11 @@ def member_profiles(
 
 
 def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float) -> None:
-    """Mark updates applied, and drop the source lines of notes with none left pending."""
+    """Mark updates applied, and drop their operations and the source lines of notes with
+    none left pending."""
     marks = ",".join("?" * len(update_ids))
     conn.execute(
-        f"UPDATE profile_updates SET status = 'applied', applied_at = ?"
+        f"UPDATE profile_updates SET status = 'applied', applied_at = ?, operations = NULL"
         f" WHERE id IN ({marks}) AND status = 'pending'",
         (now, *update_ids),
     )
