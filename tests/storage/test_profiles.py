@@ -12,7 +12,8 @@ from vivy.state.buffer import CloseReason
 from vivy.storage import buffers as buffer_store
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.db import Connection, Database, connect
+from vivy.storage.schema import MIGRATIONS
 
 GUILD = 5
 
@@ -105,3 +106,29 @@ def test_stored_operations_keep_no_quotes_and_go_once_applied(db: Database) -> N
         lambda c: c.execute("SELECT status, operations FROM profile_updates").fetchall()
     )
     assert [tuple(row) for row in stored] == [("applied", None)]
+
+
+def test_the_migration_keeps_updates_pending_before_it(tmp_path: Path) -> None:
+    """The columns' migration leaves older pending updates needing a call, as they did."""
+    path = tmp_path / "old.db"
+    database = Database.open(path)
+    try:
+        database.write_sync(
+            lambda c: note_store.commit_conversation_note(c, closed_buffer(c), new_note(7))
+        )
+    finally:
+        database.close()
+    (script,) = [m for m in MIGRATIONS if "basis_version" in m]
+    conn = connect(path)
+    conn.execute("ALTER TABLE profile_updates DROP COLUMN operations")
+    conn.execute("ALTER TABLE profile_updates DROP COLUMN basis_version")
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.close()
+    upgraded = Database.open(path)
+    try:
+        (update,) = upgraded.read_sync(profile_store.pending_updates)
+    finally:
+        upgraded.close()
+    assert (update.user_id, update.operations, update.basis_version) == (7, None, None)
