@@ -23,6 +23,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "answer",
+    "conversation_answer",
     "embeddings",
     "error",
     "prompt_blocked",
@@ -83,6 +84,20 @@ def text_answer(
 def answer(obj: Any, *, prompt_tokens: int = 11, output_tokens: int = 7) -> Reply:
     """A generateContent success whose text is ``obj`` encoded as JSON."""
     return text_answer(json.dumps(obj), prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+
+
+def conversation_answer(
+    note: dict[str, Any],
+    profiles: dict[int, list[dict[str, Any]]],
+    *,
+    prompt_tokens: int = 11,
+    output_tokens: int = 7,
+) -> Reply:
+    """A note call's answer: the note's fields plus each member's profile operations."""
+    entries = [{"user_id": user, "operations": ops} for user, ops in profiles.items()]
+    return answer(
+        {**note, "profiles": entries}, prompt_tokens=prompt_tokens, output_tokens=output_tokens
+    )
 
 
 def safety_block() -> Reply:

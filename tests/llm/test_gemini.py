@@ -20,6 +20,7 @@ from vivy.llm.gemini import (
 from vivy.llm.port import ChatTurn, EmbeddingTask, ModelTier
 from vivy.llm.prompts import (
     CHAT_PERSONA,
+    NOTE_PROFILES_SYSTEM,
     NOTE_SYSTEM,
     chat_request,
     cluster_request,
@@ -31,9 +32,10 @@ from vivy.llm.schemas import (
     AddFact,
     ClusterDraft,
     ClusterInput,
+    ConversationDraft,
     FactView,
     InvalidateFact,
-    NoteDraft,
+    MemberFacts,
     NoteInput,
     NoteView,
     ProfileInput,
@@ -44,6 +46,7 @@ from vivy.llm.schemas import (
 from .fake_gemini import (
     FakeGemini,
     answer,
+    conversation_answer,
     embeddings,
     error,
     prompt_blocked,
@@ -103,7 +106,7 @@ async def test_generate_returns_validated_note_with_usage(fake_gemini: FakeGemin
     fake_gemini.script_generate(answer(NOTE, prompt_tokens=120, output_tokens=40))
     async with gemini(fake_gemini) as llm:
         result = await llm.generate(note_request(note_payload()))
-    assert result.value == NoteDraft.model_validate(NOTE)
+    assert result.value == ConversationDraft.model_validate(NOTE)
     assert (result.usage.input_tokens, result.usage.output_tokens) == (120, 40)
     assert result.model == "gemini-2.0-flash"
     assert result.quality == "gemini"
@@ -119,12 +122,50 @@ async def test_generate_request_carries_schema_system_and_key(fake_gemini: FakeG
     config = generation_config(sent.body)
     assert config["responseMimeType"] == "application/json"
     schema = config["responseSchema"]
-    assert set(schema["properties"]) == set(NoteDraft.model_fields)
+    assert set(schema["properties"]) == set(ConversationDraft.model_fields)
     assert wire(schema["properties"]["title"], "maxLength") == 80
     assert wire(schema, "propertyOrdering")[:2] == ["title", "summary"]
     assert sent.body["systemInstruction"]["parts"][0]["text"] == NOTE_SYSTEM
     assert "Let's play on Saturday" in sent.body["contents"][0]["parts"][0]["text"]
     assert sent.headers["x-goog-api-key"] == "test-key"
+
+
+async def test_note_call_parses_members_profile_operations(fake_gemini: FakeGemini) -> None:
+    """The note call's schema asks for per-member operations, and the answer carries them."""
+    ops = [
+        {"op": "invalidate", "fact_id": 4, "reason": "moved"},
+        {"op": "add", "section": "bio", "text": "Lives in Oslo", "note_id": None, "evidence": ""},
+        {"op": "keep", "fact_id": 5},
+    ]
+    fake_gemini.script_generate(conversation_answer(NOTE, {1: ops, 2: []}))
+    members = (
+        MemberFacts(1, "Alex", (FactView(4, "bio", "Lives in Bergen", "s"),)),
+        MemberFacts(2, "Sam", ()),
+    )
+    payload = NoteInput(1, 10, "gaming", LINES, members)
+    async with gemini(fake_gemini) as llm:
+        result = await llm.generate(note_request(payload))
+    assert [p.user_id for p in result.value.profiles] == [1, 2]
+    first = result.value.profiles[0].operations
+    assert [op.op for op in first] == ["invalidate", "add", "keep"]
+    assert result.value.title == NOTE["title"]
+    (sent,) = fake_gemini.requests
+    schema = generation_config(sent.body)["responseSchema"]
+    entry = schema["properties"]["profiles"]["items"]
+    assert set(entry["properties"]) == {"user_id", "operations"}
+    assert len(wire(entry["properties"]["operations"]["items"], "anyOf")) == 4
+    assert sent.body["systemInstruction"]["parts"][0]["text"] == NOTE_PROFILES_SYSTEM
+
+
+async def test_tokens_of_refused_attempts_count_toward_the_call(fake_gemini: FakeGemini) -> None:
+    """An answer refused and retried still cost tokens; the accepted usage includes them."""
+    fake_gemini.script_generate(
+        text_answer("not json", prompt_tokens=100, output_tokens=5),
+        answer(NOTE, prompt_tokens=120, output_tokens=40),
+    )
+    async with gemini(fake_gemini) as llm:
+        result = await llm.generate(note_request(note_payload()))
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (220, 45)
 
 
 async def test_pro_tier_parses_profile_operations(fake_gemini: FakeGemini) -> None:
@@ -193,7 +234,7 @@ async def test_unparsable_answer_is_retried_then_invalid_output(fake_gemini: Fak
     """Text that is not JSON is retried and finally raises LLMInvalidOutput."""
     fake_gemini.script_generate(*[text_answer("Sure! Here is your note.")] * 3)
     async with gemini(fake_gemini, attempts=3) as llm:
-        with pytest.raises(LLMInvalidOutput, match="NoteDraft"):
+        with pytest.raises(LLMInvalidOutput, match="ConversationDraft"):
             await llm.generate(note_request(note_payload()))
     assert len(fake_gemini.requests) == 3
 

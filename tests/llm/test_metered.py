@@ -163,6 +163,12 @@ async def test_counting_meter_statistics() -> None:
     assert stats.outcomes == {"ok": 2, "unavailable": 1}
     assert meter.calls(operation="note") == 2
     assert meter.calls(outcome="unavailable") == 1
+    by_operation = meter.by_operation()
+    assert list(by_operation) == ["chat", "note"]
+    note = by_operation["note"]
+    assert (note.calls, note.input_tokens, note.output_tokens) == (2, 100, 20)
+    assert note.outcomes == {"ok": 1, "unavailable": 1}
+    assert by_operation["chat"].input_tokens == 50
 
 
 def test_null_meter_accepts_observations() -> None:

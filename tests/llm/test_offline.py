@@ -38,8 +38,10 @@ from vivy.llm.schemas import (
     AddFact,
     ClusterDraft,
     ClusterInput,
+    ConversationDraft,
     FactView,
     InvalidateFact,
+    MemberFacts,
     MergeFacts,
     NoteDraft,
     NoteInput,
@@ -47,6 +49,7 @@ from vivy.llm.schemas import (
     ProfileInput,
     ProfileOperations,
     TranscriptLine,
+    uncited,
 )
 
 T0 = 1_771_869_600.0
@@ -389,6 +392,30 @@ async def test_provider_answers_every_request_builder() -> None:
     assert clusters.value.clusters[0].source_note_ids == [7]
     assert {note.model, note.quality} == {OFFLINE_MODEL, "offline"}
     assert (note.usage.input_tokens, note.usage.output_tokens) == (0, 0)
+
+
+@pytest.mark.anyio
+async def test_note_call_returns_the_profile_updates_operations() -> None:
+    """For each listed member, the note call returns what the profile call would, uncited."""
+    llm = OfflineLLM()
+    home = (FactView(1, "bio", "Lives in Boston", "Gaming, Feb 23"),)
+    members = (MemberFacts(ALEX, "Alex", ()), MemberFacts(JAKE, "Jake", home))
+    answer = await llm.generate(note_request(NoteInput(1, 10, "gaming", GAMING, members)))
+    assert isinstance(answer.value, ConversationDraft)
+    alone = await llm.generate(note_request(NoteInput(1, 10, "gaming", GAMING)))
+    assert answer.value.model_dump(exclude={"profiles"}) == alone.value.model_dump(
+        exclude={"profiles"}
+    )
+    assert alone.value.profiles == []
+    assert [entry.user_id for entry in answer.value.profiles] == [ALEX, JAKE]
+    for entry, member in zip(answer.value.profiles, members, strict=True):
+        separate = await llm.generate(
+            profile_update_request(profile(member.user_id, member.facts, gaming_note()))
+        )
+        assert entry.operations == uncited(separate.value.operations)
+        assert entry.operations  # each member stated something
+    texts = [op.text for op in answer.value.profiles[0].operations if isinstance(op, AddFact)]
+    assert texts == ["Lives in Austin", "Works at Dell"]
 
 
 @pytest.mark.anyio

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vivy.state.guards import content_tokens, is_grounded, looks_like_instruction
+from vivy.state.guards import content_tokens, discloses_self, is_grounded, looks_like_instruction
 
 
 @pytest.mark.parametrize(
@@ -76,3 +76,19 @@ def test_ordinary_facts_pass(text: str) -> None:
 def test_content_tokens_drop_stop_words_and_stem() -> None:
     """Stop words go, plurals and verb endings are trimmed."""
     assert content_tokens("I live in the Lives of dogs") == {"liv", "dog"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I live in Austin", True),
+        ("my dog is named Bento", True),
+        ("I'm a nurse", True),
+        ("I really love climbing", True),
+        ("lol ok", False),
+        ("see you friday", False),
+    ],
+)
+def test_self_disclosure(text: str, expected: bool) -> None:
+    """First-person statements about oneself count; chatter does not."""
+    assert discloses_self(text) is expected

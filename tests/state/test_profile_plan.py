@@ -1,5 +1,5 @@
-"""Tests of the consolidation gate (a pro call only when a profile has something to fix) and
-of the link from a replaced fact to its replacement."""
+"""Tests of the consolidation gate (a pro call only when a profile has something to fix), of
+the link from a replaced fact to its replacement, and of which members a note call covers."""
 
 from __future__ import annotations
 
@@ -8,16 +8,24 @@ from vivy.llm.schemas import (
     AddFact,
     FactView,
     InvalidateFact,
+    KeepFact,
+    MergeFacts,
     NoteView,
     ProfileInput,
+    ProfileOperation,
     TranscriptLine,
+    uncited,
 )
 from vivy.state.profile import (
+    NOTE_FACTS_CAP,
     SECTION_CAP,
     ExistingFact,
     FactSource,
+    MemberChoice,
+    choose_note_members,
     needs_consolidation,
     plan_operations,
+    rank_facts,
 )
 
 
@@ -99,3 +107,42 @@ def test_the_offline_provider_names_the_last_statement_of_a_slot() -> None:
     operations = profile_operations(payload).operations
     reasons = [op.reason for op in operations if isinstance(op, InvalidateFact)]
     assert reasons == ["Superseded: Lives in Denver"]
+
+
+def test_note_members_split_by_disclosure_fact_count_and_cap() -> None:
+    """Silent members need nothing; long profiles and members past the cap get their own call."""
+    choice = choose_note_members(
+        [
+            (1, "I live in Austin", 3),
+            (2, "lol ok", 0),
+            (3, "my dog is named Bento", NOTE_FACTS_CAP + 1),
+            (4, "I work at Dell", NOTE_FACTS_CAP),
+            (5, "I play chess", 0),
+        ],
+        members_cap=2,
+    )
+    assert choice == MemberChoice(combined=(1, 4), silent=(2,), separate=(3, 5))
+
+
+def test_facts_touched_by_the_new_lines_come_first() -> None:
+    """Facts sharing words with what the member just said lead; the rest newest first."""
+    facts = [
+        fact(1, "bio", "Lives in Austin"),
+        fact(2, "interests", "Loves JRPGs"),
+        fact(3, "bio", "Works at Dell"),
+    ]
+    ranked = rank_facts(facts, "I moved from Austin to Denver")
+    assert [f.id for f in ranked] == [1, 3, 2]
+
+
+def test_uncited_operations_lose_their_note_ids_only() -> None:
+    """Adds and merges drop the note id a note call cannot know; other operations stay."""
+    ops: list[ProfileOperation] = [
+        AddFact(op="add", section="bio", text="Lives in Austin", note_id=99),
+        MergeFacts(op="merge", fact_ids=[1, 2], text="Owns a PS5", section="other", note_id=5),
+        KeepFact(op="keep", fact_id=3),
+    ]
+    cleared = uncited(ops)
+    assert [getattr(op, "note_id", None) for op in cleared] == [None, None, None]
+    assert cleared[2] == ops[2]
+    assert [op.op for op in cleared] == ["add", "merge", "keep"]

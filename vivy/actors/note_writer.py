@@ -5,8 +5,11 @@ the outbox), and for each one either discards it (fewer messages than the minimu
 call) or asks the flash model for a note, embeds the note's contextualised text and its
 evidence windows (one batched embedding call), and commits note, embeddings, evidence,
 participants, buffer deletion and one pending profile update per participant in one
-transaction. A failure leaves the buffer pending; it is retried with backoff. This part of a
-buffer's life is the outbox's: a closed row stays until its note is committed.
+transaction. The same call returns the profile operations of the participants chosen by
+:func:`~vivy.state.profile.choose_note_members` (given their current facts, most relevant
+first); their update rows carry those operations, so applying them needs no model call.
+A failure leaves the buffer pending; it is retried with backoff. This part of a buffer's life
+is the outbox's: a closed row stays until its note is committed.
 """
 
 from __future__ import annotations
@@ -25,11 +28,23 @@ from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
-from vivy.llm.schemas import NoteInput, TranscriptLine
+from vivy.llm.schemas import (
+    ConversationDraft,
+    FactView,
+    MemberFacts,
+    NoteDraft,
+    NoteInput,
+    ProfileOperation,
+    ProfileOperations,
+    TranscriptLine,
+    uncited,
+)
 from vivy.state.guards import clean_note
+from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
 from vivy.storage import buffers as buffer_store
 from vivy.storage import evidence as evidence_store
 from vivy.storage import notes as note_store
+from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 
 __all__ = [
@@ -89,6 +104,42 @@ def window_header(channel_name: str, day: str, participants: list[str]) -> str:
     """The one-line context an evidence window is embedded with (seed 001's header)."""
     channel = f"#{channel_name}" if channel_name else "(unknown channel)"
     return f"{channel} · {day} · {', '.join(participants)}"
+
+
+def _returned_operations(draft: NoteDraft) -> dict[int, list[ProfileOperation]]:
+    """The operations the note answer holds per member (first entry wins); none in a bare note."""
+    if not isinstance(draft, ConversationDraft):
+        return {}
+    found: dict[int, list[ProfileOperation]] = {}
+    for entry in draft.profiles:
+        found.setdefault(entry.user_id, uncited(entry.operations))
+    return found
+
+
+def _planned_updates(
+    draft: NoteDraft,
+    choice: MemberChoice,
+    versions: dict[int, int],
+) -> dict[int, note_store.PlannedUpdate]:
+    """The update rows that need no call: silent members' (nothing) and answered members'.
+
+    A member the call covered but the answer left out keeps a separate call, as does any
+    member the call did not cover; operations for members it did not cover are ignored.
+    """
+    planned = {
+        user: note_store.PlannedUpdate(
+            profile_store.encode_operations(ProfileOperations()), versions[user]
+        )
+        for user in choice.silent
+    }
+    returned = _returned_operations(draft)
+    for user in choice.combined:
+        if user in returned:
+            planned[user] = note_store.PlannedUpdate(
+                profile_store.encode_operations(ProfileOperations(operations=returned[user])),
+                versions[user],
+            )
+    return planned
 
 
 class NoteWriter:
@@ -169,6 +220,15 @@ class NoteWriter:
             self._in_flight.discard(buffer_id)
             self._slots.release()
 
+    @staticmethod
+    def _fact_views(facts: list[profile_store.Fact], own_text: str) -> tuple[FactView, ...]:
+        """A member's facts as sent with the note, most relevant to their lines first."""
+        by_id = {fact.id: fact for fact in facts}
+        return tuple(
+            FactView(fact.id, fact.section, fact.text, by_id[fact.id].source_label)
+            for fact in rank_facts([f.existing() for f in facts], own_text)
+        )
+
     async def write(self, buffer_id: int) -> int | None:
         """Write (or discard) one closed buffer; returns the note id if one was committed."""
         bound = log.bind(buffer_id=buffer_id)
@@ -190,9 +250,23 @@ class NoteWriter:
         counts = Counter(m.author_id for m in stored.messages)
         names = {m.author_id: m.author_name for m in stored.messages}
         day = note_store.note_date(row.started_at)
+        own = {
+            user: "\n".join(m.text for m in stored.messages if m.author_id == user)
+            for user in counts
+        }
+        profiles = await self._db.read(profile_store.member_profiles, row.guild_id, list(counts))
+        choice = choose_note_members(
+            [(user, own[user], len(profiles[user][1])) for user, _ in counts.most_common()]
+        )
+        members = tuple(
+            MemberFacts(user, names[user], self._fact_views(profiles[user][1], own[user]))
+            for user in choice.combined
+        )
         try:
             generation = await self._llm.generate(
-                note_request(NoteInput(row.guild_id, row.channel_id, row.channel_name, lines))
+                note_request(
+                    NoteInput(row.guild_id, row.channel_id, row.channel_name, lines, members)
+                )
             )
             draft = clean_note(generation.value, f"Conversation in #{row.channel_name}")
             text = contextual_text(
@@ -249,12 +323,21 @@ class NoteWriter:
         commit = partial(
             note_store.commit_conversation_note,
             updates_due_at=note.created_at + self._profile_delay_s,
+            planned=_planned_updates(
+                draft, choice, {user: version for user, (version, _) in profiles.items()}
+            ),
         )
         note_id = await self._db.write(commit, buffer_id, note)
         if note_id is None:
             return None
         self._observer.note_written("conversation")
-        bound.info("note written", note_id=note_id, participants=len(participants))
+        bound.info(
+            "note written",
+            note_id=note_id,
+            participants=len(participants),
+            profiles_in_note=len(choice.combined),
+            profiles_separate=len(choice.separate),
+        )
         for participant in participants:
             self._profiles.notify(row.guild_id, participant.user_id)
         return note_id

@@ -1,8 +1,11 @@
 """ProfileUpdater actors: one per member with pending profile updates.
 
 Each member's updates are serialised by their own actor, while different members proceed in
-parallel under a concurrency limit. An actor coalesces all of its member's due updates into
-one flash call that returns operations on the member's facts; the operations are checked by
+parallel under a concurrency limit. An update whose note call already returned the member's
+operations is applied without a model call, provided the profile is still at the version
+those operations were computed against; otherwise (or when the note call did not cover the
+member) the actor coalesces its member's due updates into one flash call that returns
+operations on the member's facts. Either way the operations are checked by
 :func:`~vivy.state.profile.plan_operations` (grounding, injection, unknown ids, caps) and the
 plan is written together with the "applied" marks in one transaction guarded by the profile
 version. A failure leaves the updates pending for a retry with backoff. An actor with nothing
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -27,7 +29,8 @@ from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
-from vivy.llm.schemas import FactView, NoteView, ProfileInput, TranscriptLine
+from vivy.llm.schemas import FactView, NoteView, ProfileInput, ProfileOperation, TranscriptLine
+from vivy.state.guards import discloses_self
 from vivy.state.profile import FactSource, ProfilePlan, Rejection, plan_operations
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
@@ -39,15 +42,6 @@ log = structlog.get_logger(__name__)
 
 #: Most notes coalesced into one profile-update call.
 MAX_NOTES_PER_CALL = 8
-
-#: Self-disclosure: a first-person statement about oneself ("I live…", "my dog…", "I'm a…").
-#: A member whose lines have none cannot ground a new fact, so no call is made for them.
-_SELF_DISCLOSURE = re.compile(
-    r"\b(my|mine|i'm|i am|im|i've|i have|i'd|i'll|i (?:\w+ly )?(?:live|work|love|like|enjoy|"
-    r"hate|prefer|use|play|study|learn|moved|own|got|started|switched|speak|grew|was born|"
-    r"go|went|drive|run|build|make|teach|mod|main|drum|sing|cook|bake|read|watch|listen))\b",
-    re.IGNORECASE,
-)
 
 #: Retry schedule of a member's failed update: 30 s doubling up to an hour, jittered.
 UPDATE_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
@@ -203,6 +197,18 @@ class ProfileUpdaters:
         updates: list[profile_store.PendingUpdate],
         bound: structlog.typing.FilteringBoundLogger,
     ) -> None:
+        head = updates[0]
+        if head.operations is not None:
+            ctx = await self._db.read(
+                _read_context, member.guild_id, member.user_id, [head.note_id]
+            )
+            if not head.operations.operations or ctx.version == head.basis_version:
+                ops = head.operations.operations
+                await self._apply(member, ctx, [head], ops, bound, "applied" if ops else "skipped")
+                return
+            # The profile changed since the note call read it: its operations may be stale
+            # (a fact they keep was merged, a newer one they did not see), so ask again.
+            bound.debug("note-call operations are stale; asking again", note_id=head.note_id)
         note_ids = [u.note_id for u in updates]
         ctx = await self._db.read(_read_context, member.guild_id, member.user_id, note_ids)
         own_name = next(
@@ -234,7 +240,7 @@ class ProfileUpdaters:
             notes=views,
         )
         if not any(
-            _SELF_DISCLOSURE.search(line.text)
+            discloses_self(line.text)
             for view in views
             for line in view.lines
             if line.author_id == member.user_id
@@ -256,6 +262,22 @@ class ProfileUpdaters:
             await self._db.write(profile_store.record_update_failure, ids, str(exc), retry_at)
             bound.warning("profile update failed; will retry", error=str(exc))
             return
+        await self._apply(member, ctx, updates, generation.value.operations, bound, "applied")
+
+    async def _apply(
+        self,
+        member: _Member,
+        ctx: _Context,
+        updates: list[profile_store.PendingUpdate],
+        operations: Sequence[ProfileOperation],
+        bound: structlog.typing.FilteringBoundLogger,
+        outcome: str,
+    ) -> None:
+        """Check ``operations`` against the guards and write the plan with the applied marks.
+
+        ``outcome`` is reported once the plan is written (``skipped`` when a note call found
+        nothing to learn).
+        """
         sources = {
             note.id: FactSource(
                 note.id,
@@ -264,9 +286,7 @@ class ProfileUpdaters:
             )
             for note in ctx.notes
         }
-        plan = plan_operations(
-            [f.existing() for f in ctx.facts], generation.value.operations, sources
-        )
+        plan = plan_operations([f.existing() for f in ctx.facts], operations, sources)
         written = await self._db.write(
             _write_plan, member, ctx.version, plan, [u.id for u in updates], self._clock.now()
         )
@@ -275,7 +295,7 @@ class ProfileUpdaters:
             return
         for reason, _ in plan.rejected:
             self._observer.fact_rejected(reason)
-        self._observer.profile_update("applied")
+        self._observer.profile_update(outcome)
         bound.info(
             "profile updated",
             notes=len(updates),

@@ -1,13 +1,16 @@
 """``vivy bench llm-cost``: LLM calls and tokens per 1,000 human messages.
 
-The bundled multi-day, multi-user conversation (or the exports given) is replayed through
-the whole pipeline — buffers, notes, per-note profile updates, the nightly clustering and
-consolidation — with a counting LLM: the offline provider, plus a token estimate (4
-characters a token) of every prompt and answer. The same replay is then costed the way seed
+Two replays go through the whole pipeline — buffers, notes, profile updates, the nightly
+clustering and consolidation — with a counting LLM: the offline provider, plus a token
+estimate (4 characters a token) of every prompt and answer. The *bundled* replay is the demo
+export (or the exports given): three busy days. The *spaced* replay is a generated history
+of two-member conversations days or weeks apart, how most small servers talk, where no
+profile update can ride along with another. The bundled replay is also costed the way seed
 000 specifies per-message extraction: one extraction call per human message of 10 or more
 characters, plus one consolidation call per similar existing fact (cosine distance below
-0.35, at most 3) of every extracted fact, plus one embedding per fact. Target: at most 100
-LLM calls per 1,000 human messages.
+0.35, at most 3) of every extracted fact, plus one embedding per fact. Targets: at most 100
+generation calls per 1,000 messages on the bundled replay; on the spaced one at most 60, and
+at most 120,000 input tokens.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from vivy.config import Settings
 from vivy.importer import ExportMessage, import_exports, load_exports
@@ -35,7 +41,15 @@ from vivy.llm.port import (
 )
 from vivy.llm.schemas import AddFact, NoteView, ProfileInput, TranscriptLine
 
-__all__ = ["CountingLLM", "main", "per_message_cost"]
+__all__ = [
+    "CountingLLM",
+    "format_results",
+    "main",
+    "per_message_cost",
+    "run",
+    "run_spaced",
+    "spaced_export",
+]
 
 DEMO_EXPORT = Path(__file__).resolve().parents[1] / "data" / "demo_export.json"
 
@@ -69,9 +83,19 @@ class CountingLLM(OfflineLLM):
     def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
-        self.tokens_in = 0
-        self.tokens_out = 0
+        self.tokens_in_by: Counter[str] = Counter()
+        self.tokens_out_by: Counter[str] = Counter()
         self.embeddings = 0
+
+    @property
+    def tokens_in(self) -> int:
+        """Estimated input tokens of every generation."""
+        return sum(self.tokens_in_by.values())
+
+    @property
+    def tokens_out(self) -> int:
+        """Estimated output tokens of every generation."""
+        return sum(self.tokens_out_by.values())
 
     async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
         """Answer offline; count the call and its estimated tokens."""
@@ -79,8 +103,8 @@ class CountingLLM(OfflineLLM):
         dumped = getattr(answer.value, "model_dump_json", lambda: "")()
         usage = Usage(tokens(request.system + request.prompt), tokens(dumped))
         self.calls[request.operation.value] += 1
-        self.tokens_in += usage.input_tokens
-        self.tokens_out += usage.output_tokens
+        self.tokens_in_by[request.operation.value] += usage.input_tokens
+        self.tokens_out_by[request.operation.value] += usage.output_tokens
         return replace(answer, usage=usage)
 
     async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
@@ -131,8 +155,164 @@ def per_message_cost(messages: Sequence[ExportMessage]) -> dict[str, int]:
     return {"calls": calls, "tokens": tokens_in + tokens_out, "embeddings": embeddings}
 
 
-def run(paths: Sequence[Path]) -> dict[str, float]:
-    """Replay ``paths`` through the pipeline and cost both designs."""
+#: The spaced history's members: display name, then what they may say about themselves
+#: (the first statement of a slot in a conversation; later ones may change it).
+SPACED_CAST: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Maya",
+        (
+            "I live in Austin",
+            "I work as a nurse",
+            "I love bouldering",
+            "My dog is named Bento",
+            "I moved to Denver last month",
+            "I'm learning Japanese",
+        ),
+    ),
+    (
+        "Theo",
+        (
+            "I work at a bike shop",
+            "I play the cello",
+            "I'm vegetarian",
+            "I live in Lisbon",
+            "I prefer tea over coffee",
+            "I main Zelda in Smash",
+        ),
+    ),
+    (
+        "Priya",
+        (
+            "I'm from Pune",
+            "I study chemistry",
+            "I love baking sourdough",
+            "My cat is named Miso",
+            "I mostly use Python",
+            "I go climbing on weekends",
+        ),
+    ),
+    (
+        "Jonas",
+        (
+            "I live in Hamburg",
+            "I work for a shipping company",
+            "I hate horror movies",
+            "I play chess online",
+            "I'm learning the guitar",
+            "I moved to Berlin in the spring",
+        ),
+    ),
+)
+
+#: Everyday lines of the spaced history, none of which states a lasting fact.
+SPACED_CHATTER: tuple[str, ...] = (
+    "hey, long time no see",
+    "how was your week?",
+    "pretty busy honestly, but good",
+    "did you end up watching that documentary about octopuses",
+    "yeah it was wild, they can taste with their arms",
+    "no way, that is amazing",
+    "the weather has been all over the place lately",
+    "it rained the whole weekend here",
+    "we should plan another game night soon",
+    "sure, friday could work for me",
+    "did anyone try the new update of the game?",
+    "the patch notes were huge, they reworked the whole map",
+    "i still need to finish the last chapter",
+    "no spoilers please!",
+    "haha fine, my lips are sealed",
+    "what are you reading at the moment",
+    "a sci-fi novel about a generation ship, slow but good",
+    "sounds like my kind of book",
+    "i made soup yesterday and it was way too salty",
+    "add a potato, it soaks up the salt",
+    "that is a myth i think, but worth a try",
+    "anyway, how is the project going",
+    "slowly, the deadline moved again",
+    "classic. at least you get more time",
+    "true, i will take it",
+    "my weekend was mostly laundry and sleep",
+    "honestly that sounds perfect",
+    "did you see the photos from the trip",
+    "yes! the mountain ones were gorgeous",
+    "the hike up took us four hours",
+    "ok i have to run, talk soon",
+    "see you, take care",
+    "lol same here, gotta go",
+    "good night!",
+)
+
+#: The spaced history's guild and channel, and the first conversation's start (2025-01-06).
+SPACED_GUILD = 881000000000000001
+SPACED_CHANNEL = 882000000000000001
+SPACED_START = 1_736_150_400.0
+
+
+def _export_message(message_id: int, at: float, author: tuple[int, str], text: str) -> Any:
+    """One message in the export format ``vivy import`` reads."""
+    stamp = datetime.fromtimestamp(at, tz=UTC).isoformat(timespec="milliseconds")
+    return {
+        "id": str(message_id),
+        "type": "Default",
+        "timestamp": stamp,
+        "timestampEdited": None,
+        "content": text,
+        "author": {
+            "id": str(author[0]),
+            "name": author[1].lower(),
+            "nickname": author[1],
+            "isBot": False,
+        },
+        "mentions": [],
+    }
+
+
+def spaced_export(*, conversations: int = 48, seed: int = 16) -> dict[str, Any]:
+    """A generated export: two-member conversations days or weeks apart.
+
+    Each conversation pairs two of :data:`SPACED_CAST`, runs 16 to 28 messages (one or two
+    everyday sentences, about 70 characters) a minute or two apart, and now and then has a
+    member state one of their facts; the next starts 2 to 21 days later. The same ``seed``
+    gives the same export.
+    """
+    rng = random.Random(seed)
+    cast = [(8_810_000 + index, name) for index, (name, _) in enumerate(SPACED_CAST)]
+    said: dict[int, int] = dict.fromkeys(range(len(cast)), 0)
+    messages: list[Any] = []
+    at = SPACED_START
+    message_id = 1_300_000_000_000_000_000
+    for _ in range(conversations):
+        pair = rng.sample(range(len(cast)), 2)
+        length = rng.randint(16, 28)
+        disclosures = {rng.randrange(length): member for member in pair if rng.random() < 0.55}
+        start = at + rng.randint(17, 22) * 3600.0
+        for index in range(length):
+            speaker = pair[index % 2]
+            text = rng.choice(SPACED_CHATTER)
+            if rng.random() < 0.6:
+                text += " " + rng.choice(SPACED_CHATTER)
+            member = disclosures.get(index)
+            if member is not None:
+                facts = SPACED_CAST[member][1]
+                speaker = member
+                text = f"{facts[said[member] % len(facts)]}, by the way"
+                said[member] += 1
+            start += rng.randint(40, 150)
+            message_id += rng.randint(1, 5000) << 22
+            messages.append(_export_message(message_id, start, cast[speaker], text))
+        at += rng.randint(2, 21) * 86400.0
+    return {
+        "guild": {"id": str(SPACED_GUILD), "name": "Slow Lane"},
+        "channel": {"id": str(SPACED_CHANNEL), "type": "GuildTextChat", "name": "general"},
+        "messages": messages,
+    }
+
+
+def run(paths: Sequence[Path], *, seed_cost: bool = True) -> dict[str, float]:
+    """Replay ``paths`` through the pipeline and report calls and tokens per operation.
+
+    With ``seed_cost``, the same messages are also costed as seed 000's per-message design.
+    """
     batch = load_exports(paths)
     humans = [m for m in batch.messages if not m.author_is_bot and m.content.strip()]
     llm = CountingLLM()
@@ -140,36 +320,70 @@ def run(paths: Sequence[Path]) -> dict[str, float]:
         settings = replace(Settings(), database=Path(tmp) / "cost.db")
         import_exports(paths, settings, llm=llm)
     calls = sum(llm.calls.values())
-    total_tokens = llm.tokens_in + llm.tokens_out
-    seed = per_message_cost(batch.messages)
     per_k = 1000 / len(humans)
     results: dict[str, float] = {
         "human_messages": len(humans),
         "llm_calls": calls,
         "llm_calls_per_1000_messages": round(calls * per_k, 1),
-        "tokens_per_1000_messages": round(total_tokens * per_k),
+        "tokens_in_per_1000_messages": round(llm.tokens_in * per_k),
+        "tokens_out_per_1000_messages": round(llm.tokens_out * per_k),
+        "tokens_per_1000_messages": round((llm.tokens_in + llm.tokens_out) * per_k),
         "embedding_requests_per_1000_messages": round(llm.embeddings * per_k, 1),
     }
     for operation, count in sorted(llm.calls.items()):
         results[f"calls_{operation}"] = count
-    results.update(
-        {
-            "per_message_llm_calls": seed["calls"],
-            "per_message_llm_calls_per_1000_messages": round(seed["calls"] * per_k, 1),
-            "per_message_tokens_per_1000_messages": round(seed["tokens"] * per_k),
-            "per_message_embeddings_per_1000_messages": round(seed["embeddings"] * per_k, 1),
-        }
-    )
+        results[f"calls_{operation}_per_1000_messages"] = round(count * per_k, 1)
+        results[f"tokens_in_{operation}_per_1000_messages"] = round(
+            llm.tokens_in_by[operation] * per_k
+        )
+        results[f"tokens_out_{operation}_per_1000_messages"] = round(
+            llm.tokens_out_by[operation] * per_k
+        )
+    if seed_cost:
+        seed = per_message_cost(batch.messages)
+        results.update(
+            {
+                "per_message_llm_calls": seed["calls"],
+                "per_message_llm_calls_per_1000_messages": round(seed["calls"] * per_k, 1),
+                "per_message_tokens_per_1000_messages": round(seed["tokens"] * per_k),
+                "per_message_embeddings_per_1000_messages": round(seed["embeddings"] * per_k, 1),
+            }
+        )
     return results
 
 
+def run_spaced(*, conversations: int = 48, seed: int = 16) -> dict[str, float]:
+    """Generate the spaced history and replay it; see :func:`spaced_export`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spaced.json"
+        export = spaced_export(conversations=conversations, seed=seed)
+        path.write_text(json.dumps(export), encoding="utf-8")
+        return run([path], seed_cost=False)
+
+
+def format_results(name: str, results: dict[str, float]) -> list[str]:
+    """``name.figure: value`` lines, integers without a decimal point."""
+    return [
+        f"{name}.{figure}: {value:g}" if isinstance(value, float) else f"{name}.{figure}: {value}"
+        for figure, value in results.items()
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the figures, one ``name: value`` a line."""
+    """Print both replays' figures, one ``name: value`` a line."""
     parser = argparse.ArgumentParser(prog="vivy bench llm-cost", description=__doc__.split("\n")[0])
     parser.add_argument("paths", nargs="*", type=Path, help="exports (default: the bundled one)")
+    parser.add_argument(
+        "--conversations",
+        type=int,
+        default=48,
+        help="conversations in the generated spaced history (default: 48, ~1,050 messages)",
+    )
     args = parser.parse_args(argv)
-    for name, value in run(args.paths or [DEMO_EXPORT]).items():
-        print(f"{name}: {value:g}" if isinstance(value, float) else f"{name}: {value}")
+    for line in format_results("bundled", run(args.paths or [DEMO_EXPORT])):
+        print(line, flush=True)
+    for line in format_results("spaced", run_spaced(conversations=args.conversations)):
+        print(line, flush=True)
     return 0
 
 

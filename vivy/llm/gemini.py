@@ -11,6 +11,15 @@ Three things here are deliberate:
   output with jittered exponential backoff, sleeping through anyio.
 * SDK and httpx2 exceptions are translated at this boundary (:func:`_mapped_errors`), and
   every answer is checked for blocks, emptiness and its pydantic schema before it leaves.
+  The tokens of an answer refused and retried are added to the usage of the one accepted,
+  so the metered tokens of an operation are what it cost.
+
+Gemini's explicit context caching (``client.caches``) is not used: a cache holds at least
+1,024 to 4,096 tokens depending on the model, while Vivy's longest shared prefix (the note
+system prompt with the profile rules) is about 630; a cached request may not carry its own
+system instruction, so every prompt variant would need a cache of its own, kept alive (and
+paid for) by the hour. The prompts are short instead, with the shared instructions first,
+so the models that cache implicitly (Gemini 2.5) reuse the prefix when it is long enough.
 """
 
 from __future__ import annotations
@@ -306,24 +315,32 @@ class GeminiLLM:
             response_schema=self._response_schema(request.schema),
             temperature=0.2,
         )
-        attempt = partial(self._generate_once, model, request, config)
-        return await call_with_retries(
+        spent: list[Usage] = []
+        attempt = partial(self._generate_once, model, request, config, spent)
+        answer = await call_with_retries(
             attempt, self._config.backoff, self._rng, operation=request.operation.value
         )
+        usage = Usage(
+            input_tokens=sum(u.input_tokens for u in spent),
+            output_tokens=sum(u.output_tokens for u in spent),
+        )
+        return Generation(value=answer.value, usage=usage, model=model, quality=self.quality)
 
     async def _generate_once(
         self,
         model: str,
         request: GenerationRequest[T],
         config: types.GenerateContentConfig,
+        spent: list[Usage],
     ) -> Generation[T]:
-        """One generateContent call, parsed and validated."""
+        """One generateContent call, parsed and validated; its usage is appended to ``spent``."""
         with _mapped_errors():
             response = await self._client.aio.models.generate_content(
                 model=model, contents=request.prompt, config=config
             )
+        spent.append(_usage(response))
         value = _parse(_answer_text(response), request.schema)
-        return Generation(value=value, usage=_usage(response), model=model, quality=self.quality)
+        return Generation(value=value, usage=spent[-1], model=model, quality=self.quality)
 
     async def chat(self, request: ChatRequest) -> ChatAnswer:
         """A free-text reply from Gemini to the conversation in ``request``."""

@@ -129,15 +129,26 @@ class CountingMeter:
             and (outcome is None or seen.outcome == outcome)
         )
 
-    def statistics(self) -> MeterStatistics:
-        """Totals of calls, tokens and seconds, and the count of each outcome."""
+    def statistics(self, *, operation: str | None = None) -> MeterStatistics:
+        """Totals of calls, tokens and seconds, and the count of each outcome.
+
+        With ``operation``, only that operation's calls are totalled.
+        """
+        seen = [o for o in self.observations if operation is None or o.operation == operation]
         return MeterStatistics(
-            calls=len(self.observations),
-            input_tokens=sum(seen.input_tokens for seen in self.observations),
-            output_tokens=sum(seen.output_tokens for seen in self.observations),
-            seconds=sum(seen.seconds for seen in self.observations),
-            outcomes=dict(Counter(seen.outcome for seen in self.observations)),
+            calls=len(seen),
+            input_tokens=sum(o.input_tokens for o in seen),
+            output_tokens=sum(o.output_tokens for o in seen),
+            seconds=sum(o.seconds for o in seen),
+            outcomes=dict(Counter(o.outcome for o in seen)),
         )
+
+    def by_operation(self) -> dict[str, MeterStatistics]:
+        """:meth:`statistics` of each operation observed, by operation label."""
+        return {
+            operation: self.statistics(operation=operation)
+            for operation in sorted({o.operation for o in self.observations})
+        }
 
 
 def outcome_of(error: BaseException) -> str:

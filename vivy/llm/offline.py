@@ -9,7 +9,8 @@ the demo and the tests a deterministic LLM. Everything is plain text statistics 
   for decisions and lines ending in "?" for open questions; lines that read as instructions
   to the bot are left out of all of it;
 * profile operations come from first-person statements by the user ("I live in Austin" adds
-  "Lives in Austin"; "I moved to Denver last month" invalidates it with "Lives in Denver");
+  "Lives in Austin"; "I moved to Denver last month" invalidates it with "Lives in Denver"),
+  in a profile-update call or, for the members a note call lists, in the note's answer;
 * consolidation merges near-duplicate facts and retires superseded ones;
 * topic clusters group notes that share salient terms;
 * embeddings hash word unigrams and bigrams into a fixed-size signed vector.
@@ -50,9 +51,11 @@ from vivy.llm.schemas import (
     AddFact,
     ClusterDraft,
     ClusterInput,
+    ConversationDraft,
     DraftCluster,
     FactView,
     InvalidateFact,
+    MemberOperations,
     MergeFacts,
     NoteDraft,
     NoteInput,
@@ -62,6 +65,7 @@ from vivy.llm.schemas import (
     ProfileOperations,
     ProfileSection,
     TranscriptLine,
+    uncited,
 )
 from vivy.state.guards import looks_like_instruction
 
@@ -72,6 +76,7 @@ __all__ = [
     "OfflineLLM",
     "cluster_notes",
     "consolidate_profile",
+    "conversation_operations",
     "hash_embedding",
     "offline_chat_answer",
     "profile_operations",
@@ -1521,6 +1526,23 @@ def profile_operations(payload: ProfileInput) -> ProfileOperations:
     return ProfileOperations(operations=operations[:40])
 
 
+def conversation_operations(payload: NoteInput) -> list[MemberOperations]:
+    """Each member the note call lists, with the operations their own statements imply."""
+    names = tuple(dict.fromkeys(line.author_name for line in payload.lines))
+    view = NoteView(0, "", "", "", names, payload.lines)
+    return [
+        MemberOperations(
+            user_id=member.user_id,
+            operations=uncited(
+                profile_operations(
+                    ProfileInput(member.user_id, member.user_name, member.facts, (view,))
+                ).operations
+            ),
+        )
+        for member in payload.members
+    ]
+
+
 def _near_duplicates(a: FactView, b: FactView) -> bool:
     """Whether two facts say the same thing (same words, give or take a few)."""
     if _key(a.text) == _key(b.text):
@@ -1823,6 +1845,10 @@ class OfflineLLM:
         value: NoteDraft | ProfileOperations | ClusterDraft
         if isinstance(payload, NoteInput) and request.schema is NoteDraft:
             value = write_note(payload)
+        elif isinstance(payload, NoteInput) and request.schema is ConversationDraft:
+            value = ConversationDraft(
+                **write_note(payload).model_dump(), profiles=conversation_operations(payload)
+            )
         elif isinstance(payload, ProfileInput) and request.schema is ProfileOperations:
             if request.operation is Operation.PROFILE_CONSOLIDATION:
                 value = consolidate_profile(payload)

@@ -9,6 +9,7 @@ never has to parse prompt text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -20,10 +21,13 @@ __all__ = [
     "AddFact",
     "ClusterDraft",
     "ClusterInput",
+    "ConversationDraft",
     "DraftCluster",
     "FactView",
     "InvalidateFact",
     "KeepFact",
+    "MemberFacts",
+    "MemberOperations",
     "MergeFacts",
     "NoteDraft",
     "NoteInput",
@@ -34,6 +38,7 @@ __all__ = [
     "ProfileSection",
     "TranscriptLine",
     "clip_summary",
+    "uncited",
 ]
 
 #: The sections of a user profile (seed 002's ``user_profiles`` columns).
@@ -170,6 +175,38 @@ class ProfileOperations(BaseModel):
     operations: list[ProfileOperation] = Field(default_factory=list, max_length=40)
 
 
+def uncited(operations: Sequence[ProfileOperation]) -> list[ProfileOperation]:
+    """``operations`` without note ids: a note call's operations rest on its own transcript.
+
+    The note does not exist yet when the call is made, so any id the model names is not
+    its note; without one, the planner cites the update's single note.
+    """
+    return [
+        op.model_copy(update={"note_id": None}) if isinstance(op, AddFact | MergeFacts) else op
+        for op in operations
+    ]
+
+
+class MemberOperations(BaseModel):
+    """Operations on one participant's profile, proposed together with a conversation note."""
+
+    model_config = _STRICT
+
+    user_id: int
+    operations: list[ProfileOperation] = Field(default_factory=list, max_length=40)
+
+
+class ConversationDraft(NoteDraft):
+    """A conversation note and, in the same answer, its participants' profile operations.
+
+    ``profiles`` holds one entry per participant whose facts were sent with the transcript.
+    A participant with no entry (or a model that answers with a bare note) is left to a
+    separate profile-update call, so a short answer costs a call, never a lost update.
+    """
+
+    profiles: list[MemberOperations] = Field(default_factory=list, max_length=8)
+
+
 class DraftCluster(BaseModel):
     """One daily topic cluster, citing the conversation notes it summarises."""
 
@@ -199,16 +236,6 @@ class TranscriptLine:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteInput:
-    """A closed channel buffer, ready to be written up as a conversation note."""
-
-    guild_id: int
-    channel_id: int
-    channel_name: str
-    lines: tuple[TranscriptLine, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class FactView:
     """An active profile fact as shown to the LLM; ``source`` describes its note."""
 
@@ -216,6 +243,30 @@ class FactView:
     section: str
     text: str
     source: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFacts:
+    """A participant whose profile operations the note call also returns, with their facts."""
+
+    user_id: int
+    user_name: str
+    facts: tuple[FactView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteInput:
+    """A closed channel buffer, ready to be written up as a conversation note.
+
+    ``members`` are the participants whose profile operations the same call returns (empty:
+    the note alone).
+    """
+
+    guild_id: int
+    channel_id: int
+    channel_name: str
+    lines: tuple[TranscriptLine, ...]
+    members: tuple[MemberFacts, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_FACT_WORDS",
     "clean_note",
     "content_tokens",
+    "discloses_self",
     "is_grounded",
     "looks_like_instruction",
     "strip_instructions",
@@ -156,6 +157,24 @@ def looks_like_instruction(text: str) -> bool:
     letters joined, with leetspeak digits as letters, and with base64 runs decoded.
     """
     return any(_INSTRUCTION.search(reading) for reading in _readings(text))
+
+
+#: Self-disclosure: a first-person statement about oneself ("I live…", "my dog…", "I'm a…").
+_SELF_DISCLOSURE = re.compile(
+    r"\b(my|mine|i'm|i am|im|i've|i have|i'd|i'll|i (?:\w+ly )?(?:live|work|love|like|enjoy|"
+    r"hate|prefer|use|play|study|learn|moved|own|got|started|switched|speak|grew|was born|"
+    r"go|went|drive|run|build|make|teach|mod|main|drum|sing|cook|bake|read|watch|listen))\b",
+    re.IGNORECASE,
+)
+
+
+def discloses_self(text: str) -> bool:
+    """Whether ``text`` holds a first-person statement about its author.
+
+    A member whose lines have none cannot ground a new fact, so no model is asked about
+    their profile.
+    """
+    return _SELF_DISCLOSURE.search(text) is not None
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")

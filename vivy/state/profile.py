@@ -11,6 +11,9 @@ active facts and the guards, and returns what to write and what was rejected and
 * a fact has at most :data:`~vivy.state.guards.MAX_FACT_WORDS` words;
 * a section holds at most :data:`SECTION_CAP` facts and a profile :data:`PROFILE_CAP`; when a
   cap is reached the oldest facts learnt from conversation are folded (retired) first.
+
+:func:`choose_note_members` decides which participants' operations the note call itself
+returns (one model call per conversation) and which keep a separate profile-update call.
 """
 
 from __future__ import annotations
@@ -21,26 +24,41 @@ from enum import StrEnum
 from itertools import combinations
 
 from vivy.llm.schemas import AddFact, InvalidateFact, KeepFact, MergeFacts, ProfileOperation
-from vivy.state.guards import MAX_FACT_WORDS, content_tokens, is_grounded, looks_like_instruction
+from vivy.state.guards import (
+    MAX_FACT_WORDS,
+    content_tokens,
+    discloses_self,
+    is_grounded,
+    looks_like_instruction,
+)
 
 __all__ = [
+    "NOTE_FACTS_CAP",
+    "NOTE_MEMBERS_CAP",
     "PROFILE_CAP",
     "SECTION_CAP",
     "ExistingFact",
     "FactSource",
+    "MemberChoice",
     "NewFact",
     "ProfilePlan",
     "Rejection",
     "RetiredFact",
     "check_fact_text",
+    "choose_note_members",
     "needs_consolidation",
     "plan_operations",
+    "rank_facts",
 ]
 
 #: Most active facts in one section.
 SECTION_CAP = 8
 #: Most active facts in one profile.
 PROFILE_CAP = 45
+#: Most participants whose profile operations one note call returns.
+NOTE_MEMBERS_CAP = 6
+#: Most facts of one participant sent with a note; a longer profile gets a call of its own.
+NOTE_FACTS_CAP = 30
 
 
 class Rejection(StrEnum):
@@ -272,3 +290,52 @@ def needs_consolidation(facts: Sequence[ExistingFact]) -> bool:
             if a and b and len(a & b) / len(a | b) >= NEAR_DUPLICATE:
                 return True
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChoice:
+    """Who a note call covers: participants by how their profile update is done.
+
+    ``combined`` get their operations from the note call itself; ``silent`` said nothing
+    about themselves, so nothing can be learnt and no model is asked; ``separate`` keep a
+    profile-update call of their own (too many facts, or more participants than fit).
+    """
+
+    combined: tuple[int, ...]
+    silent: tuple[int, ...]
+    separate: tuple[int, ...]
+
+
+def choose_note_members(
+    participants: Sequence[tuple[int, str, int]],
+    *,
+    members_cap: int = NOTE_MEMBERS_CAP,
+    facts_cap: int = NOTE_FACTS_CAP,
+) -> MemberChoice:
+    """Split ``participants`` (user id, their own lines, fact count; most active first).
+
+    The first ``members_cap`` who disclosed something about themselves and have at most
+    ``facts_cap`` facts are covered by the note call; the other disclosing ones keep a
+    separate call.
+    """
+    combined: list[int] = []
+    silent: list[int] = []
+    separate: list[int] = []
+    for user_id, own_text, fact_count in participants:
+        if not discloses_self(own_text):
+            silent.append(user_id)
+        elif fact_count <= facts_cap and len(combined) < members_cap:
+            combined.append(user_id)
+        else:
+            separate.append(user_id)
+    return MemberChoice(tuple(combined), tuple(silent), tuple(separate))
+
+
+def rank_facts(facts: Sequence[ExistingFact], own_text: str) -> list[ExistingFact]:
+    """``facts`` most relevant first: most words shared with ``own_text``, then newest.
+
+    A fact the member's new words touch is one an operation may invalidate or merge, so it
+    leads the list the model reads.
+    """
+    said = content_tokens(own_text)
+    return sorted(facts, key=lambda f: (-len(content_tokens(f.text) & said), -f.created_at, -f.id))

@@ -3,14 +3,15 @@
 A conversation note is committed in one transaction with everything that depends on it: its
 embedding (``vec_notes``), its keyword index row (``notes_fts``, by trigger), its participants,
 its source lines (kept until its profile updates are applied), the deletion of its buffer,
-and one pending profile-update row per human participant. The buffer id is unique among notes,
-so committing the same buffer twice yields one note.
+and one pending profile-update row per human participant, carrying the operations the note
+call already returned for that participant, if any. The buffer id is unique among notes, so
+committing the same buffer twice yields one note.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "NewNote",
     "Note",
     "Participant",
+    "PlannedUpdate",
     "add_member_name",
     "commit_cluster_notes",
     "commit_conversation_note",
@@ -63,6 +65,17 @@ class Participant:
     user_id: int
     display_name: str
     message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedUpdate:
+    """A participant's profile operations from the note call, as stored JSON.
+
+    ``basis_version`` is the profile version the operations were computed against.
+    """
+
+    operations: str
+    basis_version: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,14 +237,20 @@ def notes_in_range(
 
 
 def commit_conversation_note(
-    conn: Connection, buffer_id: int, note: NewNote, *, updates_due_at: float | None = None
+    conn: Connection,
+    buffer_id: int,
+    note: NewNote,
+    *,
+    updates_due_at: float | None = None,
+    planned: Mapping[int, PlannedUpdate] | None = None,
 ) -> int | None:
     """Store the note of a closed buffer with everything that depends on it.
 
     Returns the note id, or None when the buffer is gone or no longer closed (its note was
     already committed): committing twice yields one note. The participants' profile updates
     are due at ``updates_due_at`` (default: at once), which lets a member's updates of
-    several notes coalesce into one call.
+    several notes coalesce into one call. ``planned`` maps a participant to the operations
+    the note call returned for them; the others' updates need a call of their own.
     """
     row = conn.execute("SELECT status FROM channel_buffers WHERE id = ?", (buffer_id,)).fetchone()
     if row is None or row[0] != "closed":
@@ -258,10 +277,25 @@ def commit_conversation_note(
     )
     conn.execute("DELETE FROM channel_buffers WHERE id = ?", (buffer_id,))
     due = note.created_at if updates_due_at is None else updates_due_at
+    plans = planned or {}
+    rows = []
+    for p in note.participants:
+        plan = plans.get(p.user_id)
+        rows.append(
+            (
+                note.guild_id,
+                p.user_id,
+                note_id,
+                note.created_at,
+                due,
+                None if plan is None else plan.operations,
+                None if plan is None else plan.basis_version,
+            )
+        )
     conn.executemany(
-        "INSERT INTO profile_updates (guild_id, user_id, note_id, created_at, next_attempt_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        [(note.guild_id, p.user_id, note_id, note.created_at, due) for p in note.participants],
+        "INSERT INTO profile_updates (guild_id, user_id, note_id, created_at, next_attempt_at,"
+        " operations, basis_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        rows,
     )
     return note_id
 

@@ -3,7 +3,9 @@
 Facts are rows (one per fact, with its section, its source note and a printable source
 label). Invalidated and merged facts stay, with ``invalidated_at``, a reason and the fact that
 superseded them. ``user_profiles.version`` is bumped on every change, so a plan computed
-against an older version is refused instead of applied twice or over a newer profile.
+against an older version is refused instead of applied twice or over a newer profile. A
+pending update may carry the operations its note call returned, with the profile version
+they were computed against.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vivy.llm.schemas import PROFILE_SECTIONS
+from pydantic import ValidationError
+
+from vivy.llm.schemas import PROFILE_SECTIONS, AddFact, ProfileOperations
 from vivy.state.profile import ExistingFact, ProfilePlan
 from vivy.storage.db import Connection
 
@@ -21,7 +25,10 @@ __all__ = [
     "active_facts",
     "apply_plan",
     "changed_between",
+    "decode_operations",
+    "encode_operations",
     "mark_updates_applied",
+    "member_profiles",
     "note_sources",
     "pending_updates",
     "profile_version",
@@ -48,7 +55,11 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class PendingUpdate:
-    """A profile update waiting to be applied: one (note, member) pair."""
+    """A profile update waiting to be applied: one (note, member) pair.
+
+    ``operations`` are the ones the note call returned for this member, computed against
+    profile version ``basis_version``; None when the update needs a call of its own.
+    """
 
     id: int
     guild_id: int
@@ -56,6 +67,36 @@ class PendingUpdate:
     note_id: int
     attempts: int
     next_attempt_at: float
+    operations: ProfileOperations | None = None
+    basis_version: int | None = None
+
+
+def encode_operations(operations: ProfileOperations) -> str:
+    """The JSON stored in ``profile_updates.operations``, without evidence quotes.
+
+    An add's evidence quotes the member's messages for people reviewing an answer; no guard
+    reads it, and stored it would keep their words (and whoever they mention) past the note's
+    source lines.
+    """
+    kept = [
+        op.model_copy(update={"evidence": ""}) if isinstance(op, AddFact) else op
+        for op in operations.operations
+    ]
+    return ProfileOperations(operations=kept).model_dump_json()
+
+
+def decode_operations(text: str | None) -> ProfileOperations | None:
+    """Stored operations read back and validated again; None when there are none.
+
+    A row that no longer validates (written under another schema) also reads as None: the
+    update then gets a call of its own rather than blocking the member's queue.
+    """
+    if text is None:
+        return None
+    try:
+        return ProfileOperations.model_validate_json(text)
+    except ValidationError:
+        return None
 
 
 def active_facts(conn: Connection, guild_id: int, user_id: int) -> list[Fact]:
@@ -140,22 +181,44 @@ def changed_between(conn: Connection, guild_id: int, start: float, end: float) -
 def pending_updates(conn: Connection, user_id: int | None = None) -> list[PendingUpdate]:
     """Pending profile updates (of one member, or all), oldest first."""
     query = (
-        "SELECT id, guild_id, user_id, note_id, attempts, COALESCE(next_attempt_at, 0)"
-        " FROM profile_updates WHERE status = 'pending'"
+        "SELECT id, guild_id, user_id, note_id, attempts, COALESCE(next_attempt_at, 0),"
+        " operations, basis_version FROM profile_updates WHERE status = 'pending'"
     )
     if user_id is None:
         rows = conn.execute(query + " ORDER BY id").fetchall()
     else:
         rows = conn.execute(query + " AND user_id = ? ORDER BY id", (user_id,)).fetchall()
-    return [PendingUpdate(*tuple(r)) for r in rows]
+    return [
+        PendingUpdate(
+            id=int(r[0]),
+            guild_id=int(r[1]),
+            user_id=int(r[2]),
+            note_id=int(r[3]),
+            attempts=int(r[4]),
+            next_attempt_at=float(r[5]),
+            operations=decode_operations(r[6]),
+            basis_version=None if r[7] is None else int(r[7]),
+        )
+        for r in rows
+    ]
+
+
+def member_profiles(
+    conn: Connection, guild_id: int, user_ids: Sequence[int]
+) -> dict[int, tuple[int, list[Fact]]]:
+    """Each member's profile version and active facts, read in one go."""
+    return {
+        user_id: (profile_version(conn, guild_id, user_id), active_facts(conn, guild_id, user_id))
+        for user_id in user_ids
+    }
 
 
 def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float) -> None:
-    """Mark updates applied, and drop the source lines of notes with none left pending
-    (unless the note keeps them as evidence)."""
+    """Mark updates applied, and drop their operations and the source lines of notes with
+    none left pending (unless the note keeps them as evidence)."""
     marks = ",".join("?" * len(update_ids))
     conn.execute(
-        f"UPDATE profile_updates SET status = 'applied', applied_at = ?"
+        f"UPDATE profile_updates SET status = 'applied', applied_at = ?, operations = NULL"
         f" WHERE id IN ({marks}) AND status = 'pending'",
         (now, *update_ids),
     )

@@ -253,6 +253,11 @@ CREATE TABLE meta (
 );
 """
 
+#: Version 2: notes keep their messages as evidence windows (keyword-indexed, embedded),
+#: members' known names are recorded, and a profile update may carry the operations its note
+#: call already returned (``operations``, a JSON ``ProfileOperations``) and the profile version
+#: they were computed against (``basis_version``); such an update is applied without a model
+#: call when the profile is still at that version. NULL ``operations``: it needs its own call.
 _V2 = """
 CREATE TABLE evidence_windows (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -292,6 +297,9 @@ CREATE TRIGGER evidence_windows_fts_update AFTER UPDATE OF text ON evidence_wind
     INSERT INTO evidence_fts (evidence_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO evidence_fts (rowid, text) VALUES (new.id, new.text);
 END;
+
+ALTER TABLE profile_updates ADD COLUMN operations TEXT;
+ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 """
 
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
