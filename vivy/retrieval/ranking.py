@@ -339,7 +339,8 @@ def _diversified(
         return scored[:wanted]
     taken: list[Scored] = []
     covered: set[str] = set()
-    pool = list(scored)
+    # Notes far down the score order never win the bonus back; three per place suffice.
+    pool = list(scored[: 3 * wanted])
     while pool and len(taken) < wanted:
         best_index = 0
         best_value = -math.inf

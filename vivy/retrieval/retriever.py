@@ -168,11 +168,11 @@ class RetrievalSettings:
     #: Vector candidates taken from the binary index and re-ranked exactly, per search.
     candidates: int = 40
     #: Keyword matches taken from FTS5, per search.
-    keyword_candidates: int = 40
+    keyword_candidates: int = 30
     #: Search the notes' evidence (their kept messages); off with ``VIVY_EVIDENCE_DAYS=0``.
     evidence: bool = True
     #: Evidence windows taken by keyword and by vector, per search.
-    window_candidates: int = 40
+    window_candidates: int = 30
     #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
     evidence_lines: int = 4
     evidence_line_chars: int = 200
