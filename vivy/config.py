@@ -29,6 +29,7 @@ __all__ = [
     "Settings",
     "gemini_key_from_env",
     "inactivity_window",
+    "is_loopback",
 ]
 
 
@@ -176,7 +177,7 @@ class Settings:
         )
         host = reader.text("VIVY_METRICS_HOST", "127.0.0.1")
         token = reader.text("VIVY_API_TOKEN", "") or None
-        if token is None and not _is_loopback(host):
+        if token is None and not is_loopback(host):
             raise ConfigError(
                 f"VIVY_METRICS_HOST={host!r} is not a loopback address, and the operator API "
                 "there needs a bearer token: set VIVY_API_TOKEN, or use 127.0.0.1"
@@ -235,7 +236,7 @@ class Settings:
         return settings
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
     if host == "localhost":
         return True

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from tests.storage import count_buffers
@@ -15,16 +12,6 @@ from vivy.storage.db import Connection, Database
 
 WALL0 = 1772409600.0
 GUILD = 100
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A freshly migrated database, used through its synchronous calls."""
-    database = Database.open(tmp_path / "vivy.db", inline=True)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 def msg(message_id: int, text: str = "hi", **extra: object) -> BufferedMessage:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 
 import pytest
 
@@ -19,16 +17,6 @@ WALL0 = 1772409600.0
 GUILD = 100
 OTHER_GUILD = 200
 DIM = 768
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A freshly migrated database, used through its synchronous calls."""
-    database = Database.open(tmp_path / "vivy.db", inline=True)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 def unit(index: int) -> list[float]:

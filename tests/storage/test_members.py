@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from vivy.state.buffer import BufferedMessage, CloseReason
@@ -20,16 +17,6 @@ OTHER_GUILD = 200
 ALEX = 11
 SAM = 12
 JO = 13
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A freshly migrated database, used through its synchronous calls."""
-    database = Database.open(tmp_path / "vivy.db", inline=True)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 def line(message_id: int, author: int, name: str, text: str, **extra: object) -> BufferedMessage:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
 from vivy.state.buffer import CloseReason
@@ -16,16 +13,6 @@ from vivy.storage.db import Connection, Database, _statements, connect
 from vivy.storage.schema import MIGRATIONS
 
 GUILD = 5
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    """A freshly migrated database, run inline."""
-    database = Database.open(tmp_path / "vivy.db", inline=True)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 def closed_buffer(conn: Connection) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gzip
 import hmac
-import ipaddress
 import json
 import socket
 import threading
@@ -32,6 +31,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 
+from vivy.config import is_loopback
 from vivy.errors import ConfigError
 
 __all__ = [
@@ -75,16 +75,6 @@ class OperatorAPI(Protocol):
 
 class _BadRequest(Exception):
     """A query parameter is missing or invalid; becomes a 400 response."""
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` names a loopback address (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _Server(ThreadingHTTPServer):
@@ -344,7 +334,7 @@ class MetricsServer:
         """
         if self._server is not None:
             raise ConfigError("the metrics server is already running")
-        if self._token is None and not _is_loopback(self._host):
+        if self._token is None and not is_loopback(self._host):
             raise ConfigError(
                 f"refusing to serve metrics and the operator API on non-loopback address "
                 f"{self._host!r} without a bearer token: set VIVY_API_TOKEN, or listen on "

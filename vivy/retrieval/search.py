@@ -177,16 +177,22 @@ class TermPlan:
 
 
 def plan_terms(
-    conn: Connection, terms: Sequence[str], *, budget: int = KEYWORD_POSTINGS_BUDGET
+    conn: Connection,
+    terms: Sequence[str],
+    *,
+    budget: int = KEYWORD_POSTINGS_BUDGET,
+    index: str = "notes",
 ) -> TermPlan:
-    """The terms to search and their weights, each term's note count read from the index.
+    """The terms to search and their weights, each term's count read from the index.
 
-    Counts are capped at ``budget + 1``, so counting a common term costs no more than the
-    budget; the note total is the newest note id (an upper bound, read in O(log n)).
+    ``index`` is ``"notes"`` (the notes' own text) or ``"evidence"`` (their evidence
+    windows). Counts are capped at ``budget + 1``, so counting a common term costs no more
+    than the budget; the total is the newest row id (an upper bound, read in O(log n)).
     """
     if not terms:
         return TermPlan({})
-    row = conn.execute("SELECT MAX(id) FROM interaction_notes").fetchone()
+    table, fts = _INDEXES[index]
+    row = conn.execute(f"SELECT MAX(id) FROM {table}").fetchone()
     total = int(row[0] or 0)
     counts: dict[str, int] = {}
     for term in dict.fromkeys(terms):
@@ -194,12 +200,19 @@ def plan_terms(
         if expression is None:
             continue
         counted = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
+            f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
             (expression, budget + 1),
         ).fetchone()
         counts[term] = int(counted[0])
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
+
+
+#: The keyword indexes and the tables whose rows they index.
+_INDEXES = {
+    "notes": ("interaction_notes", "notes_fts"),
+    "evidence": ("evidence_windows", "evidence_fts"),
+}
 
 
 def _fold(text: str) -> str:
@@ -422,24 +435,6 @@ class TermMatcher:
         return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
 
 
-def _evidence_terms(conn: Connection, terms: Sequence[str], budget: int) -> dict[str, float]:
-    """The terms to search the evidence windows by, rarest first, with their idf there."""
-    row = conn.execute("SELECT MAX(id) FROM evidence_windows").fetchone()
-    total = int(row[0] or 0)
-    counts: dict[str, int] = {}
-    for term in dict.fromkeys(terms):
-        expression = match_expression([term])
-        if expression is None:
-            continue
-        counted = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH ? LIMIT ?)",
-            (expression, budget + 1),
-        ).fetchone()
-        counts[term] = int(counted[0])
-    kept = prune_terms(list(counts), counts, budget)
-    return {term: term_weight(counts[term], total) for term in kept}
-
-
 #: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
 EVIDENCE_POSTINGS_BUDGET = 2500
 
@@ -466,7 +461,9 @@ def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> 
     )
     if not with_evidence:
         return _KeywordHalf(notes, [], dict(plan_terms(conn, search.terms).weights))
-    weights = _evidence_terms(conn, search.terms, EVIDENCE_POSTINGS_BUDGET)
+    weights = dict(
+        plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence").weights
+    )
     match = match_expression(list(weights))
     windows = (
         []
