@@ -123,7 +123,7 @@ class Weights:
     coverage: float = 2.0
     name: float = 0.1
     time: float = 4.8
-    recency: float = 0.09
+    recency: float = 0.135
     channel: float = 0.02
     diversity: float = 0.45
     #: Age in days at which recency is 0.5.
@@ -153,7 +153,7 @@ class Gate:
     ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
     """
 
-    min_score: float = 0.05
+    min_score: float = 0.06
 
 
 @dataclass(frozen=True, slots=True)
