@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+import sqlean
 
 import vivy.commands.reembed as reembed_command
 from tests.importer import GUILD, TWO_DAYS, import_files
@@ -139,7 +140,8 @@ async def test_interrupted_reembed_resumes_and_keeps_old_vectors_meanwhile(
 def test_command_reembeds_with_the_configured_model(
     copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`vivy reembed` uses the configured LLM and reports the old and the new model."""
+    """`vivy reembed` uses the configured LLM, embeds the evidence windows again with it, and
+    reports the old and the new model."""
 
     def configured(environ: Mapping[str, str], *, clock: Clock, **_: Any) -> LLM:
         return MeteredLLM(SmallModel(), NullMeter(), clock)
@@ -148,9 +150,13 @@ def test_command_reembeds_with_the_configured_model(
     r = run_cli(capsys, "reembed", "--db", str(copy))
     assert r.code == 0, r.err
     assert r.out.strip() == (
-        "re-embedded 6 notes with small-hash-v2 (256 dimensions); "
+        "re-embedded 6 notes and 7 evidence windows with small-hash-v2 (256 dimensions); "
         "before: offline-hash-v1 (768 dimensions)"
     )
+    conn = sqlean.connect(str(copy))
+    lengths = conn.execute("SELECT DISTINCT length(embedding) FROM evidence_windows").fetchall()
+    conn.close()
+    assert [tuple(row) for row in lengths] == [(256 * 4,)]
 
 
 def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

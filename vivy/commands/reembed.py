@@ -6,7 +6,9 @@ contextual text is recomputed as the NoteWriter (or, for topic clusters, the Sch
 it, embedded in batches as a document, and staged in a work table; once every note has a new
 vector, one transaction swaps them into ``vec_notes`` (recreated when the dimension changed)
 and records the model in ``meta``. Until then the old vectors stay in use, and an interrupted
-run resumes with the vectors it had staged.
+run resumes with the vectors it had staged. The swap clears the evidence windows' embeddings
+(they belong to the old model); they are embedded again right after, and a run interrupted
+then finishes them when started again.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from pathlib import Path
 
 import anyio
 
-from vivy.actors.note_writer import contextual_text
+from vivy.actors.note_writer import contextual_text, window_header
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.errors import LLMInvalidOutput, StorageError
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.storage import evidence
 from vivy.storage import maintenance as upkeep
 from vivy.storage.db import Database
 from vivy.storage.meta import get_meta
+from vivy.storage.notes import serialize_vector
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -50,6 +54,7 @@ class ReembedReport:
     """What a re-embed did."""
 
     notes: int
+    windows: int
     resumed: int
     model: str
     dimension: int
@@ -101,6 +106,29 @@ def embedding_text(note: upkeep.NoteText) -> str:
     )
 
 
+async def _reembed_windows(db: Database, llm: LLM, batch_size: int) -> int:
+    """Embed every evidence window left without an embedding (all of them after the swap),
+    with the header the NoteWriter gives them; returns how many."""
+    done = 0
+    while batch := await db.read(evidence.windows_to_embed, batch_size):
+        texts = [
+            f"{window_header(w.channel_name, w.note_date, list(w.participants))} · {w.title}"
+            f"\n{w.text}"
+            for w in batch
+        ]
+        vectors = await llm.embed(texts, EmbeddingTask.DOCUMENT)
+        if len(vectors) != len(batch):
+            raise LLMInvalidOutput(
+                f"the embedding model returned {len(vectors)} vectors for {len(batch)} texts"
+            )
+        await db.write(
+            evidence.set_window_embeddings,
+            [(w.id, serialize_vector(v)) for w, v in zip(batch, vectors, strict=True)],
+        )
+        done += len(batch)
+    return done
+
+
 async def reembed_notes(
     db: Database,
     llm: LLM,
@@ -131,8 +159,10 @@ async def reembed_notes(
         done += len(batch)
         if progress is not None:
             progress(done)
+    windows = await _reembed_windows(db, llm, batch_size)
     return ReembedReport(
         notes=written,
+        windows=windows,
         resumed=resumed,
         model=llm.embedding_model,
         dimension=llm.dimension,
@@ -178,7 +208,10 @@ def run_reembed(
 
 def format_reembed(report: ReembedReport) -> str:
     """What ``vivy reembed`` prints."""
-    line = f"re-embedded {report.notes} notes with {report.model} ({report.dimension} dimensions)"
+    line = (
+        f"re-embedded {report.notes} notes and {report.windows} evidence windows with"
+        f" {report.model} ({report.dimension} dimensions)"
+    )
     if report.previous:
         line += f"; before: {report.previous}"
     if report.resumed:

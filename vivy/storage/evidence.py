@@ -33,6 +33,7 @@ __all__ = [
     "EvidenceLine",
     "EvidenceWindow",
     "WindowMatch",
+    "WindowText",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
@@ -41,12 +42,14 @@ __all__ = [
     "lines_of_notes",
     "optimize_evidence_index",
     "prune_evidence",
+    "set_window_embeddings",
     "window_keyword_search",
     "window_lines",
     "window_similarities",
     "window_text",
     "window_texts",
     "windows_of",
+    "windows_to_embed",
 ]
 
 #: Lines per evidence window, and how far the next window starts: each line is in two
@@ -305,6 +308,52 @@ def window_keyword_search(
         (match, guild_id, limit),
     ).fetchall()
     return [WindowMatch(int(r[0]), int(r[1]), max(0.0, -float(r[2]))) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowText:
+    """A window without an embedding, with what its embedding's header names."""
+
+    id: int
+    text: str
+    channel_name: str
+    note_date: str
+    title: str
+    participants: tuple[str, ...]
+
+
+def windows_to_embed(conn: Connection, limit: int) -> list[WindowText]:
+    """Up to ``limit`` evidence windows without an embedding (after a model change or an
+    edit), oldest first."""
+    rows = conn.execute(
+        "SELECT w.id, w.text, n.channel_name, n.note_date, n.title, n.id FROM evidence_windows w"
+        " JOIN interaction_notes n ON n.id = w.note_id WHERE w.embedding IS NULL"
+        " ORDER BY w.id LIMIT ?",
+        (limit,),
+    ).fetchall()
+    names: dict[int, list[str]] = {}
+    for row in rows:
+        note_id = int(row[5])
+        if note_id not in names:
+            names[note_id] = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT display_name FROM note_participants WHERE note_id = ? ORDER BY rowid",
+                    (note_id,),
+                ).fetchall()
+            ]
+    return [
+        WindowText(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(names[int(r[5])]))
+        for r in rows
+    ]
+
+
+def set_window_embeddings(conn: Connection, vectors: Sequence[tuple[int, bytes]]) -> None:
+    """Store windows' new embeddings (float32 blobs) by window id."""
+    conn.executemany(
+        "UPDATE evidence_windows SET embedding = ? WHERE id = ?",
+        [(vector, window_id) for window_id, vector in vectors],
+    )
 
 
 def window_similarities(

@@ -570,4 +570,7 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
     )
     conn.execute("DELETE FROM meta WHERE key = 'reembed_model'")
     conn.execute(f"DROP TABLE {REEMBED_STAGING}")
+    # Evidence windows embedded by the old model must not be compared with the new one's
+    # questions; ``vivy reembed`` embeds them again right after (windows_to_embed).
+    conn.execute("UPDATE evidence_windows SET embedding = NULL")
     return count_rows(conn, "vec_notes")
