@@ -54,6 +54,7 @@ from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
+from vivy.state.guards import looks_like_instruction
 from vivy.storage import evidence as evidence_store
 from vivy.storage.db import Connection, Database
 from vivy.storage.evidence import EvidenceLine
@@ -295,8 +296,12 @@ def _matching_lines(
     lines: Sequence[EvidenceLine], matcher: search.TermMatcher, limit: int
 ) -> tuple[EvidenceLine, ...]:
     """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
-    the order they were said."""
-    unique = list({line.message_id: line for line in lines}.values())
+    the order they were said; a line that reads as an instruction to the bot is never quoted."""
+    unique = [
+        line
+        for line in {line.message_id: line for line in lines}.values()
+        if not looks_like_instruction(line.text)  # seed 003: never quote orders to the bot
+    ]
     matched = [line for line in unique if matcher.found(line.text)]
     chosen = (matched or unique)[:limit]
     return tuple(sorted(chosen, key=lambda line: line.message_id))
