@@ -43,9 +43,6 @@ __all__ = ["NoteObserver", "NoteWriter", "ProfileNotifier", "contextual_text"]
 
 log = structlog.get_logger(__name__)
 
-#: How often the outbox is scanned for closed buffers nobody handed off.
-OUTBOX_RESCAN_S = 300.0
-
 #: Retry schedule of a buffer whose note failed: 30 s doubling up to an hour, jittered.
 OUTBOX_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
 
@@ -115,10 +112,15 @@ class NoteWriter:
         self._slots = anyio.Semaphore(concurrency)
         self._queue: DueQueue[int] = DueQueue(clock)
         self._in_flight: set[int] = set()
+        self._rescan_wanted = anyio.Event()
 
     def hand_off(self, buffer_id: int) -> None:
         """Take a closed buffer (its outbox row is already committed); never blocks."""
         self._queue.put(buffer_id, self._clock.now())
+
+    def request_rescan(self) -> None:
+        """Scan the outbox again soon: a channel actor crashed, maybe between close and hand-off."""
+        self._rescan_wanted.set()
 
     @property
     def backlog(self) -> int:
@@ -130,13 +132,14 @@ class NoteWriter:
     ) -> None:
         """Re-queue every closed buffer of the outbox, then write notes until cancelled.
 
-        The outbox is scanned again every :data:`OUTBOX_RESCAN_S`, so a buffer whose hand-off
-        was lost (its channel actor crashed right after closing it) is still written.
+        The outbox is scanned again on :meth:`request_rescan` (never on a timer, so an idle
+        process sleeps), so a buffer whose hand-off was lost (its channel actor crashed right
+        after closing it) is still written.
         """
         await self._rescan()
         task_status.started()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._rescan_periodically)
+            tg.start_soon(self._rescan_on_request)
             while True:
                 buffer_id = await self._queue.get()
                 if buffer_id in self._in_flight:
@@ -150,9 +153,10 @@ class NoteWriter:
             if buffer_id not in self._in_flight:
                 self._queue.put(buffer_id, due)
 
-    async def _rescan_periodically(self) -> None:
+    async def _rescan_on_request(self) -> None:
         while True:
-            await anyio.sleep(OUTBOX_RESCAN_S)
+            await self._rescan_wanted.wait()
+            self._rescan_wanted = anyio.Event()
             await self._rescan()
 
     async def _write_released(self, buffer_id: int) -> None:

@@ -138,12 +138,19 @@ class ProfileUpdaters:
         self._rng = rng or random.Random(0)
         self._limiter = anyio.CapacityLimiter(concurrency)
         self._wake: dict[_Member, anyio.Event] = {}
+        #: Pending updates of each member with a running actor, as its actor last read them.
+        self._pending: dict[_Member, int] = {}
         self._tg: TaskGroup | None = None
 
     @property
     def active(self) -> int:
         """Members whose actor is running."""
         return len(self._wake)
+
+    @property
+    def pending(self) -> int:
+        """Pending profile updates, as the members' actors last read them (for the gauge)."""
+        return sum(self._pending.values())
 
     def notify(self, guild_id: int, user_id: int) -> None:
         """A pending update for the member was committed: wake or start their actor."""
@@ -178,6 +185,7 @@ class ProfileUpdaters:
                 for u in await self._db.read(profile_store.pending_updates, member.user_id)
                 if u.guild_id == member.guild_id
             ]
+            self._pending[member] = len(pending)
             now = self._clock.now()
             if any(u.next_attempt_at <= now for u in pending):
                 # Coalesce: once one update is due, the member's others ride along.
@@ -192,6 +200,7 @@ class ProfileUpdaters:
                 continue
             if not pending and not wake.is_set():
                 del self._wake[member]
+                self._pending.pop(member, None)
                 return
             next_at = min((u.next_attempt_at for u in pending), default=math.inf)
             with anyio.move_on_at(self._clock.to_monotonic(next_at)):

@@ -8,6 +8,8 @@ label enums (an unknown value raises, as a bug should).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vivy.metrics.registry import (
     ActorKind,
     DiscardReason,
@@ -28,6 +30,8 @@ class MetricsObserver:
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
+        #: Called after a channel actor restart (the app asks the NoteWriter to rescan).
+        self.on_actor_restart: Callable[[], None] | None = None
         #: The ingest counter's child of each outcome, looked up once (a lookup costs ~2 µs).
         self._ingested = {
             outcome: metrics.messages_ingested.labels(outcome=outcome) for outcome in IngestOutcome
@@ -49,6 +53,8 @@ class MetricsObserver:
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
         self.metrics.actor_restarts.labels(actor=ActorKind.CHANNEL).inc()
+        if self.on_actor_restart is not None:
+            self.on_actor_restart()
 
     def note_written(self, note_type: str) -> None:
         """A note was committed."""
