@@ -20,6 +20,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from vivy import __version__
+from vivy.actors.frontier import WriteFrontier
 from vivy.actors.note_writer import NoteWriter
 from vivy.actors.profile_updater import ProfileUpdaters
 from vivy.actors.router import Router
@@ -54,6 +55,7 @@ class App:
     notes: NoteWriter
     profiles: ProfileUpdaters
     scheduler: Scheduler
+    observer: MetricsObserver
 
 
 def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
@@ -122,8 +124,15 @@ async def running_app(
     own_user_id: int | None = None,
     environ: Mapping[str, str] | None = None,
     scheduler: bool = True,
+    note_concurrency: int = 2,
+    profile_concurrency: int | None = None,
 ) -> AsyncIterator[App]:
-    """Run the whole capture and memory pipeline until the block ends."""
+    """Run the whole capture and memory pipeline until the block ends.
+
+    ``note_concurrency`` and ``profile_concurrency`` (default: the setting) bound the notes
+    and profile updates written at once; the importer raises them to keep model calls in
+    flight.
+    """
     db = Database.open(settings.database, inline=inline_db)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
@@ -135,12 +144,15 @@ async def running_app(
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:
         await db.write(check_embedding_model, model.embedding_model, model.dimension)
+        frontier = WriteFrontier()
         profiles = ProfileUpdaters(
             db=db,
             llm=model,
             clock=clock,
             observer=observer,
-            concurrency=settings.profile_concurrency,
+            concurrency=profile_concurrency or settings.profile_concurrency,
+            frontier=frontier,
+            window_s=settings.profile_delay_s,
         )
         notes = NoteWriter(
             db=db,
@@ -150,6 +162,8 @@ async def running_app(
             observer=observer,
             min_messages=settings.min_note_messages,
             profile_delay_s=settings.profile_delay_s,
+            concurrency=note_concurrency,
+            frontier=frontier,
         )
         router = Router(
             db=db,
@@ -174,7 +188,7 @@ async def running_app(
             min_cluster_notes=settings.min_cluster_notes,
             catchup_limit_s=settings.catchup_time_limit_s,
         )
-        app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)
+        app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly, observer)
         observer.on_actor_restart = notes.request_rescan
         bind_gauges(app)
         async with anyio.create_task_group() as tg:

@@ -20,6 +20,7 @@ import anyio
 import structlog
 
 from vivy.actors.due import DueQueue, retry_delay
+from vivy.actors.frontier import WriteFrontier
 from vivy.clock import Clock
 from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
@@ -99,6 +100,7 @@ class NoteWriter:
         backoff: Backoff = OUTBOX_BACKOFF,
         concurrency: int = 2,
         rng: random.Random | None = None,
+        frontier: WriteFrontier | None = None,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -112,11 +114,14 @@ class NoteWriter:
         self._slots = anyio.Semaphore(concurrency)
         self._queue: DueQueue[int] = DueQueue(clock)
         self._in_flight: set[int] = set()
+        self._frontier = frontier if frontier is not None else WriteFrontier()
         self._rescan_wanted = anyio.Event()
 
     def hand_off(self, buffer_id: int) -> None:
         """Take a closed buffer (its outbox row is already committed); never blocks."""
-        self._queue.put(buffer_id, self._clock.now())
+        now = self._clock.now()
+        self._frontier.add(buffer_id, now)
+        self._queue.put(buffer_id, now)
 
     def request_rescan(self) -> None:
         """Scan the outbox again soon: a channel actor crashed, maybe between close and hand-off."""
@@ -151,6 +156,7 @@ class NoteWriter:
     async def _rescan(self) -> None:
         for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
             if buffer_id not in self._in_flight:
+                self._frontier.add(buffer_id, due)
                 self._queue.put(buffer_id, due)
 
     async def _rescan_on_request(self) -> None:
@@ -164,6 +170,7 @@ class NoteWriter:
             await self.write(buffer_id)
         finally:
             self._in_flight.discard(buffer_id)
+            self._frontier.done(buffer_id)
             self._slots.release()
 
     async def write(self, buffer_id: int) -> int | None:
@@ -231,7 +238,9 @@ class NoteWriter:
             quality=generation.quality,
             model=generation.model,
             embedding=embedding,
-            created_at=self._clock.now(),
+            # Stamped by the conversation's close, not by when the model answered: its
+            # profile updates then come due at the same time however long the call took.
+            created_at=row.closed_at if row.closed_at is not None else self._clock.now(),
             started_at=row.started_at,
             ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,
         )

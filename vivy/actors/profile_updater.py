@@ -22,6 +22,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from vivy.actors.frontier import WriteFrontier
 from vivy.clock import Clock
 from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM
@@ -129,6 +130,8 @@ class ProfileUpdaters:
         concurrency: int = 4,
         backoff: Backoff = UPDATE_BACKOFF,
         rng: random.Random | None = None,
+        frontier: WriteFrontier | None = None,
+        window_s: float = math.inf,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -137,6 +140,8 @@ class ProfileUpdaters:
         self._backoff = backoff
         self._rng = rng or random.Random(0)
         self._limiter = anyio.CapacityLimiter(concurrency)
+        self._frontier = frontier if frontier is not None else WriteFrontier()
+        self._window_s = window_s
         self._wake: dict[_Member, anyio.Event] = {}
         #: Pending updates of each member with a running actor, as its actor last read them.
         self._pending: dict[_Member, int] = {}
@@ -188,10 +193,21 @@ class ProfileUpdaters:
             self._pending[member] = len(pending)
             now = self._clock.now()
             if any(u.next_attempt_at <= now for u in pending):
-                # Coalesce: once one update is due, the member's others ride along.
+                due = min(u.next_attempt_at for u in pending)
+                if not self._frontier.written_through(due):
+                    # A note that closed before this update came due is still being written:
+                    # wait for it, so the batch never depends on model latency.
+                    await self._frontier.wait_written_through(due)
+                    continue
+                # Coalesce: once one update is due, the updates of notes that closed before
+                # it came due ride along, oldest first; all are stamped with the due time.
+                batch = sorted(
+                    (u for u in pending if u.next_attempt_at <= due + self._window_s),
+                    key=lambda u: (u.next_attempt_at, u.note_id),
+                )
                 try:
                     async with self._limiter:
-                        await self._update(member, pending[:MAX_NOTES_PER_CALL], bound)
+                        await self._update(member, batch[:MAX_NOTES_PER_CALL], due, bound)
                 except StorageError as exc:
                     # The updates stay pending; the next round reads them afresh.
                     bound.warning("profile update not written", error=str(exc))
@@ -210,6 +226,7 @@ class ProfileUpdaters:
         self,
         member: _Member,
         updates: list[profile_store.PendingUpdate],
+        due: float,
         bound: structlog.typing.FilteringBoundLogger,
     ) -> None:
         note_ids = [u.note_id for u in updates]
@@ -249,8 +266,7 @@ class ProfileUpdaters:
             if line.author_id == member.user_id
         ):
             # Facts must rest on the member's own words; without any, no call can add one.
-            now = self._clock.now()
-            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], now)
+            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], due)
             self._observer.profile_update("skipped")
             return
         try:
@@ -277,7 +293,7 @@ class ProfileUpdaters:
             [f.existing() for f in ctx.facts], generation.value.operations, sources
         )
         written = await self._db.write(
-            _write_plan, member, ctx.version, plan, [u.id for u in updates], self._clock.now()
+            _write_plan, member, ctx.version, plan, [u.id for u in updates], due
         )
         if not written:
             self._observer.profile_update("conflict_retried")

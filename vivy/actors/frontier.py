@@ -1,0 +1,56 @@
+"""How far in time the notes are written: the order that makes a replay deterministic.
+
+A member's profile update coalesces the notes that closed before it came due. Live, a note's
+model call is over long before its profile update is due; in a replay on virtual time, many
+calls are in flight while virtual time runs ahead, so an update could come due while a note
+that closed before it is still being written, and which notes ride along would depend on
+model latency. :class:`WriteFrontier` closes that gap: the NoteWriter registers each buffer
+with its close time when it takes it and releases it when its first attempt ends, and a
+ProfileUpdater waits until no buffer that closed at or before its due time is still being
+written. A buffer whose first attempt failed is released too, so an outage never holds
+profile updates back (they then follow live timing, as before).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import anyio
+
+__all__ = ["WriteFrontier"]
+
+
+class WriteFrontier:
+    """Buffers whose note is being written, by close time; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._closed_at: dict[int, float] = {}
+        self._heap: list[tuple[float, int]] = []
+        self._changed = anyio.Event()
+
+    def __len__(self) -> int:
+        return len(self._closed_at)
+
+    def add(self, buffer_id: int, closed_at: float) -> None:
+        """Buffer ``buffer_id``, closed at wall time ``closed_at``, is being written."""
+        if buffer_id not in self._closed_at:
+            self._closed_at[buffer_id] = closed_at
+            heapq.heappush(self._heap, (closed_at, buffer_id))
+
+    def done(self, buffer_id: int) -> None:
+        """The first attempt at the buffer's note ended (note, discard or failure)."""
+        if self._closed_at.pop(buffer_id, None) is not None:
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    def written_through(self, wall: float) -> bool:
+        """Whether every registered buffer that closed at or before ``wall`` is done."""
+        heap = self._heap
+        while heap and self._closed_at.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # done already
+        return not heap or heap[0][0] > wall
+
+    async def wait_written_through(self, wall: float) -> None:
+        """Wait until :meth:`written_through` holds for ``wall``; returns at once if it does."""
+        while not self.written_through(wall):
+            await self._changed.wait()
