@@ -189,7 +189,9 @@ async def running_app(
             catchup_limit_s=settings.catchup_time_limit_s,
         )
         app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly, observer)
-        observer.on_actor_restart = notes.request_rescan
+        observer.listeners.append(
+            lambda report: notes.request_rescan() if report == "actor_restarted" else None
+        )
         bind_gauges(app)
         async with anyio.create_task_group() as tg:
             await tg.start(profiles.run)

@@ -59,6 +59,7 @@ class Settings:
     min_note_messages: int = 2
     profile_concurrency: int = 4
     profile_delay_s: float = 12 * 3600.0
+    import_concurrency: int = 4
     timezone: str = "UTC"
     min_cluster_notes: int = 3
     catchup_time_limit_s: float = 300.0
@@ -100,6 +101,7 @@ class Settings:
             min_note_messages=int(reader.number("VIVY_MIN_NOTE_MESSAGES", 2, minimum=1)),
             profile_concurrency=int(reader.number("VIVY_PROFILE_CONCURRENCY", 4, minimum=1)),
             profile_delay_s=reader.number("VIVY_PROFILE_DELAY_MINUTES", 720.0) * 60,
+            import_concurrency=int(reader.number("VIVY_IMPORT_CONCURRENCY", 4, minimum=1)),
             timezone=environ.get("VIVY_TIMEZONE", "UTC"),
             min_cluster_notes=int(reader.number("VIVY_MIN_CLUSTER_NOTES", 3, minimum=1)),
             catchup_time_limit_s=reader.number("VIVY_CATCHUP_SECONDS", 300.0),

@@ -47,6 +47,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
+from vivy.actors.scheduler import Scheduler
 from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import Settings
@@ -62,16 +63,16 @@ from vivy.llm.port import (
 )
 from vivy.llm.port import T as ModelT
 from vivy.state.gate import IncomingMessage, IngestOutcome
-from vivy.state.schedule import local_day
+from vivy.state.schedule import day_bounds, local_day
 from vivy.storage import jobs
 from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Connection
+from vivy.storage.db import Connection, Database
 
 __all__ = [
     "ACCEPTED_TYPES",
-    "DRAIN_POLL_S",
     "MAX_FAILED_ATTEMPTS",
     "STALL_LIMIT_S",
+    "THREAD_LIMIT",
     "ExportBatch",
     "ExportMessage",
     "ImportFormatError",
@@ -87,8 +88,8 @@ __all__ = [
 #: Message types that are conversation; every other type (system entries) is skipped.
 ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 
-#: Virtual seconds between checks for unfinished work once the last message is fed.
-DRAIN_POLL_S = 60.0
+#: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
+THREAD_LIMIT = 256
 
 #: Failed attempts in this run after which unfinished work is left for a later run.
 MAX_FAILED_ATTEMPTS = 4
@@ -382,7 +383,11 @@ def load_exports(paths: Sequence[str | Path]) -> ExportBatch:
 
 @dataclass(frozen=True, slots=True)
 class ImportProgress:
-    """Where a running import is, for a progress line."""
+    """Where a running import is, for a progress bar or log line.
+
+    ``calls`` counts finished model calls (generations and embeddings), ``in_flight`` those
+    under way, ``queued`` the notes and profile updates still to write.
+    """
 
     phase: str
     seen: int
@@ -390,6 +395,9 @@ class ImportProgress:
     stored: int
     duplicates: int
     notes: int
+    calls: int = 0
+    in_flight: int = 0
+    queued: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,7 +409,9 @@ class ImportReport:
     system entries and ``excluded`` the conversation messages the capture gate refused (bots,
     empty text, blacklists), by outcome. ``days`` are the days whose nightly job ran.
     ``pending_buffers`` and ``pending_updates`` are work left after repeated LLM failures (the
-    nightly job then waits too); running the import again finishes it.
+    nightly job then waits too); running the import again finishes it. ``llm_calls`` counts
+    model calls (generations and embeddings) and ``calls_in_flight_max`` the most under way at
+    once.
     """
 
     files: int
@@ -418,6 +428,8 @@ class ImportReport:
     pending_buffers: int = 0
     pending_updates: int = 0
     llm: str = ""
+    llm_calls: int = 0
+    calls_in_flight_max: int = 0
 
     @property
     def complete(self) -> bool:
@@ -432,8 +444,90 @@ class _Tally:
     excluded: Counter[str] = field(default_factory=Counter)
 
 
+class _Pulse:
+    """An event set and replaced whenever the pipeline reports progress or a call ends.
+
+    The drain waits on it instead of polling on virtual time, so finishing costs one wake-up
+    per piece of work, however much calendar the remaining deadlines span.
+    """
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.notes = 0
+
+    def report(self, name: str) -> None:
+        """A listener of the app's observer: count notes, wake the drain."""
+        if name == "note_written":
+            self.notes += 1
+        self.fire()
+
+    def fire(self) -> None:
+        """Wake whoever waits on the current event."""
+        self.event.set()
+        self.event = anyio.Event()
+
+
+class _CallGate:
+    """Wraps the import's LLM: at most ``limit`` calls under way, each one counted.
+
+    Under the mock clock, virtual time runs on while calls wait on the network, so the replay
+    keeps closing buffers and the NoteWriter and ProfileUpdaters keep up to ``limit`` calls in
+    flight; results do not depend on that (see :mod:`vivy.actors.frontier`).
+    """
+
+    def __init__(self, inner: LLM, limit: int, pulse: _Pulse) -> None:
+        self._inner = inner
+        self._slots = anyio.Semaphore(limit)
+        self._pulse = pulse
+        self.dimension = inner.dimension
+        self.embedding_model = inner.embedding_model
+        self.quality = inner.quality
+        self.calls = 0
+        self.in_flight = 0
+        self.in_flight_max = 0
+
+    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        async with self._slots:
+            self.in_flight += 1
+            self.in_flight_max = max(self.in_flight_max, self.in_flight)
+            try:
+                return await fn()
+            finally:
+                self.in_flight -= 1
+                self.calls += 1
+                self._pulse.fire()
+
+    def model_for(self, tier: ModelTier) -> str:
+        """The inner LLM's model for ``tier``."""
+        return self._inner.model_for(tier)
+
+    async def generate(self, request: GenerationRequest[ModelT]) -> Generation[ModelT]:
+        """The inner generation, once a slot is free."""
+        return await self._call(lambda: self._inner.generate(request))
+
+    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
+        """The inner embeddings, once a slot is free."""
+        return await self._call(lambda: self._inner.embed(texts, task))
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """The inner chat answer, once a slot is free."""
+        return await self._call(lambda: self._inner.chat(request))
+
+    async def aclose(self) -> None:
+        """Close the inner LLM."""
+        await self._inner.aclose()
+
+
 def _facts(conn: Connection) -> int:
     return upkeep.count_rows(conn, "profile_facts")
+
+
+def _first_new(batch: ExportBatch, marks: Mapping[int, int]) -> int:
+    """Index of the first message above its channel's watermark (``len`` when none is)."""
+    for index, message in enumerate(batch.messages):
+        if message.message_id > marks.get(message.channel_id, 0):
+            return index
+    return len(batch.messages)
 
 
 async def replay(
@@ -443,53 +537,76 @@ async def replay(
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None = None,
     registry: CollectorRegistry | None = None,
+    concurrency: int | None = None,
 ) -> ImportReport:
     """Replay ``batch`` into ``settings.database``; must run under trio's ``MockClock``.
 
     See the module docstring. ``llm`` is used as given (wrap a network LLM in
-    :class:`RealTimeLLM`, so its time-outs run on real time).
+    :class:`RealTimeLLM`, so its time-outs run on real time); at most ``concurrency``
+    (default ``settings.import_concurrency``) of its calls run at once.
     """
-    start = batch.messages[0].timestamp if batch.messages else 0.0
-    clock = Clock.starting_at(start)
+    limit = concurrency or settings.import_concurrency
+    pulse = _Pulse()
+    gate = _CallGate(llm, limit, pulse)
     tally = _Tally()
-
-    def report(phase: str, seen: int, notes: int) -> None:
-        if progress is not None:
-            progress(
-                ImportProgress(
-                    phase, seen, len(batch.messages), tally.stored, tally.duplicates, notes
-                )
-            )
+    peek = Database.open(settings.database, inline=True)
+    try:
+        marks = peek.read_sync(upkeep.watermarks, batch.channel_ids)
+    finally:
+        peek.close()
+    first = _first_new(batch, marks)
+    # Virtual time starts at the first message not yet stored: a resumed import does not
+    # walk again through the calendar it already covered.
+    start = batch.messages[min(first, len(batch.messages) - 1)].timestamp if batch.messages else 0
+    clock = Clock.starting_at(start)
 
     async with running_app(
         settings,
         clock=clock,
         inline_db=True,
-        llm=llm,
+        llm=gate,
         registry=registry or CollectorRegistry(),
         scheduler=False,
+        note_concurrency=limit,
+        profile_concurrency=limit,
     ) as app:
+        app.observer.listeners.append(pulse.report)
+
+        def report(phase: str, seen: int) -> None:
+            if progress is not None:
+                progress(
+                    ImportProgress(
+                        phase,
+                        seen,
+                        len(batch.messages),
+                        tally.stored,
+                        tally.duplicates,
+                        pulse.notes,
+                        gate.calls,
+                        gate.in_flight,
+                        app.notes.backlog + app.profiles.pending,
+                    )
+                )
+
         notes_before = await app.db.read(upkeep.note_counts)
         facts_before = await app.db.read(_facts)
-        marks = await app.db.read(upkeep.watermarks, batch.channel_ids)
         baseline = await app.db.read(upkeep.outbox_state)
-        notes_now = sum(notes_before.values())
-        for seen, message in enumerate(batch.messages, start=1):
+        tally.duplicates += first
+        report("replaying", first)
+        for seen, message in enumerate(batch.messages[first:], start=first + 1):
             if message.message_id <= marks.get(message.channel_id, 0):
                 tally.duplicates += 1
             else:
                 await anyio.sleep_until(clock.to_monotonic(message.timestamp))
                 _count(tally, await app.router.ingest(message.incoming()))
-            if seen % 50 == 0:
-                notes_now = sum((await app.db.read(upkeep.note_counts)).values())
-            report("replaying", seen, notes_now)
+            report("replaying", seen)
         left = await _drain(
-            app, baseline, llm, lambda n: report("finishing", len(batch.messages), n)
+            app, baseline, gate, pulse, lambda: report("finishing", len(batch.messages))
         )
         days = await _nightly(app, batch, settings) if left.empty else ()
         notes_after = await app.db.read(upkeep.note_counts)
         facts_after = await app.db.read(_facts)
-        report("done", len(batch.messages), sum(notes_after.values()))
+        report("done", len(batch.messages))
     return ImportReport(
         files=len(batch.files),
         messages=batch.total,
@@ -505,6 +622,8 @@ async def replay(
         pending_buffers=left.open_buffers + len(left.closed_buffers),
         pending_updates=len(left.pending_updates),
         llm=app.llm.quality,
+        llm_calls=gate.calls,
+        calls_in_flight_max=gate.in_flight_max,
     )
 
 
@@ -520,31 +639,34 @@ def _count(tally: _Tally, outcome: IngestOutcome) -> None:
 async def _drain(
     app: App,
     baseline: upkeep.OutboxState,
-    llm: LLM,
-    progress: Callable[[int], None],
+    gate: _CallGate,
+    pulse: _Pulse,
+    progress: Callable[[], None],
 ) -> upkeep.OutboxState:
-    """Let virtual time run until no work is left, or what is left keeps failing.
+    """Let the pipeline finish: wait for progress until no work is left, or what is left
+    keeps failing, or nothing happens for :data:`STALL_LIMIT_S` of virtual time.
 
-    Returns the work left: nothing, or buffers and updates that failed
+    It wakes only when something was written or a call ended (and at the stall limit), never
+    on a polling timer. Returns the work left: nothing, or buffers and updates that failed
     :data:`MAX_FAILED_ATTEMPTS` times in this run (they stay durable for a later run).
     """
     before = {**baseline.closed_buffers}, {**baseline.pending_updates}
-    previous: upkeep.OutboxState | None = None
-    still = 0.0
     while True:
+        event = pulse.event
         state = await app.db.read(upkeep.outbox_state)
         idle = app.notes.backlog == 0 and app.profiles.active == 0
         if state.empty and idle:
             return state
         if not state.open_buffers and _failing(state, before):
             return state
-        busy = isinstance(llm, RealTimeLLM) and llm.in_flight > 0
-        still = 0.0 if busy or state != previous else still + DRAIN_POLL_S
-        if still >= STALL_LIMIT_S:
+        progress()
+        if gate.in_flight:
+            await event.wait()  # a call under way always ends with a pulse
+            continue
+        with anyio.move_on_after(STALL_LIMIT_S) as waited:
+            await event.wait()
+        if waited.cancelled_caught and gate.in_flight == 0:
             return state
-        previous = state
-        progress(sum((await app.db.read(upkeep.note_counts)).values()))
-        await anyio.sleep(DRAIN_POLL_S)
 
 
 def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, int]]) -> bool:
@@ -556,7 +678,11 @@ def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, 
 
 
 async def _nightly(app: App, batch: ExportBatch, settings: Settings) -> tuple[date, ...]:
-    """Run the nightly job for each local day of the batch that has no completed run."""
+    """Run the nightly job for each local day of the batch that has no completed run.
+
+    Each day runs as it would have at the local midnight that ended it: its clock reads that
+    midnight, so what it stamps does not depend on how long the replay took to get here.
+    """
     zone = settings.zone
     covered = sorted({local_day(m.timestamp, zone) for m in batch.messages})
     completed = set(await app.db.read(jobs.completed_days))
@@ -564,7 +690,17 @@ async def _nightly(app: App, batch: ExportBatch, settings: Settings) -> tuple[da
     for day in covered:
         if day in completed:
             continue
-        await app.scheduler.run_day(day)
+        _, midnight = day_bounds(day, zone)
+        nightly = Scheduler(
+            db=app.db,
+            llm=app.llm,
+            clock=Clock.starting_at(midnight),
+            observer=app.observer,
+            zone=zone,
+            min_cluster_notes=settings.min_cluster_notes,
+            catchup_limit_s=settings.catchup_time_limit_s,
+        )
+        await nightly.run_day(day)
         ran.append(day)
     return tuple(ran)
 
@@ -577,6 +713,7 @@ def import_exports(
     database: str | Path | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
     registry: CollectorRegistry | None = None,
+    concurrency: int | None = None,
 ) -> ImportReport:
     """Validate every file, then replay them into the database on virtual time.
 
@@ -595,6 +732,7 @@ def import_exports(
             model,
             progress,
             registry,
+            concurrency,
             clock=MockClock(autojump_threshold=0),
         )
     except BaseExceptionGroup as group:
@@ -618,9 +756,17 @@ async def _replay_and_close(
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None,
     registry: CollectorRegistry | None,
+    concurrency: int | None,
 ) -> ImportReport:
     try:
-        return await replay(batch, settings, llm=llm, progress=progress, registry=registry)
+        return await replay(
+            batch,
+            settings,
+            llm=llm,
+            progress=progress,
+            registry=registry,
+            concurrency=concurrency,
+        )
     finally:
         if isinstance(llm, RealTimeLLM):
             await llm.aclose()
@@ -640,11 +786,13 @@ class RealTimeLLM:
 
     def __init__(self, factory: Callable[[], LLM]) -> None:
         self._loop = asyncio.new_event_loop()
+        #: Worker threads waiting on the private loop, made in the event loop on first use
+        #: (anyio's default of 40 would cap a larger import concurrency).
+        self._threads: anyio.CapacityLimiter | None = None
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="vivy-import-llm", daemon=True
         )
         self._thread.start()
-        self.in_flight = 0
 
         async def build() -> LLM:
             return factory()
@@ -665,11 +813,9 @@ class RealTimeLLM:
         async def run() -> T:
             return await fn()
 
-        self.in_flight += 1
-        try:
-            return await anyio.to_thread.run_sync(self._call_sync, run)
-        finally:
-            self.in_flight -= 1
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(THREAD_LIMIT)
+        return await anyio.to_thread.run_sync(self._call_sync, run, limiter=self._threads)
 
     def model_for(self, tier: ModelTier) -> str:
         """The inner LLM's model for ``tier``."""

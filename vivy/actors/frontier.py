@@ -7,8 +7,9 @@ that closed before it is still being written, and which notes ride along would d
 model latency. :class:`WriteFrontier` closes that gap: the NoteWriter registers each buffer
 with its close time when it takes it and releases it when its first attempt ends, and a
 ProfileUpdater waits until no buffer that closed at or before its due time is still being
-written. A buffer whose first attempt failed is released too, so an outage never holds
-profile updates back (they then follow live timing, as before).
+written. Notes are also committed in close order (:meth:`WriteFrontier.wait_turn`), so their
+ids are the same run after run. A buffer whose first attempt failed is released too, so an
+outage never holds profile updates back (they then follow live timing, as before).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class WriteFrontier:
 
     def __init__(self) -> None:
         self._closed_at: dict[int, float] = {}
-        self._heap: list[tuple[float, int]] = []
+        self._heap: list[tuple[float, int]] = []  # (closed_at, buffer_id), lazily pruned
         self._changed = anyio.Event()
 
     def __len__(self) -> int:
@@ -43,12 +44,28 @@ class WriteFrontier:
             self._changed.set()
             self._changed = anyio.Event()
 
-    def written_through(self, wall: float) -> bool:
-        """Whether every registered buffer that closed at or before ``wall`` is done."""
+    def _first(self) -> tuple[float, int] | None:
         heap = self._heap
         while heap and self._closed_at.get(heap[0][1]) != heap[0][0]:
             heapq.heappop(heap)  # done already
-        return not heap or heap[0][0] > wall
+        return heap[0] if heap else None
+
+    def written_through(self, wall: float) -> bool:
+        """Whether every registered buffer that closed at or before ``wall`` is done."""
+        first = self._first()
+        return first is None or first[0] > wall
+
+    async def wait_turn(self, buffer_id: int) -> None:
+        """Wait until no registered buffer closed before ``buffer_id`` (ties: lower id).
+
+        The NoteWriter commits in that order, so note ids follow close times and do not
+        depend on which model call answered first. Returns at once for an unknown buffer.
+        """
+        while buffer_id in self._closed_at:
+            first = self._first()
+            if first is None or first[1] == buffer_id:
+                return
+            await self._changed.wait()
 
     async def wait_written_through(self, wall: float) -> None:
         """Wait until :meth:`written_through` holds for ``wall``; returns at once if it does."""

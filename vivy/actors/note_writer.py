@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
@@ -166,15 +167,30 @@ class NoteWriter:
             await self._rescan()
 
     async def _write_released(self, buffer_id: int) -> None:
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._slots.release()
+
         try:
-            await self.write(buffer_id)
+            await self.write(buffer_id, before_commit=release)
         finally:
+            release()
             self._in_flight.discard(buffer_id)
             self._frontier.done(buffer_id)
-            self._slots.release()
 
-    async def write(self, buffer_id: int) -> int | None:
-        """Write (or discard) one closed buffer; returns the note id if one was committed."""
+    async def write(
+        self, buffer_id: int, *, before_commit: Callable[[], None] | None = None
+    ) -> int | None:
+        """Write (or discard) one closed buffer; returns the note id if one was committed.
+
+        Once the model has answered, ``before_commit`` is called (the writer frees the
+        buffer's slot for the next call) and the note waits for its turn: notes commit in
+        the order their conversations closed.
+        """
         bound = log.bind(buffer_id=buffer_id)
         stored = await self._db.read(buffer_store.load_buffer, buffer_id)
         if stored is None or stored.row.status != "closed":
@@ -244,6 +260,9 @@ class NoteWriter:
             started_at=row.started_at,
             ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,
         )
+        if before_commit is not None:
+            before_commit()
+        await self._frontier.wait_turn(buffer_id)
         commit = partial(
             note_store.commit_conversation_note,
             updates_due_at=note.created_at + self._profile_delay_s,
