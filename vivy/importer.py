@@ -522,12 +522,32 @@ def _facts(conn: Connection) -> int:
     return upkeep.count_rows(conn, "profile_facts")
 
 
-def _first_new(batch: ExportBatch, marks: Mapping[int, int]) -> int:
-    """Index of the first message above its channel's watermark (``len`` when none is)."""
-    for index, message in enumerate(batch.messages):
-        if message.message_id > marks.get(message.channel_id, 0):
-            return index
-    return len(batch.messages)
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """How far each channel of a batch was replayed before: its highest stored message id.
+
+    That is the larger of the channel's watermark (its last closed buffer) and the last
+    message of its open buffer. Messages are fed in time order and a channel's snowflake ids
+    grow with time, so every message at or below that id was fed already (stored, or refused
+    by the capture gate) and is skipped.
+    """
+
+    high: Mapping[int, int]
+
+    @classmethod
+    def read(cls, conn: Connection, channel_ids: frozenset[int]) -> _Stored:
+        marks = upkeep.watermarks(conn, channel_ids)
+        for channel_id, last in upkeep.buffered_high_marks(conn, channel_ids).items():
+            marks[channel_id] = max(last, marks.get(channel_id, 0))
+        return cls(marks)
+
+    def has(self, message: ExportMessage) -> bool:
+        """Whether ``message`` was fed by an earlier run."""
+        return message.message_id <= self.high.get(message.channel_id, 0)
+
+    def first_new(self, messages: Sequence[ExportMessage]) -> int:
+        """Index of the first message no earlier run fed (``len`` when all were)."""
+        return next((i for i, m in enumerate(messages) if not self.has(m)), len(messages))
 
 
 async def replay(
@@ -551,10 +571,10 @@ async def replay(
     tally = _Tally()
     peek = Database.open(settings.database, inline=True)
     try:
-        marks = peek.read_sync(upkeep.watermarks, batch.channel_ids)
+        stored = peek.read_sync(_Stored.read, batch.channel_ids)
     finally:
         peek.close()
-    first = _first_new(batch, marks)
+    first = stored.first_new(batch.messages)
     # Virtual time starts at the first message not yet stored: a resumed import does not
     # walk again through the calendar it already covered.
     start = batch.messages[min(first, len(batch.messages) - 1)].timestamp if batch.messages else 0
@@ -594,7 +614,7 @@ async def replay(
         tally.duplicates += first
         report("replaying", first)
         for seen, message in enumerate(batch.messages[first:], start=first + 1):
-            if message.message_id <= marks.get(message.channel_id, 0):
+            if stored.has(message):
                 tally.duplicates += 1
             else:
                 await anyio.sleep_until(clock.to_monotonic(message.timestamp))
