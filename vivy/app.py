@@ -56,6 +56,7 @@ class App:
     profiles: ProfileUpdaters
     scheduler: Scheduler
     observer: MetricsObserver
+    frontier: WriteFrontier
 
 
 def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
@@ -188,7 +189,19 @@ async def running_app(
             min_cluster_notes=settings.min_cluster_notes,
             catchup_limit_s=settings.catchup_time_limit_s,
         )
-        app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly, observer)
+        app = App(
+            settings,
+            db,
+            clock,
+            model,
+            metrics,
+            router,
+            notes,
+            profiles,
+            nightly,
+            observer,
+            frontier,
+        )
         observer.listeners.append(
             lambda report: notes.request_rescan() if report == "actor_restarted" else None
         )

@@ -9,16 +9,25 @@ An import has two phases, and nothing is written until the first has passed:
    the database is not even opened.
 2. :func:`replay` feeds the messages of all files, merged in timestamp order, through the
    same pipeline as live traffic (``App.router.ingest``), under trio's ``MockClock`` with an
-   inline database. The clock starts at the first message's time and sleeps until each
-   message's time, so buffers close by inactivity and max age exactly as they would have live;
-   virtual time jumps instantly while every task waits. Afterwards virtual time runs on until
-   every buffer is a note and every profile update is applied, then the nightly job runs for
-   each local day the import covered that has no completed run (idempotent per guild and day
-   through ``memory_job_log``).
+   inline database. The clock starts at the first message no earlier run fed and sleeps
+   until each message's time, so buffers close by inactivity and max age exactly as they
+   would have live; virtual time jumps instantly while every task waits. Up to
+   ``VIVY_IMPORT_CONCURRENCY`` model calls run at once (virtual time runs on while they wait
+   on the network, so the replay keeps closing buffers). Afterwards the pipeline finishes
+   every note and profile update (woken by each piece of work done, never by a polling
+   timer), then the nightly job runs for each local day the import covered that has no
+   completed run (idempotent per guild and day through ``memory_job_log``), on a clock that
+   reads that day's closing midnight.
 
-Every step of the replay is durable and every message id already seen is skipped (messages at
-or below their channel's watermark before they are fed, buffered ones by the router), so an
-interrupted import is finished by running it again. Exports hold final content, so edits are
+The results do not depend on model latency or on how many calls were in flight: a note is
+stamped with its conversation's close time and committed in close order, a profile update
+coalesces exactly the notes that closed before it came due and is stamped with its due time
+(see :mod:`vivy.actors.frontier`), so the same export and the same deterministic model give
+the same rows run after run.
+
+Every step of the replay is durable and every message already fed is skipped (see
+:class:`_Stored`), so an interrupted import is finished by running it again, at a cost in
+proportion to what is left. Exports hold final content, so edits are
 already applied; message types other than ``Default`` and ``Reply`` (pins, joins, thread
 starts) are skipped. Mentioned ids come from ``mentions``, never from the content.
 
@@ -70,6 +79,7 @@ from vivy.storage.db import Connection, Database
 
 __all__ = [
     "ACCEPTED_TYPES",
+    "BACKLOG_PER_SLOT",
     "MAX_FAILED_ATTEMPTS",
     "STALL_LIMIT_S",
     "THREAD_LIMIT",
@@ -90,6 +100,9 @@ ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 
 #: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
 THREAD_LIMIT = 256
+
+#: Notes being written, per call slot, beyond which the replay waits for the model.
+BACKLOG_PER_SLOT = 2
 
 #: Failed attempts in this run after which unfinished work is left for a later run.
 MAX_FAILED_ATTEMPTS = 4
@@ -617,6 +630,8 @@ async def replay(
             if stored.has(message):
                 tally.duplicates += 1
             else:
+                if len(app.frontier) > limit * BACKLOG_PER_SLOT:
+                    await _catch_up(app, limit * BACKLOG_PER_SLOT)
                 await anyio.sleep_until(clock.to_monotonic(message.timestamp))
                 _count(tally, await app.router.ingest(message.incoming()))
             report("replaying", seen)
@@ -645,6 +660,26 @@ async def replay(
         llm_calls=gate.calls,
         calls_in_flight_max=gate.in_flight_max,
     )
+
+
+async def _catch_up(app: App, most: int) -> None:
+    """Hold virtual time still until at most ``most`` notes are being written.
+
+    Without this the replay would race through the calendar while the model works through
+    a growing queue: memory would grow with the history, and an interrupted import would
+    find most of its fed messages not yet turned into notes. Time must stand still while
+    waiting (the mock clock's autojump is switched off), or buffers of other channels would
+    close before messages the replay has not fed yet.
+    """
+    clock = trio.lowlevel.current_clock()
+    if not isinstance(clock, MockClock):
+        raise RuntimeError("the replay must run under trio's MockClock")
+    threshold = clock.autojump_threshold
+    clock.autojump_threshold = math.inf
+    try:
+        await app.frontier.wait_at_most(most)
+    finally:
+        clock.autojump_threshold = threshold
 
 
 def _count(tally: _Tally, outcome: IngestOutcome) -> None:

@@ -55,6 +55,11 @@ class WriteFrontier:
         first = self._first()
         return first is None or first[0] > wall
 
+    async def wait_at_most(self, count: int) -> None:
+        """Wait until at most ``count`` buffers are being written."""
+        while len(self._closed_at) > count:
+            await self._changed.wait()
+
     async def wait_turn(self, buffer_id: int) -> None:
         """Wait until no registered buffer closed before ``buffer_id`` (ties: lower id).
 
