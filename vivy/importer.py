@@ -53,6 +53,7 @@ from typing import Any, TypeVar
 
 import anyio
 import trio
+import trio.testing
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
@@ -101,8 +102,8 @@ ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 #: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
 THREAD_LIMIT = 256
 
-#: Notes being written, per call slot, beyond which the replay waits for the model.
-BACKLOG_PER_SLOT = 2
+#: Notes and due profile updates waiting, per call slot, beyond which the replay waits.
+BACKLOG_PER_SLOT = 1
 
 #: Failed attempts in this run after which unfinished work is left for a later run.
 MAX_FAILED_ATTEMPTS = 4
@@ -604,6 +605,7 @@ async def replay(
         profile_concurrency=limit,
     ) as app:
         app.observer.listeners.append(pulse.report)
+        app.frontier.on_done = pulse.fire
 
         def report(phase: str, seen: int) -> None:
             if progress is not None:
@@ -630,8 +632,8 @@ async def replay(
             if stored.has(message):
                 tally.duplicates += 1
             else:
-                if len(app.frontier) > limit * BACKLOG_PER_SLOT:
-                    await _catch_up(app, limit * BACKLOG_PER_SLOT)
+                if _waiting(app) > limit * BACKLOG_PER_SLOT:
+                    await _catch_up(app, pulse, gate, limit * BACKLOG_PER_SLOT)
                 await anyio.sleep_until(clock.to_monotonic(message.timestamp))
                 _count(tally, await app.router.ingest(message.incoming()))
             report("replaying", seen)
@@ -662,8 +664,8 @@ async def replay(
     )
 
 
-async def _catch_up(app: App, most: int) -> None:
-    """Hold virtual time still until at most ``most`` notes are being written.
+async def _catch_up(app: App, pulse: _Pulse, gate: _CallGate, most: int) -> None:
+    """Hold virtual time still until at most ``most`` notes and due profile updates wait.
 
     Without this the replay would race through the calendar while the model works through
     a growing queue: memory would grow with the history, and an interrupted import would
@@ -677,9 +679,39 @@ async def _catch_up(app: App, most: int) -> None:
     threshold = clock.autojump_threshold
     clock.autojump_threshold = math.inf
     try:
-        await app.frontier.wait_at_most(most)
+        while _waiting(app) > most and await _progressed(pulse, gate):
+            pass
     finally:
         clock.autojump_threshold = threshold
+
+
+async def _progressed(pulse: _Pulse, gate: _CallGate) -> bool:
+    """Wait for the next piece of progress; ``False`` if none can come while time stands
+    still (every task is blocked and no model call is under way: only a timer can help)."""
+    event = pulse.event
+    stalled = False
+    async with anyio.create_task_group() as tg:
+
+        async def progress() -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        async def stall() -> None:
+            nonlocal stalled
+            await trio.testing.wait_all_tasks_blocked()
+            if gate.in_flight == 0 and not event.is_set():
+                stalled = True
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(progress)
+        tg.start_soon(stall)
+    return not stalled
+
+
+def _waiting(app: App) -> int:
+    """Work that can go on without virtual time moving: notes on their first attempt and
+    profile updates already due."""
+    return len(app.frontier) + app.profiles.due
 
 
 def _count(tally: _Tally, outcome: IngestOutcome) -> None:

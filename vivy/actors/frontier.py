@@ -15,6 +15,7 @@ outage never holds profile updates back (they then follow live timing, as before
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 
 import anyio
 
@@ -28,6 +29,8 @@ class WriteFrontier:
         self._closed_at: dict[int, float] = {}
         self._heap: list[tuple[float, int]] = []  # (closed_at, buffer_id), lazily pruned
         self._changed = anyio.Event()
+        #: Called after every :meth:`done` (the importer wakes its waits with it).
+        self.on_done: Callable[[], None] | None = None
 
     def __len__(self) -> int:
         return len(self._closed_at)
@@ -43,6 +46,8 @@ class WriteFrontier:
         if self._closed_at.pop(buffer_id, None) is not None:
             self._changed.set()
             self._changed = anyio.Event()
+            if self.on_done is not None:
+                self.on_done()
 
     def _first(self) -> tuple[float, int] | None:
         heap = self._heap

@@ -4,7 +4,8 @@ It answers every ``generateContent`` with the smallest document its ``responseSc
 accepts (required fields only; strings, empty arrays, first enum values) and every
 ``batchEmbedContents`` with deterministic vectors of the requested size, each after
 ``latency_s`` seconds of real time. The answers never depend on arrival order, so a replay
-through it is deterministic. It counts requests and the most served at once.
+through it is deterministic. It counts requests, the most served at once and the time spent
+serving.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class FakeGemini:
         self.latency_s = latency_s
         self.requests = 0
         self.serving_max = 0
+        #: Seconds spent serving, summed over requests: divided by the wall time of a run,
+        #: the average number of calls in flight.
+        self.busy_s = 0.0
         self._serving = 0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -89,6 +93,7 @@ class FakeGemini:
 
     def answer(self, method: str, body: dict[str, Any]) -> tuple[int, object]:
         """The status and JSON body for one call (after the latency)."""
+        started = time.perf_counter()
         with self._lock:
             self.requests += 1
             self._serving += 1
@@ -125,6 +130,7 @@ class FakeGemini:
         finally:
             with self._lock:
                 self._serving -= 1
+                self.busy_s += time.perf_counter() - started
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self

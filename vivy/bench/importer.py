@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vivy.bench.fake_gemini import FakeGemini
+from vivy.commands.db import quiet_logs
 from vivy.config import Settings
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
 from vivy.llm import GeminiLLM
@@ -241,6 +242,7 @@ def run(
             figures |= _figures("fake_gemini", report, fresh)
             figures["fake_gemini_latency_s"] = latency
             figures["fake_gemini_http_requests"] = fake.requests
+            figures["fake_gemini_calls_in_flight_mean"] = round(fake.busy_s / fresh, 2)
             if latency:
                 ideal = report.llm_calls * latency / concurrency
                 figures["fake_gemini_ideal_wall_s"] = round(ideal, 2)
@@ -271,9 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--skip-offline", action="store_true", help="only the fake Gemini runs")
     args = parser.parse_args(argv)
-    for name, value in run(
-        args.messages, args.latency, args.concurrency, skip_offline=args.skip_offline
-    ).items():
+    with quiet_logs():
+        figures = run(args.messages, args.latency, args.concurrency, skip_offline=args.skip_offline)
+    for name, value in figures.items():
         print(f"{name}: {value}")
     return 0
 
