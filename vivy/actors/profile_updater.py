@@ -208,9 +208,14 @@ class ProfileUpdaters:
                     await self._frontier.wait_written_through(due)
                     continue
                 # Coalesce: once one update is due, the updates of notes that closed before
-                # it came due ride along, oldest first; all are stamped with the due time.
+                # it came due (and any being retried) ride along, oldest first; all are
+                # stamped with the due time.
                 batch = sorted(
-                    (u for u in pending if u.next_attempt_at <= due + self._window_s),
+                    (
+                        u
+                        for u in pending
+                        if u.next_attempt_at <= due + self._window_s or u.attempts > 0
+                    ),
                     key=lambda u: (u.next_attempt_at, u.note_id),
                 )
                 try:
