@@ -102,7 +102,7 @@ ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 #: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
 THREAD_LIMIT = 256
 
-#: Notes and due profile updates waiting, per call slot, beyond which the replay waits.
+#: Notes and members with due profile updates, per call slot, beyond which the replay waits.
 BACKLOG_PER_SLOT = 1
 
 #: Failed attempts in this run after which unfinished work is left for a later run.
@@ -665,7 +665,7 @@ async def replay(
 
 
 async def _catch_up(app: App, pulse: _Pulse, gate: _CallGate, most: int) -> None:
-    """Hold virtual time still until at most ``most`` notes and due profile updates wait.
+    """Hold virtual time still until at most ``most`` notes and members' updates wait.
 
     Without this the replay would race through the calendar while the model works through
     a growing queue: memory would grow with the history, and an interrupted import would
@@ -709,9 +709,9 @@ async def _progressed(pulse: _Pulse, gate: _CallGate) -> bool:
 
 
 def _waiting(app: App) -> int:
-    """Work that can go on without virtual time moving: notes on their first attempt and
-    profile updates already due."""
-    return len(app.frontier) + app.profiles.due
+    """Work that can go on without virtual time moving, counted in calls that can be under
+    way at once: notes on their first attempt, and members with a profile update due."""
+    return len(app.frontier) + app.profiles.members_due
 
 
 def _count(tally: _Tally, outcome: IngestOutcome) -> None:

@@ -145,8 +145,8 @@ class ProfileUpdaters:
         self._wake: dict[_Member, anyio.Event] = {}
         #: Pending updates of each member with a running actor, as its actor last read them.
         self._pending: dict[_Member, int] = {}
-        #: Of those, the ones already due when the actor last looked.
-        self._due: dict[_Member, int] = {}
+        #: Members who had an update due when their actor last looked.
+        self._due: set[_Member] = set()
         self._tg: TaskGroup | None = None
 
     @property
@@ -160,9 +160,10 @@ class ProfileUpdaters:
         return sum(self._pending.values())
 
     @property
-    def due(self) -> int:
-        """Pending profile updates already due, as the members' actors last saw them."""
-        return sum(self._due.values())
+    def members_due(self) -> int:
+        """Members with a profile update due, as their actors last saw them (each works
+        through its own updates one call at a time)."""
+        return len(self._due)
 
     def notify(self, guild_id: int, user_id: int) -> None:
         """A pending update for the member was committed: wake or start their actor."""
@@ -199,7 +200,10 @@ class ProfileUpdaters:
             ]
             self._pending[member] = len(pending)
             now = self._clock.now()
-            self._due[member] = sum(1 for u in pending if u.next_attempt_at <= now)
+            if any(u.next_attempt_at <= now for u in pending):
+                self._due.add(member)
+            else:
+                self._due.discard(member)
             if any(u.next_attempt_at <= now for u in pending):
                 due = min(u.next_attempt_at for u in pending)
                 if not self._frontier.written_through(due):
@@ -230,7 +234,7 @@ class ProfileUpdaters:
             if not pending and not wake.is_set():
                 del self._wake[member]
                 self._pending.pop(member, None)
-                self._due.pop(member, None)
+                self._due.discard(member)
                 return
             next_at = min((u.next_attempt_at for u in pending), default=math.inf)
             with anyio.move_on_at(self._clock.to_monotonic(next_at)):
