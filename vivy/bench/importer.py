@@ -220,7 +220,12 @@ def _gemini(url: str) -> Callable[[], LLM]:
 
 
 def run(
-    messages: int, latency: float, concurrency: int, *, skip_offline: bool = False
+    messages: int,
+    latency: float,
+    concurrency: int,
+    *,
+    skip_offline: bool = False,
+    skip_fake: bool = False,
 ) -> dict[str, object]:
     """Every figure of the benchmark; see the module docstring."""
     figures: dict[str, object] = {}
@@ -235,6 +240,8 @@ def run(
                 report, wall = _timed(files, folder / f"{prefix}.db", OfflineLLM, concurrency)
                 assert report is not None
                 figures |= _figures(prefix, report, wall)
+        if skip_fake:
+            return figures
         with FakeGemini(latency) as fake:
             llm = _gemini(fake.base_url)
             report, fresh = _timed(paths, folder / "fake.db", llm, concurrency)
@@ -271,10 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=4, help="model calls in flight (the import setting)"
     )
-    parser.add_argument("--skip-offline", action="store_true", help="only the fake Gemini runs")
+    parser.add_argument("--skip-offline", action="store_true", help="no offline runs")
+    parser.add_argument("--skip-fake", action="store_true", help="no fake Gemini runs")
     args = parser.parse_args(argv)
     with quiet_logs():
-        figures = run(args.messages, args.latency, args.concurrency, skip_offline=args.skip_offline)
+        figures = run(
+            args.messages,
+            args.latency,
+            args.concurrency,
+            skip_offline=args.skip_offline,
+            skip_fake=args.skip_fake,
+        )
     for name, value in figures.items():
         print(f"{name}: {value}")
     return 0
