@@ -9,15 +9,18 @@ next start.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import structlog
 from prometheus_client import CollectorRegistry
 
 from vivy import __version__
+from vivy.actors.frontier import WriteFrontier
 from vivy.actors.note_writer import NoteWriter
 from vivy.actors.profile_updater import ProfileUpdaters
 from vivy.actors.router import Router
@@ -34,12 +37,9 @@ from vivy.state.gate import CapturePolicy
 from vivy.storage.db import Connection, Database
 from vivy.storage.meta import get_meta, set_meta
 
-__all__ = ["GAUGE_INTERVAL_S", "App", "check_embedding_model", "running_app"]
+__all__ = ["App", "bind_gauges", "check_embedding_model", "database_size", "running_app"]
 
 log = structlog.get_logger(__name__)
-
-#: How often the backlog, database-size and inbox gauges are refreshed.
-GAUGE_INTERVAL_S = 15.0
 
 
 @dataclass
@@ -55,6 +55,8 @@ class App:
     notes: NoteWriter
     profiles: ProfileUpdaters
     scheduler: Scheduler
+    observer: MetricsObserver
+    frontier: WriteFrontier
 
 
 def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
@@ -79,12 +81,37 @@ def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
     )
 
 
-def _backlog(conn: Connection) -> tuple[int, int, int]:
-    closed = conn.execute("SELECT COUNT(*) FROM channel_buffers WHERE status = 'closed'")
-    pending = conn.execute("SELECT COUNT(*) FROM profile_updates WHERE status = 'pending'")
-    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    return int(closed.fetchone()[0]), int(pending.fetchone()[0]), int(page_count * page_size)
+def database_size(path: Path) -> int:
+    """Bytes the SQLite database occupies on disk: the main file and its write-ahead log.
+
+    Read from the file system, not through the connection, so a scrape never queues behind
+    the actors' database work.
+    """
+    total = 0
+    for name in (str(path), f"{path}-wal"):
+        try:
+            total += os.stat(name).st_size
+        except OSError:
+            continue  # not created yet, or an in-memory database
+    return total
+
+
+def bind_gauges(app: App) -> None:
+    """Make the backlog, size and inbox gauges read the actors' own counts at scrape time.
+
+    Nothing refreshes them on a timer, so an idle process (or a replay crossing months of
+    virtual time) never wakes for them; a scrape reads the current value.
+    """
+    metrics = app.metrics
+    metrics.outbox_buffers_pending.set_function(lambda: app.notes.backlog)
+    metrics.outbox_profile_updates_pending.set_function(lambda: app.profiles.pending)
+    metrics.database_size.set_function(lambda: database_size(app.settings.database))
+    metrics.actor_inbox_depth.labels(actor=ActorKind.CHANNEL).set_function(
+        lambda: app.router.statistics().queued_items
+    )
+    metrics.actor_inbox_depth.labels(actor=ActorKind.NOTE_WRITER).set_function(
+        lambda: app.notes.backlog
+    )
 
 
 @asynccontextmanager
@@ -98,11 +125,16 @@ async def running_app(
     own_user_id: int | None = None,
     environ: Mapping[str, str] | None = None,
     scheduler: bool = True,
+    note_concurrency: int = 2,
+    profile_concurrency: int | None = None,
 ) -> AsyncIterator[App]:
     """Run the whole capture and memory pipeline until the block ends.
 
     The LLM is ``llm`` when given, else the one ``settings`` configure (Gemini with
     ``settings.gemini_key``), or ``environ`` when that is given instead.
+    ``note_concurrency`` and ``profile_concurrency`` (default: the setting) bound the notes
+    and profile updates written at once; the importer raises them to keep model calls in
+    flight.
     """
     db = Database.open(settings.database, inline=inline_db)
     metrics = Metrics(registry or CollectorRegistry())
@@ -115,12 +147,15 @@ async def running_app(
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:
         await db.write(check_embedding_model, model.embedding_model, model.dimension)
+        frontier = WriteFrontier()
         profiles = ProfileUpdaters(
             db=db,
             llm=model,
             clock=clock,
             observer=observer,
-            concurrency=settings.profile_concurrency,
+            concurrency=profile_concurrency or settings.profile_concurrency,
+            frontier=frontier,
+            window_s=settings.profile_delay_s,
         )
         notes = NoteWriter(
             db=db,
@@ -131,6 +166,8 @@ async def running_app(
             min_messages=settings.min_note_messages,
             profile_delay_s=settings.profile_delay_s,
             keep_evidence=settings.evidence_days != 0,
+            concurrency=note_concurrency,
+            frontier=frontier,
         )
         router = Router(
             db=db,
@@ -156,12 +193,27 @@ async def running_app(
             catchup_limit_s=settings.catchup_time_limit_s,
             evidence_days=settings.evidence_days,
         )
-        app = App(settings, db, clock, model, metrics, router, notes, profiles, nightly)
+        app = App(
+            settings,
+            db,
+            clock,
+            model,
+            metrics,
+            router,
+            notes,
+            profiles,
+            nightly,
+            observer,
+            frontier,
+        )
+        observer.listeners.append(
+            lambda report: notes.request_rescan() if report == "actor_restarted" else None
+        )
+        bind_gauges(app)
         async with anyio.create_task_group() as tg:
             await tg.start(profiles.run)
             await tg.start(notes.run)
             await tg.start(router.run)
-            tg.start_soon(_refresh_gauges, app)
             if scheduler:
                 await tg.start(nightly.run)
             log.info(
@@ -178,16 +230,3 @@ async def running_app(
                 await model.aclose()
         finally:
             db.close()
-
-
-async def _refresh_gauges(app: App) -> None:
-    """Keep the backlog, size and inbox gauges current (they are read, not counted)."""
-    while True:
-        closed, pending, size = await app.db.read(_backlog)
-        app.metrics.outbox_buffers_pending.set(closed)
-        app.metrics.outbox_profile_updates_pending.set(pending)
-        app.metrics.database_size.set(size)
-        stats = app.router.statistics()
-        app.metrics.actor_inbox_depth.labels(actor=ActorKind.CHANNEL).set(stats.queued_items)
-        app.metrics.actor_inbox_depth.labels(actor=ActorKind.NOTE_WRITER).set(app.notes.backlog)
-        await anyio.sleep(GAUGE_INTERVAL_S)

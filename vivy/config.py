@@ -106,6 +106,7 @@ class Settings:
     min_note_messages: int = 2
     profile_concurrency: int = 4
     profile_delay_s: float = 12 * 3600.0
+    import_concurrency: int = 4
     timezone: str = "UTC"
     min_cluster_notes: int = 3
     catchup_time_limit_s: float = 300.0
@@ -193,6 +194,7 @@ class Settings:
             min_note_messages=min_note,
             profile_concurrency=reader.count("VIVY_PROFILE_CONCURRENCY", 4, low=1),
             profile_delay_s=reader.number("VIVY_PROFILE_DELAY_MINUTES", 720.0, low=0.0) * 60,
+            import_concurrency=reader.count("VIVY_IMPORT_CONCURRENCY", 4, low=1),
             timezone=reader.text("VIVY_TIMEZONE", "UTC"),
             min_cluster_notes=reader.count("VIVY_MIN_CLUSTER_NOTES", 3, low=1),
             catchup_time_limit_s=reader.number(

@@ -9,16 +9,25 @@ An import has two phases, and nothing is written until the first has passed:
    the database is not even opened.
 2. :func:`replay` feeds the messages of all files, merged in timestamp order, through the
    same pipeline as live traffic (``App.router.ingest``), under trio's ``MockClock`` with an
-   inline database. The clock starts at the first message's time and sleeps until each
-   message's time, so buffers close by inactivity and max age exactly as they would have live;
-   virtual time jumps instantly while every task waits. Afterwards virtual time runs on until
-   every buffer is a note and every profile update is applied, then the nightly job runs for
-   each local day the import covered that has no completed run (idempotent per guild and day
-   through ``memory_job_log``).
+   inline database. The clock starts at the first message no earlier run fed and sleeps
+   until each message's time, so buffers close by inactivity and max age exactly as they
+   would have live; virtual time jumps instantly while every task waits. Up to
+   ``VIVY_IMPORT_CONCURRENCY`` model calls run at once (virtual time runs on while they wait
+   on the network, so the replay keeps closing buffers). Afterwards the pipeline finishes
+   every note and profile update (woken by each piece of work done, never by a polling
+   timer), then the nightly job runs for each local day the import covered that has no
+   completed run (idempotent per guild and day through ``memory_job_log``), on a clock that
+   reads that day's closing midnight.
 
-Every step of the replay is durable and every message id already seen is skipped (messages at
-or below their channel's watermark before they are fed, buffered ones by the router), so an
-interrupted import is finished by running it again. Exports hold final content, so edits are
+The results do not depend on model latency or on how many calls were in flight: a note is
+stamped with its conversation's close time and committed in close order, a profile update
+coalesces exactly the notes that closed before it came due and is stamped with its due time
+(see :mod:`vivy.actors.frontier`), so the same export and the same deterministic model give
+the same rows run after run.
+
+Every step of the replay is durable and every message already fed is skipped (see
+:class:`_Stored`), so an interrupted import is finished by running it again, at a cost in
+proportion to what is left. Exports hold final content, so edits are
 already applied; message types other than ``Default`` and ``Reply`` (pins, joins, thread
 starts) are skipped. Mentioned ids come from ``mentions``, never from the content.
 
@@ -44,9 +53,11 @@ from typing import Any, TypeVar
 
 import anyio
 import trio
+import trio.testing
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
+from vivy.actors.scheduler import Scheduler
 from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import Settings
@@ -62,16 +73,17 @@ from vivy.llm.port import (
 )
 from vivy.llm.port import T as ModelT
 from vivy.state.gate import IncomingMessage, IngestOutcome
-from vivy.state.schedule import local_day
+from vivy.state.schedule import day_bounds, local_day
 from vivy.storage import jobs
 from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Connection
+from vivy.storage.db import Connection, Database
 
 __all__ = [
     "ACCEPTED_TYPES",
-    "DRAIN_POLL_S",
+    "BACKLOG_PER_SLOT",
     "MAX_FAILED_ATTEMPTS",
     "STALL_LIMIT_S",
+    "THREAD_LIMIT",
     "ExportBatch",
     "ExportMessage",
     "ImportFormatError",
@@ -87,8 +99,11 @@ __all__ = [
 #: Message types that are conversation; every other type (system entries) is skipped.
 ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 
-#: Virtual seconds between checks for unfinished work once the last message is fed.
-DRAIN_POLL_S = 60.0
+#: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
+THREAD_LIMIT = 256
+
+#: Notes and members with due profile updates, per call slot, beyond which the replay waits.
+BACKLOG_PER_SLOT = 1
 
 #: Failed attempts in this run after which unfinished work is left for a later run.
 MAX_FAILED_ATTEMPTS = 4
@@ -382,7 +397,11 @@ def load_exports(paths: Sequence[str | Path]) -> ExportBatch:
 
 @dataclass(frozen=True, slots=True)
 class ImportProgress:
-    """Where a running import is, for a progress line."""
+    """Where a running import is, for a progress bar or log line.
+
+    ``calls`` counts finished model calls (generations and embeddings), ``in_flight`` those
+    under way, ``queued`` the notes and profile updates still to write.
+    """
 
     phase: str
     seen: int
@@ -390,6 +409,9 @@ class ImportProgress:
     stored: int
     duplicates: int
     notes: int
+    calls: int = 0
+    in_flight: int = 0
+    queued: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +424,8 @@ class ImportReport:
     empty text, blacklists), by outcome. ``days`` are the days whose nightly job ran.
     ``pending_buffers`` and ``pending_updates`` are work left after repeated LLM failures (the
     nightly job then waits too); ``failed_days`` are days whose nightly job failed (it is not
-    recorded as done). Running the import again finishes both.
+    recorded as done). Running the import again finishes both. ``llm_calls`` counts model calls
+    (generations and embeddings) and ``calls_in_flight_max`` the most under way at once.
     """
 
     files: int
@@ -420,6 +443,8 @@ class ImportReport:
     pending_updates: int = 0
     llm: str = ""
     failed_days: tuple[date, ...] = ()
+    llm_calls: int = 0
+    calls_in_flight_max: int = 0
 
     @property
     def complete(self) -> bool:
@@ -434,8 +459,110 @@ class _Tally:
     excluded: Counter[str] = field(default_factory=Counter)
 
 
+class _Pulse:
+    """An event set and replaced whenever the pipeline reports progress or a call ends.
+
+    The drain waits on it instead of polling on virtual time, so finishing costs one wake-up
+    per piece of work, however much calendar the remaining deadlines span.
+    """
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.notes = 0
+
+    def report(self, name: str) -> None:
+        """A listener of the app's observer: count notes, wake the drain."""
+        if name == "note_written":
+            self.notes += 1
+        self.fire()
+
+    def fire(self) -> None:
+        """Wake whoever waits on the current event."""
+        self.event.set()
+        self.event = anyio.Event()
+
+
+class _CallGate:
+    """Wraps the import's LLM: at most ``limit`` calls under way, each one counted.
+
+    Under the mock clock, virtual time runs on while calls wait on the network, so the replay
+    keeps closing buffers and the NoteWriter and ProfileUpdaters keep up to ``limit`` calls in
+    flight; results do not depend on that (see :mod:`vivy.actors.frontier`).
+    """
+
+    def __init__(self, inner: LLM, limit: int, pulse: _Pulse) -> None:
+        self._inner = inner
+        self._slots = anyio.Semaphore(limit)
+        self._pulse = pulse
+        self.dimension = inner.dimension
+        self.embedding_model = inner.embedding_model
+        self.quality = inner.quality
+        self.calls = 0
+        self.in_flight = 0
+        self.in_flight_max = 0
+
+    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        async with self._slots:
+            self.in_flight += 1
+            self.in_flight_max = max(self.in_flight_max, self.in_flight)
+            try:
+                return await fn()
+            finally:
+                self.in_flight -= 1
+                self.calls += 1
+                self._pulse.fire()
+
+    def model_for(self, tier: ModelTier) -> str:
+        """The inner LLM's model for ``tier``."""
+        return self._inner.model_for(tier)
+
+    async def generate(self, request: GenerationRequest[ModelT]) -> Generation[ModelT]:
+        """The inner generation, once a slot is free."""
+        return await self._call(lambda: self._inner.generate(request))
+
+    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
+        """The inner embeddings, once a slot is free."""
+        return await self._call(lambda: self._inner.embed(texts, task))
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """The inner chat answer, once a slot is free."""
+        return await self._call(lambda: self._inner.chat(request))
+
+    async def aclose(self) -> None:
+        """Close the inner LLM."""
+        await self._inner.aclose()
+
+
 def _facts(conn: Connection) -> int:
     return upkeep.count_rows(conn, "profile_facts")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """How far each channel of a batch was replayed before: its highest stored message id.
+
+    That is the larger of the channel's watermark (its last closed buffer) and the last
+    message of its open buffer. Messages are fed in time order and a channel's snowflake ids
+    grow with time, so every message at or below that id was fed already (stored, or refused
+    by the capture gate) and is skipped.
+    """
+
+    high: Mapping[int, int]
+
+    @classmethod
+    def read(cls, conn: Connection, channel_ids: frozenset[int]) -> _Stored:
+        marks = upkeep.watermarks(conn, channel_ids)
+        for channel_id, last in upkeep.buffered_high_marks(conn, channel_ids).items():
+            marks[channel_id] = max(last, marks.get(channel_id, 0))
+        return cls(marks)
+
+    def has(self, message: ExportMessage) -> bool:
+        """Whether ``message`` was fed by an earlier run."""
+        return message.message_id <= self.high.get(message.channel_id, 0)
+
+    def first_new(self, messages: Sequence[ExportMessage]) -> int:
+        """Index of the first message no earlier run fed (``len`` when all were)."""
+        return next((i for i, m in enumerate(messages) if not self.has(m)), len(messages))
 
 
 async def replay(
@@ -445,53 +572,79 @@ async def replay(
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None = None,
     registry: CollectorRegistry | None = None,
+    concurrency: int | None = None,
 ) -> ImportReport:
     """Replay ``batch`` into ``settings.database``; must run under trio's ``MockClock``.
 
     See the module docstring. ``llm`` is used as given (wrap a network LLM in
-    :class:`RealTimeLLM`, so its time-outs run on real time).
+    :class:`RealTimeLLM`, so its time-outs run on real time); at most ``concurrency``
+    (default ``settings.import_concurrency``) of its calls run at once.
     """
-    start = batch.messages[0].timestamp if batch.messages else 0.0
-    clock = Clock.starting_at(start)
+    limit = concurrency or settings.import_concurrency
+    pulse = _Pulse()
+    gate = _CallGate(llm, limit, pulse)
     tally = _Tally()
-
-    def report(phase: str, seen: int, notes: int) -> None:
-        if progress is not None:
-            progress(
-                ImportProgress(
-                    phase, seen, len(batch.messages), tally.stored, tally.duplicates, notes
-                )
-            )
+    peek = Database.open(settings.database, inline=True)
+    try:
+        stored = peek.read_sync(_Stored.read, batch.channel_ids)
+    finally:
+        peek.close()
+    first = stored.first_new(batch.messages)
+    # Virtual time starts at the first message not yet stored: a resumed import does not
+    # walk again through the calendar it already covered.
+    start = batch.messages[min(first, len(batch.messages) - 1)].timestamp if batch.messages else 0
+    clock = Clock.starting_at(start)
 
     async with running_app(
         settings,
         clock=clock,
         inline_db=True,
-        llm=llm,
+        llm=gate,
         registry=registry or CollectorRegistry(),
         scheduler=False,
+        note_concurrency=limit,
+        profile_concurrency=limit,
     ) as app:
+        app.observer.listeners.append(pulse.report)
+        app.frontier.on_done = pulse.fire
+
+        def report(phase: str, seen: int) -> None:
+            if progress is not None:
+                progress(
+                    ImportProgress(
+                        phase,
+                        seen,
+                        len(batch.messages),
+                        tally.stored,
+                        tally.duplicates,
+                        pulse.notes,
+                        gate.calls,
+                        gate.in_flight,
+                        app.notes.backlog + app.profiles.pending,
+                    )
+                )
+
         notes_before = await app.db.read(upkeep.note_counts)
         facts_before = await app.db.read(_facts)
-        marks = await app.db.read(upkeep.watermarks, batch.channel_ids)
         baseline = await app.db.read(upkeep.outbox_state)
-        notes_now = sum(notes_before.values())
-        for seen, message in enumerate(batch.messages, start=1):
-            if message.message_id <= marks.get(message.channel_id, 0):
+        tally.duplicates += first
+        report("replaying", first)
+        for seen, message in enumerate(batch.messages[first:], start=first + 1):
+            if stored.has(message):
                 tally.duplicates += 1
             else:
+                if _waiting(app) > limit * BACKLOG_PER_SLOT:
+                    await _catch_up(app, pulse, gate, limit * BACKLOG_PER_SLOT)
                 await anyio.sleep_until(clock.to_monotonic(message.timestamp))
                 _count(tally, await app.router.ingest(message.incoming()))
-            if seen % 50 == 0:
-                notes_now = sum((await app.db.read(upkeep.note_counts)).values())
-            report("replaying", seen, notes_now)
+            report("replaying", seen)
         left = await _drain(
-            app, baseline, llm, lambda n: report("finishing", len(batch.messages), n)
+            app, baseline, gate, pulse, lambda: report("finishing", len(batch.messages))
         )
         days, failed_days = await _nightly(app, batch, settings) if left.empty else ((), ())
         notes_after = await app.db.read(upkeep.note_counts)
         facts_after = await app.db.read(_facts)
-        report("done", len(batch.messages), sum(notes_after.values()))
+        report("done", len(batch.messages))
     return ImportReport(
         files=len(batch.files),
         messages=batch.total,
@@ -508,7 +661,59 @@ async def replay(
         pending_buffers=left.open_buffers + len(left.closed_buffers),
         pending_updates=len(left.pending_updates),
         llm=app.llm.quality,
+        llm_calls=gate.calls,
+        calls_in_flight_max=gate.in_flight_max,
     )
+
+
+async def _catch_up(app: App, pulse: _Pulse, gate: _CallGate, most: int) -> None:
+    """Hold virtual time still until at most ``most`` notes and members' updates wait.
+
+    Without this the replay would race through the calendar while the model works through
+    a growing queue: memory would grow with the history, and an interrupted import would
+    find most of its fed messages not yet turned into notes. Time must stand still while
+    waiting (the mock clock's autojump is switched off), or buffers of other channels would
+    close before messages the replay has not fed yet.
+    """
+    clock = trio.lowlevel.current_clock()
+    if not isinstance(clock, MockClock):
+        raise RuntimeError("the replay must run under trio's MockClock")
+    threshold = clock.autojump_threshold
+    clock.autojump_threshold = math.inf
+    try:
+        while _waiting(app) > most and await _progressed(pulse, gate):
+            pass
+    finally:
+        clock.autojump_threshold = threshold
+
+
+async def _progressed(pulse: _Pulse, gate: _CallGate) -> bool:
+    """Wait for the next piece of progress; ``False`` if none can come while time stands
+    still (every task is blocked and no model call is under way: only a timer can help)."""
+    event = pulse.event
+    stalled = False
+    async with anyio.create_task_group() as tg:
+
+        async def progress() -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        async def stall() -> None:
+            nonlocal stalled
+            await trio.testing.wait_all_tasks_blocked()
+            if gate.in_flight == 0 and not event.is_set():
+                stalled = True
+                tg.cancel_scope.cancel()
+
+        tg.start_soon(progress)
+        tg.start_soon(stall)
+    return not stalled
+
+
+def _waiting(app: App) -> int:
+    """Work that can go on without virtual time moving, counted in calls that can be under
+    way at once: notes on their first attempt, and members with a profile update due."""
+    return len(app.frontier) + app.profiles.members_due
 
 
 def _count(tally: _Tally, outcome: IngestOutcome) -> None:
@@ -523,31 +728,34 @@ def _count(tally: _Tally, outcome: IngestOutcome) -> None:
 async def _drain(
     app: App,
     baseline: upkeep.OutboxState,
-    llm: LLM,
-    progress: Callable[[int], None],
+    gate: _CallGate,
+    pulse: _Pulse,
+    progress: Callable[[], None],
 ) -> upkeep.OutboxState:
-    """Let virtual time run until no work is left, or what is left keeps failing.
+    """Let the pipeline finish: wait for progress until no work is left, or what is left
+    keeps failing, or nothing happens for :data:`STALL_LIMIT_S` of virtual time.
 
-    Returns the work left: nothing, or buffers and updates that failed
+    It wakes only when something was written or a call ended (and at the stall limit), never
+    on a polling timer. Returns the work left: nothing, or buffers and updates that failed
     :data:`MAX_FAILED_ATTEMPTS` times in this run (they stay durable for a later run).
     """
     before = {**baseline.closed_buffers}, {**baseline.pending_updates}
-    previous: upkeep.OutboxState | None = None
-    still = 0.0
     while True:
+        event = pulse.event
         state = await app.db.read(upkeep.outbox_state)
         idle = app.notes.backlog == 0 and app.profiles.active == 0
         if state.empty and idle:
             return state
         if not state.open_buffers and _failing(state, before):
             return state
-        busy = isinstance(llm, RealTimeLLM) and llm.in_flight > 0
-        still = 0.0 if busy or state != previous else still + DRAIN_POLL_S
-        if still >= STALL_LIMIT_S:
+        progress()
+        if gate.in_flight:
+            await event.wait()  # a call under way always ends with a pulse
+            continue
+        with anyio.move_on_after(STALL_LIMIT_S) as waited:
+            await event.wait()
+        if waited.cancelled_caught and gate.in_flight == 0:
             return state
-        previous = state
-        progress(sum((await app.db.read(upkeep.note_counts)).values()))
-        await anyio.sleep(DRAIN_POLL_S)
 
 
 def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, int]]) -> bool:
@@ -563,6 +771,8 @@ async def _nightly(
 ) -> tuple[tuple[date, ...], tuple[date, ...]]:
     """Run the nightly job for each local day of the batch that has no completed run.
 
+    Each day runs as it would have at the local midnight that ended it: its clock reads that
+    midnight, so what it stamps does not depend on how long the replay took to get here.
     Returns the days whose job completed and the days whose job failed.
     """
     zone = settings.zone
@@ -573,7 +783,18 @@ async def _nightly(
     for day in covered:
         if day in completed:
             continue
-        report = await app.scheduler.run_day(day)
+        _, midnight = day_bounds(day, zone)
+        nightly = Scheduler(
+            db=app.db,
+            llm=app.llm,
+            clock=Clock.starting_at(midnight),
+            observer=app.observer,
+            zone=zone,
+            min_cluster_notes=settings.min_cluster_notes,
+            catchup_limit_s=settings.catchup_time_limit_s,
+            evidence_days=settings.evidence_days,
+        )
+        report = await nightly.run_day(day)
         (ran if report.complete else failed).append(day)
     return tuple(ran), tuple(failed)
 
@@ -586,6 +807,7 @@ def import_exports(
     database: str | Path | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
     registry: CollectorRegistry | None = None,
+    concurrency: int | None = None,
 ) -> ImportReport:
     """Validate every file, then replay them into the database on virtual time.
 
@@ -604,6 +826,7 @@ def import_exports(
             model,
             progress,
             registry,
+            concurrency,
             clock=MockClock(autojump_threshold=0),
         )
     except BaseExceptionGroup as group:
@@ -627,9 +850,17 @@ async def _replay_and_close(
     llm: LLM,
     progress: Callable[[ImportProgress], None] | None,
     registry: CollectorRegistry | None,
+    concurrency: int | None,
 ) -> ImportReport:
     try:
-        return await replay(batch, settings, llm=llm, progress=progress, registry=registry)
+        return await replay(
+            batch,
+            settings,
+            llm=llm,
+            progress=progress,
+            registry=registry,
+            concurrency=concurrency,
+        )
     finally:
         if isinstance(llm, RealTimeLLM):
             await llm.aclose()
@@ -649,11 +880,13 @@ class RealTimeLLM:
 
     def __init__(self, factory: Callable[[], LLM]) -> None:
         self._loop = asyncio.new_event_loop()
+        #: Worker threads waiting on the private loop, made in the event loop on first use
+        #: (anyio's default of 40 would cap a larger import concurrency).
+        self._threads: anyio.CapacityLimiter | None = None
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="vivy-import-llm", daemon=True
         )
         self._thread.start()
-        self.in_flight = 0
 
         async def build() -> LLM:
             return factory()
@@ -674,11 +907,9 @@ class RealTimeLLM:
         async def run() -> T:
             return await fn()
 
-        self.in_flight += 1
-        try:
-            return await anyio.to_thread.run_sync(self._call_sync, run)
-        finally:
-            self.in_flight -= 1
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(THREAD_LIMIT)
+        return await anyio.to_thread.run_sync(self._call_sync, run, limiter=self._threads)
 
     def model_for(self, tier: ModelTier) -> str:
         """The inner LLM's model for ``tier``."""

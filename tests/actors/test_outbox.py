@@ -81,7 +81,8 @@ async def test_crash_between_note_and_profile_updates_loses_no_update(tmp_path: 
 
 
 async def test_outbox_rescan_writes_a_buffer_whose_hand_off_was_lost(tmp_path: Path) -> None:
-    """A closed buffer nobody handed off (an actor died after closing it) still becomes a note."""
+    """A closed buffer nobody handed off (an actor died after closing it) becomes a note once
+    the rescan that a channel actor's restart requests runs, with no timer involved."""
     path = tmp_path / "v.db"
     async with running_app(
         settings(path), clock=Clock.starting_at(START), inline_db=True, llm=OfflineLLM()
@@ -91,7 +92,10 @@ async def test_outbox_rescan_writes_a_buffer_whose_hand_off_was_lost(tmp_path: P
         await app.db.write(
             lambda c: c.execute("UPDATE channel_buffers SET status = 'closed', closed_at = 0")
         )
-        await anyio.sleep(301)  # the periodic outbox scan finds it
+        await anyio.sleep(60)  # well before the buffer's own inactivity deadline
+        assert await app.db.read(scalar, "SELECT COUNT(*) FROM interaction_notes") == 0
+        app.notes.request_rescan()  # what the router's restart of a crashed actor triggers
+        await anyio.sleep(1)
         assert await app.db.read(scalar, "SELECT COUNT(*) FROM interaction_notes") == 1
 
 

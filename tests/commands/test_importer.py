@@ -1,14 +1,15 @@
-"""``vivy import``: the report, one-line errors, and the progress line on a terminal."""
+"""``vivy import``: the report, one-line errors, and its progress (a bar or log lines)."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.importer import THREAD_LATER, TWO_DAYS, snapshot
-from vivy.commands.importer import progress_line, run_import
+from vivy.commands.importer import LOG_EVERY_S, Eta, describe, run_import
 from vivy.importer import ImportProgress
 
 from . import run_cli
@@ -91,33 +92,84 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_progress_is_one_updating_line_on_a_terminal(
+class _Ticker:
+    """A real-time source that moves ``step`` seconds each time it is read."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_progress_is_a_bar_on_a_terminal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """On a tty the progress line is rewritten in place and cleared at the end."""
+    """On a tty a rich bar shows messages, notes, calls and the ETA, and is removed at the end."""
     err = _Terminal()
-    code = run_import([str(TWO_DAYS)], database=str(tmp_path / "v.db"), environ={}, stderr=err)
+    code = run_import(
+        [str(TWO_DAYS)],
+        database=str(tmp_path / "v.db"),
+        environ={},
+        stderr=err,
+        ticker=_Ticker(1.0),
+    )
     assert code == 0
     text = err.getvalue()
-    assert "\n" not in text
-    assert text.count("\r") >= 3
-    assert "replaying: 23/23 messages, 22 stored, 0 already imported" in text
-    assert text.endswith("\r\x1b[K")
+    assert "23/23 messages" in text
+    assert "notes" in text and "calls" in text and "ETA" in text
     assert "imported 1 file" in capsys.readouterr().out
 
 
-def test_progress_is_quiet_off_a_terminal(tmp_path: Path) -> None:
-    """Without a tty nothing but the report is written."""
+def test_progress_off_a_terminal_is_a_line_every_few_seconds(tmp_path: Path) -> None:
+    """Without a tty one line is logged each time LOG_EVERY_S of real time has passed."""
     err = io.StringIO()
-    assert run_import([str(TWO_DAYS)], database=str(tmp_path / "v.db"), environ={}, stderr=err) == 0
+    code = run_import(
+        [str(TWO_DAYS)],
+        database=str(tmp_path / "v.db"),
+        environ={},
+        stderr=err,
+        ticker=_Ticker(LOG_EVERY_S / 2),
+    )
+    assert code == 0
+    lines = err.getvalue().splitlines()
+    assert lines and all(line.startswith("vivy import: ") for line in lines)
+    assert "replaying: 1/23 messages" in lines[0]  # the second record, 5 s after the start
+    assert "calls" in lines[0] and "ETA" in lines[0]
+
+
+def test_progress_off_a_terminal_waits_for_the_interval(tmp_path: Path) -> None:
+    """An import shorter than LOG_EVERY_S of real time logs nothing but its report."""
+    err = io.StringIO()
+    run_import(
+        [str(TWO_DAYS)],
+        database=str(tmp_path / "v.db"),
+        environ={},
+        stderr=err,
+        ticker=_Ticker(0.0),
+    )
     assert err.getvalue() == ""
 
 
-def test_progress_line_throttles_repeats() -> None:
-    """Updates that change nothing visible are not redrawn."""
-    out = io.StringIO()
-    show = progress_line(out)
-    for seen in range(1, 11):
-        show(ImportProgress("replaying", seen, 100, seen, 0, 0))
-    show(ImportProgress("replaying", 100, 100, 100, 0, 3))
-    assert out.getvalue().count("\r") == 2
+def test_eta_extrapolates_the_model_calls_left() -> None:
+    """Half the messages in with 10 calls done and 10 more queued: 1/4 of the work is done."""
+    ticker = _Ticker(0.0)
+    eta = Eta(ticker)
+    ticker.now = 30.0
+    p = ImportProgress("replaying", 50, 100, 50, 0, 3, calls=10, in_flight=4, queued=4)
+    # ahead = 4 in flight + 4 * 1.5 queued = 10; 50 messages more at (10 + 10) / 50 each = 20
+    assert eta.fraction(p) == 10 / 40
+    assert eta.seconds_left(p) == 30.0 * 3
+    assert eta.fraction(replace(p, phase="done")) == 1.0
+    assert eta.seconds_left(replace(p, calls=0)) is None
+
+
+def test_progress_line_names_every_count() -> None:
+    """The log line carries messages, stored, duplicates, notes, calls, in flight and ETA."""
+    p = ImportProgress("finishing", 23, 23, 22, 1, 5, calls=12, in_flight=2, queued=0)
+    assert describe(p, 75.0) == (
+        "finishing: 23/23 messages, 22 stored, 1 already imported, 5 notes, 12 calls "
+        "(2 in flight), ETA 1m15s"
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Protocol
 
@@ -23,6 +24,7 @@ import anyio
 import structlog
 
 from vivy.actors.due import DueQueue, retry_delay
+from vivy.actors.frontier import WriteFrontier
 from vivy.clock import Clock
 from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
@@ -57,9 +59,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-#: How often the outbox is scanned for closed buffers nobody handed off.
-OUTBOX_RESCAN_S = 300.0
-
 #: Retry schedule of a buffer whose note failed: 30 s doubling up to an hour, jittered.
 OUTBOX_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
 
@@ -69,6 +68,9 @@ class ProfileNotifier(Protocol):
 
     def notify(self, guild_id: int, user_id: int) -> None:
         """A pending profile update for this member was committed."""
+
+    async def wait_settled(self, guild_id: int, user_ids: Sequence[int], through: float) -> None:
+        """Return once none of these members has a first-try update due before ``through``."""
 
 
 class NoteObserver(Protocol):
@@ -159,6 +161,7 @@ class NoteWriter:
         concurrency: int = 2,
         rng: random.Random | None = None,
         keep_evidence: bool = True,
+        frontier: WriteFrontier | None = None,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -173,10 +176,18 @@ class NoteWriter:
         self._slots = anyio.Semaphore(concurrency)
         self._queue: DueQueue[int] = DueQueue(clock)
         self._in_flight: set[int] = set()
+        self._frontier = frontier if frontier is not None else WriteFrontier()
+        self._rescan_wanted = anyio.Event()
 
     def hand_off(self, buffer_id: int) -> None:
         """Take a closed buffer (its outbox row is already committed); never blocks."""
-        self._queue.put(buffer_id, self._clock.now())
+        now = self._clock.now()
+        self._frontier.add(buffer_id, now)
+        self._queue.put(buffer_id, now)
+
+    def request_rescan(self) -> None:
+        """Scan the outbox again soon: a channel actor crashed, maybe between close and hand-off."""
+        self._rescan_wanted.set()
 
     @property
     def backlog(self) -> int:
@@ -188,13 +199,14 @@ class NoteWriter:
     ) -> None:
         """Re-queue every closed buffer of the outbox, then write notes until cancelled.
 
-        The outbox is scanned again every :data:`OUTBOX_RESCAN_S`, so a buffer whose hand-off
-        was lost (its channel actor crashed right after closing it) is still written.
+        The outbox is scanned again on :meth:`request_rescan` (never on a timer, so an idle
+        process sleeps), so a buffer whose hand-off was lost (its channel actor crashed right
+        after closing it) is still written.
         """
         await self._rescan()
         task_status.started()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._rescan_periodically)
+            tg.start_soon(self._rescan_on_request)
             while True:
                 buffer_id = await self._queue.get()
                 if buffer_id in self._in_flight:
@@ -206,19 +218,30 @@ class NoteWriter:
     async def _rescan(self) -> None:
         for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
             if buffer_id not in self._in_flight:
+                self._frontier.add(buffer_id, due)
                 self._queue.put(buffer_id, due)
 
-    async def _rescan_periodically(self) -> None:
+    async def _rescan_on_request(self) -> None:
         while True:
-            await anyio.sleep(OUTBOX_RESCAN_S)
+            await self._rescan_wanted.wait()
+            self._rescan_wanted = anyio.Event()
             await self._rescan()
 
     async def _write_released(self, buffer_id: int) -> None:
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._slots.release()
+
         try:
-            await self.write(buffer_id)
+            await self.write(buffer_id, before_commit=release)
         finally:
+            release()
             self._in_flight.discard(buffer_id)
-            self._slots.release()
+            self._frontier.done(buffer_id)
 
     @staticmethod
     def _fact_views(facts: list[profile_store.Fact], own_text: str) -> tuple[FactView, ...]:
@@ -229,8 +252,15 @@ class NoteWriter:
             for fact in rank_facts([f.existing() for f in facts], own_text)
         )
 
-    async def write(self, buffer_id: int) -> int | None:
-        """Write (or discard) one closed buffer; returns the note id if one was committed."""
+    async def write(
+        self, buffer_id: int, *, before_commit: Callable[[], None] | None = None
+    ) -> int | None:
+        """Write (or discard) one closed buffer; returns the note id if one was committed.
+
+        Once the model has answered, ``before_commit`` is called (the writer frees the
+        buffer's slot for the next call) and the note waits for its turn: notes commit in
+        the order their conversations closed.
+        """
         bound = log.bind(buffer_id=buffer_id)
         stored = await self._db.read(buffer_store.load_buffer, buffer_id)
         if stored is None or stored.row.status != "closed":
@@ -254,6 +284,10 @@ class NoteWriter:
             user: "\n".join(m.text for m in stored.messages if m.author_id == user)
             for user in counts
         }
+        # The note call sees its members' profiles as of the conversation's close, whatever
+        # the model's latency: updates that came due before it are applied first.
+        closed_at = row.closed_at if row.closed_at is not None else row.last_message_at
+        await self._profiles.wait_settled(row.guild_id, list(counts), closed_at)
         profiles = await self._db.read(profile_store.member_profiles, row.guild_id, list(counts))
         choice = choose_note_members(
             [(user, own[user], len(profiles[user][1])) for user, _ in counts.most_common()]
@@ -316,10 +350,15 @@ class NoteWriter:
             embedding=embedding,
             windows=tuple(windows),
             window_embeddings=tuple(window_vectors),
-            created_at=self._clock.now(),
+            # Stamped by the conversation's close, not by when the model answered: its
+            # profile updates then come due at the same time however long the call took.
+            created_at=row.closed_at if row.closed_at is not None else self._clock.now(),
             started_at=row.started_at,
             ended_at=max(m.created_at for m in stored.messages) or row.last_message_at,
         )
+        if before_commit is not None:
+            before_commit()
+        await self._frontier.wait_turn(buffer_id)
         commit = partial(
             note_store.commit_conversation_note,
             updates_due_at=note.created_at + self._profile_delay_s,

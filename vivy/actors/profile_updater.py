@@ -24,6 +24,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from vivy.actors.frontier import WriteFrontier
 from vivy.clock import Clock
 from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM
@@ -123,6 +124,8 @@ class ProfileUpdaters:
         concurrency: int = 4,
         backoff: Backoff = UPDATE_BACKOFF,
         rng: random.Random | None = None,
+        frontier: WriteFrontier | None = None,
+        window_s: float = math.inf,
     ) -> None:
         self._db = db
         self._llm = llm
@@ -131,13 +134,32 @@ class ProfileUpdaters:
         self._backoff = backoff
         self._rng = rng or random.Random(0)
         self._limiter = anyio.CapacityLimiter(concurrency)
+        self._frontier = frontier if frontier is not None else WriteFrontier()
+        self._window_s = window_s
         self._wake: dict[_Member, anyio.Event] = {}
+        #: Pending updates of each member with a running actor, as its actor last read them.
+        self._pending: dict[_Member, int] = {}
+        #: Members who had an update due when their actor last looked.
+        self._due: set[_Member] = set()
+        #: Set (and replaced) whenever an actor finishes a round of updates.
+        self._progress = anyio.Event()
         self._tg: TaskGroup | None = None
 
     @property
     def active(self) -> int:
         """Members whose actor is running."""
         return len(self._wake)
+
+    @property
+    def pending(self) -> int:
+        """Pending profile updates, as the members' actors last read them (for the gauge)."""
+        return sum(self._pending.values())
+
+    @property
+    def members_due(self) -> int:
+        """Members with a profile update due, as their actors last saw them (each works
+        through its own updates one call at a time)."""
+        return len(self._due)
 
     def notify(self, guild_id: int, user_id: int) -> None:
         """A pending update for the member was committed: wake or start their actor."""
@@ -150,6 +172,16 @@ class ProfileUpdaters:
             raise RuntimeError("ProfileUpdaters.run() must be started first")
         self._wake[member] = anyio.Event()
         self._tg.start_soon(self._member_actor, member)
+
+    async def wait_settled(self, guild_id: int, user_ids: Sequence[int], through: float) -> None:
+        """Return once none of these members has a pending update, on its first try, that
+        came due before ``through``: a note that closed at ``through`` then reads their
+        profiles as of its close, however long earlier calls took. Updates being retried
+        after a failure are not waited for; an update due at ``through`` itself waits for the
+        notes closed by then (the frontier), so the two never wait for each other."""
+        while await self._db.read(profile_store.members_due_by, guild_id, list(user_ids), through):
+            progress = self._progress
+            await progress.wait()
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -172,20 +204,46 @@ class ProfileUpdaters:
                 for u in await self._db.read(profile_store.pending_updates, member.user_id)
                 if u.guild_id == member.guild_id
             ]
+            self._pending[member] = len(pending)
             now = self._clock.now()
             if any(u.next_attempt_at <= now for u in pending):
-                # Coalesce: once one update is due, the member's others ride along.
+                self._due.add(member)
+            else:
+                self._due.discard(member)
+            if any(u.next_attempt_at <= now for u in pending):
+                due = min(u.next_attempt_at for u in pending)
+                if not self._frontier.written_through(due):
+                    # A note that closed before this update came due is still being written:
+                    # wait for it, so the batch never depends on model latency.
+                    await self._frontier.wait_written_through(due)
+                    continue
+                # Coalesce: once one update is due, the updates of notes that closed before
+                # it came due (and any being retried) ride along, oldest first; all are
+                # stamped with the due time.
+                batch = sorted(
+                    (
+                        u
+                        for u in pending
+                        if u.next_attempt_at <= due + self._window_s or u.attempts > 0
+                    ),
+                    key=lambda u: (u.next_attempt_at, u.note_id),
+                )
                 try:
                     async with self._limiter:
-                        await self._update(member, pending[:MAX_NOTES_PER_CALL], bound)
+                        await self._update(member, batch[:MAX_NOTES_PER_CALL], due, bound)
                 except StorageError as exc:
                     # The updates stay pending; the next round reads them afresh.
                     bound.warning("profile update not written", error=str(exc))
                     self._observer.profile_update("failed")
                     await anyio.sleep(self._backoff.base_s)
+                finally:
+                    self._progress.set()
+                    self._progress = anyio.Event()
                 continue
             if not pending and not wake.is_set():
                 del self._wake[member]
+                self._pending.pop(member, None)
+                self._due.discard(member)
                 return
             next_at = min((u.next_attempt_at for u in pending), default=math.inf)
             with anyio.move_on_at(self._clock.to_monotonic(next_at)):
@@ -195,6 +253,7 @@ class ProfileUpdaters:
         self,
         member: _Member,
         updates: list[profile_store.PendingUpdate],
+        due: float,
         bound: structlog.typing.FilteringBoundLogger,
     ) -> None:
         head = updates[0]
@@ -204,7 +263,8 @@ class ProfileUpdaters:
             )
             if not head.operations.operations or ctx.version == head.basis_version:
                 ops = head.operations.operations
-                await self._apply(member, ctx, [head], ops, bound, "applied" if ops else "skipped")
+                outcome = "applied" if ops else "skipped"
+                await self._apply(member, ctx, [head], ops, due, bound, outcome)
                 return
             # The profile changed since the note call read it: its operations may be stale
             # (a fact they keep was merged, a newer one they did not see), so ask again.
@@ -246,8 +306,7 @@ class ProfileUpdaters:
             if line.author_id == member.user_id
         ):
             # Facts must rest on the member's own words; without any, no call can add one.
-            now = self._clock.now()
-            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], now)
+            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], due)
             self._observer.profile_update("skipped")
             return
         try:
@@ -262,7 +321,8 @@ class ProfileUpdaters:
             await self._db.write(profile_store.record_update_failure, ids, str(exc), retry_at)
             bound.warning("profile update failed; will retry", error=str(exc))
             return
-        await self._apply(member, ctx, updates, generation.value.operations, bound, "applied")
+        operations = generation.value.operations
+        await self._apply(member, ctx, updates, operations, due, bound, "applied")
 
     async def _apply(
         self,
@@ -270,10 +330,12 @@ class ProfileUpdaters:
         ctx: _Context,
         updates: list[profile_store.PendingUpdate],
         operations: Sequence[ProfileOperation],
+        due: float,
         bound: structlog.typing.FilteringBoundLogger,
         outcome: str,
     ) -> None:
-        """Check ``operations`` against the guards and write the plan with the applied marks.
+        """Check ``operations`` against the guards and write the plan with the applied marks,
+        stamped with the time the updates came due (``due``).
 
         ``outcome`` is reported once the plan is written (``skipped`` when a note call found
         nothing to learn).
@@ -288,7 +350,7 @@ class ProfileUpdaters:
         }
         plan = plan_operations([f.existing() for f in ctx.facts], operations, sources)
         written = await self._db.write(
-            _write_plan, member, ctx.version, plan, [u.id for u in updates], self._clock.now()
+            _write_plan, member, ctx.version, plan, [u.id for u in updates], due
         )
         if not written:
             self._observer.profile_update("conflict_retried")

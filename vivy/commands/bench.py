@@ -10,6 +10,7 @@ __all__ = ["BENCHMARKS", "register"]
 #: Benchmark name -> module with ``main(argv) -> int``.
 BENCHMARKS = {
     "ingest": "vivy.bench.ingest",
+    "import": "vivy.bench.importer",
     "llm-cost": "vivy.bench.llm_cost",
     "retrieval": "vivy.bench.retrieval",
 }

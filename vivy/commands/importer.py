@@ -1,17 +1,23 @@
 """``vivy import PATH...``: replay DiscordChatExporter exports into Vivy's memory.
 
 Every file is validated before anything is written; the history then runs through the live
-pipeline on virtual time (see :mod:`vivy.importer`). On a terminal a single progress line is
-updated on stderr; otherwise the command is quiet until it prints its report.
+pipeline on virtual time (see :mod:`vivy.importer`). On a terminal a progress bar (messages,
+notes, model calls, ETA) is drawn on stderr; otherwise one progress line is written there
+every few seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn
 
 from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.config import Settings
@@ -20,7 +26,24 @@ from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_expo
 from vivy.llm import OfflineLLM, gemini_config_from_env
 from vivy.llm.port import LLM
 
-__all__ = ["format_report", "llm_factory", "progress_line", "register", "run_import"]
+__all__ = [
+    "LOG_EVERY_S",
+    "REDRAW_S",
+    "Eta",
+    "ProgressBar",
+    "ProgressLog",
+    "describe",
+    "format_report",
+    "llm_factory",
+    "register",
+    "run_import",
+]
+
+#: Real seconds between progress lines when stderr is not a terminal.
+LOG_EVERY_S = 5.0
+
+#: Shortest real time between two redraws of the progress bar.
+REDRAW_S = 0.1
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,21 +81,24 @@ def run_import(
     database: str,
     environ: Mapping[str, str] | None = None,
     stderr: TextIO | None = None,
+    ticker: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Import ``paths`` into ``database`` and print the report; returns the exit code."""
+    """Import ``paths`` into ``database`` and print the report; returns the exit code.
+
+    Progress goes to ``stderr``: a bar on a terminal, else one line every
+    :data:`LOG_EVERY_S` seconds of real time (``ticker``).
+    """
     env = os.environ if environ is None else environ
     err = sys.stderr if stderr is None else stderr
     settings = Settings.from_env(env)
-    show = progress_line(err) if err.isatty() else None
+    display = ProgressBar(err, ticker) if err.isatty() else ProgressLog(err, ticker)
     try:
         with quiet_logs():
             report = import_exports(
-                paths, settings, llm=llm_factory(env), database=database, progress=show
+                paths, settings, llm=llm_factory(env), database=database, progress=display
             )
     finally:
-        if show is not None:
-            err.write("\r\x1b[K")
-            err.flush()
+        display.close()
     print(format_report(report, database))
     if report.failed_days:
         raise VivyError(
@@ -89,22 +115,128 @@ def run_import(
     return 0
 
 
-def progress_line(stream: TextIO) -> Callable[[ImportProgress], None]:
-    """A progress callback that rewrites one line of ``stream``."""
-    last: list[tuple[str, int, int]] = []
+#: Model calls a queued work item still needs on average: a note takes a generation and an
+#: embedding, a profile update one generation.
+CALLS_PER_QUEUED_ITEM = 1.5
 
-    def show(p: ImportProgress) -> None:
-        key = (p.phase, p.seen // 25, p.notes)
-        if last and last[0] == key and p.seen != p.total:
-            return
-        last[:] = [key]
-        stream.write(
-            f"\r\x1b[K{p.phase}: {p.seen}/{p.total} messages, {p.stored} stored, "
-            f"{p.duplicates} already imported, {p.notes} notes"
+
+class Eta:
+    """Estimates the real seconds an import has left from its progress records.
+
+    The work is model calls: those done, those under way, those the queued notes and profile
+    updates need, and, for the messages not replayed yet, as many per message as so far.
+    """
+
+    def __init__(self, ticker: Callable[[], float]) -> None:
+        self._ticker = ticker
+        self._started = ticker()
+
+    def fraction(self, p: ImportProgress) -> float:
+        """The share of the work done, from 0 to 1."""
+        if p.phase == "done":
+            return 1.0
+        ahead = p.in_flight + p.queued * CALLS_PER_QUEUED_ITEM
+        if p.seen < p.total:
+            per_message = (p.calls + ahead) / p.seen if p.seen else 0.0
+            ahead += (p.total - p.seen) * per_message
+        work = p.calls + ahead
+        if work == 0:
+            return p.seen / p.total if p.total else 1.0
+        return p.calls / work
+
+    def seconds_left(self, p: ImportProgress) -> float | None:
+        """Real seconds left, or ``None`` before anything is done to extrapolate from."""
+        done = self.fraction(p)
+        if done <= 0.0:
+            return None
+        elapsed = self._ticker() - self._started
+        return elapsed * (1.0 - done) / done
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def describe(p: ImportProgress, eta: float | None) -> str:
+    """One line for a progress record: messages, notes, calls and the ETA."""
+    return (
+        f"{p.phase}: {p.seen}/{p.total} messages, {p.stored} stored, "
+        f"{p.duplicates} already imported, {p.notes} notes, {p.calls} calls "
+        f"({p.in_flight} in flight), ETA {_duration(eta)}"
+    )
+
+
+class ProgressBar:
+    """A rich progress bar on a terminal: work done, messages, notes, calls, ETA.
+
+    Redraws at most every :data:`REDRAW_S` real seconds (and on a phase change), so the
+    replay of tens of thousands of messages does not spend its time drawing.
+    """
+
+    def __init__(self, stream: TextIO, ticker: Callable[[], float]) -> None:
+        self._ticker = ticker
+        self._eta = Eta(ticker)
+        self._drawn_at = -math.inf
+        self._phase = ""
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[line]}"),
+            console=Console(file=stream, force_terminal=True),
+            auto_refresh=False,
+            transient=True,
         )
-        stream.flush()
+        self._task = self._progress.add_task("import", total=1000, line="")
+        self._progress.start()
 
-    return show
+    def __call__(self, p: ImportProgress) -> None:
+        """Show ``p`` (throttled)."""
+        now = self._ticker()
+        if p.phase == self._phase and now - self._drawn_at < REDRAW_S:
+            return
+        self._phase, self._drawn_at = p.phase, now
+        eta = self._eta.seconds_left(p)
+        self._progress.update(
+            self._task,
+            completed=round(1000 * self._eta.fraction(p)),
+            description=p.phase,
+            line=(
+                f"{p.seen}/{p.total} messages · {p.notes} notes · {p.calls} calls "
+                f"({p.in_flight} in flight) · ETA {_duration(eta)}"
+            ),
+        )
+        self._progress.refresh()
+
+    def close(self) -> None:
+        """Remove the bar."""
+        self._progress.stop()
+
+
+class ProgressLog:
+    """Progress off a terminal: one line every :data:`LOG_EVERY_S` real seconds, so a
+    redirected import is never silent for long."""
+
+    def __init__(self, stream: TextIO, ticker: Callable[[], float]) -> None:
+        self._stream = stream
+        self._ticker = ticker
+        self._eta = Eta(ticker)
+        self._logged_at = ticker()
+
+    def __call__(self, p: ImportProgress) -> None:
+        """Log ``p`` if :data:`LOG_EVERY_S` passed since the last line."""
+        now = self._ticker()
+        if now - self._logged_at >= LOG_EVERY_S:
+            self._logged_at = now
+            self._stream.write(f"vivy import: {describe(p, self._eta.seconds_left(p))}\n")
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Nothing more to log (the report follows on stdout)."""
 
 
 def _plural(count: int, word: str) -> str:

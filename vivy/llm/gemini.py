@@ -56,7 +56,13 @@ from vivy.llm.port import (
     l2_normalise,
 )
 from vivy.llm.prompts import chat_system_instruction
-from vivy.llm.retry import Backoff, call_with_retries, retryable_status
+from vivy.llm.retry import (
+    Backoff,
+    LLMRateLimited,
+    call_with_retries,
+    retry_after,
+    retryable_status,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -202,6 +208,10 @@ def _mapped_errors() -> Iterator[None]:
         yield
     except genai_errors.APIError as error:
         detail = f"Gemini answered HTTP {error.code} {error.status or ''}: {error.message or ''}"
+        if error.code == 429:
+            headers = getattr(error.response, "headers", None) or {}
+            wait = retry_after(dict(headers), error.details)
+            raise LLMRateLimited(detail.strip(), retry_after_s=wait) from error
         if retryable_status(error.code):
             raise LLMUnavailable(detail.strip()) from error
         raise LLMError(detail.strip()) from error

@@ -8,9 +8,12 @@ sleeping. :func:`call_with_retries` is the one loop that applies it; it sleeps w
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import anyio
@@ -19,10 +22,13 @@ import structlog
 from vivy.errors import ConfigError, LLMError, LLMInvalidOutput, LLMUnavailable
 
 __all__ = [
+    "MAX_RETRY_AFTER_S",
     "RETRYABLE_STATUSES",
     "Backoff",
+    "LLMRateLimited",
     "call_with_retries",
     "is_retryable",
+    "retry_after",
     "retryable_status",
 ]
 
@@ -31,7 +37,67 @@ R = TypeVar("R")
 #: HTTP statuses that mean "try again later": time-out, rate limit and server errors.
 RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429})
 
+#: Longest server-requested wait honoured before the next attempt (a longer one is capped).
+MAX_RETRY_AFTER_S = 300.0
+
 _log = structlog.get_logger(__name__)
+
+_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+class LLMRateLimited(LLMUnavailable):
+    """The service answered 429; ``retry_after_s`` is the wait it asked for, if it said.
+
+    :func:`call_with_retries` waits at least that long before the next attempt, so a bulk
+    import backs off exactly as much as the quota requires instead of hammering it.
+    """
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def retry_after(headers: Mapping[str, str], body: object) -> float | None:
+    """The wait a 429 asks for, in seconds: the ``Retry-After`` header, else Google's
+    ``RetryInfo.retryDelay`` (``"31s"``) in the error body; ``None`` when neither says.
+
+    ``Retry-After`` may be seconds or an HTTP date; a date is measured from the response's
+    own ``Date`` header (no clock is read here), and ignored without one.
+    """
+    by_name = {k.lower(): v.strip() for k, v in headers.items()}
+    header = by_name.get("retry-after")
+    if header is not None:
+        seconds = _seconds(header, by_name.get("date"))
+        if seconds is not None:
+            return seconds
+    for detail in _details(body):
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and (match := _DELAY.match(delay)):
+            return float(match.group(1))
+    return None
+
+
+def _seconds(value: str, date: str | None) -> float | None:
+    """A ``Retry-After`` value in seconds, or ``None`` when it cannot be read."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        if date is None:
+            return None
+        try:
+            seconds = (parsedate_to_datetime(value) - parsedate_to_datetime(date)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _details(body: object) -> list[dict[str, object]]:
+    """The ``error.details`` entries of a Google API error body."""
+    if not isinstance(body, dict):
+        return []
+    error = body.get("error", body)
+    details = error.get("details") if isinstance(error, dict) else None
+    return [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +158,8 @@ async def call_with_retries(
 
     ``attempt`` must translate foreign exceptions into :class:`LLMError` first. The last
     error is re-raised once ``backoff.max_attempts`` attempts have failed; a non-retryable
-    error is re-raised at once.
+    error is re-raised at once. After a :class:`LLMRateLimited` that names a wait, the next
+    attempt comes no sooner than that (capped at :data:`MAX_RETRY_AFTER_S`).
     """
     number = 1
     while True:
@@ -102,6 +169,8 @@ async def call_with_retries(
             if not is_retryable(error) or number >= backoff.max_attempts:
                 raise
             wait = backoff.delay(number, rng)
+            if isinstance(error, LLMRateLimited) and error.retry_after_s is not None:
+                wait = max(wait, min(error.retry_after_s, MAX_RETRY_AFTER_S))
             _log.info(
                 "llm_retry",
                 operation=operation,

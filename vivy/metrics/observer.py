@@ -8,6 +8,8 @@ label enums (an unknown value raises, as a bug should).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vivy.metrics.registry import (
     ActorKind,
     DiscardReason,
@@ -28,10 +30,17 @@ class MetricsObserver:
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
+        #: Called with the name of every report after it is counted (the app asks the
+        #: NoteWriter to rescan after ``actor_restarted``; the importer follows progress).
+        self.listeners: list[Callable[[str], None]] = []
         #: The ingest counter's child of each outcome, looked up once (a lookup costs ~2 µs).
         self._ingested = {
             outcome: metrics.messages_ingested.labels(outcome=outcome) for outcome in IngestOutcome
         }
+
+    def _tell(self, report: str) -> None:
+        for listener in self.listeners:
+            listener(report)
 
     def ingested(self, outcome: IngestOutcome, count: int = 1) -> None:
         """``count`` gateway events ended with ``outcome``."""
@@ -45,22 +54,27 @@ class MetricsObserver:
         """A buffer closed for ``reason``."""
         self.metrics.open_buffers.dec()
         self.metrics.buffer_flushes.labels(reason=reason).inc()
+        self._tell("buffer_closed")
 
     def actor_restarted(self) -> None:
         """A channel actor crashed and was restarted."""
         self.metrics.actor_restarts.labels(actor=ActorKind.CHANNEL).inc()
+        self._tell("actor_restarted")
 
     def note_written(self, note_type: str) -> None:
         """A note was committed."""
         self.metrics.notes_written.labels(type=NoteType(note_type)).inc()
+        self._tell("note_written")
 
     def buffer_discarded(self) -> None:
         """A buffer was too small for a note."""
         self.metrics.buffers_discarded.labels(reason=DiscardReason.TOO_FEW_MESSAGES).inc()
+        self._tell("buffer_discarded")
 
     def profile_update(self, outcome: str) -> None:
         """A profile update attempt ended."""
         self.metrics.profile_updates.labels(outcome=ProfileUpdateOutcome(outcome)).inc()
+        self._tell("profile_update")
 
     def fact_rejected(self, reason: Rejection) -> None:
         """A proposed fact operation was refused."""

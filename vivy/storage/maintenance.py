@@ -195,6 +195,23 @@ class OutboxState:
         return not (self.open_buffers or self.closed_buffers or self.pending_updates)
 
 
+def buffered_high_marks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
+    """The highest message id held in an open buffer of each given channel that has one."""
+    ids = sorted(set(channel_ids))
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for channel_id, last in conn.execute(
+            "SELECT b.channel_id, MAX(m.message_id) FROM buffer_messages m"
+            " JOIN channel_buffers b ON b.id = m.buffer_id"
+            f" WHERE b.status = 'open' AND b.channel_id IN ({marks}) GROUP BY b.channel_id",
+            chunk,
+        ).fetchall():
+            found[int(channel_id)] = int(last)
+    return found
+
+
 def outbox_state(conn: Connection) -> OutboxState:
     """The pipeline's unfinished work."""
     open_count = conn.execute(

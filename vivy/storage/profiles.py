@@ -29,6 +29,7 @@ __all__ = [
     "encode_operations",
     "mark_updates_applied",
     "member_profiles",
+    "members_due_by",
     "note_sources",
     "pending_updates",
     "profile_version",
@@ -211,6 +212,22 @@ def member_profiles(
         user_id: (profile_version(conn, guild_id, user_id), active_facts(conn, guild_id, user_id))
         for user_id in user_ids
     }
+
+
+def members_due_by(
+    conn: Connection, guild_id: int, user_ids: Sequence[int], through: float
+) -> set[int]:
+    """The members among ``user_ids`` with a pending update, never tried, due before
+    ``through`` (an update due at ``through`` itself waits for notes closed then instead)."""
+    if not user_ids:
+        return set()
+    marks = ",".join("?" * len(user_ids))
+    rows = conn.execute(
+        f"SELECT DISTINCT user_id FROM profile_updates WHERE status = 'pending' AND attempts = 0"
+        f" AND guild_id = ? AND next_attempt_at < ? AND user_id IN ({marks})",
+        (guild_id, through, *user_ids),
+    ).fetchall()
+    return {int(r[0]) for r in rows}
 
 
 def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float) -> None:
