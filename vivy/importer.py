@@ -39,13 +39,11 @@ time-outs would otherwise expire in virtual time the moment every task waits on 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import re
-import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
@@ -62,16 +60,10 @@ from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.errors import VivyError
+from vivy.llm.bridge import RealTimeLLM, WrappedLLM
 from vivy.llm.port import (
     LLM,
-    ChatAnswer,
-    ChatRequest,
-    EmbeddingTask,
-    Generation,
-    GenerationRequest,
-    ModelTier,
 )
-from vivy.llm.port import T as ModelT
 from vivy.state.gate import IncomingMessage, IngestOutcome
 from vivy.state.schedule import day_bounds, local_day
 from vivy.storage import jobs
@@ -83,7 +75,6 @@ __all__ = [
     "BACKLOG_PER_SLOT",
     "MAX_FAILED_ATTEMPTS",
     "STALL_LIMIT_S",
-    "THREAD_LIMIT",
     "ExportBatch",
     "ExportMessage",
     "ImportFormatError",
@@ -98,9 +89,6 @@ __all__ = [
 
 #: Message types that are conversation; every other type (system entries) is skipped.
 ACCEPTED_TYPES = frozenset({"Default", "Reply"})
-
-#: Most worker threads :class:`RealTimeLLM` keeps waiting on its loop (calls in flight).
-THREAD_LIMIT = 256
 
 #: Notes and members with due profile updates, per call slot, beyond which the replay waits.
 BACKLOG_PER_SLOT = 1
@@ -482,7 +470,7 @@ class _Pulse:
         self.event = anyio.Event()
 
 
-class _CallGate:
+class _CallGate(WrappedLLM):
     """Wraps the import's LLM: at most ``limit`` calls under way, each one counted.
 
     Under the mock clock, virtual time runs on while calls wait on the network, so the replay
@@ -491,12 +479,9 @@ class _CallGate:
     """
 
     def __init__(self, inner: LLM, limit: int, pulse: _Pulse) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._slots = anyio.Semaphore(limit)
         self._pulse = pulse
-        self.dimension = inner.dimension
-        self.embedding_model = inner.embedding_model
-        self.quality = inner.quality
         self.calls = 0
         self.in_flight = 0
         self.in_flight_max = 0
@@ -511,26 +496,6 @@ class _CallGate:
                 self.in_flight -= 1
                 self.calls += 1
                 self._pulse.fire()
-
-    def model_for(self, tier: ModelTier) -> str:
-        """The inner LLM's model for ``tier``."""
-        return self._inner.model_for(tier)
-
-    async def generate(self, request: GenerationRequest[ModelT]) -> Generation[ModelT]:
-        """The inner generation, once a slot is free."""
-        return await self._call(lambda: self._inner.generate(request))
-
-    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
-        """The inner embeddings, once a slot is free."""
-        return await self._call(lambda: self._inner.embed(texts, task))
-
-    async def chat(self, request: ChatRequest) -> ChatAnswer:
-        """The inner chat answer, once a slot is free."""
-        return await self._call(lambda: self._inner.chat(request))
-
-    async def aclose(self) -> None:
-        """Close the inner LLM."""
-        await self._inner.aclose()
 
 
 def _facts(conn: Connection) -> int:
@@ -867,75 +832,3 @@ async def _replay_and_close(
 
 
 # --- a network LLM on real time -------------------------------------------------------------
-
-
-class RealTimeLLM:
-    """Runs another LLM on a private asyncio loop in a worker thread, on real time.
-
-    Under trio's ``MockClock`` a task waiting on the network counts as blocked, so virtual
-    time would jump past a network client's time-outs and retry sleeps (python-trio/trio#456).
-    Here those waits happen on the private loop's real clock, while the importer's timers stay
-    virtual. ``factory`` builds the inner LLM on that loop (its HTTP client binds there).
-    """
-
-    def __init__(self, factory: Callable[[], LLM]) -> None:
-        self._loop = asyncio.new_event_loop()
-        #: Worker threads waiting on the private loop, made in the event loop on first use
-        #: (anyio's default of 40 would cap a larger import concurrency).
-        self._threads: anyio.CapacityLimiter | None = None
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="vivy-import-llm", daemon=True
-        )
-        self._thread.start()
-
-        async def build() -> LLM:
-            return factory()
-
-        try:
-            self._inner = self._call_sync(build)
-        except BaseException:
-            self._stop()
-            raise
-        self.dimension = self._inner.dimension
-        self.embedding_model = self._inner.embedding_model
-        self.quality = self._inner.quality
-
-    def _call_sync(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result()
-
-    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
-        async def run() -> T:
-            return await fn()
-
-        if self._threads is None:
-            self._threads = anyio.CapacityLimiter(THREAD_LIMIT)
-        return await anyio.to_thread.run_sync(self._call_sync, run, limiter=self._threads)
-
-    def model_for(self, tier: ModelTier) -> str:
-        """The inner LLM's model for ``tier``."""
-        return self._inner.model_for(tier)
-
-    async def generate(self, request: GenerationRequest[ModelT]) -> Generation[ModelT]:
-        """The inner generation, run on the private loop."""
-        return await self._call(lambda: self._inner.generate(request))
-
-    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
-        """The inner embeddings, run on the private loop."""
-        return await self._call(lambda: self._inner.embed(texts, task))
-
-    async def chat(self, request: ChatRequest) -> ChatAnswer:
-        """The inner chat answer, run on the private loop."""
-        return await self._call(lambda: self._inner.chat(request))
-
-    async def aclose(self) -> None:
-        """Close the inner LLM and stop the private loop."""
-        if self._thread.is_alive():
-            try:
-                await self._call(self._inner.aclose)
-            finally:
-                self._stop()
-
-    def _stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
