@@ -161,20 +161,26 @@ def vec_notes_dimension(conn: Connection) -> int | None:
 # --- import bookkeeping ---------------------------------------------------------------------
 
 
-def watermarks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
-    """Closed-buffer watermarks of the given channels (channels without one are left out)."""
+def _per_channel(conn: Connection, sql: str, channel_ids: Iterable[int]) -> dict[int, int]:
+    """``channel id -> value`` rows of ``sql`` (``{marks}`` stands for the ids' placeholders),
+    run over the ids 500 at a time (SQLite's variable limit)."""
     ids = sorted(set(channel_ids))
     found: dict[int, int] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for channel_id, last in conn.execute(
-            f"SELECT channel_id, last_message_id FROM channel_watermarks"
-            f" WHERE channel_id IN ({marks})",
-            chunk,
-        ).fetchall():
-            found[int(channel_id)] = int(last)
+        query = sql.format(marks=",".join("?" * len(chunk)))
+        for channel_id, value in conn.execute(query, chunk).fetchall():
+            found[int(channel_id)] = int(value)
     return found
+
+
+def watermarks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
+    """Closed-buffer watermarks of the given channels (channels without one are left out)."""
+    return _per_channel(
+        conn,
+        "SELECT channel_id, last_message_id FROM channel_watermarks WHERE channel_id IN ({marks})",
+        channel_ids,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,19 +203,13 @@ class OutboxState:
 
 def buffered_high_marks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
     """The highest message id held in an open buffer of each given channel that has one."""
-    ids = sorted(set(channel_ids))
-    found: dict[int, int] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for channel_id, last in conn.execute(
-            "SELECT b.channel_id, MAX(m.message_id) FROM buffer_messages m"
-            " JOIN channel_buffers b ON b.id = m.buffer_id"
-            f" WHERE b.status = 'open' AND b.channel_id IN ({marks}) GROUP BY b.channel_id",
-            chunk,
-        ).fetchall():
-            found[int(channel_id)] = int(last)
-    return found
+    return _per_channel(
+        conn,
+        "SELECT b.channel_id, MAX(m.message_id) FROM buffer_messages m"
+        " JOIN channel_buffers b ON b.id = m.buffer_id"
+        " WHERE b.status = 'open' AND b.channel_id IN ({marks}) GROUP BY b.channel_id",
+        channel_ids,
+    )
 
 
 def outbox_state(conn: Connection) -> OutboxState:
