@@ -83,16 +83,16 @@ def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> No
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Bento the corgi learned a trick", 1.0),
-        ("Bento slept all day", 0.5),
-        ("A corgi is a dog", 0.0),
-        ("BENTO's TRICK!", 1.0),
-        ("Bentō trick", 1.0),
+        ("Bento the corgi learned a trick", {"bento", "trick"}),
+        ("Bento slept all day", {"bento"}),
+        ("A corgi is a dog", set()),
+        ("BENTO's TRICK!", {"bento", "trick"}),
+        ("Bentō tricks", {"bento", "trick"}),
     ],
 )
-def test_coverage(text: str, expected: float) -> None:
-    """Coverage is the weighted share of searched terms present, case and accents folded."""
-    assert search.coverage(text, {"bento": 2.0, "trick": 2.0}) == pytest.approx(expected)
+def test_term_matcher(text: str, expected: set[str]) -> None:
+    """The searched terms a text contains, case, accents and plural folded."""
+    assert search.TermMatcher.of(["bento", "trick"]).found(text) == expected
 
 
 def test_term_weight_stays_positive() -> None:
@@ -146,14 +146,21 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     mine = db.write_sync(add_note, new_note(GUILD_B, "Dinner plans", "Maybe Bouldin Creek"))
     for i in range(20):
         db.write_sync(add_note, new_note(GUILD_B, f"Filler {i}", "Nothing to see"))
+    terms = ("bouldin", "creek", "cafe")
     found = db.read_sync(
         lambda conn: search.keyword_search(
-            conn, GUILD_B, ["bouldin", "creek", "cafe"], note_type=None, limit=1
+            conn, GUILD_B, search.plan_terms(conn, terms), note_type=None, limit=1
         )
     )
     assert [match.note_id for match in found] == [mine]
     assert found[0].bm25 > 0
-    assert found[0].coverage == pytest.approx(
+    # Its coverage: the idf-weighted share of the terms it holds (no evidence: notes' idf).
+    result = db.read_sync(
+        search.search_notes_sync,
+        search.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
+    )
+    assert [c.note_id for c in result.candidates] == [mine]
+    assert result.candidates[0].coverage == pytest.approx(
         (search.term_weight(16, 36) * 2)
         / (search.term_weight(16, 36) * 2 + search.term_weight(15, 36))
     )
@@ -165,7 +172,9 @@ def test_keyword_search_survives_fts_syntax(db: Database, text: str) -> None:
     db.write_sync(add_note, new_note(GUILD_A, "Near the title", "Operators and stars"))
     terms = search.query_terms(text)
     found = db.read_sync(
-        lambda conn: search.keyword_search(conn, GUILD_A, terms, note_type=None, limit=5)
+        lambda conn: search.keyword_search(
+            conn, GUILD_A, search.plan_terms(conn, terms), note_type=None, limit=5
+        )
     )
     assert isinstance(found, list)
 

@@ -231,13 +231,11 @@ def ranked_notes(
     now: float,
     calibration: Calibration,
     settings: RetrievalSettings,
-    terms: Sequence[str] | None = None,
 ) -> RankedNotes:
     """Search the guild's notes for ``text`` (and ``vector``), rank, gate and load the best
     ``limit`` with their matching evidence lines.
 
     This is all of a note search but the embedding call; the benchmark times it as is.
-    ``terms`` overrides the keywords of ``text`` (a caller that planned them already);
     ``keyword_conn``, a second connection, lets the keyword half run beside the rest.
     """
     span = time_range(text, now, settings.timezone)
@@ -246,7 +244,7 @@ def ranked_notes(
         search.NoteSearch(
             guild_id=guild_id,
             vector=vector,
-            terms=tuple(search.query_terms(text) if terms is None else terms),
+            terms=tuple(search.query_terms(text)),
             note_type=note_type,
             candidates=max(settings.candidates, limit),
             keyword_candidates=max(settings.keyword_candidates, limit),
@@ -436,11 +434,7 @@ def _both_searches(
     calibration: Calibration,
     settings: RetrievalSettings,
 ) -> tuple[RankedNotes, RankedNotes]:
-    """Conversation notes and topic clusters for one context (one database call).
-
-    The keyword terms are planned once (their note counts read once) for both searches.
-    """
-    terms = search.plan_terms(conn, search.query_terms(text)).terms
+    """Conversation notes and topic clusters for one context (one database call)."""
     search_for = partial(
         ranked_notes,
         conn,
@@ -454,7 +448,7 @@ def _both_searches(
         settings=settings,
     )
     notes = search_for(note_type=CONVERSATION, limit=settings.conversation_notes)
-    clusters = search_for(note_type=TOPIC_CLUSTER, limit=settings.topic_clusters, terms=terms)
+    clusters = search_for(note_type=TOPIC_CLUSTER, limit=settings.topic_clusters)
     return notes, clusters
 
 

@@ -42,6 +42,7 @@ from vivy.storage.profiles import Fact, active_facts
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 __all__ = [
+    "EVIDENCE_POSTINGS_BUDGET",
     "KEYWORD_POSTINGS_BUDGET",
     "STOPWORDS",
     "CandidateDetails",
@@ -54,7 +55,6 @@ __all__ = [
     "VectorMatch",
     "active_lore",
     "candidate_details",
-    "coverage",
     "guild_notes",
     "keyword_search",
     "match_expression",
@@ -224,19 +224,6 @@ def _fold(text: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def coverage(text: str, weights: Mapping[str, float]) -> float:
-    """The idf-weighted share of the searched terms that occur in ``text`` (0 to 1).
-
-    It says how much of the question a note answers: a note matching only a common word of
-    a long question scores low, one matching its rare words high.
-    """
-    total = math.fsum(weights.values())
-    if total <= 0:
-        return 0.0
-    words = set(_TOKEN.findall(_fold(text)))
-    return math.fsum(weight for term, weight in weights.items() if _fold(term) in words) / total
-
-
 @dataclass(frozen=True, slots=True)
 class VectorMatch:
     """A note found by vector search, with the exact cosine similarity of its float vector."""
@@ -247,11 +234,10 @@ class VectorMatch:
 
 @dataclass(frozen=True, slots=True)
 class KeywordMatch:
-    """A note found by keyword search: BM25 strength (higher is better) and term coverage."""
+    """A note found by keyword search, with its BM25 strength (higher is better)."""
 
     note_id: int
     bm25: float
-    coverage: float
 
 
 def vector_search(
@@ -307,18 +293,16 @@ BM25_WEIGHTS = (3.0, 1.0, 2.0, 2.0)
 def keyword_search(
     conn: Connection,
     guild_id: int,
-    terms: Sequence[str],
+    plan: TermPlan,
     *,
     note_type: str | None,
     limit: int,
-    budget: int = KEYWORD_POSTINGS_BUDGET,
 ) -> list[KeywordMatch]:
-    """The ``limit`` best BM25 matches in the guild of any of ``terms``, rarest terms first
-    within the postings budget (:func:`plan_terms`).
+    """The ``limit`` best BM25 matches in the guild of any of the planned terms (rarest
+    first within the postings budget, :func:`plan_terms`).
 
     The guild (and type) filter is part of the query, so it applies before the ``LIMIT``.
     """
-    plan = plan_terms(conn, terms, budget=budget)
     match = match_expression(plan.terms)
     if match is None:
         return []
@@ -328,18 +312,14 @@ def keyword_search(
     if note_type is not None:
         params.append(note_type)
     rows = conn.execute(
-        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score,"
-        f" n.title || ' ' || n.summary || ' ' || n.topics || ' ' || n.entities"
+        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score"
         f" FROM notes_fts AS f JOIN interaction_notes AS n ON n.id = f.rowid"
         f" WHERE notes_fts MATCH ? AND n.guild_id = ?{type_filter}"
         f" ORDER BY score, f.rowid LIMIT ?",
         (*params, limit),
     ).fetchall()
     # FTS5's bm25() is negative, lower is better; flip it so that higher is better.
-    return [
-        KeywordMatch(int(note_id), max(0.0, -float(score)), coverage(str(text), plan.weights))
-        for note_id, score, text in rows
-    ]
+    return [KeywordMatch(int(note_id), max(0.0, -float(score))) for note_id, score in rows]
 
 
 def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
@@ -449,22 +429,25 @@ class _KeywordHalf:
 
 
 def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> _KeywordHalf:
-    """The keyword searches of ``search``: the notes' own text, then their evidence windows."""
+    """The keyword searches of ``search``: the notes' own text, then their evidence windows.
+
+    The terms' weights are their idf among the evidence windows; where no window holds any
+    of them (evidence off, or notes older than it) among the notes.
+    """
     if not search.terms:
         return _KeywordHalf([], [], {})
+    plan = plan_terms(conn, search.terms)
     notes = keyword_search(
         conn,
         search.guild_id,
-        search.terms,
+        plan,
         note_type=search.note_type,
         limit=search.keyword_candidates,
     )
     if not with_evidence:
-        return _KeywordHalf(notes, [], dict(plan_terms(conn, search.terms).weights))
-    weights = dict(
-        plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence").weights
-    )
-    match = match_expression(list(weights))
+        return _KeywordHalf(notes, [], dict(plan.weights))
+    found = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
+    match = match_expression(found.terms)
     windows = (
         []
         if match is None
@@ -472,7 +455,7 @@ def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> 
             conn, search.guild_id, match, limit=search.window_candidates
         )
     )
-    return _KeywordHalf(notes, windows, weights)
+    return _KeywordHalf(notes, windows, dict(found.weights or plan.weights))
 
 
 def search_notes_sync(
