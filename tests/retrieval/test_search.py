@@ -12,6 +12,7 @@ from vivy.llm.offline import hash_embedding
 from vivy.retrieval import search
 from vivy.storage.db import Database
 from vivy.storage.notes import serialize_vector
+from vivy.storage.vector_index import BinaryIndex
 
 GUILD_A = 1
 GUILD_B = 2
@@ -114,7 +115,7 @@ def test_vector_search_stays_in_the_guild_partition(db: Database) -> None:
     mine = db.write_sync(add_note, new_note(GUILD_B, "Pottery class", "Glazing mugs"))
     found = db.read_sync(
         lambda conn: search.vector_search(
-            conn, GUILD_B, vector_of(text), note_type=None, limit=5, candidates=5
+            conn, BinaryIndex(), GUILD_B, vector_of(text), note_type=None, limit=5, candidates=5
         )
     )
     assert [match.note_id for match in found] == [mine]
@@ -129,7 +130,7 @@ def test_vector_search_reranks_exactly_and_filters_type(db: Database) -> None:
     query = vector_of("Channel: #general\nSourdough starter\nFeeding the starter")
     found = db.read_sync(
         lambda conn: search.vector_search(
-            conn, GUILD_A, query, note_type="conversation", limit=5, candidates=40
+            conn, BinaryIndex(), GUILD_A, query, note_type="conversation", limit=5, candidates=40
         )
     )
     assert found[0].note_id == best
@@ -157,6 +158,7 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     # Its coverage: the idf-weighted share of the terms it holds (no evidence: notes' idf).
     result = db.read_sync(
         search.search_notes_sync,
+        BinaryIndex(),
         search.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
     )
     assert [c.note_id for c in result.candidates] == [mine]

@@ -37,6 +37,7 @@ from vivy.state.buffer import CloseReason
 from vivy.storage import buffers
 from vivy.storage.db import Connection, Database
 from vivy.storage.notes import NewNote, Participant, commit_conversation_note
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
     "KS",
@@ -216,9 +217,11 @@ async def run_eval(
         scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
         kind_scores: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
         kept: list[float] = []
+        binary_index = BinaryIndex()
         for question, qvector in zip(data.questions, query_vectors, strict=True):
             found = await db.read(
                 search.search_notes_sync,
+                binary_index,
                 search.NoteSearch(
                     guild_id=data.guild_id,
                     vector=search.query_vector(qvector),

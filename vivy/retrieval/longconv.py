@@ -54,6 +54,7 @@ from vivy.storage.notes import (
     commit_conversation_note,
     note_date,
 )
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
     "KINDS",
@@ -361,10 +362,12 @@ async def search_questions(
         }
         guild_of = {q.id: guild for guild in data.guilds for q in guild.questions}
         found: list[Searched] = []
+        index = BinaryIndex()
         for question, vector in zip(questions, vectors, strict=True):
             span = time_range(question.question, question.asked_at)
             result = await db.read(
                 search.search_notes_sync,
+                index,
                 search.NoteSearch(
                     guild_id=guild_of[question.id].guild_id,
                     vector=search.query_vector(vector),

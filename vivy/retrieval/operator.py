@@ -26,6 +26,7 @@ from vivy.retrieval.ranking import OFFLINE_CALIBRATION
 from vivy.retrieval.retriever import DEFAULT_SETTINGS, NoteHit, RetrievalSettings, ranked_notes
 from vivy.storage.db import Connection, connect
 from vivy.storage.profiles import Fact
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = ["OperatorStore"]
 
@@ -56,6 +57,7 @@ class OperatorStore:
         self._lock = threading.Lock()
         self._now = now
         self._settings = settings
+        self._vectors = BinaryIndex()  # keyword search only: never filled
 
     def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` notes of the guild matching ``q`` by keyword, best first."""
@@ -65,6 +67,7 @@ class OperatorStore:
         found = self._run(
             lambda conn: ranked_notes(
                 conn,
+                index=self._vectors,
                 guild_id=guild_id,
                 vector=None,
                 text=q,

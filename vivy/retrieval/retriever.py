@@ -59,6 +59,7 @@ from vivy.storage import evidence as evidence_store
 from vivy.storage.db import Connection, Database
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -222,6 +223,7 @@ def ranked_notes(
     conn: Connection,
     keyword_conn: Connection | None = None,
     *,
+    index: BinaryIndex,
     guild_id: int,
     vector: bytes | None,
     text: str,
@@ -236,11 +238,13 @@ def ranked_notes(
     ``limit`` with their matching evidence lines.
 
     This is all of a note search but the embedding call; the benchmark times it as is.
-    ``keyword_conn``, a second connection, lets the keyword half run beside the rest.
+    ``keyword_conn``, a second connection, lets the keyword half run beside the rest;
+    ``index`` holds the database's binary note vectors in memory.
     """
     span = time_range(text, now, settings.timezone)
     found = search.search_notes_sync(
         conn,
+        index,
         search.NoteSearch(
             guild_id=guild_id,
             vector=vector,
@@ -294,14 +298,22 @@ def _matching_lines(
     lines: Sequence[EvidenceLine], matcher: search.TermMatcher, limit: int
 ) -> tuple[EvidenceLine, ...]:
     """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
-    the order they were said; a line that reads as an instruction to the bot is never quoted."""
-    unique = [
-        line
-        for line in {line.message_id: line for line in lines}.values()
-        if not looks_like_instruction(line.text)  # seed 003: never quote orders to the bot
-    ]
+    the order they were said; a line that reads as an instruction to the bot is never quoted.
+
+    Lines are checked for instructions only until ``limit`` are chosen: the check is the
+    costliest step of a search, and most lines are never quoted.
+    """
+    unique = list({line.message_id: line for line in lines}.values())
     matched = [line for line in unique if matcher.found(line.text)]
-    chosen = (matched or unique)[:limit]
+    chosen: list[EvidenceLine] = []
+    for pool in (matched, unique) if matched else (unique,):
+        for line in pool:
+            if len(chosen) == limit:
+                break
+            if not looks_like_instruction(line.text):
+                chosen.append(line)  # seed 003: never quote orders to the bot
+        if chosen:
+            break
     return tuple(sorted(chosen, key=lambda line: line.message_id))
 
 
@@ -426,6 +438,7 @@ def _choose_people(
 def _both_searches(
     conn: Connection,
     side: Connection | None,
+    index: BinaryIndex,
     guild_id: int,
     vector: bytes | None,
     text: str,
@@ -439,6 +452,7 @@ def _both_searches(
         ranked_notes,
         conn,
         side,
+        index=index,
         guild_id=guild_id,
         vector=vector,
         text=text,
@@ -469,6 +483,7 @@ class Retriever:
         settings: RetrievalSettings = DEFAULT_SETTINGS,
     ) -> None:
         self._db = db
+        self._vectors = BinaryIndex()
         self._llm = llm
         self._clock = clock
         self._observe = observe
@@ -508,6 +523,7 @@ class Retriever:
         found = await self._db.read_with_side(
             partial(
                 ranked_notes,
+                index=self._vectors,
                 guild_id=guild_id,
                 vector=vector,
                 text=query,
@@ -557,6 +573,7 @@ class Retriever:
         try:
             found_notes, found_clusters = await self._db.read_with_side(
                 _both_searches,
+                self._vectors,
                 guild,
                 vector,
                 keyword_text(request),

@@ -40,6 +40,7 @@ from vivy.storage.db import Connection
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range, serialize_vector
 from vivy.storage.profiles import Fact, active_facts
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
     "EVIDENCE_POSTINGS_BUDGET",
@@ -242,6 +243,7 @@ class KeywordMatch:
 
 def vector_search(
     conn: Connection,
+    index: BinaryIndex,
     guild_id: int,
     vector: bytes,
     *,
@@ -251,25 +253,16 @@ def vector_search(
 ) -> list[VectorMatch]:
     """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob), best first.
 
-    ``candidates`` notes come from the binary index of the guild's partition (hamming KNN);
-    their float vectors are then compared exactly. ``note_type`` None searches both types.
+    ``candidates`` notes come from ``index``, the guild's binary vectors in memory (hamming
+    KNN); their float vectors are then compared exactly. ``note_type`` None searches both types.
     """
     k = max(candidates, limit)
-    bits = binary_dimensions(len(vector) // 4)  # a float32 blob: four bytes a dimension
-    if note_type is None:
-        rows = conn.execute(
-            "SELECT note_id FROM vec_notes"
-            " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
-            " AND k = ? AND guild_id = ?",
-            (vector, bits, k, guild_id),
-        ).fetchall()
-    else:
-        rows = conn.execute(
-            "SELECT note_id FROM vec_notes"
-            " WHERE embedding_bits MATCH vec_quantize_binary(vec_slice(?, 0, ?))"
-            " AND k = ? AND guild_id = ? AND note_kind = ?",
-            (vector, bits, k, guild_id, VEC_KINDS[note_type]),
-        ).fetchall()
+    bits = conn.execute(
+        "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
+        (vector, binary_dimensions(len(vector) // 4)),  # a float32 blob: four bytes a dimension
+    ).fetchone()[0]
+    kind = None if note_type is None else VEC_KINDS[note_type]
+    rows = [(note_id,) for note_id in index.nearest(conn, guild_id, bits, k, kind=kind)]
     # Point lookups by primary key: vec0 answers ``note_id = ?`` from the row's chunk, while
     # ``note_id IN (...)`` or a join would scan the whole table.
     exact: list[VectorMatch] = []
@@ -459,7 +452,10 @@ def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> 
 
 
 def search_notes_sync(
-    conn: Connection, search: NoteSearch, keyword_conn: Connection | None = None
+    conn: Connection,
+    index: BinaryIndex,
+    search: NoteSearch,
+    keyword_conn: Connection | None = None,
 ) -> NoteSearchResult:
     """Run every search of ``search`` and join them into ranking candidates, one per note.
 
@@ -481,6 +477,7 @@ def search_notes_sync(
         try:
             vectors = vector_search(
                 conn,
+                index,
                 search.guild_id,
                 search.vector,
                 note_type=search.note_type,

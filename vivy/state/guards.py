@@ -95,6 +95,30 @@ _INSTRUCTION_PATTERNS += [
 ]
 _INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTION_PATTERNS), re.I | re.M)
 
+#: Every match of every pattern above contains one of these strings, lower-cased (a test
+#: generates matches of each pattern to check it). Looking for them first is about ten times
+#: cheaper than the patterns, and most chat lines contain none.
+_TRIGGER_WORDS = (
+    "ignor disregard forget override system developer jailbreak now always never act behave "
+    "pretend rule instruction assistant < [ admin moderator owner permission role mod staff "
+    "creator verified remember api password passphrase secret private token 2fa code seed "
+    "sk- sk_ ghp xox order command instruct without delete decode # following negeer "
+    "игнорир инструкци администратор 忽略 指令 管理员 無視 以前の指示 管理者 beheerder "
+    "administr amministr propri dueño dono besitzer"
+).split()
+#: ``str.lower`` differs from the patterns' case-insensitive matching in three letters:
+#: "İ" lowers to "i" plus a combining dot, and "ı" and "ſ" match "i" and "s".
+_TRIGGER_FOLD = str.maketrans({"\u0307": None, "ı": "i", "ſ": "s"})
+
+
+def _may_be_instruction(reading: str) -> bool:
+    """Whether ``reading`` contains a trigger word: False rules every pattern out."""
+    folded = reading.lower()
+    if not folded.isascii():
+        folded = folded.translate(_TRIGGER_FOLD)
+    return any(word in folded for word in _TRIGGER_WORDS)
+
+
 #: Leetspeak digits and symbols read as the letters they stand for.
 _LEET = str.maketrans("013457@$", "oieastas")
 _SPACED = re.compile(r"\b(?:\w\s){3,}\w\b")
@@ -156,7 +180,10 @@ def looks_like_instruction(text: str) -> bool:
     The text is also read undisguised: NFKC-normalised (full-width letters), with spaced
     letters joined, with leetspeak digits as letters, and with base64 runs decoded.
     """
-    return any(_INSTRUCTION.search(reading) for reading in _readings(text))
+    return any(
+        _may_be_instruction(reading) and _INSTRUCTION.search(reading) is not None
+        for reading in _readings(text)
+    )
 
 
 #: Self-disclosure: a first-person statement about oneself ("I live…", "my dog…", "I'm a…").

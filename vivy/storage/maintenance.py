@@ -28,6 +28,7 @@ from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
 from vivy.storage.db import BUSY_TIMEOUT_MS, Connection
 from vivy.storage.notes import Note, get_notes, serialize_vector
 from vivy.storage.schema import SCHEMA_VERSION, VEC_KINDS, binary_dimensions, vec_notes_ddl
+from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "REEMBED_STAGING",
@@ -568,6 +569,7 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
     ).fetchone()[0]
     if missing:
         return None
+    vectors_replaced(conn)
     if vec_notes_dimension(conn) == dimension:
         conn.execute("DELETE FROM vec_notes")
     else:

@@ -21,6 +21,7 @@ from vivy.storage.db import Connection
 from vivy.storage.evidence import edit_evidence_message, forget_lines, optimize_evidence_index
 from vivy.storage.notes import add_member_name
 from vivy.storage.profiles import Fact, active_facts, apply_plan, profile_version
+from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "FORGOTTEN_SOURCE",
@@ -432,6 +433,7 @@ def _delete_notes(conn: Connection, note_ids: Sequence[int], user_id: int) -> No
         " AND user_id != ?",
         (FORGOTTEN_SOURCE, *note_ids, user_id),
     )
+    vectors_replaced(conn, note_ids)
     conn.execute(f"DELETE FROM vec_notes WHERE note_id IN ({marks})", list(note_ids))
     # note_participants, note_lines and profile_updates cascade; the FTS triggers fire.
     conn.execute(f"DELETE FROM interaction_notes WHERE id IN ({marks})", list(note_ids))

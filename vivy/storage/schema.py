@@ -302,8 +302,18 @@ ALTER TABLE profile_updates ADD COLUMN operations TEXT;
 ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 """
 
+#: Version 3: a guild's vector generation, bumped in the transaction that removes or replaces
+#: any of its note vectors, so that an in-memory copy of its binary vectors
+#: (:mod:`vivy.storage.vector_index`) knows to load them again. No row: generation 0.
+_V3 = """
+CREATE TABLE vector_generations (
+    guild_id    INTEGER PRIMARY KEY,
+    generation  INTEGER NOT NULL
+);
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)
