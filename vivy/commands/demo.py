@@ -39,6 +39,7 @@ from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
 from vivy.storage.db import Database
+from vivy.storage.readonly import SqliteReadOnlyStore
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -129,17 +130,8 @@ def _section(title: str) -> None:
 
 
 def _members(path: Path, guild_id: int) -> list[int]:
-    db = Database.open(path)
-    try:
-        rows = db.read_sync(
-            lambda conn: conn.execute(
-                "SELECT user_id FROM guild_members WHERE guild_id = ? ORDER BY display_name",
-                (guild_id,),
-            ).fetchall()
-        )
-    finally:
-        db.close()
-    return [int(r[0]) for r in rows]
+    with SqliteReadOnlyStore.open(path) as store:
+        return [user_id for user_id, _ in store.guild_members(guild_id)]
 
 
 async def _answer(
