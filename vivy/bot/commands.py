@@ -4,7 +4,7 @@
 ``opt-out``, ``opt-in``, and for server managers ``lore <fact>`` and ``status``. Every
 command is scoped to the guild it is used in and answered ephemerally, without pings. An
 interaction is first reduced to an :class:`Invocation` (plain values), which
-:meth:`MemoryCommands.execute` answers; the SQL lives in :mod:`vivy.storage.members`.
+:meth:`MemoryCommands.answer` answers, through the members area of the storage port.
 """
 
 from __future__ import annotations

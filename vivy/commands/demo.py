@@ -40,6 +40,7 @@ from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
 from vivy.storage.db import Database
 from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -92,7 +93,9 @@ def run_demo(
         registry = CollectorRegistry()
         batch = load_exports([DEMO_EXPORT])
         make_model = llm_factory(env)
-        Database.open(path, inline=True).close()  # created now, so the operator API can serve it
+        open_sqlite_store(
+            path, inline=True
+        ).close()  # created now, so the operator API can serve it
         api = OperatorStore(path)
         with closing(api), MetricsServer(registry, api, host="127.0.0.1", port=port) as server:
             print(f"Vivy demo: metrics at {server.url}/metrics")
