@@ -293,7 +293,8 @@ class Database:
     """Owns the connection; every read and write of Vivy goes through :meth:`read` / :meth:`write`.
 
     Storage functions are plain synchronous functions taking the connection first; the
-    modules of :mod:`vivy.storage` hold them, grouped by area.
+    modules of :mod:`vivy.storage` hold them, grouped by area, and
+    :mod:`vivy.storage.sqlite` runs them through this owner behind the storage port.
     """
 
     def __init__(
