@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
 
-__all__ = ["SqliteProbe", "count_buffers"]
+__all__ = ["Probe", "SqliteProbe", "count_buffers"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -20,6 +20,23 @@ def count_buffers(conn: Connection) -> dict[str, int]:
         "open": len(store.open_buffer_rows(conn)),
         "closed": len(store.closed_buffer_ids(conn)),
     }
+
+
+class Probe(Protocol):
+    """Plain SQL (``?`` placeholders) on the database behind a store, for what a test checks or
+    arranges that the port does not show; each engine of the suite has one."""
+
+    async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        """The rows ``sql`` selects, as tuples."""
+
+    async def scalar(self, sql: str, *args: object) -> object:
+        """The single value ``sql`` selects."""
+
+    async def count(self, sql: str, *args: object) -> int:
+        """The single number ``sql`` selects."""
+
+    async def execute(self, sql: str, *args: object) -> None:
+        """Run ``sql`` in a transaction of its own."""
 
 
 class SqliteProbe:

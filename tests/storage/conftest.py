@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage import SqliteProbe
+from tests.storage import Probe, SqliteProbe
 from vivy.storage.db import Database
 from vivy.storage.port import Store
 from vivy.storage.sqlite import sqlite_store
@@ -29,7 +29,7 @@ class Engine:
 
     name: str
     store: Store
-    probe: SqliteProbe
+    probe: Probe
 
 
 @pytest.fixture(params=ENGINES)
@@ -50,7 +50,7 @@ def store(engine: Engine) -> Store:
 
 
 @pytest.fixture
-def probe(engine: Engine) -> SqliteProbe:
+def probe(engine: Engine) -> Probe:
     """Plain SQL into the engine's database, for what the port does not show."""
     return engine.probe
 

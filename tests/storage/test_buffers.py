@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage import SqliteProbe
+from tests.storage import Probe
 from vivy.errors import StorageError
 from vivy.state.buffer import (
     AppendMessages,
@@ -107,7 +107,7 @@ async def test_message_id_held_elsewhere_is_skipped_and_reported(store: Store) -
     assert original is not None and [m.message_id for m in original.messages] == [1]
 
 
-async def test_edit_replaces_text_wherever_the_message_is(store: Store, probe: SqliteProbe) -> None:
+async def test_edit_replaces_text_wherever_the_message_is(store: Store, probe: Probe) -> None:
     """Editing a stored message changes its text and edited_at; an unknown id reports False."""
     buffer_id = await open_with(store, 1, msg(1, "typo"), msg(2, "fine"))
     assert await store.buffers.edit_message(1, "fixed", WALL0 + 120) is True
@@ -165,7 +165,7 @@ async def test_watermark_never_moves_back(store: Store) -> None:
     assert await store.buffers.watermark(6) == 0
 
 
-async def test_closed_buffer_ids_follow_note_failures(store: Store, probe: SqliteProbe) -> None:
+async def test_closed_buffer_ids_follow_note_failures(store: Store, probe: Probe) -> None:
     """Closed buffers are listed oldest first with their next attempt time, after failures too."""
     first = await open_with(store, 1, msg(1))
     second = await open_with(store, 2, msg(2))
@@ -211,7 +211,7 @@ async def test_row_snapshot_is_the_machines_view(store: Store) -> None:
     )
 
 
-async def test_deleting_a_buffer_cascades_to_its_messages(store: Store, probe: SqliteProbe) -> None:
+async def test_deleting_a_buffer_cascades_to_its_messages(store: Store, probe: Probe) -> None:
     """Foreign keys are enforced: removing a buffer row removes its message rows."""
     buffer_id = await open_with(store, 1, msg(1), msg(2))
     keep = await open_with(store, 2, msg(3))
@@ -221,7 +221,7 @@ async def test_deleting_a_buffer_cascades_to_its_messages(store: Store, probe: S
     assert stored is not None and [m.message_id for m in stored.messages] == [3]
 
 
-async def test_message_for_missing_buffer_is_refused(store: Store, probe: SqliteProbe) -> None:
+async def test_message_for_missing_buffer_is_refused(store: Store, probe: Probe) -> None:
     """A message row must belong to an existing buffer."""
     with pytest.raises(StorageError, match="FOREIGN KEY"):
         await store.buffers.append_messages(999, [msg(1)], WALL0)

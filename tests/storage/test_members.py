@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from tests.storage import SqliteProbe
+from tests.storage import Probe
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.state.profile import SECTION_CAP, NewFact, ProfilePlan
 from vivy.storage import members
@@ -97,7 +97,7 @@ async def test_member_profile_lists_facts_with_sources(store: Store) -> None:
 
 
 async def test_remember_skips_duplicates_and_folds_a_full_section(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """The same fact twice is stored once; a full section retires its oldest fact."""
     await remember(store, GUILD, ALEX, "Alex", "I live in Austin")
@@ -133,9 +133,7 @@ def test_fact_matches(fact: str, query: str, expected: bool) -> None:
     assert members.fact_matches(fact, query) is expected
 
 
-async def test_forget_facts_retires_matches_and_keeps_history(
-    store: Store, probe: SqliteProbe
-) -> None:
+async def test_forget_facts_retires_matches_and_keeps_history(store: Store, probe: Probe) -> None:
     """Matching facts are invalidated with a reason; others stay active."""
     await remember(store, GUILD, ALEX, "Alex", "I live in Austin")
     await remember(store, GUILD, ALEX, "Alex", "I love RPG games", "interests")
@@ -153,7 +151,7 @@ async def test_forget_facts_retires_matches_and_keeps_history(
 
 
 async def test_opting_out_deletes_buffered_messages_of_that_guild(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """Opting out persists the flag and deletes the member's messages in that guild only."""
     await buffer(store, GUILD, 1, line(1, ALEX, "Alex", "mine"), line(2, SAM, "Sam", "theirs"))
@@ -189,9 +187,7 @@ async def test_guild_status_counts_one_guild(store: Store) -> None:
     )
 
 
-async def test_forget_member_removes_notes_facts_and_mentions(
-    store: Store, probe: SqliteProbe
-) -> None:
+async def test_forget_member_removes_notes_facts_and_mentions(store: Store, probe: Probe) -> None:
     """Forget-me deletes the member's notes and facts, others' facts naming them, mentions."""
     shared = await note(
         store,
@@ -241,7 +237,7 @@ async def test_forget_member_removes_notes_facts_and_mentions(
 
 
 async def test_forget_member_drops_closed_buffers_so_no_late_note_appears(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """A closed buffer holding the member's messages is deleted whole; its note never lands."""
     buffer_id = await buffer(
@@ -254,7 +250,7 @@ async def test_forget_member_drops_closed_buffers_so_no_late_note_appears(
     assert await probe.count("SELECT COUNT(*) FROM buffer_messages") == 0
 
 
-async def test_forget_member_is_scoped_to_one_guild(store: Store, probe: SqliteProbe) -> None:
+async def test_forget_member_is_scoped_to_one_guild(store: Store, probe: Probe) -> None:
     """Forgetting in one guild leaves the member's data in another, and their user row."""
     await remember(store, GUILD, ALEX, "Alex", "I live in Austin")
     await remember(store, OTHER_GUILD, ALEX, "Alex", "I live in Austin")
@@ -268,7 +264,7 @@ async def test_forget_member_is_scoped_to_one_guild(store: Store, probe: SqliteP
     assert await probe.count("SELECT COUNT(*) FROM users WHERE id = ?", ALEX) == 1
 
 
-async def test_forget_member_keeps_a_bare_opt_out(store: Store, probe: SqliteProbe) -> None:
+async def test_forget_member_keeps_a_bare_opt_out(store: Store, probe: Probe) -> None:
     """An opted-out member stays opted out after forget-me, with no name kept."""
     await store.members.set_opted_out(GUILD, ALEX, "Alex", True, WALL0)
     await store.members.forget_member(GUILD, ALEX)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage import SqliteProbe
+from tests.storage import Probe
 from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
 from vivy.state.buffer import CloseReason
 from vivy.state.profile import NewFact, ProfilePlan
@@ -76,7 +76,7 @@ def test_stored_operations_are_validated_again() -> None:
 
 
 async def test_stored_operations_keep_no_quotes_and_go_once_applied(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """Evidence quotes are not stored, and an applied update keeps no operations at all."""
     quoted = AddFact(op="add", section="bio", text="Lives in Oslo", evidence="<@9> I live in Oslo")
