@@ -34,8 +34,9 @@ from vivy.llm.port import LLM, ModelTier
 from vivy.metrics import ActorKind, Metrics
 from vivy.metrics.observer import MetricsObserver
 from vivy.state.gate import CapturePolicy
-from vivy.storage.db import Connection, Database
-from vivy.storage.meta import get_meta, set_meta
+from vivy.storage.db import Database
+from vivy.storage.port import Store
+from vivy.storage.sqlite import sqlite_store
 
 __all__ = ["App", "bind_gauges", "check_embedding_model", "database_size", "running_app"]
 
@@ -47,6 +48,9 @@ class App:
     """The running system."""
 
     settings: Settings
+    #: Every storage area, over the SQLite owner ``db``.
+    store: Store
+    #: The SQLite owner itself, which retrieval and the importer still call directly.
     db: Database
     clock: Clock
     llm: LLM
@@ -59,26 +63,15 @@ class App:
     frontier: WriteFrontier
 
 
-def check_embedding_model(conn: Connection, model: str, dimension: int) -> None:
+async def check_embedding_model(store: Store, model: str, dimension: int) -> None:
     """Record the embedding model on first use; refuse a different one while notes exist."""
-    stored = get_meta(conn, "embedding_model")
-    stored_dim = get_meta(conn, "embedding_dimension")
-    current = f"{model} ({dimension} dimensions)"
-    if stored is None:
-        set_meta(conn, "embedding_model", model)
-        set_meta(conn, "embedding_dimension", str(dimension))
-        return
-    if stored == model and stored_dim == str(dimension):
-        return
-    notes = conn.execute("SELECT COUNT(*) FROM interaction_notes").fetchone()[0]
-    if notes == 0:
-        set_meta(conn, "embedding_model", model)
-        set_meta(conn, "embedding_dimension", str(dimension))
-        return
-    raise ConfigError(
-        f"the notes in this database were embedded with {stored} ({stored_dim} dimensions) but "
-        f"the configured embedding model is {current}; run `vivy reembed` first"
-    )
+    stored = await store.meta.adopt_embedding_model(model, dimension)
+    if stored is not None:
+        raise ConfigError(
+            f"the notes in this database were embedded with {stored.model} ({stored.dimension} "
+            f"dimensions) but the configured embedding model is {model} ({dimension} "
+            "dimensions); run `vivy reembed` first"
+        )
 
 
 def database_size(path: Path) -> int:
@@ -137,6 +130,7 @@ async def running_app(
     flight.
     """
     db = Database.open(settings.database, inline=inline_db)
+    store = sqlite_store(db)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
@@ -146,10 +140,10 @@ async def running_app(
     )
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:
-        await db.write(check_embedding_model, model.embedding_model, model.dimension)
+        await check_embedding_model(store, model.embedding_model, model.dimension)
         frontier = WriteFrontier()
         profiles = ProfileUpdaters(
-            db=db,
+            store=store,
             llm=model,
             clock=clock,
             observer=observer,
@@ -158,7 +152,7 @@ async def running_app(
             window_s=settings.profile_delay_s,
         )
         notes = NoteWriter(
-            db=db,
+            store=store,
             llm=model,
             clock=clock,
             profiles=profiles,
@@ -170,7 +164,7 @@ async def running_app(
             frontier=frontier,
         )
         router = Router(
-            db=db,
+            store=store,
             clock=clock,
             buffers=settings.buffers,
             policy=CapturePolicy(
@@ -184,7 +178,7 @@ async def running_app(
             observer=observer,
         )
         nightly = Scheduler(
-            db=db,
+            store=store,
             llm=model,
             clock=clock,
             observer=observer,
@@ -195,6 +189,7 @@ async def running_app(
         )
         app = App(
             settings,
+            store,
             db,
             clock,
             model,
@@ -229,4 +224,4 @@ async def running_app(
             with anyio.CancelScope(shield=True):
                 await model.aclose()
         finally:
-            db.close()
+            store.close()

@@ -750,7 +750,7 @@ async def _nightly(
             continue
         _, midnight = day_bounds(day, zone)
         nightly = Scheduler(
-            db=app.db,
+            store=app.store,
             llm=app.llm,
             clock=Clock.starting_at(midnight),
             observer=app.observer,

@@ -16,6 +16,7 @@ from vivy.config import BufferSettings
 from vivy.state.buffer import CloseReason
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage.db import Database
+from vivy.storage.sqlite import sqlite_store
 
 #: 2026-03-02T00:00:00Z, the wall time at virtual time zero of every test.
 WALL0 = 1772409600.0
@@ -90,7 +91,7 @@ async def running_router(
     hand_off = hand_off_type(clock)
     observer = CountingObserver()
     router = Router(
-        db=db,
+        store=sqlite_store(db),
         clock=clock,
         buffers=settings,
         policy=policy or CapturePolicy(own_user_id=1),

@@ -19,6 +19,7 @@ from vivy.llm.port import LLM
 from vivy.state.gate import CapturePolicy
 from vivy.state.profile import Rejection
 from vivy.storage.db import Database
+from vivy.storage.sqlite import sqlite_store
 
 from .harness import FIXED, WALL0, CountingObserver
 
@@ -71,10 +72,11 @@ async def running_pipeline(
     clock = Clock(wall_origin=wall0, mono_origin=0.0)
     observer = PipelineObserver()
     model = llm or OfflineLLM()
-    profiles = ProfileUpdaters(db=db, llm=model, clock=clock, observer=observer)
-    writer = NoteWriter(db=db, llm=model, clock=clock, profiles=profiles, observer=observer)
+    store = sqlite_store(db)
+    profiles = ProfileUpdaters(store=store, llm=model, clock=clock, observer=observer)
+    writer = NoteWriter(store=store, llm=model, clock=clock, profiles=profiles, observer=observer)
     router = Router(
-        db=db,
+        store=store,
         clock=clock,
         buffers=FIXED,
         policy=CapturePolicy(own_user_id=1),

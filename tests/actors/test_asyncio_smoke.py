@@ -23,6 +23,7 @@ from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite import sqlite_store
 
 from .harness import FIXED, GUILD, WALL0, CountingObserver, message
 
@@ -79,7 +80,7 @@ async def threaded_router(
     hand_off = SignallingHandOff()
     observer = CountingObserver()
     router = Router(
-        db=db,
+        store=sqlite_store(db),
         clock=Clock.starting_at(WALL0),
         buffers=settings,
         policy=CapturePolicy(own_user_id=1),

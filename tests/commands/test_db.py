@@ -9,7 +9,7 @@ import pytest
 import sqlean
 
 from tests.importer import TWO_DAYS, import_files, snapshot
-from vivy.storage.maintenance import check_integrity, open_readonly
+from vivy.storage.checks import check_integrity, open_readonly
 from vivy.storage.schema import SCHEMA_VERSION
 
 from . import run_cli

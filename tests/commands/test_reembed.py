@@ -23,10 +23,12 @@ from vivy.errors import ConfigError
 from vivy.llm.metered import MeteredLLM, NullMeter
 from vivy.llm.offline import OfflineLLM, hash_embedding
 from vivy.llm.port import LLM
-from vivy.storage import maintenance as upkeep
+from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection, Database
+from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta
 from vivy.storage.notes import serialize_vector
+from vivy.storage.sqlite import sqlite_store
 
 from . import run_cli
 
@@ -82,15 +84,15 @@ async def test_model_change_is_refused_until_reembed_has_run(copy: Path) -> None
     seen: list[int] = []
     try:
         report = await reembed_command.reembed_notes(
-            db, SmallModel(), batch_size=4, progress=seen.append
+            sqlite_store(db), SmallModel(), batch_size=4, progress=seen.append
         )
         assert (report.notes, report.model, report.dimension) == (6, "small-hash-v2", 256)
         assert report.previous == "offline-hash-v1 (768 dimensions)"
         assert seen == [4, 6]
-        assert await db.read(upkeep.vec_notes_dimension) == 256
+        assert await db.read(vec_notes_dimension) == 256
         assert await db.read(get_meta, "embedding_model") == "small-hash-v2"
         assert await db.read(get_meta, "embedding_dimension") == "256"
-        assert await db.read(upkeep.count_rows, "vec_notes") == 6
+        assert await db.read(count_rows, "vec_notes") == 6
         assert await db.read(get_meta, "reembed_model") is None
         first = await db.read(
             lambda c: c.execute(
@@ -124,15 +126,15 @@ async def test_interrupted_reembed_resumes_and_keeps_old_vectors_meanwhile(
     db = Database.open(copy, inline=True)
     try:
         with pytest.raises(RuntimeError):
-            await reembed_command.reembed_notes(db, Failing(), batch_size=4)
-        assert await db.read(upkeep.vec_notes_dimension) == 768
+            await reembed_command.reembed_notes(sqlite_store(db), Failing(), batch_size=4)
+        assert await db.read(vec_notes_dimension) == 768
         assert await db.read(get_meta, "embedding_model") == "offline-hash-v1"
         capsys.readouterr()
         assert check_database(copy, environ={}) == 0
         assert "interrupted `vivy reembed` left staged vectors" in capsys.readouterr().out
-        report = await reembed_command.reembed_notes(db, SmallModel(), batch_size=4)
+        report = await reembed_command.reembed_notes(sqlite_store(db), SmallModel(), batch_size=4)
         assert (report.notes, report.resumed) == (6, 4)
-        assert await db.read(upkeep.vec_notes_dimension) == 256
+        assert await db.read(vec_notes_dimension) == 256
     finally:
         db.close()
 

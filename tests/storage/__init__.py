@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from vivy.storage import buffers as store
-from vivy.storage.db import Connection
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-__all__ = ["count_buffers"]
+from vivy.storage import buffers as store
+from vivy.storage.db import Connection, Database
+
+__all__ = ["Probe", "SqliteProbe", "count_buffers"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def count_buffers(conn: Connection) -> dict[str, int]:
@@ -14,3 +20,50 @@ def count_buffers(conn: Connection) -> dict[str, int]:
         "open": len(store.open_buffer_rows(conn)),
         "closed": len(store.closed_buffer_ids(conn)),
     }
+
+
+class Probe(Protocol):
+    """Plain SQL (``?`` placeholders) on the database behind a store, for what a test checks or
+    arranges that the port does not show; each engine of the suite has one."""
+
+    async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        """The rows ``sql`` selects, as tuples."""
+
+    async def scalar(self, sql: str, *args: object) -> object:
+        """The single value ``sql`` selects."""
+
+    async def count(self, sql: str, *args: object) -> int:
+        """The single number ``sql`` selects."""
+
+    async def execute(self, sql: str, *args: object) -> None:
+        """Run ``sql`` in a transaction of its own."""
+
+
+class SqliteProbe:
+    """Plain SQL on the database behind a SQLite store: what a test checks or arranges that
+    the port does not show (internal columns, indexes, rows the bot never writes)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        """The rows ``sql`` selects, as tuples."""
+        return await self._db.read(lambda c: [tuple(r) for r in c.execute(sql, args)])
+
+    async def scalar(self, sql: str, *args: object) -> object:
+        """The single value ``sql`` selects."""
+        return await self._db.read(lambda c: c.execute(sql, args).fetchone()[0])
+
+    async def count(self, sql: str, *args: object) -> int:
+        """The single number ``sql`` selects."""
+        return int(await self._db.read(lambda c: c.execute(sql, args).fetchone()[0]))
+
+    async def execute(self, sql: str, *args: object) -> None:
+        """Run ``sql`` in a transaction of its own."""
+        await self._db.write(lambda c: c.execute(sql, args))
+
+    async def read(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run a storage function the port does not offer yet (retrieval's reads)."""
+        return await self._db.read(fn, *args, **kwargs)

@@ -1,24 +1,31 @@
-"""The profile-update outbox: rows carrying a note call's operations, read back validated."""
+"""The profile-update outbox through the port: rows carrying a note call's operations, read
+back validated."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.storage import Probe
 from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
 from vivy.state.buffer import CloseReason
-from vivy.storage import buffers as buffer_store
+from vivy.state.profile import NewFact, ProfilePlan
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database, _statements, connect
+from vivy.storage.db import Database, _statements, connect
+from vivy.storage.port import Store
 from vivy.storage.schema import MIGRATIONS
+
+pytestmark = pytest.mark.anyio
 
 GUILD = 5
 
 
-def closed_buffer(conn: Connection) -> int:
+async def closed_buffer(store: Store) -> int:
     """A closed, empty buffer in channel 1, ready to become a note."""
-    buffer_id = buffer_store.open_buffer(conn, GUILD, 1, "general", 100.0, 1500.0)
-    buffer_store.close_buffer(conn, buffer_id, 200.0, CloseReason.INACTIVITY)
+    buffer_id = await store.buffers.open_buffer(GUILD, 1, "general", 100.0, 1500.0)
+    await store.buffers.close_buffer(buffer_id, 200.0, CloseReason.INACTIVITY)
     return buffer_id
 
 
@@ -44,7 +51,7 @@ def new_note(*users: int) -> note_store.NewNote:
     )
 
 
-def test_update_rows_carry_the_note_calls_operations(db: Database) -> None:
+async def test_update_rows_carry_the_note_calls_operations(store: Store) -> None:
     """Planned operations and their basis version come back validated; others carry none."""
     ops = ProfileOperations(
         operations=[
@@ -53,14 +60,10 @@ def test_update_rows_carry_the_note_calls_operations(db: Database) -> None:
         ]
     )
     planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 3)}
-
-    def commit(conn: Connection) -> int | None:
-        return note_store.commit_conversation_note(
-            conn, closed_buffer(conn), new_note(7, 8), planned=planned
-        )
-
-    note_id = db.write_sync(commit)
-    pending = {u.user_id: u for u in db.read_sync(profile_store.pending_updates)}
+    note_id = await store.notes.commit_conversation_note(
+        await closed_buffer(store), new_note(7, 8), planned=planned
+    )
+    pending = {u.user_id: u for u in await store.profiles.pending_updates()}
     assert pending[7].note_id == note_id
     assert (pending[7].operations, pending[7].basis_version) == (ops, 3)
     assert (pending[8].operations, pending[8].basis_version) == (None, None)
@@ -72,27 +75,23 @@ def test_stored_operations_are_validated_again() -> None:
     assert profile_store.decode_operations('{"operations": [{"op": "grant_admin"}]}') is None
 
 
-def test_stored_operations_keep_no_quotes_and_go_once_applied(db: Database) -> None:
+async def test_stored_operations_keep_no_quotes_and_go_once_applied(
+    store: Store, probe: Probe
+) -> None:
     """Evidence quotes are not stored, and an applied update keeps no operations at all."""
     quoted = AddFact(op="add", section="bio", text="Lives in Oslo", evidence="<@9> I live in Oslo")
     ops = ProfileOperations(operations=[quoted])
     planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 0)}
-
-    def commit(conn: Connection) -> int | None:
-        return note_store.commit_conversation_note(
-            conn, closed_buffer(conn), new_note(7), planned=planned
-        )
-
-    db.write_sync(commit)
-    (update,) = db.read_sync(profile_store.pending_updates)
+    await store.notes.commit_conversation_note(
+        await closed_buffer(store), new_note(7), planned=planned
+    )
+    (update,) = await store.profiles.pending_updates()
     assert update.operations == ProfileOperations(
         operations=[quoted.model_copy(update={"evidence": ""})]
     )
-    db.write_sync(lambda c: profile_store.mark_updates_applied(c, [update.id], 400.0))
-    stored = db.read_sync(
-        lambda c: c.execute("SELECT status, operations FROM profile_updates").fetchall()
-    )
-    assert [tuple(row) for row in stored] == [("applied", None)]
+    await store.profiles.mark_updates_applied([update.id], 400.0)
+    stored = await probe.rows("SELECT status, operations FROM profile_updates")
+    assert stored == [("applied", None)]
 
 
 def test_the_migration_keeps_updates_pending_before_it(tmp_path: Path) -> None:
@@ -118,3 +117,36 @@ def test_the_migration_keeps_updates_pending_before_it(tmp_path: Path) -> None:
     finally:
         upgraded.close()
     assert (update.user_id, update.operations, update.basis_version) == (7, None, None)
+
+
+async def test_update_context_reads_version_facts_notes_and_lines(store: Store) -> None:
+    """One read gives what a profile update call needs: version, facts, notes, their lines."""
+    note_id = await store.notes.commit_conversation_note(await closed_buffer(store), new_note(7))
+    assert note_id is not None
+    ctx = await store.profiles.update_context(GUILD, 7, [note_id])
+    assert (ctx.version, ctx.facts) == (0, [])
+    assert [n.id for n in ctx.notes] == [note_id]
+    assert ctx.lines == {note_id: []}
+
+
+async def test_apply_updates_writes_the_plan_and_marks_the_updates_applied(store: Store) -> None:
+    """A plan lands with its updates marked applied; a stale version changes nothing."""
+    await store.notes.commit_conversation_note(await closed_buffer(store), new_note(7))
+    (update,) = await store.profiles.pending_updates()
+    plan = ProfilePlan(added=[NewFact("bio", "Lives in Oslo", "note", update.note_id, "x")])
+    assert not await store.profiles.apply_updates(GUILD, 7, 5, plan, [update.id], 400.0)
+    assert await store.profiles.pending_updates() == [update]
+    assert await store.profiles.apply_updates(GUILD, 7, 0, plan, [update.id], 400.0)
+    assert [f.text for f in await store.profiles.active_facts(GUILD, 7)] == ["Lives in Oslo"]
+    assert await store.profiles.profile_version(GUILD, 7) == 1
+    assert await store.profiles.pending_updates() == []
+
+
+async def test_apply_updates_drops_the_plan_when_an_update_is_gone(store: Store) -> None:
+    """Updates no longer pending (a forget-me meanwhile) make the whole plan a no-op."""
+    await store.notes.commit_conversation_note(await closed_buffer(store), new_note(7))
+    (update,) = await store.profiles.pending_updates()
+    await store.profiles.mark_updates_applied([update.id], 300.0)
+    plan = ProfilePlan(added=[NewFact("bio", "Lives in Oslo", "note", update.note_id, "x")])
+    assert not await store.profiles.apply_updates(GUILD, 7, 0, plan, [update.id], 400.0)
+    assert await store.profiles.active_facts(GUILD, 7) == []

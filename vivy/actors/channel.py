@@ -14,7 +14,6 @@ empty, the actor asks the router to retire it and exits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple, Protocol, TypeAlias
 
@@ -25,24 +24,19 @@ from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
 from vivy.state.buffer import (
-    AppendMessages,
     BufferConfig,
     BufferState,
     ChannelBuffer,
-    CloseBuffer,
     CloseReason,
     DeadlineReached,
-    DeleteMessage,
-    EditMessage,
     Effect,
     Ignore,
     Incoming,
-    OpenBuffer,
     Restored,
 )
 from vivy.state.gate import IngestOutcome
-from vivy.storage import buffers as store
-from vivy.storage.db import Connection, Database
+from vivy.storage.buffers import AppliedEffects
+from vivy.storage.port import BufferStore
 
 __all__ = ["Ack", "ChannelActor", "ChannelKey", "HandOffTarget", "Item"]
 
@@ -146,21 +140,6 @@ class Ack:
 Item: TypeAlias = tuple[Incoming, Ack]
 
 
-@dataclass(eq=False, slots=True)
-class _Applied:
-    """What carrying out a list of effects did in storage."""
-
-    #: The channel's open buffer afterwards, if any.
-    buffer_id: int | None
-    opened: int = 0
-    #: The buffers closed, with their reasons, in order.
-    closed: list[tuple[int, CloseReason]] = field(default_factory=list)
-    #: By effect index: whether an edit or delete found its message.
-    found: dict[int, bool] = field(default_factory=dict)
-    #: Created message ids another buffer already held.
-    taken: frozenset[int] = frozenset()
-
-
 class ChannelActor:
     """Buffers one channel's messages; see the module docstring."""
 
@@ -169,7 +148,7 @@ class ChannelActor:
         key: ChannelKey,
         mailbox: Mailbox[Item],
         *,
-        db: Database,
+        buffers: BufferStore,
         clock: Clock,
         settings: BufferSettings,
         hand_off: HandOffTarget,
@@ -180,7 +159,7 @@ class ChannelActor:
         self.key = key
         self._mailbox = mailbox
         self._arm = arm
-        self._db = db
+        self._buffers = buffers
         self._clock = clock
         self._hand_off = hand_off
         self._observer = observer
@@ -224,7 +203,7 @@ class ChannelActor:
                 await self._carry_out(effects)
 
     async def _restore(self) -> None:
-        found, watermark = await self._db.read(store.restore_channel, self.key.channel_id)
+        found, watermark = await self._buffers.restore_channel(self.key.channel_id)
         snapshot = None
         if found is not None:
             row, message_ids = found
@@ -259,15 +238,17 @@ class ChannelActor:
         for outcome, count in counts.items():
             self._observer.ingested(outcome, count)
 
-    async def _carry_out(self, effects: list[Effect]) -> _Applied:
+    async def _carry_out(self, effects: list[Effect]) -> AppliedEffects:
         """Commit the effects in one transaction, then hand closed buffers off.
 
         Last, the timer is armed at the machine's next deadline, which the effects may have
         moved.
         """
-        applied = _Applied(self._buffer_id)
+        applied = AppliedEffects(self._buffer_id)
         if any(type(effect) is not Ignore for effect in effects):  # else nothing to store
-            applied = await self._db.write(_apply, self.key, self._buffer_id, effects)
+            applied = await self._buffers.apply_effects(
+                self.key.guild_id, self.key.channel_id, self._buffer_id, effects
+            )
         self._buffer_id = applied.buffer_id
         for _ in range(applied.opened):
             self._observer.buffer_opened()
@@ -278,47 +259,3 @@ class ChannelActor:
         if deadline is not None:
             self._arm(deadline)
         return applied
-
-
-def _apply(
-    conn: Connection, key: ChannelKey, buffer_id: int | None, effects: list[Effect]
-) -> _Applied:
-    """Carry out storage effects in order inside the caller's transaction."""
-    applied = _Applied(buffer_id)
-    taken: set[int] = set()
-    for index, effect in enumerate(effects):
-        if isinstance(effect, AppendMessages):  # one executemany for the burst
-            assert applied.buffer_id is not None
-            taken.update(store.append_messages(conn, applied.buffer_id, effect.messages, effect.at))
-        elif isinstance(effect, OpenBuffer):
-            applied.buffer_id = store.open_buffer(
-                conn,
-                key.guild_id,
-                key.channel_id,
-                effect.channel_name,
-                effect.started_at,
-                effect.inactivity_s,
-            )
-            applied.opened += 1
-        elif isinstance(effect, CloseBuffer):
-            current = applied.buffer_id
-            if current is None:
-                current = _only_open_buffer(conn, key.channel_id)
-            store.close_buffer(conn, current, effect.closed_at, effect.reason)
-            applied.closed.append((current, effect.reason))
-            applied.buffer_id = None
-        elif isinstance(effect, EditMessage):
-            applied.found[index] = store.edit_stored_message(
-                conn, effect.message_id, effect.text, effect.edited_at
-            )
-        elif isinstance(effect, DeleteMessage):
-            applied.found[index] = store.delete_stored_message(conn, effect.message_id)
-    applied.taken = frozenset(taken)
-    return applied
-
-
-def _only_open_buffer(conn: Connection, channel_id: int) -> int:
-    rows = store.open_buffer_rows(conn, channel_id)
-    if not rows:
-        raise LookupError(f"channel {channel_id} has no open buffer to close")
-    return rows[0].id

@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Protocol
 
 import anyio
@@ -43,11 +42,10 @@ from vivy.llm.schemas import (
 )
 from vivy.state.guards import clean_note
 from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
-from vivy.storage import buffers as buffer_store
 from vivy.storage import evidence as evidence_store
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Database
+from vivy.storage.port import Store
 
 __all__ = [
     "NoteObserver",
@@ -150,7 +148,7 @@ class NoteWriter:
     def __init__(
         self,
         *,
-        db: Database,
+        store: Store,
         llm: LLM,
         clock: Clock,
         profiles: ProfileNotifier,
@@ -163,7 +161,7 @@ class NoteWriter:
         keep_evidence: bool = True,
         frontier: WriteFrontier | None = None,
     ) -> None:
-        self._db = db
+        self._store = store
         self._llm = llm
         self._clock = clock
         self._profiles = profiles
@@ -216,7 +214,7 @@ class NoteWriter:
                 tg.start_soon(self._write_released, buffer_id)
 
     async def _rescan(self) -> None:
-        for buffer_id, due in await self._db.read(buffer_store.closed_buffer_ids):
+        for buffer_id, due in await self._store.buffers.closed_buffer_ids():
             if buffer_id not in self._in_flight:
                 self._frontier.add(buffer_id, due)
                 self._queue.put(buffer_id, due)
@@ -262,13 +260,13 @@ class NoteWriter:
         the order their conversations closed.
         """
         bound = log.bind(buffer_id=buffer_id)
-        stored = await self._db.read(buffer_store.load_buffer, buffer_id)
+        stored = await self._store.buffers.load_buffer(buffer_id)
         if stored is None or stored.row.status != "closed":
             return None  # already noted or discarded
         row = stored.row
         bound = bound.bind(guild_id=row.guild_id, channel_id=row.channel_id)
         if len(stored.messages) < self._min_messages:
-            if await self._db.write(note_store.discard_buffer, buffer_id):
+            if await self._store.notes.discard_buffer(buffer_id):
                 self._observer.buffer_discarded()
                 bound.debug("buffer too small for a note; discarded", messages=len(stored.messages))
             return None
@@ -288,7 +286,7 @@ class NoteWriter:
         # the model's latency: updates that came due before it are applied first.
         closed_at = row.closed_at if row.closed_at is not None else row.last_message_at
         await self._profiles.wait_settled(row.guild_id, list(counts), closed_at)
-        profiles = await self._db.read(profile_store.member_profiles, row.guild_id, list(counts))
+        profiles = await self._store.profiles.member_profiles(row.guild_id, list(counts))
         choice = choose_note_members(
             [(user, own[user], len(profiles[user][1])) for user, _ in counts.most_common()]
         )
@@ -325,7 +323,7 @@ class NoteWriter:
         except LLMError as exc:
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
             retry_at = self._clock.now() + delay
-            await self._db.write(buffer_store.record_note_failure, buffer_id, str(exc), retry_at)
+            await self._store.buffers.record_note_failure(buffer_id, str(exc), retry_at)
             self._queue.put(buffer_id, retry_at)
             bound.warning("note failed; will retry", error=str(exc), retry_in_s=round(delay, 1))
             return None
@@ -359,14 +357,14 @@ class NoteWriter:
         if before_commit is not None:
             before_commit()
         await self._frontier.wait_turn(buffer_id)
-        commit = partial(
-            note_store.commit_conversation_note,
+        note_id = await self._store.notes.commit_conversation_note(
+            buffer_id,
+            note,
             updates_due_at=note.created_at + self._profile_delay_s,
             planned=_planned_updates(
                 draft, choice, {user: version for user, (version, _) in profiles.items()}
             ),
         )
-        note_id = await self._db.write(commit, buffer_id, note)
         if note_id is None:
             return None
         self._observer.note_written("conversation")

@@ -32,10 +32,10 @@ from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import FactView, NoteView, ProfileInput, ProfileOperation, TranscriptLine
 from vivy.state.guards import discloses_self
-from vivy.state.profile import FactSource, ProfilePlan, Rejection, plan_operations
+from vivy.state.profile import FactSource, Rejection, plan_operations
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.port import Store
 
 __all__ = ["MAX_NOTES_PER_CALL", "ProfileObserver", "ProfileUpdaters"]
 
@@ -64,60 +64,13 @@ class _Member:
     user_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    """Everything one update call needs, read in one go."""
-
-    version: int
-    facts: list[profile_store.Fact]
-    notes: list[note_store.Note]
-    lines: dict[int, list[tuple[int, str, str, float]]]
-
-
-def _read_context(conn: Connection, guild_id: int, user_id: int, note_ids: list[int]) -> _Context:
-    return _Context(
-        version=profile_store.profile_version(conn, guild_id, user_id),
-        facts=profile_store.active_facts(conn, guild_id, user_id),
-        notes=note_store.get_notes(conn, note_ids),
-        lines=profile_store.note_sources(conn, note_ids),
-    )
-
-
-def _write_plan(
-    conn: Connection,
-    member: _Member,
-    version: int,
-    plan: ProfilePlan,
-    update_ids: Sequence[int],
-    now: float,
-) -> bool:
-    """Apply the plan and mark the updates applied, or change nothing on a conflict.
-
-    A conflict is a profile changed meanwhile, or updates no longer pending (the member used
-    ``/memory forget-me`` while the call was out): the plan is then dropped.
-    """
-    marks = ",".join("?" * len(update_ids))
-    still = conn.execute(
-        f"SELECT COUNT(*) FROM profile_updates WHERE status = 'pending' AND id IN ({marks})",
-        list(update_ids),
-    ).fetchone()[0]
-    if still != len(update_ids):
-        return False
-    if plan.changes and not profile_store.apply_plan(
-        conn, member.guild_id, member.user_id, version, plan, now
-    ):
-        return False
-    profile_store.mark_updates_applied(conn, update_ids, now)
-    return True
-
-
 class ProfileUpdaters:
     """Supervises one actor per member with pending updates; see the module docstring."""
 
     def __init__(
         self,
         *,
-        db: Database,
+        store: Store,
         llm: LLM,
         clock: Clock,
         observer: ProfileObserver,
@@ -127,7 +80,7 @@ class ProfileUpdaters:
         frontier: WriteFrontier | None = None,
         window_s: float = math.inf,
     ) -> None:
-        self._db = db
+        self._profiles = store.profiles
         self._llm = llm
         self._clock = clock
         self._observer = observer
@@ -179,7 +132,7 @@ class ProfileUpdaters:
         profiles as of its close, however long earlier calls took. Updates being retried
         after a failure are not waited for; an update due at ``through`` itself waits for the
         notes closed by then (the frontier), so the two never wait for each other."""
-        while await self._db.read(profile_store.members_due_by, guild_id, list(user_ids), through):
+        while await self._profiles.members_due_by(guild_id, list(user_ids), through):
             progress = self._progress
             await progress.wait()
 
@@ -187,7 +140,7 @@ class ProfileUpdaters:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Start an actor for every member with pending updates, then serve until cancelled."""
-        pending = await self._db.read(profile_store.pending_updates)
+        pending = await self._profiles.pending_updates()
         async with anyio.create_task_group() as tg:
             self._tg = tg
             for update in pending:
@@ -201,7 +154,7 @@ class ProfileUpdaters:
             self._wake[member] = wake = anyio.Event()
             pending = [
                 u
-                for u in await self._db.read(profile_store.pending_updates, member.user_id)
+                for u in await self._profiles.pending_updates(member.user_id)
                 if u.guild_id == member.guild_id
             ]
             self._pending[member] = len(pending)
@@ -258,8 +211,8 @@ class ProfileUpdaters:
     ) -> None:
         head = updates[0]
         if head.operations is not None:
-            ctx = await self._db.read(
-                _read_context, member.guild_id, member.user_id, [head.note_id]
+            ctx = await self._profiles.update_context(
+                member.guild_id, member.user_id, [head.note_id]
             )
             if not head.operations.operations or ctx.version == head.basis_version:
                 ops = head.operations.operations
@@ -270,7 +223,7 @@ class ProfileUpdaters:
             # (a fact they keep was merged, a newer one they did not see), so ask again.
             bound.debug("note-call operations are stale; asking again", note_id=head.note_id)
         note_ids = [u.note_id for u in updates]
-        ctx = await self._db.read(_read_context, member.guild_id, member.user_id, note_ids)
+        ctx = await self._profiles.update_context(member.guild_id, member.user_id, note_ids)
         own_name = next(
             (
                 p.display_name
@@ -306,7 +259,7 @@ class ProfileUpdaters:
             if line.author_id == member.user_id
         ):
             # Facts must rest on the member's own words; without any, no call can add one.
-            await self._db.write(profile_store.mark_updates_applied, [u.id for u in updates], due)
+            await self._profiles.mark_updates_applied([u.id for u in updates], due)
             self._observer.profile_update("skipped")
             return
         try:
@@ -318,7 +271,7 @@ class ProfileUpdaters:
                 self._clock.now() + self._backoff.delay(attempts, self._rng) + self._backoff.base_s
             )
             ids = [u.id for u in updates]
-            await self._db.write(profile_store.record_update_failure, ids, str(exc), retry_at)
+            await self._profiles.record_update_failure(ids, str(exc), retry_at)
             bound.warning("profile update failed; will retry", error=str(exc))
             return
         operations = generation.value.operations
@@ -327,7 +280,7 @@ class ProfileUpdaters:
     async def _apply(
         self,
         member: _Member,
-        ctx: _Context,
+        ctx: profile_store.UpdateContext,
         updates: list[profile_store.PendingUpdate],
         operations: Sequence[ProfileOperation],
         due: float,
@@ -349,8 +302,8 @@ class ProfileUpdaters:
             for note in ctx.notes
         }
         plan = plan_operations([f.existing() for f in ctx.facts], operations, sources)
-        written = await self._db.write(
-            _write_plan, member, ctx.version, plan, [u.id for u in updates], due
+        written = await self._profiles.apply_updates(
+            member.guild_id, member.user_id, ctx.version, plan, [u.id for u in updates], due
         )
         if not written:
             self._observer.profile_update("conflict_retried")

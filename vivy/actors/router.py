@@ -35,8 +35,7 @@ from vivy.state.gate import (
     admit,
     normalize_text,
 )
-from vivy.storage import buffers as store
-from vivy.storage.db import Connection, Database
+from vivy.storage.port import Store
 
 __all__ = ["IngestObserver", "Router", "RouterStatistics"]
 
@@ -80,14 +79,14 @@ class Router:
     def __init__(
         self,
         *,
-        db: Database,
+        store: Store,
         clock: Clock,
         buffers: BufferSettings,
         policy: CapturePolicy,
         hand_off: HandOffTarget,
         observer: IngestObserver,
     ) -> None:
-        self._db = db
+        self._store = store
         self._clock = clock
         self._buffers = buffers
         self._policy = policy
@@ -105,8 +104,8 @@ class Router:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Restore every open buffer's actor, then serve until cancelled."""
-        opted_out, open_channels = await self._db.read(_startup_query)
-        self._opted_out = opted_out
+        self._opted_out = await self._store.members.opted_out_members()
+        open_channels = [ChannelKey(*key) for key in await self._store.buffers.open_channels()]
         async with anyio.create_task_group() as tg:
             self._tg = tg
             for key in open_channels:
@@ -259,7 +258,7 @@ class Router:
             actor = ChannelActor(
                 key,
                 entry.mailbox,
-                db=self._db,
+                buffers=self._store.buffers,
                 clock=self._clock,
                 settings=self._buffers,
                 hand_off=self._hand_off,
@@ -282,15 +281,3 @@ class Router:
                     crashes=entry.crashes,
                 )
                 await anyio.sleep(min(MAX_RESTART_DELAY_S, 0.1 * 2 ** (entry.crashes - 1)))
-
-
-def _startup_query(conn: Connection) -> tuple[set[tuple[int, int]], list[ChannelKey]]:
-    """Opted-out members, and the channels that have an open buffer to restore."""
-    opted_out = {
-        (int(g), int(u))
-        for g, u in conn.execute(
-            "SELECT guild_id, user_id FROM guild_members WHERE opted_out = 1"
-        ).fetchall()
-    }
-    channels = [ChannelKey(row.guild_id, row.channel_id) for row in store.open_buffer_rows(conn)]
-    return opted_out, channels

@@ -35,10 +35,8 @@ from vivy.state.schedule import (
     next_midnight,
     validate_clusters,
 )
-from vivy.storage import evidence, jobs
 from vivy.storage import notes as note_store
-from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.port import Store
 
 __all__ = ["JobReport", "Scheduler", "SchedulerObserver"]
 
@@ -92,7 +90,7 @@ class Scheduler:
     def __init__(
         self,
         *,
-        db: Database,
+        store: Store,
         llm: LLM,
         clock: Clock,
         observer: SchedulerObserver,
@@ -101,7 +99,7 @@ class Scheduler:
         catchup_limit_s: float = 300.0,
         evidence_days: float | None = None,
     ) -> None:
-        self._db = db
+        self._store = store
         self._llm = llm
         self._clock = clock
         self._observer = observer
@@ -131,7 +129,8 @@ class Scheduler:
                 await self.run_day(ended)
 
     async def _catch_up(self, done: anyio.Event) -> None:
-        completed, first = await self._db.read(_catchup_state)
+        completed = await self._store.jobs.completed_days()
+        first = await self._store.jobs.first_note_time()
         first_day = None if first is None else local_day(first, self._zone)
         days = missed_days(self._clock.now(), self._zone, completed, first_activity=first_day)
         if days:
@@ -146,17 +145,17 @@ class Scheduler:
             started = self._clock.monotonic()
             report = JobReport(day, ran_at=self._clock.now())
             start, end = day_bounds(day, self._zone)
-            for guild_id in await self._db.read(jobs.guilds_with_notes, start, end):
+            for guild_id in await self._store.jobs.guilds_with_notes(start, end):
                 await self._cluster_pass(guild_id, day, start, end, report)
                 await self._consolidation_pass(guild_id, day, start, end, report)
             if self._evidence_days is not None:
                 # Retention: notes that ended more than the kept days before the day's end
                 # lose their evidence (their lines wait for pending profile updates).
                 before = end - self._evidence_days * 86400.0
-                report.evidence_pruned = await self._db.write(evidence.prune_evidence, before)
+                report.evidence_pruned = await self._store.evidence.prune_evidence(before)
             if report.complete:
                 now = self._clock.now()
-                await self._db.write(jobs.record_run, day, now)
+                await self._store.jobs.record_run(day, now)
                 self._observer.job_succeeded(now, self._clock.monotonic() - started)
             log.info(
                 "nightly job ran",
@@ -171,10 +170,10 @@ class Scheduler:
     async def _cluster_pass(
         self, guild_id: int, day: date, start: float, end: float, report: JobReport
     ) -> None:
-        if await self._db.read(jobs.pass_done, guild_id, day, CLUSTERS):
+        if await self._store.jobs.pass_done(guild_id, day, CLUSTERS):
             report.skipped_passes.append(f"{guild_id}:{CLUSTERS}")
             return
-        notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
+        notes = await self._store.notes.notes_between(guild_id, start, end, "conversation")
         new: list[note_store.NewNote] = []
         if len(notes) >= self._min_cluster_notes:
             views = tuple(_view(n) for n in notes)
@@ -222,8 +221,8 @@ class Scheduler:
                         source_note_ids=cluster.source_note_ids,
                     )
                 )
-        ids = await self._db.write(
-            note_store.commit_cluster_notes, guild_id, day.isoformat(), new, self._clock.now()
+        ids = await self._store.notes.commit_cluster_notes(
+            guild_id, day.isoformat(), new, self._clock.now()
         )
         report.clusters += len(ids)
         for _ in ids:
@@ -232,18 +231,18 @@ class Scheduler:
     async def _consolidation_pass(
         self, guild_id: int, day: date, start: float, end: float, report: JobReport
     ) -> None:
-        if await self._db.read(jobs.pass_done, guild_id, day, CONSOLIDATION):
+        if await self._store.jobs.pass_done(guild_id, day, CONSOLIDATION):
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
-        notes = await self._db.read(note_store.notes_between, guild_id, start, end, "conversation")
+        notes = await self._store.notes.notes_between(guild_id, start, end, "conversation")
         # Only profiles that changed during the day and hold something to consolidate
         # (near-duplicates, a nearly full section) cost a pro call.
-        changed = set(await self._db.read(profile_store.changed_between, guild_id, start, end))
+        changed = set(await self._store.profiles.changed_between(guild_id, start, end))
         members = sorted({p.user_id for n in notes for p in n.participants} & changed)
         failed = False
         for user_id in members:
             theirs = [n for n in notes if any(p.user_id == user_id for p in n.participants)]
-            facts = await self._db.read(profile_store.active_facts, guild_id, user_id)
+            facts = await self._store.profiles.active_facts(guild_id, user_id)
             if not needs_consolidation([f.existing() for f in facts]):
                 continue
             try:
@@ -259,13 +258,13 @@ class Scheduler:
             report.failures.append(f"{guild_id}:{CONSOLIDATION}")
             self._observer.job_failed("consolidation")
             return
-        await self._db.write(jobs.record_pass, guild_id, day, CONSOLIDATION, self._clock.now())
+        await self._store.jobs.record_pass(guild_id, day, CONSOLIDATION, self._clock.now())
 
     async def _consolidate(self, guild_id: int, user_id: int, notes: list[note_store.Note]) -> None:
         """One consolidation call for one member; retried once on a version conflict."""
         for _ in range(2):
-            facts = await self._db.read(profile_store.active_facts, guild_id, user_id)
-            version = await self._db.read(profile_store.profile_version, guild_id, user_id)
+            facts = await self._store.profiles.active_facts(guild_id, user_id)
+            version = await self._store.profiles.profile_version(guild_id, user_id)
             name = next(
                 p.display_name for n in notes for p in n.participants if p.user_id == user_id
             )
@@ -292,8 +291,8 @@ class Scheduler:
                 self._observer.fact_rejected(reason)
             if not plan.changes:
                 return
-            written = await self._db.write(
-                profile_store.apply_plan, guild_id, user_id, version, plan, self._clock.now()
+            written = await self._store.profiles.apply_plan(
+                guild_id, user_id, version, plan, self._clock.now()
             )
             if written:
                 self._observer.profile_update("applied")
@@ -309,7 +308,3 @@ def _view(note: note_store.Note) -> NoteView:
         date=note.note_date,
         participants=tuple(p.display_name for p in note.participants),
     )
-
-
-def _catchup_state(conn: Connection) -> tuple[list[date], float | None]:
-    return jobs.completed_days(conn), jobs.first_note_time(conn)

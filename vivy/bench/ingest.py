@@ -33,7 +33,6 @@ time only from its :class:`~vivy.clock.Clock`.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -56,7 +55,8 @@ from vivy.heap import settle_heap
 from vivy.metrics.observer import MetricsObserver
 from vivy.metrics.registry import Metrics
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
-from vivy.storage.db import Connection, Database, connect, migrate
+from vivy.storage.baseline import JsonRewriteTable, RawMessageTable, count_buffered_messages
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "CountingHandOff",
@@ -148,11 +148,11 @@ class _Running:
 @asynccontextmanager
 async def _running_router(path: Path) -> AsyncIterator[_Running]:
     """A router on a fresh thread-mode database at ``path``, served until the block ends."""
-    db = Database.open(path)
+    store = open_sqlite_store(path)
     observer = MetricsObserver(Metrics(CollectorRegistry()))  # what `vivy run` reports to
     hand_off = CountingHandOff()
     router = Router(
-        db=db,
+        store=store,
         clock=Clock.starting_at(WALL0),
         buffers=BufferSettings(),
         policy=CapturePolicy(own_user_id=OWN_USER_ID),
@@ -165,7 +165,7 @@ async def _running_router(path: Path) -> AsyncIterator[_Running]:
             yield _Running(router, observer, hand_off)
             tg.cancel_scope.cancel()
     finally:
-        db.close()
+        store.close()
 
 
 async def _settle(
@@ -222,15 +222,6 @@ async def _run_lockstep(traffic: list[list[IncomingMessage]], path: Path) -> _Ro
     return _RouterRun(seconds, latencies, running.observer, running.hand_off)
 
 
-def _count_rows(path: Path) -> int:
-    """Buffered message rows in the database at ``path``, read on a fresh connection."""
-    conn = connect(path)
-    try:
-        return int(conn.execute("SELECT COUNT(*) FROM buffer_messages").fetchone()[0])
-    finally:
-        conn.close()
-
-
 # Baselines ------------------------------------------------------------------------------
 
 
@@ -241,107 +232,50 @@ def _arrival_order(traffic: list[list[IncomingMessage]]) -> list[IncomingMessage
 
 def _raw_batched(arrivals: list[IncomingMessage], path: Path) -> float:
     """Rows per second of one ``executemany`` into a fresh ``buffer_messages`` table."""
-    conn = connect(path)
+    table = RawMessageTable(path)
     try:
-        migrate(conn)
-        buffer_ids = _raw_parent_buffers(conn, arrivals)
-        rows = [
-            (
-                m.message_id,
-                buffer_ids[m.channel_id],
-                m.author_id,
-                m.author_name,
-                m.text,
-                m.created_at,
-                m.reply_to,
-                json.dumps(list(m.mentions)),
-            )
-            for m in arrivals
-        ]
-        started = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO buffer_messages (message_id, buffer_id, author_id, author_name, text,"
-            " created_at, reply_to, mentions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+        table.open_buffers(GUILD_ID, (m.channel_id for m in arrivals), WALL0)
+        rows = table.bind(
+            [
+                (
+                    m.message_id,
+                    m.channel_id,
+                    m.author_id,
+                    m.author_name,
+                    m.text,
+                    m.created_at,
+                    m.reply_to,
+                    m.mentions,
+                )
+                for m in arrivals
+            ]
         )
-        conn.execute("COMMIT")
+        started = time.perf_counter()
+        table.insert(rows)
         seconds = time.perf_counter() - started
     finally:
-        conn.close()
+        table.close()
     return _rate(len(rows), seconds)
-
-
-def _raw_parent_buffers(conn: Connection, arrivals: list[IncomingMessage]) -> dict[int, int]:
-    """One open buffer row per channel (untimed), so the rows' foreign keys hold; by channel."""
-    ids: dict[int, int] = {}
-    conn.execute("BEGIN IMMEDIATE")
-    for channel_id in sorted({m.channel_id for m in arrivals}):
-        cursor = conn.execute(
-            "INSERT INTO channel_buffers (guild_id, channel_id, status, started_at,"
-            " last_message_at, inactivity_s) VALUES (?, ?, 'open', ?, ?, 1500.0)",
-            (GUILD_ID, channel_id, WALL0, WALL0),
-        )
-        ids[channel_id] = int(cursor.lastrowid or 0)
-    conn.execute("COMMIT")
-    return ids
-
-
-_JSON_DDL = """
-CREATE TABLE channel_buffers (
-    channel_id  TEXT PRIMARY KEY,
-    guild_id    TEXT NOT NULL,
-    messages    TEXT NOT NULL,
-    started_at  DATETIME DEFAULT CURRENT_TIMESTAMP,
-    updated_at  DATETIME DEFAULT CURRENT_TIMESTAMP
-)
-"""
 
 
 def _json_rewrite(arrivals: list[IncomingMessage], path: Path) -> float:
     """Messages per second stored the seed-002 way (a JSON array rewritten per message)."""
-    conn = connect(path)
+    table = JsonRewriteTable(path, buffer_size=JSON_BUFFER_SIZE)
     try:
-        conn.execute(_JSON_DDL)
         started = time.perf_counter()
-        for message in arrivals:
-            _json_append(conn, message)
+        for m in arrivals:  # the entry is built per message, as seed 002 does
+            entry = {
+                "discord_id": str(m.author_id),
+                "username": m.author_name,
+                "display_name": m.author_name,
+                "text": m.text,
+                "message_id": str(m.message_id),
+            }
+            table.append(m.guild_id, m.channel_id, entry)
         seconds = time.perf_counter() - started
     finally:
-        conn.close()
+        table.close()
     return _rate(len(arrivals), seconds)
-
-
-def _json_append(conn: Connection, message: IncomingMessage) -> None:
-    """One seed-002 upsert: SELECT the array, append in memory, write it back, commit."""
-    channel_id = str(message.channel_id)
-    entry = {
-        "discord_id": str(message.author_id),
-        "username": message.author_name,
-        "display_name": message.author_name,
-        "text": message.text,
-        "message_id": str(message.message_id),
-    }
-    conn.execute("BEGIN IMMEDIATE")
-    row = conn.execute(
-        "SELECT messages FROM channel_buffers WHERE channel_id = ?", (channel_id,)
-    ).fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO channel_buffers (channel_id, guild_id, messages) VALUES (?, ?, ?)",
-            (channel_id, str(message.guild_id), json.dumps([entry])),
-        )
-    else:
-        buffered: list[dict[str, str]] = json.loads(row[0])
-        if len(buffered) >= JSON_BUFFER_SIZE:  # that buffer was flushed; start over
-            buffered = []
-        buffered.append(entry)
-        conn.execute(
-            "UPDATE channel_buffers SET messages = ?, updated_at = CURRENT_TIMESTAMP"
-            " WHERE channel_id = ?",
-            (json.dumps(buffered), channel_id),
-        )
-    conn.execute("COMMIT")
 
 
 # Entry points ---------------------------------------------------------------------------
@@ -387,7 +321,7 @@ def _run_all(
     # between runs then moves both sides of a ratio alike.
     ratios = [_rate(len(arrivals), g.seconds) / r for (g, _), r in zip(gateway, raws, strict=True)]
     lockstep = anyio.run(_run_lockstep, traffic, db_dir / "vivy-lockstep.db", backend=backend)
-    rows_stored = _count_rows(vivy_path)
+    rows_stored = count_buffered_messages(vivy_path)
     rewrite = _json_rewrite(arrivals, db_dir / "json-rewrite.db")
     total = len(arrivals)
     rate = _rate(total, run.seconds)

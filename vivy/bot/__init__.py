@@ -2,7 +2,7 @@
 
 :mod:`vivy.bot.gateway` is the only asyncio-only code of Vivy; :mod:`vivy.bot.reply` holds the
 pure decisions (when to answer, rate limits, chunking) and :mod:`vivy.bot.commands` the slash
-commands, whose SQL lives in :mod:`vivy.storage.members`.
+commands, which read and write through the storage port's members area.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 ``opt-out``, ``opt-in``, and for server managers ``lore <fact>`` and ``status``. Every
 command is scoped to the guild it is used in and answered ephemerally, without pings. An
 interaction is first reduced to an :class:`Invocation` (plain values), which
-:meth:`MemoryCommands.execute` answers; the SQL lives in :mod:`vivy.storage.members`.
+:meth:`MemoryCommands.answer` answers, through the members area of the storage port.
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ class MemoryCommands:
             name: CommandName | None = None
         else:
             name = SUBCOMMANDS.get(invocation.subcommand)
-            reply = await self.execute(invocation)
+            reply = await self.answer(invocation)
         if name is not None:
             self._app.metrics.commands.labels(name, reply.outcome).inc()
         await interaction.create_initial_response(
@@ -246,7 +246,7 @@ class MemoryCommands:
             role_mentions=False,
         )
 
-    async def execute(self, invocation: Invocation) -> CommandReply:
+    async def answer(self, invocation: Invocation) -> CommandReply:
         """The answer to ``invocation``; an unexpected failure becomes an apology."""
         handlers = {
             "profile": self._profile,
@@ -281,7 +281,7 @@ class MemoryCommands:
                 "You can only see what I remember about you. Server managers can look up others.",
                 CommandOutcome.DENIED,
             )
-        profile = await self._app.db.read(store.member_profile, inv.guild_id, target)
+        profile = await self._app.store.members.member_profile(inv.guild_id, target)
         own = target == inv.user_id
         name = "you" if own else (inv.names.get(target) or profile.display_name or "them")
         return CommandReply(_render_profile(profile, name, own))
@@ -291,15 +291,14 @@ class MemoryCommands:
         refused = _refusal(fact)
         if refused is not None:
             return refused
-        if await self._app.db.read(store.is_opted_out, inv.guild_id, inv.user_id):
+        if await self._app.store.members.is_opted_out(inv.guild_id, inv.user_id):
             return CommandReply(
                 "You've opted out of being remembered here. Use `/memory opt-in` first.",
                 CommandOutcome.DENIED,
             )
         now = self._app.clock.now()
         label = f"stated by the member, {short_date(note_date(now))}"
-        outcome = await self._app.db.write(
-            store.remember_fact,
+        outcome = await self._app.store.members.remember_fact(
             inv.guild_id,
             inv.user_id,
             inv.display_name,
@@ -314,8 +313,8 @@ class MemoryCommands:
 
     async def _forget(self, inv: Invocation) -> CommandReply:
         query = " ".join(str(inv.options.get("text", "")).split())
-        removed = await self._app.db.write(
-            store.forget_facts, inv.guild_id, inv.user_id, query, self._app.clock.now()
+        removed = await self._app.store.members.forget_facts(
+            inv.guild_id, inv.user_id, query, self._app.clock.now()
         )
         if not removed:
             return CommandReply(f"I couldn't find anything about you matching “{query}”.")
@@ -324,7 +323,7 @@ class MemoryCommands:
         return CommandReply(_fit(f"Forgotten:\n{lines}"))
 
     async def _forget_me(self, inv: Invocation) -> CommandReply:
-        report = await self._app.db.write(store.forget_member, inv.guild_id, inv.user_id)
+        report = await self._app.store.members.forget_member(inv.guild_id, inv.user_id)
         self._memory_changed()
         await self._tell_actors(inv.guild_id, report.open_messages)
         return CommandReply(
@@ -336,8 +335,7 @@ class MemoryCommands:
 
     async def _opt_out(self, inv: Invocation) -> CommandReply:
         self._app.router.set_opted_out(inv.guild_id, inv.user_id, True)
-        refs = await self._app.db.write(
-            store.set_opted_out,
+        refs = await self._app.store.members.set_opted_out(
             inv.guild_id,
             inv.user_id,
             inv.display_name,
@@ -353,8 +351,7 @@ class MemoryCommands:
         )
 
     async def _opt_in(self, inv: Invocation) -> CommandReply:
-        await self._app.db.write(
-            store.set_opted_out,
+        await self._app.store.members.set_opted_out(
             inv.guild_id,
             inv.user_id,
             inv.display_name,
@@ -378,15 +375,15 @@ class MemoryCommands:
         refused = _refusal(fact)
         if refused is not None:
             return refused
-        await self._app.db.write(
-            store.add_lore, inv.guild_id, inv.user_id, fact, self._app.clock.now()
+        await self._app.store.members.add_lore(
+            inv.guild_id, inv.user_id, fact, self._app.clock.now()
         )
         return CommandReply(f"Noted about this server: “{fact}”")
 
     async def _status(self, inv: Invocation) -> CommandReply:
         if not inv.is_manager:
             return _managers_only()
-        s = await self._app.db.read(store.guild_status, inv.guild_id)
+        s = await self._app.store.members.guild_status(inv.guild_id)
         last = _when(s.last_nightly_job) if s.last_nightly_job is not None else "never"
         return CommandReply(
             "**Memory in this server**\n"

@@ -16,16 +16,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-import sqlean
 import structlog
 
 from vivy.config import Settings
 from vivy.errors import StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
-from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Connection
-from vivy.storage.evidence import evidence_problems
-from vivy.storage.meta import get_meta
+from vivy.storage.port import ReadOnlyStore
+from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy.storage.readonly import backup_database as storage_backup
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
 __all__ = [
@@ -70,14 +68,10 @@ def discord_id(text: str) -> int:
 
 
 @contextmanager
-def read_only(path: Path) -> Iterator[Connection]:
-    """A read-only connection to an existing Vivy database of the supported version."""
-    conn = upkeep.open_readonly(path)
-    try:
-        upkeep.require_vivy_schema(conn, path)
-        yield conn
-    finally:
-        conn.close()
+def read_only(path: Path) -> Iterator[ReadOnlyStore]:
+    """A read-only view of an existing Vivy database of the supported version."""
+    with SqliteReadOnlyStore.open(path) as store:
+        yield store
 
 
 @contextmanager
@@ -146,15 +140,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
     """Print the checks of the database at ``path``; 0 when all pass, 1 otherwise."""
     problems: list[str] = []
-    conn = upkeep.open_readonly(path)
-    try:
-        integrity = upkeep.check_integrity(conn)
+    with SqliteReadOnlyStore.open(path, require_schema=False) as store:
+        integrity = store.integrity_problems()
         print(f"integrity_check: {'ok' if not integrity else 'FAILED'}")
         problems += [f"integrity: {line}" for line in integrity]
-        keys = upkeep.check_foreign_keys(conn)
+        keys = store.foreign_key_problems()
         print(f"foreign_key_check: {'ok' if not keys else f'{len(keys)} violations'}")
         problems += [f"foreign key: {line}" for line in keys]
-        version = upkeep.schema_version(conn)
+        version = store.schema_version()
         state = "ok" if version == SCHEMA_VERSION else "MISMATCH"
         print(f"schema version: {version} (this Vivy supports {SCHEMA_VERSION}) {state}")
         if version != SCHEMA_VERSION:
@@ -163,12 +156,10 @@ def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
                 + (" (not a Vivy database)" if version == 0 else "")
             )
         else:
-            problems += _check_embeddings(conn, os.environ if environ is None else environ)
-            stray = evidence_problems(conn)
+            problems += _check_embeddings(store, os.environ if environ is None else environ)
+            stray = store.evidence_problems()
             print(f"evidence: {'ok' if not stray else f'{len(stray)} misplaced rows'}")
             problems += [f"evidence: {line}" for line in stray]
-    finally:
-        conn.close()
     if problems:
         for problem in problems:
             print(f"problem: {problem}")
@@ -178,28 +169,23 @@ def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
     return 0
 
 
-def _check_embeddings(conn: Connection, environ: Mapping[str, str]) -> list[str]:
+def _check_embeddings(store: ReadOnlyStore, environ: Mapping[str, str]) -> list[str]:
     """The recorded embedding model against the vectors, and against the configured model."""
     problems = []
-    model = get_meta(conn, "embedding_model")
-    dimension = get_meta(conn, "embedding_dimension")
-    notes = upkeep.count_rows(conn, "interaction_notes")
-    vectors = upkeep.count_rows(conn, "vec_notes")
-    table_dimension = upkeep.vec_notes_dimension(conn)
+    state = store.embedding_state()
+    model, dimension, notes, vectors = state.model, state.dimension, state.notes, state.vectors
     recorded = "none recorded" if model is None else f"{model} ({dimension} dimensions)"
     print(f"embedding model: {recorded}; {vectors} vectors for {notes} notes")
     if model is None and notes:
         problems.append("notes exist but no embedding model is recorded in meta")
-    if dimension is not None and str(table_dimension) != dimension:
+    if dimension is not None and str(state.vector_dimension) != dimension:
         problems.append(
-            f"vec_notes holds {table_dimension}-dimensional vectors but meta records {dimension}"
+            f"vec_notes holds {state.vector_dimension}-dimensional vectors but meta records "
+            f"{dimension}"
         )
     if vectors != notes:
         problems.append(f"{notes} notes but {vectors} note vectors")
-    staging = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (upkeep.REEMBED_STAGING,)
-    ).fetchone()
-    if staging is not None:
+    if state.reembed_staged:
         print("warning: an interrupted `vivy reembed` left staged vectors; run it again to finish")
     wanted_model, wanted_dimension = configured_embedding(environ)
     if model is not None and notes and (model, dimension) != (wanted_model, str(wanted_dimension)):
@@ -220,30 +206,9 @@ def backup_database(source: Path, target: Path, *, force: bool = False) -> int:
         raise VivyError(f"no such directory: {target.parent}")
     if target.resolve() == source.resolve():
         raise VivyError("the backup cannot replace the database itself")
-    conn = upkeep.open_readonly(source)
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    try:
-        copy: Connection = sqlean.connect(str(partial), isolation_level=None)
-        try:
-            conn.backup(copy)
-            # A single self-contained file: no -wal beside it to forget when copying it off.
-            copy.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            copy.close()
-        check = upkeep.open_readonly(partial)
-        try:
-            problems = upkeep.check_integrity(check)
-            pages = int(check.execute("PRAGMA page_count").fetchone()[0])
-        finally:
-            check.close()
-        if problems:
-            raise StorageError(f"the backup failed its integrity check: {problems[0]}")
-        os.replace(partial, target)
-    except sqlean.Error as exc:
-        raise StorageError(f"backup failed: {exc}") from exc
-    finally:
-        conn.close()
-        partial.unlink(missing_ok=True)
+    pages, problems = storage_backup(source, target)
+    if problems:
+        raise StorageError(f"the backup failed its integrity check: {problems[0]}")
     size = target.stat().st_size
     print(f"backed up {source} to {target} ({pages} pages, {size:,} bytes); integrity_check: ok")
     return 0

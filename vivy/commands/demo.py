@@ -39,6 +39,8 @@ from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
 from vivy.storage.db import Database
+from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -91,7 +93,9 @@ def run_demo(
         registry = CollectorRegistry()
         batch = load_exports([DEMO_EXPORT])
         make_model = llm_factory(env)
-        Database.open(path, inline=True).close()  # created now, so the operator API can serve it
+        open_sqlite_store(
+            path, inline=True
+        ).close()  # created now, so the operator API can serve it
         api = OperatorStore(path)
         with closing(api), MetricsServer(registry, api, host="127.0.0.1", port=port) as server:
             print(f"Vivy demo: metrics at {server.url}/metrics")
@@ -129,17 +133,8 @@ def _section(title: str) -> None:
 
 
 def _members(path: Path, guild_id: int) -> list[int]:
-    db = Database.open(path)
-    try:
-        rows = db.read_sync(
-            lambda conn: conn.execute(
-                "SELECT user_id FROM guild_members WHERE guild_id = ? ORDER BY display_name",
-                (guild_id,),
-            ).fetchall()
-        )
-    finally:
-        db.close()
-    return [int(r[0]) for r in rows]
+    with SqliteReadOnlyStore.open(path) as store:
+        return [user_id for user_id, _ in store.guild_members(guild_id)]
 
 
 async def _answer(

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
-from vivy.storage import maintenance as upkeep
+from vivy.storage.inspection import FactRecord
 from vivy.storage.notes import Note, short_date
 
 __all__ = ["format_fact", "format_note", "register", "show_notes", "show_profile"]
@@ -87,7 +87,7 @@ def _short(wall: float) -> str:
     return short_date(datetime.fromtimestamp(wall, tz=UTC).date().isoformat())
 
 
-def format_fact(fact: upkeep.FactRecord) -> list[str]:
+def format_fact(fact: FactRecord) -> list[str]:
     """The lines of one fact: text and source, then its history when it was invalidated."""
     lines = [f"  - {fact.text}  [{fact.source_label}]"]
     if fact.invalidated_at is not None:
@@ -102,11 +102,9 @@ def format_fact(fact: upkeep.FactRecord) -> list[str]:
 
 def show_profile(path: Path, guild_id: int, user_id: int, *, include_invalidated: bool) -> int:
     """Print a member's profile; returns the exit code."""
-    with read_only(path) as conn:
-        name = upkeep.member_name(conn, guild_id, user_id)
-        facts = upkeep.profile_records(
-            conn, guild_id, user_id, include_invalidated=include_invalidated
-        )
+    with read_only(path) as store:
+        name = store.member_name(guild_id, user_id)
+        facts = store.profile_records(guild_id, user_id, include_invalidated=include_invalidated)
     if not facts:
         print(f"no facts remembered about user {user_id} in guild {guild_id}", file=sys.stderr)
         return 0
@@ -157,9 +155,8 @@ def show_notes(
     limit: int = 20,
 ) -> int:
     """Print a guild's notes; returns the exit code."""
-    with read_only(path) as conn:
-        notes = upkeep.list_notes(
-            conn,
+    with read_only(path) as store:
+        notes = store.list_notes(
             guild_id,
             since=since.isoformat() if since else None,
             note_type=note_type,

@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 
 from vivy.clock import system_now
 from vivy.commands.db import add_database_option, database_path, discord_id
 from vivy.config import Settings
 from vivy.errors import StorageError
-from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Connection, Database
+from vivy.storage.v1 import V1Migration, migrate_v1_database
 
 __all__ = ["format_migration", "register", "run_migration"]
 
@@ -72,40 +70,14 @@ def run_migration(
         raise StorageError(f"no such v1 database file: {source}")
     # The command line is the entry point, so it is where wall time is read.
     at = system_now() if now is None else now
-    db = Database.open(path, inline=True)
-    try:
-        schema = "main"
-        if source is not None:
-            db.read_sync(_attach, source)
-            schema = "v1"
-        try:
-            report = db.write_sync(
-                partial(
-                    upkeep.migrate_v1_facts,
-                    guild_id=guild_id,
-                    now=at,
-                    schema=schema,
-                    blacklisted_users=settings.blacklisted_users,
-                )
-            )
-        finally:
-            if source is not None:
-                db.read_sync(_detach)
-    finally:
-        db.close()
+    report = migrate_v1_database(
+        path, guild_id, at, source=source, blacklisted_users=settings.blacklisted_users
+    )
     print(format_migration(report, guild_id))
     return 0
 
 
-def _attach(conn: Connection, source: Path) -> None:
-    conn.execute("ATTACH DATABASE ? AS v1", (str(source.resolve()),))
-
-
-def _detach(conn: Connection) -> None:
-    conn.execute("DETACH DATABASE v1")
-
-
-def format_migration(report: upkeep.V1Migration, guild_id: int) -> str:
+def format_migration(report: V1Migration, guild_id: int) -> str:
     """What ``vivy migrate-v1`` prints."""
     lines = [
         f"migrated {report.migrated} of {report.active_v1} active v1 facts into guild "

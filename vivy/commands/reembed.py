@@ -29,11 +29,10 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.errors import LLMInvalidOutput, StorageError
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
-from vivy.storage import evidence
-from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Database
-from vivy.storage.meta import get_meta
 from vivy.storage.notes import serialize_vector
+from vivy.storage.port import Store
+from vivy.storage.reembed import NoteText
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -92,7 +91,7 @@ def _batch_size(text: str) -> int:
     return value
 
 
-def embedding_text(note: upkeep.NoteText) -> str:
+def embedding_text(note: NoteText) -> str:
     """The text a note is embedded from, as it was built when the note was written."""
     if note.note_type == "topic_cluster":
         return f"Topic cluster of {note.note_date}\n\n{note.title}\n{note.summary}"
@@ -106,11 +105,11 @@ def embedding_text(note: upkeep.NoteText) -> str:
     )
 
 
-async def _reembed_windows(db: Database, llm: LLM, batch_size: int) -> int:
+async def _reembed_windows(store: Store, llm: LLM, batch_size: int) -> int:
     """Embed every evidence window left without an embedding (all of them after the swap),
     with the header the NoteWriter gives them; returns how many."""
     done = 0
-    while batch := await db.read(evidence.windows_to_embed, batch_size):
+    while batch := await store.evidence.windows_to_embed(batch_size):
         texts = [
             f"{window_header(w.channel_name, w.note_date, list(w.participants))} · {w.title}"
             f"\n{w.text}"
@@ -121,8 +120,7 @@ async def _reembed_windows(db: Database, llm: LLM, batch_size: int) -> int:
             raise LLMInvalidOutput(
                 f"the embedding model returned {len(vectors)} vectors for {len(batch)} texts"
             )
-        await db.write(
-            evidence.set_window_embeddings,
+        await store.evidence.set_window_embeddings(
             [(w.id, serialize_vector(v)) for w, v in zip(batch, vectors, strict=True)],
         )
         done += len(batch)
@@ -130,21 +128,21 @@ async def _reembed_windows(db: Database, llm: LLM, batch_size: int) -> int:
 
 
 async def reembed_notes(
-    db: Database,
+    store: Store,
     llm: LLM,
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], None] | None = None,
 ) -> ReembedReport:
     """Re-embed every note with ``llm`` and swap the vectors in; see the module docstring."""
-    previous = await db.read(get_meta, "embedding_model")
-    previous_dim = await db.read(get_meta, "embedding_dimension")
+    previous = await store.meta.get_meta("embedding_model")
+    previous_dim = await store.meta.get_meta("embedding_dimension")
     key = f"{llm.embedding_model} ({llm.dimension} dimensions)"
-    resumed = done = await db.write(upkeep.begin_staging, key)
+    resumed = done = await store.reembed.begin_staging(key)
     while True:
-        batch = await db.read(upkeep.notes_to_embed, batch_size)
+        batch = await store.reembed.notes_to_embed(batch_size)
         if not batch:
-            written = await db.write(upkeep.swap_note_vectors, llm.embedding_model, llm.dimension)
+            written = await store.reembed.swap_note_vectors(llm.embedding_model, llm.dimension)
             if written is not None:
                 break
             continue  # notes were added meanwhile; embed them too
@@ -155,11 +153,11 @@ async def reembed_notes(
                 f"or vectors that are not {llm.dimension} long"
             )
         staged = [(note.id, vector) for note, vector in zip(batch, vectors, strict=True)]
-        await db.write(upkeep.stage_vectors, staged)
+        await store.reembed.stage_vectors(staged)
         done += len(batch)
         if progress is not None:
             progress(done)
-    windows = await _reembed_windows(db, llm, batch_size)
+    windows = await _reembed_windows(store, llm, batch_size)
     return ReembedReport(
         notes=written,
         windows=windows,
@@ -187,13 +185,13 @@ def run_reembed(
         # The command line is the entry point, so it is where wall time is read.
         clock = Clock.starting_at(time.time())
         llm = make_llm(env, clock=clock)
-        db = Database.open(path, inline=True)
+        store = open_sqlite_store(path, inline=True)
         try:
             return await reembed_notes(
-                db, llm, batch_size=batch_size, progress=progress if show else None
+                store, llm, batch_size=batch_size, progress=progress if show else None
             )
         finally:
-            db.close()
+            store.close()
             await llm.aclose()
 
     with quiet_logs():

@@ -12,9 +12,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, read_only
-from vivy.storage import maintenance as upkeep
-from vivy.storage.db import Connection
 from vivy.storage.notes import Note, short_date
+from vivy.storage.port import ReadOnlyStore
 
 __all__ = ["register", "render_guild", "write_snapshots"]
 
@@ -36,15 +35,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def write_snapshots(path: Path, out: Path) -> int:
     """Write ``out/guild-<id>.md`` for every guild; returns the exit code."""
-    with read_only(path) as conn:
-        guilds = [
-            int(r[0])
-            for r in conn.execute(
-                "SELECT guild_id FROM guild_members UNION SELECT guild_id FROM interaction_notes"
-                " UNION SELECT guild_id FROM server_lore ORDER BY 1"
-            )
-        ]
-        documents = {guild: render_guild(conn, guild) for guild in guilds}
+    with read_only(path) as store:
+        documents = {guild: render_guild(store, guild) for guild in store.guild_ids()}
     out.mkdir(parents=True, exist_ok=True)
     for guild, text in documents.items():
         (out / f"guild-{guild}.md").write_text(text, encoding="utf-8")
@@ -65,17 +57,13 @@ def _note_line(note: Note) -> str:
     )
 
 
-def render_guild(conn: Connection, guild_id: int) -> str:
+def render_guild(store: ReadOnlyStore, guild_id: int) -> str:
     """The Markdown snapshot of one guild."""
     lines = [f"# Vivy memory snapshot — guild {guild_id}", ""]
-    members = conn.execute(
-        "SELECT user_id, display_name FROM guild_members WHERE guild_id = ? ORDER BY display_name",
-        (guild_id,),
-    ).fetchall()
     lines += ["## People", ""]
-    for user_id, name in members:
-        facts = upkeep.profile_records(conn, guild_id, int(user_id), include_invalidated=False)
-        lines.append(f"### {_escape(str(name))} ({user_id})")
+    for user_id, name in store.guild_members(guild_id):
+        facts = store.profile_records(guild_id, user_id, include_invalidated=False)
+        lines.append(f"### {_escape(name)} ({user_id})")
         if not facts:
             lines += ["", "_Nothing remembered._", ""]
             continue
@@ -83,9 +71,7 @@ def render_guild(conn: Connection, guild_id: int) -> str:
         for fact in facts:
             lines.append(f"- {fact.section}: {_escape(fact.text)} — _{_escape(fact.source_label)}_")
         lines.append("")
-    newest = conn.execute(
-        "SELECT MAX(note_date) FROM interaction_notes WHERE guild_id = ?", (guild_id,)
-    ).fetchone()[0]
+    newest = store.newest_note_date(guild_id)
     since = (
         (date.fromisoformat(newest) - timedelta(days=RECENT_DAYS)).isoformat() if newest else None
     )
@@ -93,14 +79,10 @@ def render_guild(conn: Connection, guild_id: int) -> str:
         ("Recent notes", "conversation"),
         ("Recent topic clusters", "topic_cluster"),
     ):
-        notes = upkeep.list_notes(conn, guild_id, since=since, note_type=kind, limit=50)
+        notes = store.list_notes(guild_id, since=since, note_type=kind, limit=50)
         lines += [f"## {title}", ""]
         lines += [_note_line(n) for n in notes] or ["_None._"]
         lines.append("")
-    lore = conn.execute(
-        "SELECT text FROM server_lore WHERE guild_id = ? AND invalidated_at IS NULL ORDER BY id",
-        (guild_id,),
-    ).fetchall()
     lines += ["## Server lore", ""]
-    lines += [f"- {_escape(str(r[0]))}" for r in lore] or ["_None._"]
+    lines += [f"- {_escape(text)}" for text in store.active_lore(guild_id)] or ["_None._"]
     return "\n".join(lines) + "\n"

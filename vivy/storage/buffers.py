@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from vivy.state.buffer import BufferedMessage, BufferSnapshot, CloseReason
+from vivy.state.buffer import (
+    AppendMessages,
+    BufferedMessage,
+    BufferSnapshot,
+    CloseBuffer,
+    CloseReason,
+    DeleteMessage,
+    EditMessage,
+    Effect,
+    OpenBuffer,
+)
 from vivy.storage.db import Connection
 from vivy.storage.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
+    "AppliedEffects",
     "BufferRow",
     "StoredBuffer",
     "append_messages",
+    "apply_effects",
     "close_buffer",
     "closed_buffer_ids",
     "delete_stored_message",
@@ -26,6 +38,7 @@ __all__ = [
     "load_buffer",
     "open_buffer",
     "open_buffer_rows",
+    "open_channels",
     "record_note_failure",
     "restore_channel",
     "watermark",
@@ -279,3 +292,75 @@ def restore_channel(
         ).fetchall()
     )
     return (row, ids), mark
+
+
+def open_channels(conn: Connection) -> list[tuple[int, int]]:
+    """The (guild id, channel id) of every channel with an open buffer, oldest buffer first."""
+    return [(row.guild_id, row.channel_id) for row in open_buffer_rows(conn)]
+
+
+@dataclass(eq=False, slots=True)
+class AppliedEffects:
+    """What carrying out a channel's storage effects did."""
+
+    #: The channel's open buffer afterwards, if any.
+    buffer_id: int | None
+    opened: int = 0
+    #: The buffers closed, with their reasons, in order.
+    closed: list[tuple[int, CloseReason]] = field(default_factory=list)
+    #: By effect index: whether an edit or delete found its message.
+    found: dict[int, bool] = field(default_factory=dict)
+    #: Created message ids another buffer already held.
+    taken: frozenset[int] = frozenset()
+
+
+def apply_effects(
+    conn: Connection,
+    guild_id: int,
+    channel_id: int,
+    buffer_id: int | None,
+    effects: Sequence[Effect],
+) -> AppliedEffects:
+    """Carry out a channel buffer machine's storage effects in order, in one transaction.
+
+    ``buffer_id`` is the channel's open buffer before them; effects that store nothing are
+    skipped.
+    """
+    applied = AppliedEffects(buffer_id)
+    taken: set[int] = set()
+    for index, effect in enumerate(effects):
+        if isinstance(effect, AppendMessages):  # one executemany for the burst
+            assert applied.buffer_id is not None
+            taken.update(append_messages(conn, applied.buffer_id, effect.messages, effect.at))
+        elif isinstance(effect, OpenBuffer):
+            applied.buffer_id = open_buffer(
+                conn,
+                guild_id,
+                channel_id,
+                effect.channel_name,
+                effect.started_at,
+                effect.inactivity_s,
+            )
+            applied.opened += 1
+        elif isinstance(effect, CloseBuffer):
+            current = applied.buffer_id
+            if current is None:
+                current = _only_open_buffer(conn, channel_id)
+            close_buffer(conn, current, effect.closed_at, effect.reason)
+            applied.closed.append((current, effect.reason))
+            applied.buffer_id = None
+        elif isinstance(effect, EditMessage):
+            applied.found[index] = edit_stored_message(
+                conn, effect.message_id, effect.text, effect.edited_at
+            )
+        elif isinstance(effect, DeleteMessage):
+            applied.found[index] = delete_stored_message(conn, effect.message_id)
+    applied.taken = frozenset(taken)
+    return applied
+
+
+def _only_open_buffer(conn: Connection, channel_id: int) -> int:
+    rows = open_buffer_rows(conn, channel_id)
+    if not rows:
+        raise LookupError(f"channel {channel_id} has no open buffer to close")
+    return rows[0].id

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast
 
 import anyio
 import sqlean
@@ -38,6 +38,7 @@ from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 __all__ = ["Connection", "Database", "connect", "migrate"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 log = structlog.get_logger(__name__)
 
@@ -83,10 +84,10 @@ def connect(path: str | Path) -> Connection:
     return conn
 
 
-def _storage_error(conn: Connection, fn: object, exc: sqlean.Error) -> StorageError:
-    """``exc`` in the operator's words, naming the database file; the storage function that
-    failed goes to the debug log."""
-    log.debug("storage call failed", call=getattr(fn, "__name__", repr(fn)), error=str(exc))
+def _storage_error(conn: Connection, call: str, exc: sqlean.Error) -> StorageError:
+    """``exc`` in the operator's words, naming the database file; the storage call that
+    failed (``call``) goes to the debug log."""
+    log.debug("storage call failed", call=call, error=str(exc))
     try:
         file = str(conn.execute("PRAGMA database_list").fetchone()[2]) or "in memory"
     except sqlean.Error:
@@ -136,20 +137,55 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
+class _Job(Protocol):
+    """What a batch runs: work on the connection that keeps its own result or error."""
+
+    name: str
+    error: BaseException | None
+
+    def run(self, conn: Connection) -> None:
+        """Run the work on ``conn``; its exception propagates to the runner."""
+
+    def succeed(self) -> None:
+        """Mark the run kept (its transaction committed)."""
+
+
 @dataclass(eq=False)
 class _Call(Generic[T]):
-    """A read or write waiting for its batch: the function, and its outcome once run."""
+    """A read or write waiting for its batch: the work on the connection, and its outcome once
+    run. ``name`` names the storage function for the debug log when it fails."""
 
-    fn: Callable[..., T]
-    args: tuple[Any, ...]
-    result: Any = None
+    fn: Callable[[Connection], T]
+    name: str
+    result: T | None = None
     error: BaseException | None = None
+    done: bool = False
+
+    def run(self, conn: Connection) -> None:
+        """Run the work on ``conn``, keeping its result (errors propagate to the runner)."""
+        self.result = self.fn(conn)
+
+    def succeed(self) -> None:
+        """Mark the result final: the call ran and (for a write) its transaction committed."""
+        self.done, self.error = True, None
 
     def outcome(self) -> T:
         """The result of the call once run; raises the error it ended with."""
         if self.error is not None:
             raise self.error
-        return self.result  # type: ignore[no-any-return]
+        assert self.done, "outcome() of a call that has not run"
+        return cast("T", self.result)
+
+
+def _bind(
+    fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+) -> _Call[T]:
+    """A call of ``fn(conn, *args, **kwargs)`` waiting for the connection."""
+
+    def work(conn: Connection) -> T:
+        return fn(conn, *args, **kwargs)
+
+    return _Call(work, getattr(fn, "__name__", repr(fn)))
 
 
 class _Batches:
@@ -161,17 +197,15 @@ class _Batches:
     reads its channel's state).
     """
 
-    def __init__(
-        self, run: Callable[[list[_Call[Any]]], None], limiter: anyio.CapacityLimiter
-    ) -> None:
+    def __init__(self, run: Callable[[list[_Job]], None], limiter: anyio.CapacityLimiter) -> None:
         self._run = run
         self._limiter = limiter
-        self._pending: list[_Call[Any]] = []
+        self._pending: list[_Job] = []
         #: Set once the pending calls have run; made when the first of them must wait.
         self._pending_done: anyio.Event | None = None
         self._flushing = False
 
-    async def submit(self, call: _Call[Any]) -> None:
+    async def submit(self, call: _Job) -> None:
         """Run ``call`` in a batch; its result or error is on it when this returns."""
         self._pending.append(call)
         if self._flushing:  # the flushing task runs this call in its next batch
@@ -259,7 +293,8 @@ class Database:
     """Owns the connection; every read and write of Vivy goes through :meth:`read` / :meth:`write`.
 
     Storage functions are plain synchronous functions taking the connection first; the
-    modules of :mod:`vivy.storage` hold them, grouped by area.
+    modules of :mod:`vivy.storage` hold them, grouped by area, and
+    :mod:`vivy.storage.sqlite` runs them through this owner behind the storage port.
     """
 
     def __init__(
@@ -302,61 +337,86 @@ class Database:
         """Whether calls run on the event loop's thread (mock-clock tests) or a worker thread."""
         return self._inline
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` outside any explicit transaction and return its result."""
+    async def read(
+        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` outside any explicit transaction; return its result."""
         self._check_open()
+        call = _bind(fn, *args, **kwargs)
         if self._inline:
             await anyio.lowlevel.checkpoint()
-            return self._call(fn, args)
-        call: _Call[T] = _Call(fn, args)
-        await self._reads.submit(call)
+            self._run_reads([call])
+        else:
+            await self._reads.submit(call)
         return call.outcome()
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` in a committed transaction and return its result.
+    async def write(
+        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` in a committed transaction and return its result.
 
         When this returns, the change is durable. An exception raised by ``fn`` undoes only
         its own changes and is re-raised here.
         """
         self._check_open()
-        job: _Call[T] = _Call(fn, args)
+        call = _bind(fn, *args, **kwargs)
         if self._inline:
             await anyio.lowlevel.checkpoint()
-            self._run_batch([job])
+            self._run_batch([call])
         else:
-            await self._writes.submit(job)
-        return job.outcome()
+            await self._writes.submit(call)
+        return call.outcome()
 
-    async def read_with_side(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, side, *args)``, where ``side`` is a second connection (or None).
+    async def read_with_side(
+        self,
+        fn: Callable[Concatenate[Connection, Connection | None, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``fn(conn, side, *args, **kwargs)``, where ``side`` is a second connection (or
+        None).
 
         ``fn`` may run one independent query on ``side`` in another thread while it runs
         another on ``conn``: SQLite releases the GIL, and WAL lets readers run side by side.
         Both connections belong to this owner; ``side`` is only ever read.
         """
         self._check_open()
+        side = self._side
+
+        def work(conn: Connection) -> T:
+            return fn(conn, side, *args, **kwargs)
+
+        call = _Call(work, getattr(fn, "__name__", repr(fn)))
         if self._inline:
             await anyio.lowlevel.checkpoint()
-            return self._call(fn, (self._side, *args))
-        return await anyio.to_thread.run_sync(
-            self._call, fn, (self._side, *args), limiter=self._limiter
-        )
+            self._run_reads([call])
+        else:
+            jobs: list[_Job] = [call]
+            await anyio.to_thread.run_sync(self._run_reads, jobs, limiter=self._limiter)
+        return call.outcome()
 
     def checkpoint_idle(self, timeout: float) -> bool:
         """Wait until the WAL checkpoint asked for (if any) has run; for tools and tests."""
         return self._checkpointer is None or self._checkpointer.wait_idle(timeout)
 
-    def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+    def read_sync(
+        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run a read on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
-        return self._call(fn, args)
+        call = _bind(fn, *args, **kwargs)
+        self._run_reads([call])
+        return call.outcome()
 
-    def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
+    def write_sync(
+        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run a write on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
-        job: _Call[T] = _Call(fn, args)
-        self._run_batch([job])
-        return job.outcome()
+        call = _bind(fn, *args, **kwargs)
+        self._run_batch([call])
+        return call.outcome()
 
     def close(self) -> None:
         """Close the connection; later calls raise :class:`StorageError`."""
@@ -368,21 +428,18 @@ class Database:
             if self._side is not None:
                 self._side.close()
 
-    def _call(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        try:
-            return fn(self._conn, *args)
-        except sqlean.Error as exc:
-            raise _storage_error(self._conn, fn, exc) from exc
-
-    def _run_reads(self, batch: list[_Call[Any]]) -> None:
+    def _run_reads(self, batch: list[_Job]) -> None:
         """Run reads one after another; each keeps its own result or error."""
         for call in batch:
             try:
-                call.result = self._call(call.fn, call.args)
+                call.run(self._conn)
+                call.succeed()
+            except sqlean.Error as exc:
+                call.error = _storage_error(self._conn, call.name, exc)
             except BaseException as exc:  # re-raised in the caller's task
                 call.error = exc
 
-    def _run_batch(self, batch: list[_Call[Any]]) -> None:
+    def _run_batch(self, batch: list[_Job]) -> None:
         """Run writes in one transaction and commit once (group commit).
 
         Writes are optimistic: if one of them fails, the transaction is rolled back and
@@ -395,26 +452,25 @@ class Database:
         for job in batch:
             self._run_together([job])
 
-    def _run_together(self, batch: list[_Call[Any]]) -> bool:
+    def _run_together(self, batch: list[_Job]) -> bool:
         """Run ``batch`` in one transaction; True if it committed (or failed as a whole)."""
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlean.Error as exc:
             for job in batch:
-                job.error = _storage_error(conn, conn.execute, exc)
+                job.error = _storage_error(conn, "BEGIN", exc)
             return True
-        results: list[Any] = []
         for job in batch:
             try:
-                results.append(job.fn(conn, *job.args))
+                job.run(conn)
             except BaseException as exc:  # re-raised in the caller's task
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if len(batch) > 1:
                     return False  # isolate the failure: run each write alone
                 job.error = (
-                    _storage_error(conn, job.fn, exc) if isinstance(exc, sqlean.Error) else exc
+                    _storage_error(conn, job.name, exc) if isinstance(exc, sqlean.Error) else exc
                 )
                 return True
         try:
@@ -423,10 +479,10 @@ class Database:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             for job in batch:
-                job.error = _storage_error(conn, conn.commit, exc)
+                job.error = _storage_error(conn, "COMMIT", exc)
             return True
-        for job, result in zip(batch, results, strict=True):
-            job.result, job.error = result, None
+        for job in batch:
+            job.succeed()
         self._after_commit()
         return True
 

@@ -39,6 +39,7 @@ __all__ = [
     "guild_status",
     "is_opted_out",
     "member_profile",
+    "opted_out_members",
     "remember_fact",
     "set_opted_out",
     "upsert_member",
@@ -133,6 +134,12 @@ def is_opted_out(conn: Connection, guild_id: int, user_id: int) -> bool:
         (guild_id, user_id),
     ).fetchone()
     return bool(row and row[0])
+
+
+def opted_out_members(conn: Connection) -> set[tuple[int, int]]:
+    """The (guild id, user id) of every member who opted out."""
+    rows = conn.execute("SELECT guild_id, user_id FROM guild_members WHERE opted_out = 1")
+    return {(int(g), int(u)) for g, u in rows.fetchall()}
 
 
 def member_profile(conn: Connection, guild_id: int, user_id: int) -> MemberProfile:

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from vivy.storage.db import Connection
 
-__all__ = ["get_meta", "set_meta"]
+__all__ = ["EmbeddingModel", "adopt_embedding_model", "get_meta", "set_meta"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingModel:
+    """The embedding model recorded in the database, as stored (the dimension may be missing)."""
+
+    model: str
+    dimension: str | None
 
 
 def get_meta(conn: Connection, key: str) -> str | None:
@@ -20,3 +30,22 @@ def set_meta(conn: Connection, key: str, value: str) -> None:
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+def adopt_embedding_model(conn: Connection, model: str, dimension: int) -> EmbeddingModel | None:
+    """Record ``model`` as the embedding model on first use, or while no note exists.
+
+    Returns the model recorded instead when notes embedded by another model exist (nothing
+    changes then), else None.
+    """
+    stored = get_meta(conn, "embedding_model")
+    stored_dim = get_meta(conn, "embedding_dimension")
+    if stored == model and stored_dim == str(dimension):
+        return None
+    if stored is not None:
+        notes = conn.execute("SELECT COUNT(*) FROM interaction_notes").fetchone()[0]
+        if notes:
+            return EmbeddingModel(stored, stored_dim)
+    set_meta(conn, "embedding_model", model)
+    set_meta(conn, "embedding_dimension", str(dimension))
+    return None

@@ -18,12 +18,15 @@ from pydantic import ValidationError
 from vivy.llm.schemas import PROFILE_SECTIONS, AddFact, ProfileOperations
 from vivy.state.profile import ExistingFact, ProfilePlan
 from vivy.storage.db import Connection
+from vivy.storage.notes import Note, get_notes
 
 __all__ = [
     "Fact",
     "PendingUpdate",
+    "UpdateContext",
     "active_facts",
     "apply_plan",
+    "apply_updates",
     "changed_between",
     "decode_operations",
     "encode_operations",
@@ -34,6 +37,7 @@ __all__ = [
     "pending_updates",
     "profile_version",
     "record_update_failure",
+    "update_context",
 ]
 
 
@@ -273,3 +277,53 @@ def note_sources(
     ).fetchall():
         found[int(note_id)].append((int(author_id), str(name), str(text), float(at)))
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateContext:
+    """Everything one profile update call needs, read in one go."""
+
+    version: int
+    facts: list[Fact]
+    notes: list[Note]
+    #: By note id: the note's lines as (message id, author name, text, time).
+    lines: dict[int, list[tuple[int, str, str, float]]]
+
+
+def update_context(
+    conn: Connection, guild_id: int, user_id: int, note_ids: Sequence[int]
+) -> UpdateContext:
+    """The member's profile version and facts, and the source notes with their lines."""
+    return UpdateContext(
+        version=profile_version(conn, guild_id, user_id),
+        facts=active_facts(conn, guild_id, user_id),
+        notes=get_notes(conn, note_ids),
+        lines=note_sources(conn, note_ids),
+    )
+
+
+def apply_updates(
+    conn: Connection,
+    guild_id: int,
+    user_id: int,
+    version: int,
+    plan: ProfilePlan,
+    update_ids: Sequence[int],
+    now: float,
+) -> bool:
+    """Apply the plan and mark the updates applied, or change nothing on a conflict.
+
+    A conflict is a profile changed meanwhile, or updates no longer pending (the member used
+    ``/memory forget-me`` while the call was out): the plan is then dropped.
+    """
+    marks = ",".join("?" * len(update_ids))
+    still = conn.execute(
+        f"SELECT COUNT(*) FROM profile_updates WHERE status = 'pending' AND id IN ({marks})",
+        list(update_ids),
+    ).fetchone()[0]
+    if still != len(update_ids):
+        return False
+    if plan.changes and not apply_plan(conn, guild_id, user_id, version, plan, now):
+        return False
+    mark_updates_applied(conn, update_ids, now)
+    return True

@@ -1,0 +1,113 @@
+"""Opening a database read-only for the operator commands, and the checks of ``vivy db check``.
+
+:func:`open_readonly` refuses a missing file instead of creating an empty database, and never
+migrates or switches the journal mode.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import sqlean
+import sqlite_vec
+
+from vivy.errors import SchemaTooNew, StorageError
+from vivy.storage.db import BUSY_TIMEOUT_MS, Connection
+from vivy.storage.schema import SCHEMA_VERSION
+
+__all__ = [
+    "check_foreign_keys",
+    "check_integrity",
+    "open_readonly",
+    "require_vivy_schema",
+    "schema_version",
+    "vec_notes_dimension",
+]
+
+
+def open_readonly(path: str | Path) -> Connection:
+    """Open an existing database for reading only, with sqlite-vec loaded.
+
+    Raises :class:`StorageError` when the file does not exist or is not a SQLite database; a
+    missing file is never created. The connection is opened ``mode=rw`` with
+    ``query_only`` (so closing it checkpoints and removes the WAL files as usual), or
+    ``mode=ro`` when the file cannot be written.
+    """
+    file = Path(path)
+    if not file.exists():
+        raise StorageError(f"no such database file: {file}")
+    if not file.is_file():
+        raise StorageError(f"not a database file: {file}")
+    uri = file.resolve().as_uri()
+    try:
+        try:
+            conn = _connect_uri(f"{uri}?mode=rw")
+        except sqlean.OperationalError:
+            conn = _connect_uri(f"{uri}?mode=ro")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlean.Error as exc:
+        raise StorageError(f"cannot open database {file}: {exc}") from exc
+    return conn
+
+
+def _connect_uri(uri: str) -> Connection:
+    conn: Connection = sqlean.connect(uri, uri=True, isolation_level=None)
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.row_factory = sqlean.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def schema_version(conn: Connection) -> int:
+    """The schema version (``PRAGMA user_version``)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def require_vivy_schema(conn: Connection, path: str | Path) -> None:
+    """Refuse a file that is not a Vivy database of the version this Vivy reads."""
+    version = schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(version, SCHEMA_VERSION)
+    if version == 0:
+        raise StorageError(f"{path} is not a Vivy database (schema version 0)")
+    if version < SCHEMA_VERSION:
+        raise StorageError(
+            f"{path} has schema version {version}, older than this Vivy's {SCHEMA_VERSION};"
+            " start Vivy once (or run `vivy import`) to migrate it"
+        )
+
+
+def check_integrity(conn: Connection) -> list[str]:
+    """Problems reported by ``PRAGMA integrity_check`` (empty when it says ``ok``)."""
+    rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    return [] if rows == ["ok"] else rows
+
+
+def check_foreign_keys(conn: Connection) -> list[str]:
+    """Rows violating a foreign key, as ``table rowid -> parent``."""
+    return [
+        f"{r[0]} row {r[1]} references a missing {r[2]} row"
+        for r in conn.execute("PRAGMA foreign_key_check").fetchall()
+    ]
+
+
+_DIMENSION = re.compile(r"embedding\s+float\[(\d+)\]", re.IGNORECASE)
+
+
+def vec_notes_dimension(conn: Connection) -> int | None:
+    """The vector length ``vec_notes`` was created with, or None when it is missing."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vec_notes'"
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    found = _DIMENSION.search(str(row[0]))
+    return int(found.group(1)) if found else None
