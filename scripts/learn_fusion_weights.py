@@ -39,7 +39,7 @@ from vivy.retrieval.longconv import (
     session_recall,
 )
 from vivy.retrieval.ranking import OFFLINE_CALIBRATION, Gate, Weights
-from vivy.retrieval.retriever import DEFAULT_SETTINGS
+from vivy.retrieval.settings import DEFAULT_SETTINGS
 
 FEATURES = (
     "note_keyword",

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from vivy.errors import ConfigError
 
 if TYPE_CHECKING:
-    from vivy.retrieval.retriever import RetrievalSettings
+    from vivy.retrieval.settings import RetrievalSettings
 
 __all__ = [
     "GEMINI_KEY_VARIABLES",
@@ -133,7 +133,7 @@ class Settings:
     def retrieval(self) -> RetrievalSettings:
         """The retriever's settings: switches, gate, evidence and time zone from here."""
         from vivy.retrieval.ranking import Gate
-        from vivy.retrieval.retriever import RetrievalSettings
+        from vivy.retrieval.settings import RetrievalSettings
 
         return RetrievalSettings(
             enabled=self.retrieval_enabled,

@@ -14,6 +14,7 @@ from vivy.clock import Clock
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite import sqlite_store
 
 GUILDS = {1: "markaa", 2: "markbb"}
 USERS = [1, 2, 3, 4, 5, 6]
@@ -88,7 +89,7 @@ async def contexts(
     try:
         db.write_sync(store, 1, first)
         db.write_sync(store, 2, second)
-        retriever = Retriever(db, OfflineLLM(), Clock.starting_at(WALL0))
+        retriever = Retriever(sqlite_store(db).search, OfflineLLM(), Clock.starting_at(WALL0))
         query_words, speakers, mentions = request
         query = " ".join(query_words)
         found: dict[int, tuple[str, list[int]]] = {}

@@ -16,6 +16,7 @@ from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
 from vivy.errors import StorageError
 from vivy.metrics.server import MetricsServer
 from vivy.retrieval import OperatorStore
+from vivy.retrieval.operator import serving_operator_store
 from vivy.storage.db import Connection, Database
 
 T = TypeVar("T")
@@ -55,9 +56,8 @@ def store(tmp_path: Path) -> Iterator[tuple[OperatorStore, dict[str, int]]]:
     db = Database.open(path, inline=True)
     ids = db.write_sync(seed)
     db.close()
-    operator = OperatorStore(path, now=lambda: WALL0)
-    yield operator, ids
-    operator.close()
+    with serving_operator_store(path, now=lambda: WALL0) as operator:
+        yield operator, ids
 
 
 def in_thread(fn: Callable[[], T]) -> T:
@@ -135,15 +135,8 @@ def test_served_by_the_metrics_server(store: tuple[OperatorStore, dict[str, int]
     assert [hit["note_id"] for hit in body["results"]] == [str(ids["bento"])]
 
 
-def test_store_is_read_only_and_needs_a_database(tmp_path: Path) -> None:
-    """A missing file is an error, not a new empty database; the connection cannot write."""
-    with pytest.raises(StorageError):
-        OperatorStore(tmp_path / "missing.db")
-    path = tmp_path / "vivy.db"
-    Database.open(path, inline=True).close()
-    operator = OperatorStore(path)
-    try:
-        with pytest.raises(StorageError):
-            operator._run(lambda conn: conn.execute("DELETE FROM interaction_notes"))
-    finally:
-        operator.close()
+def test_store_needs_a_database(tmp_path: Path) -> None:
+    """A missing file is an error, not a new empty database."""
+    with pytest.raises(StorageError), serving_operator_store(tmp_path / "missing.db"):
+        pass
+    assert not (tmp_path / "missing.db").exists()

@@ -8,7 +8,6 @@ from vivy.retrieval.ranking import (
     GEMINI_CALIBRATION,
     OFFLINE_CALIBRATION,
     Calibration,
-    Candidate,
     Gate,
     Weights,
     calibration_for,
@@ -16,6 +15,7 @@ from vivy.retrieval.ranking import (
     recency,
     semantic_evidence,
 )
+from vivy.storage.search import Candidate
 
 NOW = 1_000_000_000.0
 DAY = 86400.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,7 +32,12 @@ from vivy.retrieval import (
 )
 from vivy.storage import evidence
 from vivy.storage.buffers import delete_stored_message
+from vivy.storage.context_reads import MemberCard, PeopleReads
 from vivy.storage.db import Connection, Database
+from vivy.storage.evidence import EvidenceLine
+from vivy.storage.notes import Note
+from vivy.storage.search import NoteSearch, NoteSearchResult
+from vivy.storage.sqlite import sqlite_store
 
 pytestmark = pytest.mark.anyio
 
@@ -79,35 +84,72 @@ class ScriptedLLM:
         """Nothing to close."""
 
 
-class FlakyDatabase(Database):
-    """A database whose reads raise StorageError for the named storage functions."""
+class FlakySearch:
+    """The SQLite search area, whose calls raise StorageError for the named methods; it
+    records the calls it was asked for."""
 
-    def __init__(self, conn: Connection) -> None:
-        super().__init__(conn, inline=True)
+    def __init__(self, db: Database) -> None:
+        self.inner = sqlite_store(db).search
         self.failing: set[str] = set()
         self.reads: list[str] = []
 
-    def _check(self, fn: Callable[..., object]) -> None:
-        name = getattr(getattr(fn, "func", fn), "__name__", "")
+    def _check(self, name: str) -> None:
         self.reads.append(name)
         if name in self.failing or "*" in self.failing:
             raise StorageError(f"{name}: disk I/O error")
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+    async def memory_version(self, guild_id: int) -> tuple[int | float | None, ...]:
         """Fail on request, else read."""
-        self._check(fn)
-        return await super().read(fn, *args)
+        self._check("memory_version")
+        return await self.inner.memory_version(guild_id)
 
-    async def read_with_side(self, fn: Callable[..., T], *args: Any) -> T:
-        """Fail on request, else read (without a second connection)."""
-        self._check(fn)
-        return await super().read_with_side(fn, *args)
+    async def find_notes(self, searches: Sequence[NoteSearch]) -> list[NoteSearchResult]:
+        """Fail on request, else search."""
+        self._check("find_notes")
+        return await self.inner.find_notes(searches)
+
+    async def note_hits(
+        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+    ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+        """Fail on request, else read."""
+        self._check("note_hits")
+        return await self.inner.note_hits(guild_id, note_ids, window_ids)
+
+    async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
+        """Fail on request, else read."""
+        self._check("opted_out")
+        return await self.inner.opted_out(guild_id, user_ids)
+
+    async def people(
+        self,
+        guild_id: int,
+        users: Sequence[int],
+        active: Sequence[int],
+        *,
+        since: float,
+        activity_limit: int,
+        lore_limit: int,
+    ) -> PeopleReads:
+        """Fail on request, else read."""
+        self._check("people")
+        return await self.inner.people(
+            guild_id,
+            users,
+            active,
+            since=since,
+            activity_limit=activity_limit,
+            lore_limit=lore_limit,
+        )
+
+    async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
+        """Fail on request, else read."""
+        self._check("member_card")
+        return await self.inner.member_card(guild_id, user_id, notes)
 
 
-def open_db(tmp_path: Path) -> FlakyDatabase:
-    """A fresh, migrated database that can be told to fail."""
-    plain = Database.open(tmp_path / "vivy.db", inline=True)
-    return FlakyDatabase(plain._conn)
+def open_db(tmp_path: Path) -> Database:
+    """A fresh, migrated database."""
+    return Database.open(tmp_path / "vivy.db", inline=True)
 
 
 def seed(conn: Connection) -> dict[str, int]:
@@ -193,7 +235,8 @@ def ask(text: str, *speakers: tuple[int, str], mentions: tuple[int, ...] = ()) -
 class World:
     """A retriever over a seeded database, with its doubles and recordings."""
 
-    db: FlakyDatabase
+    db: Database
+    search: FlakySearch
     llm: ScriptedLLM
     retriever: Retriever
     ids: dict[str, int]
@@ -206,14 +249,15 @@ def make_world(tmp_path: Path, settings: RetrievalSettings | None = None) -> Wor
     ids = db.write_sync(seed)
     llm = ScriptedLLM()
     observed: list[tuple[str, float]] = []
+    flaky = FlakySearch(db)
     retriever = Retriever(
-        db,
+        flaky,
         llm,
         Clock.starting_at(WALL0),
         observe=lambda path, seconds: observed.append((path, seconds)),
         settings=settings or RetrievalSettings(),
     )
-    return World(db, llm, retriever, ids, observed)
+    return World(db, flaky, llm, retriever, ids, observed)
 
 
 async def test_full_context(tmp_path: Path) -> None:
@@ -305,7 +349,7 @@ async def test_failing_embedder_falls_back_to_keywords(tmp_path: Path) -> None:
 async def test_failing_note_search_falls_back_to_profiles(tmp_path: Path) -> None:
     """When notes cannot be searched, profiles, activity and lore still come (profiles_only)."""
     world = make_world(tmp_path)
-    world.db.failing = {"_both_searches"}
+    world.search.failing = {"find_notes"}
     context = await world.retriever.build_context(ask("What tricks can Bento do now?"))
     assert context.path == "profiles_only"
     assert context.note_ids == ()
@@ -317,7 +361,7 @@ async def test_everything_failing_gives_an_empty_context(tmp_path: Path) -> None
     """With the LLM and every read failing, the context is empty and nothing is raised."""
     world = make_world(tmp_path)
     world.llm.fail = True
-    world.db.failing = {"*"}
+    world.search.failing = {"*"}
     context = await world.retriever.build_context(ask("What tricks can Bento do now?"))
     assert context == MemoryContext("", "empty", (), ())
     assert world.observed == [("empty", 0.0)]
@@ -337,7 +381,7 @@ async def test_disabled_retrieval_reads_nothing(tmp_path: Path) -> None:
     world = make_world(tmp_path, RetrievalSettings(enabled=False))
     context = await world.retriever.build_context(ask("Bento?"))
     assert context == MemoryContext("", "disabled", (), ())
-    assert world.llm.embeds == [] and world.db.reads == []
+    assert world.llm.embeds == [] and world.search.reads == []
 
 
 async def test_cache_serves_repeats_and_sees_new_memory(tmp_path: Path) -> None:
@@ -345,12 +389,12 @@ async def test_cache_serves_repeats_and_sees_new_memory(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     request = ask("What tricks can Bento do now?")
     first = await world.retriever.build_context(request)
-    reads = len(world.db.reads)
+    reads = len(world.search.reads)
     again = await world.retriever.build_context(request)
     assert again == first
     assert len(world.llm.embeds) == 1
     assert world.retriever.statistics() == RetrieverStatistics(1, 1, 1)
-    assert world.db.reads[reads:] == ["memory_version"]
+    assert world.search.reads[reads:] == ["memory_version"]
 
     newer = new_note(GUILD, "Bento tricks part two", "Bento can now play dead", at=WALL0)
     note_id = world.db.write_sync(add_note, newer)
@@ -422,7 +466,7 @@ async def test_search_notes(tmp_path: Path) -> None:
 async def test_search_notes_raises_on_storage_failure(tmp_path: Path) -> None:
     """Search for commands and operators reports a broken database instead of hiding it."""
     world = make_world(tmp_path)
-    world.db.failing = {"ranked_notes"}
+    world.search.failing = {"find_notes"}
     with pytest.raises(StorageError):
         await world.retriever.search_notes(GUILD, "Bento")
 

@@ -10,6 +10,8 @@ import pytest
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
 from vivy.retrieval import search
+from vivy.storage import context_reads
+from vivy.storage import search as note_search
 from vivy.storage.db import Database
 from vivy.storage.notes import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
@@ -63,7 +65,7 @@ def test_terms_are_capped() -> None:
 )
 def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
     """The MATCH expression is quoted terms joined by OR, never raw user text."""
-    assert search.match_expression(search.query_terms(text)) == expression
+    assert note_search.match_expression(search.query_terms(text)) == expression
 
 
 @pytest.mark.parametrize(
@@ -78,7 +80,7 @@ def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
 )
 def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> None:
     """Rarest first within the postings budget; terms in no note dropped."""
-    assert search.prune_terms(list(counts), counts, budget) == kept
+    assert note_search.prune_terms(list(counts), counts, budget) == kept
 
 
 @pytest.mark.parametrize(
@@ -93,13 +95,13 @@ def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> No
 )
 def test_term_matcher(text: str, expected: set[str]) -> None:
     """The searched terms a text contains, case, accents and plural folded."""
-    assert search.TermMatcher.of(["bento", "trick"]).found(text) == expected
+    assert note_search.TermMatcher.of(["bento", "trick"]).found(text) == expected
 
 
 def test_term_weight_stays_positive() -> None:
     """Rare terms weigh more; a term in every note still weighs more than nothing."""
-    assert search.term_weight(1, 1000) > search.term_weight(100, 1000) > 0
-    assert search.term_weight(4, 4) > 0
+    assert note_search.term_weight(1, 1000) > note_search.term_weight(100, 1000) > 0
+    assert note_search.term_weight(4, 4) > 0
 
 
 def vector_of(text: str) -> bytes:
@@ -114,7 +116,7 @@ def test_vector_search_stays_in_the_guild_partition(db: Database) -> None:
         db.write_sync(add_note, new_note(GUILD_A, f"{text} {i}", text))
     mine = db.write_sync(add_note, new_note(GUILD_B, "Pottery class", "Glazing mugs"))
     found = db.read_sync(
-        lambda conn: search.vector_search(
+        lambda conn: note_search.vector_search(
             conn, BinaryIndex(), GUILD_B, vector_of(text), note_type=None, limit=5, candidates=5
         )
     )
@@ -129,7 +131,7 @@ def test_vector_search_reranks_exactly_and_filters_type(db: Database) -> None:
     db.write_sync(add_note, new_note(GUILD_A, "Chess openings", "Sicilian defence"))
     query = vector_of("Channel: #general\nSourdough starter\nFeeding the starter")
     found = db.read_sync(
-        lambda conn: search.vector_search(
+        lambda conn: note_search.vector_search(
             conn, BinaryIndex(), GUILD_A, query, note_type="conversation", limit=5, candidates=40
         )
     )
@@ -149,22 +151,22 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
         db.write_sync(add_note, new_note(GUILD_B, f"Filler {i}", "Nothing to see"))
     terms = ("bouldin", "creek", "cafe")
     found = db.read_sync(
-        lambda conn: search.keyword_search(
-            conn, GUILD_B, search.plan_terms(conn, terms), note_type=None, limit=1
+        lambda conn: note_search.keyword_search(
+            conn, GUILD_B, note_search.plan_terms(conn, terms), note_type=None, limit=1
         )
     )
     assert [match.note_id for match in found] == [mine]
     assert found[0].bm25 > 0
     # Its coverage: the idf-weighted share of the terms it holds (no evidence: notes' idf).
     result = db.read_sync(
-        search.search_notes_sync,
+        note_search.search_notes_sync,
         BinaryIndex(),
-        search.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
+        note_search.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
     )
     assert [c.note_id for c in result.candidates] == [mine]
     assert result.candidates[0].coverage == pytest.approx(
-        (search.term_weight(16, 36) * 2)
-        / (search.term_weight(16, 36) * 2 + search.term_weight(15, 36))
+        (note_search.term_weight(16, 36) * 2)
+        / (note_search.term_weight(16, 36) * 2 + note_search.term_weight(15, 36))
     )
 
 
@@ -174,8 +176,8 @@ def test_keyword_search_survives_fts_syntax(db: Database, text: str) -> None:
     db.write_sync(add_note, new_note(GUILD_A, "Near the title", "Operators and stars"))
     terms = search.query_terms(text)
     found = db.read_sync(
-        lambda conn: search.keyword_search(
-            conn, GUILD_A, search.plan_terms(conn, terms), note_type=None, limit=5
+        lambda conn: note_search.keyword_search(
+            conn, GUILD_A, note_search.plan_terms(conn, terms), note_type=None, limit=5
         )
     )
     assert isinstance(found, list)
@@ -187,20 +189,20 @@ def test_member_names_prefer_the_guild_nickname(db: Database) -> None:
     db.write_sync(add_note, new_note(GUILD_B, "T", "S", participants=((8, "eight-in-b"),)))
     db.write_sync(lambda conn: conn.execute("DELETE FROM guild_members"))
     db.write_sync(add_member, GUILD_A, 9, "Nine")
-    names = db.read_sync(search.member_names, GUILD_A, [7, 8, 9, 10])
+    names = db.read_sync(context_reads.member_names, GUILD_A, [7, 8, 9, 10])
     assert names == {7: "sev-in-notes", 9: "Nine"}
 
 
 def test_memory_version_changes_with_notes_facts_and_lore(db: Database) -> None:
     """The fingerprint moves when anything a context is built from changes."""
-    first = db.read_sync(search.memory_version, GUILD_A)
+    first = db.read_sync(context_reads.memory_version, GUILD_A)
     db.write_sync(add_note, new_note(GUILD_A, "T", "S"))
-    second = db.read_sync(search.memory_version, GUILD_A)
+    second = db.read_sync(context_reads.memory_version, GUILD_A)
     db.write_sync(
         lambda conn: conn.execute(
             "INSERT INTO server_lore (guild_id, text, author_id, created_at) VALUES (?, 'x', 1, 0)",
             (GUILD_A,),
         )
     )
-    third = db.read_sync(search.memory_version, GUILD_A)
+    third = db.read_sync(context_reads.memory_version, GUILD_A)
     assert len({first, second, third}) == 3

@@ -146,7 +146,7 @@ class Gateway:
         self._own = own_user_id
         self._cache = cache
         self._retriever = retriever or Retriever(
-            app.db,
+            app.store.search,
             app.llm,
             app.clock,
             observe=self._observe_retrieval,

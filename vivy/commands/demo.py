@@ -18,7 +18,6 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlencode
@@ -37,8 +36,7 @@ from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
 from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.retrieval.operator import OperatorStore
-from vivy.storage.db import Database
+from vivy.retrieval.operator import serving_operator_store
 from vivy.storage.readonly import SqliteReadOnlyStore
 from vivy.storage.sqlite import open_sqlite_store
 
@@ -96,8 +94,10 @@ def run_demo(
         open_sqlite_store(
             path, inline=True
         ).close()  # created now, so the operator API can serve it
-        api = OperatorStore(path)
-        with closing(api), MetricsServer(registry, api, host="127.0.0.1", port=port) as server:
+        with (
+            serving_operator_store(path) as api,
+            MetricsServer(registry, api, host="127.0.0.1", port=port) as server,
+        ):
             print(f"Vivy demo: metrics at {server.url}/metrics")
             offline = gemini_config_from_env(env) is None
             quality = "offline provider (offline quality)" if offline else "Gemini models"
@@ -144,10 +144,10 @@ async def _answer(
     question = next(m for m in messages if QUESTION_MARKER in m.content)
     earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
     llm = make_model()
-    db = Database.open(path)
+    store = open_sqlite_store(path)
     try:
         clock = Clock.starting_at(question.timestamp + 3 * 86400)
-        retriever = Retriever(db, llm, clock)
+        retriever = Retriever(store.search, llm, clock)
         conversation = tuple(
             ConversationMessage(m.author_id, m.author_name, m.content)
             for m in earlier
@@ -173,4 +173,4 @@ async def _answer(
         print(f"Vivy would answer ({answer.quality}): {answer.text}")
     finally:
         await llm.aclose()
-        db.close()
+        store.close()

@@ -179,12 +179,12 @@ async def _serve_app(
     from vivy.app import running_app
     from vivy.bot.gateway import Gateway
     from vivy.heap import settle_heap
-    from vivy.retrieval.operator import OperatorStore
+    from vivy.retrieval.operator import OperatorStore, loop_caller
 
     async with running_app(
         settings, clock=clock, inline_db=False, own_user_id=me, environ=environ, registry=registry
     ) as app:
-        server.serve_api(OperatorStore(settings.database))
+        server.serve_api(OperatorStore(app.store.search, loop_caller()))
         gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:

@@ -21,8 +21,8 @@ from vivy.commands.importer import llm_factory
 from vivy.config import Settings
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip
-from vivy.storage.db import Database
 from vivy.storage.notes import note_date, short_date
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["register", "search"]
 
@@ -72,11 +72,11 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
 
 async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[NoteHit]:
     llm = llm_factory(os.environ)()
-    db = Database.open(path)
+    store = open_sqlite_store(path)
     try:
         settings = Settings.from_env(os.environ).retrieval()
-        retriever = Retriever(db, llm, Clock.starting_at(time.time()), settings=settings)
+        retriever = Retriever(store.search, llm, Clock.starting_at(time.time()), settings=settings)
         return await retriever.search_notes(guild_id, query, limit)
     finally:
         await llm.aclose()
-        db.close()
+        store.close()

@@ -1,8 +1,9 @@
 """Retrieval: the memory the chat model reads when the bot answers.
 
 :class:`Retriever` builds the ``<background_facts>`` block of a reply and searches notes;
-:class:`OperatorStore` serves the operator API's searches from its own read-only connection.
-The SQL lives in :mod:`~vivy.retrieval.search`, the fusion and gate in
+:class:`OperatorStore` serves the operator API's searches through the app's storage owner.
+The searches' SQL lives in :mod:`vivy.storage.search` (behind the port's ``search`` area),
+one ranked search in :mod:`~vivy.retrieval.ranked`, the fusion and gate in
 :mod:`~vivy.retrieval.ranking`, the XML in :mod:`~vivy.retrieval.context`, and the offline
 recall@k evaluation in :mod:`~vivy.retrieval.eval`.
 """
@@ -10,6 +11,7 @@ recall@k evaluation in :mod:`~vivy.retrieval.eval`.
 from __future__ import annotations
 
 from vivy.retrieval.operator import OperatorStore
+from vivy.retrieval.ranked import NoteHit
 from vivy.retrieval.retriever import (
     PATH_DISABLED,
     PATH_EMPTY,
@@ -18,12 +20,11 @@ from vivy.retrieval.retriever import (
     PATH_PROFILES_ONLY,
     ConversationMessage,
     MemoryContext,
-    NoteHit,
     RetrievalRequest,
-    RetrievalSettings,
     Retriever,
     RetrieverStatistics,
 )
+from vivy.retrieval.settings import RetrievalSettings
 
 __all__ = [
     "PATH_DISABLED",

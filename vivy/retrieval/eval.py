@@ -31,13 +31,13 @@ from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval import search
-from vivy.retrieval.ranking import Calibration, Candidate, calibration_for, rank
-from vivy.retrieval.retriever import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.retrieval.ranking import Calibration, calibration_for, rank
+from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.state.buffer import CloseReason
-from vivy.storage import buffers
-from vivy.storage.db import Connection, Database
-from vivy.storage.notes import NewNote, Participant, commit_conversation_note
-from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.notes import NewNote, Participant
+from vivy.storage.port import Store
+from vivy.storage.search import Candidate, NoteSearch
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "KS",
@@ -148,13 +148,13 @@ def _wall(day: str) -> float:
     return midnight + _NOTE_HOUR_S
 
 
-def _store(conn: Connection, note: NewNote, buffer_key: int) -> int:
-    """Store ``note`` the way the note writer does: a closed buffer, committed as a note."""
-    buffer_id = buffers.open_buffer(
-        conn, note.guild_id, note.channel_id, note.channel_name, note.created_at, 1800.0
+async def _store(store: Store, note: NewNote, buffer_key: int) -> int:
+    """Store ``note`` the way the note writer does: through a closed buffer."""
+    buffer_id = await store.buffers.open_buffer(
+        note.guild_id, note.channel_id, note.channel_name, note.created_at, 1800.0
     )
-    buffers.close_buffer(conn, buffer_id, note.created_at, CloseReason.INACTIVITY)
-    note_id = commit_conversation_note(conn, buffer_id, note)
+    await store.buffers.close_buffer(buffer_id, note.created_at, CloseReason.INACTIVITY)
+    note_id = await store.notes.commit_conversation_note(buffer_id, note)
     if note_id is None:  # pragma: no cover - the buffer was just closed
         raise RuntimeError(f"eval note {buffer_key} was not stored")
     return note_id
@@ -187,7 +187,7 @@ async def run_eval(
     last_day = max((n.date for n in data.notes), default="2026-01-01")
     now = _wall(last_day) + _DAY_S - _NOTE_HOUR_S + 12 * 3600.0
 
-    db = Database.open(":memory:", inline=True)
+    store = open_sqlite_store(":memory:", inline=True)
     try:
         keys: dict[int, str] = {}
         for index, (note, vector) in enumerate(zip(data.notes, vectors, strict=True)):
@@ -212,24 +212,23 @@ async def run_eval(
                 started_at=at - 3600.0,
                 ended_at=at,
             )
-            keys[await db.write(_store, new, index)] = note.key
+            keys[await _store(store, new, index)] = note.key
 
         scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
         kind_scores: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
         kept: list[float] = []
-        binary_index = BinaryIndex()
         for question, qvector in zip(data.questions, query_vectors, strict=True):
-            found = await db.read(
-                search.search_notes_sync,
-                binary_index,
-                search.NoteSearch(
-                    guild_id=data.guild_id,
-                    vector=search.query_vector(qvector),
-                    terms=tuple(search.query_terms(question.q)),
-                    note_type=None,
-                    candidates=max(settings.candidates, max(KS)),
-                    keyword_candidates=max(settings.keyword_candidates, max(KS)),
-                ),
+            (found,) = await store.search.find_notes(
+                [
+                    NoteSearch(
+                        guild_id=data.guild_id,
+                        vector=search.query_vector(qvector),
+                        terms=tuple(search.query_terms(question.q)),
+                        note_type=None,
+                        candidates=max(settings.candidates, max(KS)),
+                        keyword_candidates=max(settings.keyword_candidates, max(KS)),
+                    )
+                ]
             )
             rankings = _rankings(
                 found.candidates, now=now, calibration=calibration, settings=settings
@@ -243,7 +242,7 @@ async def run_eval(
                     recall_at(ranked, question.relevant, 5)
                 )
     finally:
-        db.close()
+        store.close()
 
     kinds: dict[str, int] = {}
     for question in data.questions:

@@ -42,19 +42,17 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval import search
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
-from vivy.retrieval.retriever import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage import buffers
-from vivy.storage.db import Connection, Database
 from vivy.storage.evidence import WINDOW_SIZE, windows_of
 from vivy.storage.notes import (
     NewNote,
     Participant,
-    add_member_name,
-    commit_conversation_note,
     note_date,
 )
-from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.port import Store
+from vivy.storage.search import CONVERSATION, NoteSearch, NoteSearchResult
+from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "KINDS",
@@ -245,8 +243,8 @@ def bm25_sessions(
 # --- storing the sessions and searching ---------------------------------------------------
 
 
-def _store_session(
-    conn: Connection,
+async def _store_session(
+    store: Store,
     guild: LongGuild,
     session: LongSession,
     embedding: Sequence[float],
@@ -256,11 +254,10 @@ def _store_session(
 ) -> int:
     """Store one session as the note writer does: a closed buffer, committed as a note."""
     names = {user: name for user, (name, _) in guild.members.items()}
-    buffer_id = buffers.open_buffer(
-        conn, guild.guild_id, guild.channel_id, guild.channel_name, session.start, 1800.0
+    buffer_id = await store.buffers.open_buffer(
+        guild.guild_id, guild.channel_id, guild.channel_name, session.start, 1800.0
     )
-    buffers.append_messages(
-        conn,
+    await store.buffers.append_messages(
         buffer_id,
         [
             BufferedMessage(mid, author, names[author], text, at)
@@ -268,7 +265,7 @@ def _store_session(
         ],
         session.end,
     )
-    buffers.close_buffer(conn, buffer_id, session.end, CloseReason.INACTIVITY)
+    await store.buffers.close_buffer(buffer_id, session.end, CloseReason.INACTIVITY)
     counts = Counter(author for _, author, _, _ in session.messages)
     note = session.note
     windows = windows_of(windows_text) if evidence else []
@@ -276,7 +273,7 @@ def _store_session(
         guild_id=guild.guild_id,
         channel_id=guild.channel_id,
         channel_name=guild.channel_name,
-        note_type=search.CONVERSATION,
+        note_type=CONVERSATION,
         title=str(note["title"]),
         summary=str(note["summary"]),
         topics=tuple(str(t) for t in note.get("topics", ())),
@@ -294,12 +291,17 @@ def _store_session(
         windows=tuple(windows),
         window_embeddings=tuple(window_vectors) if evidence else (),
     )
-    note_id = commit_conversation_note(conn, buffer_id, new)
+    note_id = await store.notes.commit_conversation_note(buffer_id, new)
     if note_id is None:  # pragma: no cover - the buffer was just closed
         raise RuntimeError(f"eval session {session.key} was not stored")
-    for user, (name, aliases) in guild.members.items():
-        for alias in (name, *aliases):
-            add_member_name(conn, guild.guild_id, user, alias)
+    await store.members.add_member_names(
+        guild.guild_id,
+        [
+            (user, alias)
+            for user, (name, aliases) in guild.members.items()
+            for alias in (name, *aliases)
+        ],
+    )
     return note_id
 
 
@@ -309,12 +311,12 @@ class Searched:
 
     question: LongQuestion
     answers: Mapping[int, str]
-    found: search.NoteSearchResult
+    found: NoteSearchResult
     time_span_s: float
     sessions: Mapping[int, str]
 
 
-async def _store_all(db: Database, data: LongEval, llm: LLM, *, evidence: bool) -> dict[int, str]:
+async def _store_all(store: Store, data: LongEval, llm: LLM, *, evidence: bool) -> dict[int, str]:
     """Store every session of every guild; returns note id -> session key."""
     keys: dict[int, str] = {}
     for guild in data.guilds:
@@ -338,8 +340,8 @@ async def _store_all(db: Database, data: LongEval, llm: LLM, *, evidence: bool) 
                 *(f"{header} · {note['title']}\n{w.text}" for w in windows),
             ]
             vectors = await llm.embed(texts, EmbeddingTask.DOCUMENT)
-            note_id = await db.write(
-                _store_session, guild, session, vectors[0], lines, vectors[1:], evidence
+            note_id = await _store_session(
+                store, guild, session, vectors[0], lines, vectors[1:], evidence
             )
             keys[note_id] = session.key
     return keys
@@ -349,9 +351,9 @@ async def search_questions(
     data: LongEval, llm: LLM, settings: RetrievalSettings, *, evidence: bool
 ) -> list[Searched]:
     """Store the sessions in a temporary database and run each question's searches once."""
-    db = Database.open(":memory:", inline=True)
+    store = open_sqlite_store(":memory:", inline=True)
     try:
-        keys = await _store_all(db, data, llm, evidence=evidence)
+        keys = await _store_all(store, data, llm, evidence=evidence)
         questions = [q for guild in data.guilds for q in guild.questions]
         vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
         session_of = {
@@ -362,24 +364,23 @@ async def search_questions(
         }
         guild_of = {q.id: guild for guild in data.guilds for q in guild.questions}
         found: list[Searched] = []
-        index = BinaryIndex()
         for question, vector in zip(questions, vectors, strict=True):
             span = time_range(question.question, question.asked_at)
-            result = await db.read(
-                search.search_notes_sync,
-                index,
-                search.NoteSearch(
-                    guild_id=guild_of[question.id].guild_id,
-                    vector=search.query_vector(vector),
-                    terms=tuple(search.query_terms(question.question)),
-                    note_type=search.CONVERSATION,
-                    candidates=max(settings.candidates, max(KS)),
-                    keyword_candidates=max(settings.keyword_candidates, max(KS)),
-                    evidence=evidence,
-                    window_candidates=settings.window_candidates,
-                    name_grams=tuple(name_grams(question.question)),
-                    time=span,
-                ),
+            (result,) = await store.search.find_notes(
+                [
+                    NoteSearch(
+                        guild_id=guild_of[question.id].guild_id,
+                        vector=search.query_vector(vector),
+                        terms=tuple(search.query_terms(question.question)),
+                        note_type=CONVERSATION,
+                        candidates=max(settings.candidates, max(KS)),
+                        keyword_candidates=max(settings.keyword_candidates, max(KS)),
+                        evidence=evidence,
+                        window_candidates=settings.window_candidates,
+                        name_grams=tuple(name_grams(question.question)),
+                        time=span,
+                    )
+                ]
             )
             found.append(
                 Searched(
@@ -392,7 +393,7 @@ async def search_questions(
             )
         return found
     finally:
-        db.close()
+        store.close()
 
 
 def ranked_sessions(

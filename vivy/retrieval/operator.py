@@ -1,39 +1,59 @@
 """The operator memory API's data: note search and member profiles (seed 003's search API).
 
 :class:`OperatorStore` implements :class:`~vivy.metrics.server.OperatorAPI`. The metrics
-server calls it on its own request threads, outside any event loop, so it does not go
-through :class:`~vivy.storage.db.Database`: it opens its own connection (sqlite-vec loaded,
-``query_only`` so it cannot write) and serialises calls on it with a lock. Searches are by
-keyword only (FTS5 BM25 through the same fusion and gate as the bot), so an operator query
-never costs an embedding call. Every answer is JSON-ready, with ids as strings (Discord
-snowflakes do not fit a JavaScript number).
+server calls it on its own request threads, outside any event loop; it hands each call to
+the event loop that owns the storage (``call``: :func:`anyio.from_thread.run` with that
+loop's token, or a blocking portal's ``call``), so the API reads through the same storage
+owner as the bot and never opens a connection of its own. Searches are by keyword only
+(FTS5 BM25 through the same fusion and gate as the bot), so an operator query never costs an
+embedding call. Every answer is JSON-ready, with ids as strings (Discord snowflakes do not
+fit a JavaScript number).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-import sqlean
+import anyio.from_thread
+import anyio.lowlevel
 
 from vivy.errors import StorageError
 from vivy.retrieval import search
 from vivy.retrieval.context import SECTION_TITLES, sections_of
+from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import OFFLINE_CALIBRATION
-from vivy.retrieval.retriever import DEFAULT_SETTINGS, NoteHit, RetrievalSettings, ranked_notes
-from vivy.storage.db import Connection, connect
+from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.storage.context_reads import MemberCard
+from vivy.storage.port import SearchStore
 from vivy.storage.profiles import Fact
-from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.sqlite import open_sqlite_store
 
-__all__ = ["OperatorStore"]
+__all__ = ["OperatorStore", "loop_caller", "serving_operator_store"]
 
 T = TypeVar("T")
 
 #: Recent notes listed with a profile.
 PROFILE_RECENT_NOTES = 10
+
+
+class LoopCall(Protocol):
+    """Runs a coroutine function on the storage's event loop from another thread."""
+
+    def __call__(self, fn: Callable[[], Coroutine[Any, Any, T]], /) -> T: ...
+
+
+def loop_caller() -> LoopCall:
+    """A :class:`LoopCall` into the event loop this is called from (the app's)."""
+    token = anyio.lowlevel.current_token()
+
+    def call(fn: Callable[[], Coroutine[Any, Any, T]], /) -> T:
+        return anyio.from_thread.run(fn, token=token)
+
+    return call
 
 
 class OperatorStore:
@@ -45,91 +65,78 @@ class OperatorStore:
 
     def __init__(
         self,
-        path: str | Path,
+        store: SearchStore,
+        call: LoopCall,
         *,
         now: Callable[[], float] = time.time,
         settings: RetrievalSettings = DEFAULT_SETTINGS,
     ) -> None:
-        if not Path(path).exists():
-            raise StorageError(f"no database at {path}")
-        self._conn = connect(path)
-        self._conn.execute("PRAGMA query_only = ON")
-        self._lock = threading.Lock()
+        self._store = store
+        self._call = call
         self._now = now
         self._settings = settings
-        self._vectors = BinaryIndex()  # keyword search only: never filled
 
     def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` notes of the guild matching ``q`` by keyword, best first."""
-        terms = search.query_terms(q)
-        if not terms:
+        if not search.query_terms(q):
             return []
-        found = self._run(
-            lambda conn: ranked_notes(
-                conn,
-                index=self._vectors,
+
+        async def find() -> list[NoteHit]:
+            (found,) = await ranked_notes(
+                self._store,
                 guild_id=guild_id,
                 vector=None,
                 text=q,
-                note_type=None,
-                limit=max(1, limit),
+                limits=[(None, max(1, limit))],
                 channel_id=None,
                 now=self._now(),
                 calibration=OFFLINE_CALIBRATION,
                 settings=self._settings,
             )
-        )
-        return [_hit_json(hit) for hit in found.hits]
+            return list(found.hits)
+
+        return [_hit_json(hit) for hit in self._call(find)]
 
     def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
         """The member's active facts by section and recent notes; None if unknown here."""
 
-        def read(conn: Connection) -> dict[str, Any] | None:
-            facts = search.profile_facts(conn, guild_id, [user_id])[user_id]
-            member = conn.execute(
-                "SELECT display_name, opted_out FROM guild_members"
-                " WHERE guild_id = ? AND user_id = ?",
-                (guild_id, user_id),
-            ).fetchone()
-            if not facts and member is None:
-                return None
-            name = search.member_names(conn, guild_id, [user_id]).get(user_id, "")
-            recent = conn.execute(
-                "SELECT n.id, n.note_date, n.title FROM note_participants AS p"
-                " JOIN interaction_notes AS n ON n.id = p.note_id"
-                " WHERE p.user_id = ? AND n.guild_id = ?"
-                " ORDER BY COALESCE(n.ended_at, n.created_at) DESC, n.id DESC LIMIT ?",
-                (user_id, guild_id, PROFILE_RECENT_NOTES),
-            ).fetchall()
-            grouped = sections_of(facts)
-            return {
-                "guild_id": str(guild_id),
-                "user_id": str(user_id),
-                "name": name,
-                "opted_out": bool(member[1]) if member is not None else False,
-                "sections": {
-                    key: [_fact_json(fact) for fact in grouped.get(key, [])]
-                    for key, _ in SECTION_TITLES
-                },
-                "recent_notes": [
-                    {"note_id": str(r[0]), "date": str(r[1]), "title": str(r[2])} for r in recent
-                ],
-            }
+        async def read() -> MemberCard | None:
+            return await self._store.member_card(guild_id, user_id, PROFILE_RECENT_NOTES)
 
-        return self._run(read)
+        card = self._call(read)
+        if card is None:
+            return None
+        grouped = sections_of(list(card.facts))
+        return {
+            "guild_id": str(guild_id),
+            "user_id": str(user_id),
+            "name": card.name,
+            "opted_out": card.opted_out,
+            "sections": {
+                key: [_fact_json(fact) for fact in grouped.get(key, [])]
+                for key, _ in SECTION_TITLES
+            },
+            "recent_notes": [
+                {"note_id": str(note_id), "date": day, "title": title}
+                for note_id, day, title in card.recent_notes
+            ],
+        }
 
-    def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._conn.close()
 
-    def _run(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` on the connection under the lock, translating SQLite errors."""
-        with self._lock:
-            try:
-                return fn(self._conn)
-            except sqlean.Error as exc:
-                raise StorageError(f"operator query failed: {exc}") from exc
+@contextmanager
+def serving_operator_store(
+    path: str | Path, *, now: Callable[[], float] = time.time
+) -> Iterator[OperatorStore]:
+    """An operator store over the existing database at ``path``, for tools that serve the API
+    without running the app (``vivy demo``): its own event loop in a background thread."""
+    if not Path(path).exists():
+        raise StorageError(f"no database at {path}")
+    with anyio.from_thread.start_blocking_portal() as portal:
+        store = open_sqlite_store(path)
+        try:
+            yield OperatorStore(store.search, portal.call, now=now)
+        finally:
+            store.close()
 
 
 def _fact_json(fact: Fact) -> dict[str, Any]:

@@ -15,11 +15,12 @@ Pure functions, no I/O and no clock read (the caller passes ``now``):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-__all__ = ["TimeRange", "name_grams", "time_range"]
+from vivy.storage.search import TimeRange
+
+__all__ = ["name_grams", "time_range"]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -90,22 +91,6 @@ _PART_OF_MONTH = re.compile(
 )
 _IN_MONTH = re.compile(rf"\b(?:in|during|of|from|since|back in)\s+({_MONTH_NAMES})\b")
 _WEEKDAY = re.compile(rf"\b(?:(last|on|this|past)\s+)({_WEEKDAY_NAMES})\b")
-
-
-@dataclass(frozen=True, slots=True)
-class TimeRange:
-    """A UTC interval ``[start, end)`` in epoch seconds that a question refers to."""
-
-    start: float
-    end: float
-
-    def distance(self, start: float, end: float) -> float:
-        """Seconds between ``[start, end]`` and this range (0 when they overlap)."""
-        if end < self.start:
-            return self.start - end
-        if start >= self.end:
-            return start - self.end
-        return 0.0
 
 
 def name_grams(text: str, *, longest: int = 3) -> list[str]:

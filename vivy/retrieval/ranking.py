@@ -41,11 +41,12 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from vivy.storage.search import Candidate
+
 __all__ = [
     "GEMINI_CALIBRATION",
     "OFFLINE_CALIBRATION",
     "Calibration",
-    "Candidate",
     "Features",
     "Gate",
     "Scored",
@@ -59,33 +60,6 @@ __all__ = [
 ]
 
 DAY_S = 86400.0
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A note found by any search, with what ranking needs to know of it.
-
-    ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
-    ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
-    find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
-    ``coverage`` the idf-weighted share of the question's terms in the note or its best
-    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
-    took part; ``time_distance_s`` how far it lies from the time the question names (None
-    when the question names none).
-    """
-
-    note_id: int
-    channel_id: int
-    at: float
-    similarity: float | None = None
-    bm25: float | None = None
-    coverage: float = 0.0
-    started: float | None = None
-    window_similarity: float | None = None
-    window_bm25: float | None = None
-    terms: frozenset[str] = frozenset()
-    named: bool = False
-    time_distance_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

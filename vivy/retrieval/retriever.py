@@ -41,8 +41,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -52,17 +51,12 @@ from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
-from vivy.retrieval.query import name_grams, time_range
-from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
-from vivy.state.guards import looks_like_instruction
-from vivy.storage import evidence as evidence_store
-from vivy.storage.db import Connection, Database
-from vivy.storage.evidence import EvidenceLine
-from vivy.storage.notes import Note
-from vivy.storage.vector_index import BinaryIndex
+from vivy.retrieval.ranked import NoteHit, ranked_notes
+from vivy.retrieval.ranking import calibration_for
+from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.storage.port import SearchStore
 
 __all__ = [
-    "DEFAULT_SETTINGS",
     "PATH_DISABLED",
     "PATH_EMPTY",
     "PATH_FULL",
@@ -70,15 +64,11 @@ __all__ = [
     "PATH_PROFILES_ONLY",
     "ConversationMessage",
     "MemoryContext",
-    "NoteHit",
-    "RankedNotes",
     "RetrievalRequest",
-    "RetrievalSettings",
     "Retriever",
     "RetrieverStatistics",
     "embedding_text",
     "keyword_text",
-    "ranked_notes",
 ]
 
 #: Vector search, keywords and profiles.
@@ -139,182 +129,12 @@ class MemoryContext:
 
 
 @dataclass(frozen=True, slots=True)
-class NoteHit:
-    """A note found by search: its fused score and its raw vector and keyword scores.
-
-    ``vector_score`` is the cosine similarity and ``keyword_score`` the BM25 strength
-    (higher is better); each is None when that search did not find the note.
-    """
-
-    note: Note
-    score: float
-    vector_score: float | None
-    keyword_score: float | None
-    #: The note's evidence lines that matched, oldest first (none without evidence).
-    lines: tuple[EvidenceLine, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievalSettings:
-    """Limits and tuning of retrieval; the defaults follow seeds 002, 001 and 004."""
-
-    enabled: bool = True
-    #: Conversation notes and topic clusters in a context.
-    conversation_notes: int = 5
-    topic_clusters: int = 3
-    #: Profiles: conversation members (most recent speakers), then extra mentions and
-    #: extra note participants.
-    conversation_profiles: int = 10
-    mention_profiles: int = 3
-    participant_profiles: int = 3
-    #: Vector candidates taken from the binary index and re-ranked exactly, per search.
-    candidates: int = 40
-    #: Keyword matches taken from FTS5, per search.
-    keyword_candidates: int = 30
-    #: Search the notes' evidence (their kept messages); off with ``VIVY_EVIDENCE_DAYS=0``.
-    evidence: bool = True
-    #: Evidence windows taken by keyword and by vector, per search.
-    window_candidates: int = 30
-    #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
-    evidence_lines: int = 4
-    evidence_line_chars: int = 200
-    evidence_tokens: int = 400
-    #: IANA zone in which "yesterday" or "in May" is understood.
-    timezone: str = "UTC"
-    #: Earlier conversation messages embedded with the current one, and their length cap.
-    context_messages: int = 2
-    context_message_chars: int = 300
-    query_chars: int = 1000
-    summary_chars: int = 300
-    #: Seed 004's transient memory: notes of the last days per conversation member.
-    activity_days: float = 7.0
-    activity_notes: int = 5
-    lore_items: int = 20
-    cache_size: int = 256
-    cache_ttl_s: float = 300.0
-    weights: Weights = field(default_factory=Weights)
-    gate: Gate = field(default_factory=Gate)
-    #: Similarity scale of the embedding model; None picks it from the LLM's model name.
-    calibration: Calibration | None = None
-
-
-#: The default settings, shared (they are immutable).
-DEFAULT_SETTINGS = RetrievalSettings()
-
-
-@dataclass(frozen=True, slots=True)
 class RetrieverStatistics:
     """The context cache's state: entries held, and requests served from it or built."""
 
     cached_contexts: int
     cache_hits: int
     cache_misses: int
-
-
-@dataclass(frozen=True, slots=True)
-class RankedNotes:
-    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised."""
-
-    hits: tuple[NoteHit, ...]
-    vector_failed: bool
-
-
-def ranked_notes(
-    conn: Connection,
-    keyword_conn: Connection | None = None,
-    *,
-    index: BinaryIndex,
-    guild_id: int,
-    vector: bytes | None,
-    text: str,
-    note_type: str | None,
-    limit: int,
-    channel_id: int | None,
-    now: float,
-    calibration: Calibration,
-    settings: RetrievalSettings,
-) -> RankedNotes:
-    """Search the guild's notes for ``text`` (and ``vector``), rank, gate and load the best
-    ``limit`` with their matching evidence lines.
-
-    This is all of a note search but the embedding call; the benchmark times it as is.
-    ``keyword_conn``, a second connection, lets the keyword half run beside the rest;
-    ``index`` holds the database's binary note vectors in memory.
-    """
-    span = time_range(text, now, settings.timezone)
-    found = search.search_notes_sync(
-        conn,
-        index,
-        search.NoteSearch(
-            guild_id=guild_id,
-            vector=vector,
-            terms=tuple(search.query_terms(text)),
-            note_type=note_type,
-            candidates=max(settings.candidates, limit),
-            keyword_candidates=max(settings.keyword_candidates, limit),
-            evidence=settings.evidence,
-            window_candidates=settings.window_candidates,
-            name_grams=tuple(name_grams(text)),
-            time=span,
-        ),
-        keyword_conn,
-    )
-    ranked = rank(
-        found.candidates,
-        now=now,
-        channel_id=channel_id,
-        calibration=calibration,
-        weights=settings.weights,
-        gate=settings.gate,
-        limit=limit,
-        term_weights=found.term_weights,
-        time_span_s=(span.end - span.start) if span is not None else 86400.0,
-    )
-    notes = {
-        note.id: note for note in search.guild_notes(conn, guild_id, [s.note_id for s in ranked])
-    }
-    windows = [w for s in ranked for w in found.windows.get(s.note_id, ())]
-    spans = evidence_store.window_lines(conn, windows)
-    matcher = search.TermMatcher.of(found.term_weights)
-    hits = tuple(
-        NoteHit(
-            notes[s.note_id],
-            s.score,
-            s.similarity,
-            s.bm25,
-            _matching_lines(
-                [line for w in found.windows.get(s.note_id, ()) for line in spans.get(w, ())],
-                matcher,
-                settings.evidence_lines,
-            ),
-        )
-        for s in ranked
-        if s.note_id in notes
-    )
-    return RankedNotes(hits, found.vector_failed)
-
-
-def _matching_lines(
-    lines: Sequence[EvidenceLine], matcher: search.TermMatcher, limit: int
-) -> tuple[EvidenceLine, ...]:
-    """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
-    the order they were said; a line that reads as an instruction to the bot is never quoted.
-
-    Lines are checked for instructions only until ``limit`` are chosen: the check is the
-    costliest step of a search, and most lines are never quoted.
-    """
-    unique = list({line.message_id: line for line in lines}.values())
-    matched = [line for line in unique if matcher.found(line.text)]
-    chosen: list[EvidenceLine] = []
-    for pool in (matched, unique) if matched else (unique,):
-        for line in pool:
-            if len(chosen) == limit:
-                break
-            if not looks_like_instruction(line.text):
-                chosen.append(line)  # seed 003: never quote orders to the bot
-        if chosen:
-            break
-    return tuple(sorted(chosen, key=lambda line: line.message_id))
 
 
 def embedding_text(request: RetrievalRequest, settings: RetrievalSettings) -> str:
@@ -373,8 +193,8 @@ class _People:
     lore: tuple[str, ...]
 
 
-def _choose_people(
-    conn: Connection,
+async def _choose_people(
+    store: SearchStore,
     guild_id: int,
     speakers: Sequence[tuple[int, str]],
     mentioned: Sequence[int],
@@ -382,9 +202,9 @@ def _choose_people(
     now: float,
     settings: RetrievalSettings,
 ) -> _People:
-    """Read the profiles, recent activity and lore of a context (one database call)."""
+    """Read the profiles, recent activity and lore of a context (two storage calls)."""
     candidates = [user for user, _ in speakers] + list(mentioned) + [u for u, _ in participants]
-    hidden = search.opted_out(conn, guild_id, candidates)
+    hidden = await store.opted_out(guild_id, candidates)
     chosen: list[int] = []
 
     def take(users: Sequence[int], quota: int) -> None:
@@ -408,8 +228,15 @@ def _choose_people(
 
     fallback = {user: name for user, name in participants}
     fallback.update({user: name for user, name in speakers})
-    names = search.member_names(conn, guild_id, chosen)
-    facts = search.profile_facts(conn, guild_id, chosen)
+    read = await store.people(
+        guild_id,
+        chosen,
+        speakers_kept,
+        since=now - settings.activity_days * 86400.0,
+        activity_limit=settings.activity_notes,
+        lore_limit=settings.lore_items,
+    )
+    names, facts, recent = read.names, read.facts, read.activity
 
     def name_of(user: int) -> str:
         return names.get(user) or fallback.get(user) or f"user {user}"
@@ -417,53 +244,13 @@ def _choose_people(
     profiles = tuple(
         (user, ProfileBlock(name_of(user), tuple(facts.get(user, [])))) for user in chosen
     )
-    recent = search.recent_activity(
-        conn,
-        guild_id,
-        speakers_kept,
-        since=now - settings.activity_days * 86400.0,
-        limit=settings.activity_notes,
-    )
     activity = tuple(
         ActivityBlock(name_of(user), tuple(recent[user]))
         for user in speakers_kept
         if user in recent
     )
-    lore = tuple(
-        item.text for item in search.active_lore(conn, guild_id, limit=settings.lore_items)
-    )
+    lore = tuple(item.text for item in read.lore)
     return _People(profiles, activity, lore)
-
-
-def _both_searches(
-    conn: Connection,
-    side: Connection | None,
-    index: BinaryIndex,
-    guild_id: int,
-    vector: bytes | None,
-    text: str,
-    channel_id: int,
-    now: float,
-    calibration: Calibration,
-    settings: RetrievalSettings,
-) -> tuple[RankedNotes, RankedNotes]:
-    """Conversation notes and topic clusters for one context (one database call)."""
-    search_for = partial(
-        ranked_notes,
-        conn,
-        side,
-        index=index,
-        guild_id=guild_id,
-        vector=vector,
-        text=text,
-        channel_id=channel_id,
-        now=now,
-        calibration=calibration,
-        settings=settings,
-    )
-    notes = search_for(note_type=CONVERSATION, limit=settings.conversation_notes)
-    clusters = search_for(note_type=TOPIC_CLUSTER, limit=settings.topic_clusters)
-    return notes, clusters
 
 
 class Retriever:
@@ -475,15 +262,14 @@ class Retriever:
 
     def __init__(
         self,
-        db: Database,
+        store: SearchStore,
         llm: LLM,
         clock: Clock,
         *,
         observe: Callable[[str, float], None] | None = None,
         settings: RetrievalSettings = DEFAULT_SETTINGS,
     ) -> None:
-        self._db = db
-        self._vectors = BinaryIndex()
+        self._store = store
         self._llm = llm
         self._clock = clock
         self._observe = observe
@@ -520,20 +306,16 @@ class Retriever:
         :class:`~vivy.errors.StorageError` when the notes cannot be read.
         """
         vector = await self._embed(query, guild_id)
-        found = await self._db.read_with_side(
-            partial(
-                ranked_notes,
-                index=self._vectors,
-                guild_id=guild_id,
-                vector=vector,
-                text=query,
-                note_type=None,
-                limit=max(1, limit),
-                channel_id=None,
-                now=self._clock.now(),
-                calibration=self._calibration,
-                settings=self._settings,
-            )
+        (found,) = await ranked_notes(
+            self._store,
+            guild_id=guild_id,
+            vector=vector,
+            text=query,
+            limits=[(None, max(1, limit))],
+            channel_id=None,
+            now=self._clock.now(),
+            calibration=self._calibration,
+            settings=self._settings,
         )
         return list(found.hits)
 
@@ -553,7 +335,7 @@ class Retriever:
         guild = request.guild_id
         key: str | None = None
         try:
-            version = await self._db.read(search.memory_version, guild)
+            version = await self._store.memory_version(guild)
             key = _cache_key(request, version)
         except StorageError as exc:
             _log.warning("memory version unreadable; not caching", guild_id=guild, error=str(exc))
@@ -571,16 +353,19 @@ class Retriever:
         notes_ok = True
         vector_ok = vector is not None
         try:
-            found_notes, found_clusters = await self._db.read_with_side(
-                _both_searches,
-                self._vectors,
-                guild,
-                vector,
-                keyword_text(request),
-                request.channel_id,
-                now,
-                self._calibration,
-                settings,
+            found_notes, found_clusters = await ranked_notes(
+                self._store,
+                guild_id=guild,
+                vector=vector,
+                text=keyword_text(request),
+                limits=[
+                    (CONVERSATION, settings.conversation_notes),
+                    (TOPIC_CLUSTER, settings.topic_clusters),
+                ],
+                channel_id=request.channel_id,
+                now=now,
+                calibration=self._calibration,
+                settings=settings,
             )
             notes, clusters = found_notes.hits, found_clusters.hits
             if found_notes.vector_failed or found_clusters.vector_failed:
@@ -598,8 +383,8 @@ class Retriever:
         )
         people: _People | None = None
         try:
-            people = await self._db.read(
-                _choose_people,
+            people = await _choose_people(
+                self._store,
                 guild,
                 speakers,
                 tuple(request.mentioned_user_ids),

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
-    from vivy.storage.evidence import WindowText
+    from vivy.storage.context_reads import MemberCard, PeopleReads
+    from vivy.storage.evidence import EvidenceLine, WindowText
     from vivy.storage.inspection import FactRecord
     from vivy.storage.members import (
         BufferedRef,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
+    from vivy.storage.search import NoteSearch, NoteSearchResult
 
 __all__ = [
     "BufferStore",
@@ -46,6 +48,7 @@ __all__ = [
     "ProfileStore",
     "ReadOnlyStore",
     "ReembedStore",
+    "SearchStore",
     "Store",
 ]
 
@@ -202,6 +205,9 @@ class MemberStore(Protocol):
     async def opted_out_members(self) -> set[tuple[int, int]]:
         """(guild id, user id) of every member who opted out."""
 
+    async def add_member_names(self, guild_id: int, names: Sequence[tuple[int, str]]) -> None:
+        """Remember that each (user id, name) goes by that name in the guild (an alias)."""
+
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         """Whether the member opted out in this guild."""
 
@@ -299,6 +305,41 @@ class ReembedStore(Protocol):
         """Swap every note vector for its staged one; None (no change) while one is missing."""
 
 
+class SearchStore(Protocol):
+    """Note search and the reads a reply's memory context is built from; every read is
+    scoped to the guild it names."""
+
+    async def memory_version(self, guild_id: int) -> tuple[int | float | None, ...]:
+        """A fingerprint of everything a guild's context is built from; it changes with it."""
+
+    async def find_notes(self, searches: Sequence[NoteSearch]) -> list[NoteSearchResult]:
+        """Run each search (vector, keyword, evidence, time, names) and return its ranking
+        candidates, in order. A failing vector search is reported in its result."""
+
+    async def note_hits(
+        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+    ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+        """The guild's notes by id in the order given, and the lines of each evidence window."""
+
+    async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
+        """The members among ``user_ids`` who opted out of memory in this guild."""
+
+    async def people(
+        self,
+        guild_id: int,
+        users: Sequence[int],
+        active: Sequence[int],
+        *,
+        since: float,
+        activity_limit: int,
+        lore_limit: int,
+    ) -> PeopleReads:
+        """Names and facts of ``users``, recent notes of ``active`` members, and lore."""
+
+    async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
+        """What the operator API shows of a member; None when the guild does not know them."""
+
+
 @dataclass(frozen=True, slots=True)
 class EmbeddingState:
     """The recorded embedding model against the stored note vectors (``vivy db check``)."""
@@ -389,6 +430,7 @@ class Store:
     jobs: JobStore
     meta: MetaStore
     reembed: ReembedStore
+    search: SearchStore
     closer: Closer
 
     def close(self) -> None:

@@ -12,15 +12,28 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vivy.storage import buffers, evidence, jobs, members, meta, notes, profiles, reembed
-from vivy.storage.db import Database
+from vivy.storage import (
+    buffers,
+    context_reads,
+    evidence,
+    jobs,
+    members,
+    meta,
+    notes,
+    profiles,
+    reembed,
+    search,
+)
+from vivy.storage.db import Connection, Database
 from vivy.storage.port import Store
+from vivy.storage.vector_index import BinaryIndex
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
-    from vivy.storage.evidence import WindowText
+    from vivy.storage.context_reads import MemberCard, PeopleReads
+    from vivy.storage.evidence import EvidenceLine, WindowText
     from vivy.storage.members import (
         BufferedRef,
         ForgetReport,
@@ -32,6 +45,7 @@ if TYPE_CHECKING:
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
+    from vivy.storage.search import NoteSearch, NoteSearchResult
 
 __all__ = ["open_sqlite_store", "sqlite_store"]
 
@@ -47,6 +61,7 @@ def sqlite_store(db: Database) -> Store:
         jobs=SqliteJobStore(db),
         meta=SqliteMetaStore(db),
         reembed=SqliteReembedStore(db),
+        search=SqliteSearchStore(db),
         closer=db.close,
     )
 
@@ -267,6 +282,15 @@ class SqliteMemberStore:
         """(guild id, user id) of every member who opted out."""
         return await self._db.read(members.opted_out_members)
 
+    async def add_member_names(self, guild_id: int, names: Sequence[tuple[int, str]]) -> None:
+        """Remember that each (user id, name) goes by that name in the guild (an alias)."""
+
+        def add(conn: Connection) -> None:
+            for user_id, name in names:
+                notes.add_member_name(conn, guild_id, user_id, name)
+
+        await self._db.write(add)
+
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         """Whether the member opted out in this guild."""
         return await self._db.read(members.is_opted_out, guild_id, user_id)
@@ -401,3 +425,68 @@ class SqliteReembedStore:
     async def swap_note_vectors(self, model: str, dimension: int) -> int | None:
         """Swap every note vector for its staged one; None (no change) while one is missing."""
         return await self._db.write(reembed.swap_note_vectors, model, dimension)
+
+
+class SqliteSearchStore:
+    """Note search on SQLite: :mod:`vivy.storage.search` and :mod:`~vivy.storage.context_reads`
+    run through the owner, with the guilds' binary vectors kept in memory
+    (:class:`~vivy.storage.vector_index.BinaryIndex`) and the keyword half of each search on
+    the owner's second connection, beside the vector half."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._vectors = BinaryIndex()
+
+    async def memory_version(self, guild_id: int) -> tuple[int | float | None, ...]:
+        """A fingerprint of everything a guild's context is built from; it changes with it."""
+        return await self._db.read(context_reads.memory_version, guild_id)
+
+    async def find_notes(self, searches: Sequence[NoteSearch]) -> list[NoteSearchResult]:
+        """Run each search and return its ranking candidates, in order (one owner call)."""
+        vectors = self._vectors
+
+        def find(conn: Connection, side: Connection | None) -> list[NoteSearchResult]:
+            return [search.search_notes_sync(conn, vectors, s, side) for s in searches]
+
+        return await self._db.read_with_side(find)
+
+    async def note_hits(
+        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+    ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+        """The guild's notes by id in the order given, and the lines of each evidence window."""
+
+        def read(conn: Connection) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+            found = search.guild_notes(conn, guild_id, note_ids)
+            lines = evidence.window_lines(conn, window_ids)
+            return found, {w: tuple(ls) for w, ls in lines.items()}
+
+        return await self._db.read(read)
+
+    async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
+        """The members among ``user_ids`` who opted out of memory in this guild."""
+        return await self._db.read(context_reads.opted_out, guild_id, user_ids)
+
+    async def people(
+        self,
+        guild_id: int,
+        users: Sequence[int],
+        active: Sequence[int],
+        *,
+        since: float,
+        activity_limit: int,
+        lore_limit: int,
+    ) -> PeopleReads:
+        """Names and facts of ``users``, recent notes of ``active`` members, and lore."""
+        return await self._db.read(
+            context_reads.people_reads,
+            guild_id,
+            users,
+            active,
+            since=since,
+            activity_limit=activity_limit,
+            lore_limit=lore_limit,
+        )
+
+    async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
+        """What the operator API shows of a member; None when the guild does not know them."""
+        return await self._db.read(context_reads.member_card, guild_id, user_id, notes)

@@ -1,0 +1,153 @@
+"""One ranked note search: find, rank, gate, then load the notes with their quoted lines.
+
+Everything a note search does but the embedding call, over the storage port's ``search``
+area: one call finds every search's candidates (:mod:`vivy.storage.search`), ranking is pure
+(:mod:`vivy.retrieval.ranking`), and one more call loads the chosen notes and their evidence
+lines. The retriever, the operator API, ``vivy search`` and the benchmark all search through
+:func:`ranked_notes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vivy.retrieval.query import name_grams, time_range
+from vivy.retrieval.ranking import Calibration, rank
+from vivy.retrieval.search import query_terms
+from vivy.retrieval.settings import RetrievalSettings
+from vivy.state.guards import looks_like_instruction
+from vivy.storage.evidence import EvidenceLine
+from vivy.storage.notes import Note
+from vivy.storage.port import SearchStore
+from vivy.storage.search import NoteSearch, TermMatcher
+
+__all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteHit:
+    """A note found by search: its fused score and its raw vector and keyword scores.
+
+    ``vector_score`` is the cosine similarity and ``keyword_score`` the BM25 strength
+    (higher is better); each is None when that search did not find the note.
+    """
+
+    note: Note
+    score: float
+    vector_score: float | None
+    keyword_score: float | None
+    #: The note's evidence lines that matched, oldest first (none without evidence).
+    lines: tuple[EvidenceLine, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RankedNotes:
+    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised."""
+
+    hits: tuple[NoteHit, ...]
+    vector_failed: bool
+
+
+async def ranked_notes(
+    store: SearchStore,
+    *,
+    guild_id: int,
+    vector: bytes | None,
+    text: str,
+    limits: Sequence[tuple[str | None, int]],
+    channel_id: int | None,
+    now: float,
+    calibration: Calibration,
+    settings: RetrievalSettings,
+) -> list[RankedNotes]:
+    """Search the guild's notes for ``text`` (and ``vector``) once per (note type, limit)
+    of ``limits`` (type None: both), rank and gate each, and load the best notes of each
+    with their matching evidence lines, in the order of ``limits``.
+    """
+    span = time_range(text, now, settings.timezone)
+    terms = tuple(query_terms(text))
+    grams = tuple(name_grams(text))
+    found = await store.find_notes(
+        [
+            NoteSearch(
+                guild_id=guild_id,
+                vector=vector,
+                terms=terms,
+                note_type=note_type,
+                candidates=max(settings.candidates, limit),
+                keyword_candidates=max(settings.keyword_candidates, limit),
+                evidence=settings.evidence,
+                window_candidates=settings.window_candidates,
+                name_grams=grams,
+                time=span,
+            )
+            for note_type, limit in limits
+        ]
+    )
+    ranked = [
+        rank(
+            result.candidates,
+            now=now,
+            channel_id=channel_id,
+            calibration=calibration,
+            weights=settings.weights,
+            gate=settings.gate,
+            limit=limit,
+            term_weights=result.term_weights,
+            time_span_s=(span.end - span.start) if span is not None else 86400.0,
+        )
+        for result, (_, limit) in zip(found, limits, strict=True)
+    ]
+    chosen = [s.note_id for scored in ranked for s in scored]
+    windows = [
+        w
+        for result, scored in zip(found, ranked, strict=True)
+        for s in scored
+        for w in result.windows.get(s.note_id, ())
+    ]
+    loaded, spans = await store.note_hits(guild_id, chosen, windows)
+    notes = {note.id: note for note in loaded}
+    answers: list[RankedNotes] = []
+    for result, scored in zip(found, ranked, strict=True):
+        matcher = TermMatcher.of(result.term_weights)
+        hits = tuple(
+            NoteHit(
+                notes[s.note_id],
+                s.score,
+                s.similarity,
+                s.bm25,
+                _matching_lines(
+                    [line for w in result.windows.get(s.note_id, ()) for line in spans.get(w, ())],
+                    matcher,
+                    settings.evidence_lines,
+                ),
+            )
+            for s in scored
+            if s.note_id in notes
+        )
+        answers.append(RankedNotes(hits, result.vector_failed))
+    return answers
+
+
+def _matching_lines(
+    lines: Sequence[EvidenceLine], matcher: TermMatcher, limit: int
+) -> tuple[EvidenceLine, ...]:
+    """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
+    the order they were said; a line that reads as an instruction to the bot is never quoted.
+
+    Lines are checked for instructions only until ``limit`` are chosen: the check is the
+    costliest step of a search, and most lines are never quoted.
+    """
+    unique = list({line.message_id: line for line in lines}.values())
+    matched = [line for line in unique if matcher.found(line.text)]
+    chosen: list[EvidenceLine] = []
+    for pool in (matched, unique) if matched else (unique,):
+        for line in pool:
+            if len(chosen) == limit:
+                break
+            if not looks_like_instruction(line.text):
+                chosen.append(line)  # seed 003: never quote orders to the bot
+        if chosen:
+            break
+    return tuple(sorted(chosen, key=lambda line: line.message_id))

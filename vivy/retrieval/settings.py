@@ -1,0 +1,57 @@
+"""Retrieval's settings: how much memory a reply gets, and how notes are searched and ranked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vivy.retrieval.ranking import Calibration, Gate, Weights
+
+__all__ = ["DEFAULT_SETTINGS", "RetrievalSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    """Limits and tuning of retrieval; the defaults follow seeds 002, 001 and 004."""
+
+    enabled: bool = True
+    #: Conversation notes and topic clusters in a context.
+    conversation_notes: int = 5
+    topic_clusters: int = 3
+    #: Profiles: conversation members (most recent speakers), then extra mentions and
+    #: extra note participants.
+    conversation_profiles: int = 10
+    mention_profiles: int = 3
+    participant_profiles: int = 3
+    #: Vector candidates taken from the binary index and re-ranked exactly, per search.
+    candidates: int = 40
+    #: Keyword matches taken from FTS5, per search.
+    keyword_candidates: int = 30
+    #: Search the notes' evidence (their kept messages); off with ``VIVY_EVIDENCE_DAYS=0``.
+    evidence: bool = True
+    #: Evidence windows taken by keyword and by vector, per search.
+    window_candidates: int = 30
+    #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
+    evidence_lines: int = 4
+    evidence_line_chars: int = 200
+    evidence_tokens: int = 400
+    #: IANA zone in which "yesterday" or "in May" is understood.
+    timezone: str = "UTC"
+    #: Earlier conversation messages embedded with the current one, and their length cap.
+    context_messages: int = 2
+    context_message_chars: int = 300
+    query_chars: int = 1000
+    summary_chars: int = 300
+    #: Seed 004's transient memory: notes of the last days per conversation member.
+    activity_days: float = 7.0
+    activity_notes: int = 5
+    lore_items: int = 20
+    cache_size: int = 256
+    cache_ttl_s: float = 300.0
+    weights: Weights = field(default_factory=Weights)
+    gate: Gate = field(default_factory=Gate)
+    #: Similarity scale of the embedding model; None picks it from the LLM's model name.
+    calibration: Calibration | None = None
+
+
+#: The default settings, shared (they are immutable).
+DEFAULT_SETTINGS = RetrievalSettings()

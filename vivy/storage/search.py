@@ -1,0 +1,580 @@
+"""The SQL of note search: vector and keyword search over notes and their evidence.
+
+Rules of this module:
+
+* Every query is scoped to one guild *inside* the index or before any ``LIMIT``: the vector
+  KNN runs over the guild's own binary vectors (:mod:`vivy.storage.vector_index`), the
+  keyword search joins ``interaction_notes`` and filters by guild before ordering and
+  limiting. Nothing read here can belong to another guild, whatever the caller passes.
+* Vector search runs in two steps. A hamming KNN over the binary-quantised vectors finds
+  ``candidates`` notes of the guild; the exact cosine distance of their float vectors
+  (``vec_distance_cosine``) re-ranks them. Neither step sees another guild's notes, so the
+  guild filter is never applied after a top-k cut.
+* User text never reaches FTS5 as syntax: the terms are word tokens only, and
+  :func:`match_expression` quotes each one and joins them with OR, so ``"``, ``*``,
+  ``NEAR``, ``-`` or ``column:`` in a message are plain text.
+* A keyword search reads a bounded number of postings (:func:`plan_terms`): the rarest terms
+  first, the commonest dropped beyond :data:`KEYWORD_POSTINGS_BUDGET`, so its cost stays flat
+  as a guild grows to 100k notes.
+* Functions are synchronous and take the connection first, as :class:`~vivy.storage.db.Database`
+  runs them; :class:`vivy.storage.sqlite.SqliteSearchStore` puts them behind the port.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import sqlean
+
+from vivy.storage import evidence
+from vivy.storage.db import Connection
+from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
+from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.vector_index import BinaryIndex
+
+__all__ = [
+    "CONVERSATION",
+    "EVIDENCE_POSTINGS_BUDGET",
+    "KEYWORD_POSTINGS_BUDGET",
+    "WINDOWS_SHOWN",
+    "Candidate",
+    "CandidateDetails",
+    "KeywordMatch",
+    "NoteSearch",
+    "NoteSearchResult",
+    "TermMatcher",
+    "TermPlan",
+    "TimeRange",
+    "VectorMatch",
+    "candidate_details",
+    "guild_notes",
+    "keyword_search",
+    "match_expression",
+    "plan_terms",
+    "prune_terms",
+    "search_notes_sync",
+    "term_weight",
+    "vector_search",
+]
+
+#: The note type of conversations (topic clusters have no evidence).
+CONVERSATION = "conversation"
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A UTC interval ``[start, end)`` in epoch seconds that a question refers to."""
+
+    start: float
+    end: float
+
+    def distance(self, start: float, end: float) -> float:
+        """Seconds between ``[start, end]`` and this range (0 when they overlap)."""
+        if end < self.start:
+            return self.start - end
+        if start >= self.end:
+            return start - self.end
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A note found by any search, with what ranking needs to know of it.
+
+    ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
+    ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
+    find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
+    ``coverage`` the idf-weighted share of the question's terms in the note or its best
+    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
+    took part; ``time_distance_s`` how far it lies from the time the question names (None
+    when the question names none).
+    """
+
+    note_id: int
+    channel_id: int
+    at: float
+    similarity: float | None = None
+    bm25: float | None = None
+    coverage: float = 0.0
+    started: float | None = None
+    window_similarity: float | None = None
+    window_bm25: float | None = None
+    terms: frozenset[str] = frozenset()
+    named: bool = False
+    time_distance_s: float | None = None
+
+
+def match_expression(terms: Sequence[str]) -> str | None:
+    """A safe FTS5 MATCH expression: each term quoted, joined by OR; None without terms.
+
+    Terms from :func:`vivy.retrieval.search.query_terms` contain letters and digits only, so
+    quoting cannot be broken out of; a stray ``"`` is removed anyway.
+    """
+    quoted = [f'"{term.replace(chr(34), "")}"' for term in terms if term.replace('"', "")]
+    return " OR ".join(quoted) if quoted else None
+
+
+#: Most postings one keyword search reads. Terms are taken rarest first; the commonest are
+#: dropped beyond the budget, which bounds the search's cost at 100k notes (a term in 2500
+#: notes carries little weight there anyway): 5.8 ms → 3.9 ms a search at 100k notes.
+KEYWORD_POSTINGS_BUDGET = 2500
+
+
+def prune_terms(terms: Sequence[str], counts: Mapping[str, int], budget: int) -> list[str]:
+    """The terms worth searching, rarest first, within ``budget`` postings in total.
+
+    Terms in no note cannot match; the rarest term over the budget is dropped like the rest.
+    """
+    usable = [term for term in dict.fromkeys(terms) if 0 < counts.get(term, 0) <= budget]
+    usable.sort(key=lambda term: (counts[term], term))
+    kept: list[str] = []
+    spent = 0
+    for term in usable:
+        if spent + counts[term] > budget:
+            break
+        kept.append(term)
+        spent += counts[term]
+    return kept
+
+
+def term_weight(count: int, total: int) -> float:
+    """A term's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive even for common terms."""
+    count = max(0, min(count, total))
+    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """The terms a keyword search reads, rarest first, each with its idf weight."""
+
+    weights: Mapping[str, float]
+
+    @property
+    def terms(self) -> list[str]:
+        """The terms, rarest first."""
+        return list(self.weights)
+
+
+def plan_terms(
+    conn: Connection,
+    terms: Sequence[str],
+    *,
+    budget: int = KEYWORD_POSTINGS_BUDGET,
+    index: str = "notes",
+) -> TermPlan:
+    """The terms to search and their weights, each term's count read from the index.
+
+    ``index`` is ``"notes"`` (the notes' own text) or ``"evidence"`` (their evidence
+    windows). Counts are capped at ``budget + 1``, so counting a common term costs no more
+    than the budget; the total is the newest row id (an upper bound, read in O(log n)).
+    """
+    if not terms:
+        return TermPlan({})
+    table, fts = _INDEXES[index]
+    row = conn.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    total = int(row[0] or 0)
+    counts: dict[str, int] = {}
+    for term in dict.fromkeys(terms):
+        expression = match_expression([term])
+        if expression is None:
+            continue
+        counted = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+            (expression, budget + 1),
+        ).fetchone()
+        counts[term] = int(counted[0])
+    kept = prune_terms(list(counts), counts, budget)
+    return TermPlan({term: term_weight(counts[term], total) for term in kept})
+
+
+#: The keyword indexes and the tables whose rows they index.
+_INDEXES = {
+    "notes": ("interaction_notes", "notes_fts"),
+    "evidence": ("evidence_windows", "evidence_fts"),
+}
+
+
+def _fold(text: str) -> str:
+    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """A note found by vector search, with the exact cosine similarity of its float vector."""
+
+    note_id: int
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordMatch:
+    """A note found by keyword search, with its BM25 strength (higher is better)."""
+
+    note_id: int
+    bm25: float
+
+
+def vector_search(
+    conn: Connection,
+    index: BinaryIndex,
+    guild_id: int,
+    vector: bytes,
+    *,
+    note_type: str | None,
+    limit: int,
+    candidates: int,
+) -> list[VectorMatch]:
+    """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob), best first.
+
+    ``candidates`` notes come from ``index``, the guild's binary vectors in memory (hamming
+    KNN); their float vectors are then compared exactly. ``note_type`` None searches both types.
+    """
+    k = max(candidates, limit)
+    bits = conn.execute(
+        "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
+        (vector, binary_dimensions(len(vector) // 4)),  # a float32 blob: four bytes a dimension
+    ).fetchone()[0]
+    kind = None if note_type is None else VEC_KINDS[note_type]
+    rows = [(note_id,) for note_id in index.nearest(conn, guild_id, bits, k, kind=kind)]
+    # Point lookups by primary key: vec0 answers ``note_id = ?`` from the row's chunk, while
+    # ``note_id IN (...)`` or a join would scan the whole table.
+    exact: list[VectorMatch] = []
+    for (note_id,) in rows:
+        found = conn.execute(
+            "SELECT vec_distance_cosine(embedding, ?) FROM vec_notes"
+            " WHERE note_id = ? AND guild_id = ?",
+            (vector, note_id, guild_id),
+        ).fetchone()
+        if found is not None and found[0] is not None:
+            exact.append(VectorMatch(int(note_id), 1.0 - float(found[0])))
+    exact.sort(key=lambda match: (-match.similarity, match.note_id))
+    return exact[:limit]
+
+
+#: BM25 column weights: title, summary, topics, entities. Titles, topics and entities are
+#: short and chosen by the note writer, so a hit there says more than one in the summary.
+BM25_WEIGHTS = (3.0, 1.0, 2.0, 2.0)
+
+
+def keyword_search(
+    conn: Connection,
+    guild_id: int,
+    plan: TermPlan,
+    *,
+    note_type: str | None,
+    limit: int,
+) -> list[KeywordMatch]:
+    """The ``limit`` best BM25 matches in the guild of any of the planned terms (rarest
+    first within the postings budget, :func:`plan_terms`).
+
+    The guild (and type) filter is part of the query, so it applies before the ``LIMIT``.
+    """
+    match = match_expression(plan.terms)
+    if match is None:
+        return []
+    weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
+    type_filter = "" if note_type is None else " AND n.note_type = ?"
+    params: list[object] = [match, guild_id]
+    if note_type is not None:
+        params.append(note_type)
+    rows = conn.execute(
+        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score"
+        f" FROM notes_fts AS f JOIN interaction_notes AS n ON n.id = f.rowid"
+        f" WHERE notes_fts MATCH ? AND n.guild_id = ?{type_filter}"
+        f" ORDER BY score, f.rowid LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    # FTS5's bm25() is negative, lower is better; flip it so that higher is better.
+    return [KeywordMatch(int(note_id), max(0.0, -float(score))) for note_id, score in rows]
+
+
+def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
+    """Notes by id in the order given, keeping only the guild's own."""
+    return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearch:
+    """One note search: the guild, the query (vector and/or keywords) and how many to find.
+
+    ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
+    keyword (from :func:`vivy.retrieval.search.query_terms`). ``note_type`` None searches both
+    types. With
+    ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
+    by keyword; the found notes' windows by vector); ``name_grams`` are the question's word
+    runs that may name a member, and ``time`` the interval it names.
+    """
+
+    guild_id: int
+    vector: bytes | None
+    terms: tuple[str, ...]
+    note_type: str | None
+    candidates: int
+    keyword_candidates: int
+    evidence: bool = True
+    window_candidates: int = 80
+    name_grams: tuple[str, ...] = ()
+    time: TimeRange | None = None
+    time_candidates: int = 40
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearchResult:
+    """The ranking inputs of one search; ``vector_failed`` when sqlite-vec raised.
+
+    ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
+    evidence windows of each candidate, best first.
+    """
+
+    candidates: tuple[Candidate, ...]
+    vector_failed: bool
+    term_weights: Mapping[str, float] = field(default_factory=dict)
+    windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+#: Threads for the keyword half of a search (see :func:`search_notes_sync`).
+_KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
+
+
+def _stem(word: str) -> str:
+    """A light English stem: the word without a plural, past or -ing ending."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
+                return word[:-1]
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatcher:
+    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
+    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
+    "dog"). One pattern of all stems, so a text is scanned once."""
+
+    pattern: re.Pattern[str] | None
+    terms_of: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, terms: Iterable[str]) -> TermMatcher:
+        """The matcher of ``terms``."""
+        stems: dict[str, list[str]] = {}
+        for term in terms:
+            stems.setdefault(_stem(_fold(term)), []).append(term)
+        if not stems:
+            return cls(None, {})
+        ordered = sorted(stems, key=len, reverse=True)
+        pattern = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, ordered))})")
+        return cls(pattern, {stem: tuple(found) for stem, found in stems.items()})
+
+    def found(self, text: str) -> frozenset[str]:
+        """The terms whose stem starts a word of ``text``."""
+        if self.pattern is None:
+            return frozenset()
+        folded = _fold(text)
+        if not any(stem in folded for stem in self.terms_of):  # a substring test is cheaper
+            return frozenset()
+        hits = set(self.pattern.findall(folded))
+        return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
+
+
+#: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
+EVIDENCE_POSTINGS_BUDGET = 2500
+
+
+@dataclass(frozen=True, slots=True)
+class _KeywordHalf:
+    """What the keyword searches found: notes, evidence windows and the terms' weights."""
+
+    notes: list[KeywordMatch]
+    windows: list[evidence.WindowMatch]
+    weights: dict[str, float]
+
+
+def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> _KeywordHalf:
+    """The keyword searches of ``search``: the notes' own text, then their evidence windows.
+
+    The terms' weights are their idf among the evidence windows; where no window holds any
+    of them (evidence off, or notes older than it) among the notes.
+    """
+    if not search.terms:
+        return _KeywordHalf([], [], {})
+    plan = plan_terms(conn, search.terms)
+    notes = keyword_search(
+        conn,
+        search.guild_id,
+        plan,
+        note_type=search.note_type,
+        limit=search.keyword_candidates,
+    )
+    if not with_evidence:
+        return _KeywordHalf(notes, [], dict(plan.weights))
+    found = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
+    match = match_expression(found.terms)
+    windows = (
+        []
+        if match is None
+        else evidence.window_keyword_search(
+            conn, search.guild_id, match, limit=search.window_candidates
+        )
+    )
+    return _KeywordHalf(notes, windows, dict(found.weights or plan.weights))
+
+
+def search_notes_sync(
+    conn: Connection,
+    index: BinaryIndex,
+    search: NoteSearch,
+    keyword_conn: Connection | None = None,
+) -> NoteSearchResult:
+    """Run every search of ``search`` and join them into ranking candidates, one per note.
+
+    Notes are found by their own text (vector and keyword), by their evidence windows
+    (keyword; conversation notes only) and by the time the question names; the windows of
+    the notes found are then compared with the question's vector exactly. With
+    ``keyword_conn`` (a second connection to the same database) the keyword half runs in a
+    worker thread while the vector half runs here; SQLite releases the GIL. A failing vector
+    query (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword
+    half still serves; a failing keyword query raises.
+    """
+    with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
+    pending: Future[_KeywordHalf] | None = None
+    if keyword_conn is not None and search.terms and search.vector is not None:
+        pending = _KEYWORD_THREADS.submit(_keyword_half, keyword_conn, search, with_evidence)
+    vectors: list[VectorMatch] = []
+    vector_failed = False
+    if search.vector is not None:
+        try:
+            vectors = vector_search(
+                conn,
+                index,
+                search.guild_id,
+                search.vector,
+                note_type=search.note_type,
+                limit=search.candidates,
+                candidates=search.candidates,
+            )
+        except sqlean.Error:
+            vector_failed = True
+    half = pending.result() if pending is not None else _keyword_half(conn, search, with_evidence)
+    keywords, window_keywords, weights = half.notes, half.windows, half.weights
+    in_time: list[int] = []
+    if search.time is not None:
+        in_time = notes_in_range(
+            conn,
+            search.guild_id,
+            search.time.start,
+            search.time.end,
+            note_type=search.note_type or CONVERSATION,
+            limit=search.time_candidates,
+        )
+
+    similarity = {match.note_id: match.similarity for match in vectors}
+    strength = {match.note_id: match.bm25 for match in keywords}
+    window_strength: dict[int, float] = {}
+    window_similarity: dict[int, float] = {}
+    best_windows: dict[int, list[int]] = {}
+    for found in window_keywords:
+        window_strength.setdefault(found.note_id, found.score)
+        best_windows.setdefault(found.note_id, []).append(found.window_id)
+    note_ids = list(dict.fromkeys([*similarity, *strength, *window_strength, *in_time]))
+    if with_evidence and search.vector is not None and not vector_failed:
+        for found in evidence.window_similarities(conn, search.guild_id, note_ids, search.vector):
+            window_similarity.setdefault(found.note_id, found.score)
+            ids = best_windows.setdefault(found.note_id, [])
+            if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
+                ids.append(found.window_id)
+    rows = candidate_details(conn, search.guild_id, note_ids)
+    named = members_named(conn, search.guild_id, list(search.name_grams))
+    shown = {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best_windows.items()}
+    texts = evidence.window_texts(conn, [w for ids in shown.values() for w in ids])
+    matcher = TermMatcher.of(weights)
+    total = math.fsum(weights.values())
+    candidates: list[Candidate] = []
+    for note_id in note_ids:
+        details = rows.get(note_id)
+        if details is None:
+            continue
+        matched = matcher.found(details.text)
+        for window_id in shown.get(note_id, ()):
+            matched |= matcher.found(texts.get(window_id, ""))
+        candidates.append(
+            Candidate(
+                note_id=note_id,
+                channel_id=details.channel_id,
+                at=details.ended,
+                similarity=similarity.get(note_id),
+                bm25=strength.get(note_id),
+                coverage=math.fsum(weights[t] for t in matched) / total if total > 0 else 0.0,
+                started=details.started,
+                window_similarity=window_similarity.get(note_id),
+                window_bm25=window_strength.get(note_id),
+                terms=matched,
+                named=bool(named & details.participants),
+                time_distance_s=(
+                    None
+                    if search.time is None
+                    else search.time.distance(details.started, details.ended)
+                ),
+            )
+        )
+    return NoteSearchResult(tuple(candidates), vector_failed, weights, shown)
+
+
+#: Evidence windows kept per note for coverage and for the reply's quoted lines.
+WINDOWS_SHOWN = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateDetails:
+    """What ranking reads of a found note: channel, time, text and participants."""
+
+    channel_id: int
+    started: float
+    ended: float
+    text: str
+    participants: frozenset[int]
+
+
+def candidate_details(
+    conn: Connection, guild_id: int, note_ids: Sequence[int]
+) -> dict[int, CandidateDetails]:
+    """Channel, start and end, searchable text and participants of the guild's notes."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    people: dict[int, set[int]] = {}
+    for note_id, user_id in conn.execute(
+        f"SELECT note_id, user_id FROM note_participants WHERE note_id IN ({marks})",
+        list(note_ids),
+    ).fetchall():
+        people.setdefault(int(note_id), set()).add(int(user_id))
+    # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
+    # otherwise scan the guild's whole (guild_id, ...) index.
+    rows = conn.execute(
+        f"SELECT id, channel_id, COALESCE(started_at, created_at),"
+        f" COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
+        f" || entities || ' ' || decisions FROM interaction_notes"
+        f" WHERE id IN ({marks}) AND +guild_id = ?",
+        (*note_ids, guild_id),
+    ).fetchall()
+    return {
+        int(r[0]): CandidateDetails(
+            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+        )
+        for r in rows
+    }
