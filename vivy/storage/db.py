@@ -53,6 +53,8 @@ CACHE_KIB = 65536
 #: Rows changed between checkpoints in thread mode; a row is about a page of the WAL, so this is
 #: close to SQLite's own automatic checkpoint at 1,000 pages.
 CHECKPOINT_ROWS = 1000
+#: Read-only connections beside the main one, for searches whose parts run side by side.
+SIDE_CONNECTIONS = 2
 
 
 def connect(path: str | Path) -> Connection:
@@ -302,11 +304,11 @@ class Database:
         conn: Connection,
         *,
         inline: bool,
-        side: Connection | None = None,
+        sides: tuple[Connection, ...] = (),
         checkpointer: _Checkpointer | None = None,
     ) -> None:
         self._conn = conn
-        self._side = side
+        self._sides = sides
         self._checkpointer = checkpointer
         self._checkpointed_changes = conn.total_changes
         self._inline = inline
@@ -330,7 +332,8 @@ class Database:
         if not inline:  # inline mode keeps SQLite's checkpoints: it has no threads
             conn.execute("PRAGMA wal_autocheckpoint = 0")
             checkpointer = _Checkpointer(connect(path))
-        return cls(conn, inline=inline, side=connect(path), checkpointer=checkpointer)
+        sides = tuple(connect(path) for _ in range(SIDE_CONNECTIONS))
+        return cls(conn, inline=inline, sides=sides, checkpointer=checkpointer)
 
     @property
     def inline(self) -> bool:
@@ -367,25 +370,25 @@ class Database:
             await self._writes.submit(call)
         return call.outcome()
 
-    async def read_with_side(
+    async def read_with_sides(
         self,
-        fn: Callable[Concatenate[Connection, Connection | None, P], T],
+        fn: Callable[Concatenate[Connection, tuple[Connection, ...], P], T],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        """Run ``fn(conn, side, *args, **kwargs)``, where ``side`` is a second connection (or
-        None).
+        """Run ``fn(conn, sides, *args, **kwargs)``, where ``sides`` are more connections to
+        the same database (none for ``:memory:``).
 
-        ``fn`` may run one independent query on ``side`` in another thread while it runs
+        ``fn`` may run independent queries on ``sides`` in other threads while it runs
         another on ``conn``: SQLite releases the GIL, and WAL lets readers run side by side.
-        Both connections belong to this owner; ``side`` is only ever read.
+        Every connection belongs to this owner; ``sides`` are only ever read.
         """
         self._check_open()
-        side = self._side
+        sides = self._sides
 
         def work(conn: Connection) -> T:
-            return fn(conn, side, *args, **kwargs)
+            return fn(conn, sides, *args, **kwargs)
 
         call = _Call(work, getattr(fn, "__name__", repr(fn)))
         if self._inline:
@@ -425,8 +428,8 @@ class Database:
             if self._checkpointer is not None:
                 self._checkpointer.close()
             self._conn.close()
-            if self._side is not None:
-                self._side.close()
+            for side in self._sides:
+                side.close()
 
     def _run_reads(self, batch: list[_Job]) -> None:
         """Run reads one after another; each keeps its own result or error."""

@@ -26,7 +26,8 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import sqlean
@@ -342,7 +343,7 @@ class NoteSearchResult:
     windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
-#: Threads for the keyword half of a search (see :func:`search_notes_sync`).
+#: Threads for the keyword searches of a search (see :func:`search_notes_sync`).
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
 
 
@@ -396,82 +397,99 @@ class TermMatcher:
 EVIDENCE_POSTINGS_BUDGET = 2500
 
 
-@dataclass(frozen=True, slots=True)
-class _KeywordHalf:
-    """What the keyword searches found: notes, evidence windows and the terms' weights."""
-
-    notes: list[KeywordMatch]
-    windows: list[evidence.WindowMatch]
-    weights: dict[str, float]
-
-
-def _keyword_half(conn: Connection, search: NoteSearch, with_evidence: bool) -> _KeywordHalf:
-    """The keyword searches of ``search``: the notes' own text, then their evidence windows.
-
-    The terms' weights are their idf among the evidence windows; where no window holds any
-    of them (evidence off, or notes older than it) among the notes.
-    """
-    if not search.terms:
-        return _KeywordHalf([], [], {})
+def _note_keywords(search: NoteSearch, conn: Connection) -> tuple[list[KeywordMatch], TermPlan]:
+    """The notes whose own text matches the planned terms, and the plan (idf among notes)."""
     plan = plan_terms(conn, search.terms)
-    notes = keyword_search(
-        conn,
-        search.guild_id,
-        plan,
-        note_type=search.note_type,
-        limit=search.keyword_candidates,
+    found = keyword_search(
+        conn, search.guild_id, plan, note_type=search.note_type, limit=search.keyword_candidates
     )
-    if not with_evidence:
-        return _KeywordHalf(notes, [], dict(plan.weights))
-    found = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
-    match = match_expression(found.terms)
-    windows = (
-        []
-        if match is None
-        else evidence.window_keyword_search(
-            conn, search.guild_id, match, limit=search.window_candidates
-        )
+    return found, plan
+
+
+def _window_keywords(
+    search: NoteSearch, conn: Connection
+) -> tuple[list[evidence.WindowMatch], TermPlan]:
+    """The evidence windows that match the planned terms, and the plan (idf among windows)."""
+    plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
+    match = match_expression(plan.terms)
+    if match is None:
+        return [], plan
+    found = evidence.window_keyword_search(
+        conn, search.guild_id, match, limit=search.window_candidates
     )
-    return _KeywordHalf(notes, windows, dict(found.weights or plan.weights))
+    return found, plan
 
 
 def search_notes_sync(
     conn: Connection,
     index: BinaryIndex,
     search: NoteSearch,
-    keyword_conn: Connection | None = None,
+    sides: Sequence[Connection] = (),
 ) -> NoteSearchResult:
     """Run every search of ``search`` and join them into ranking candidates, one per note.
 
     Notes are found by their own text (vector and keyword), by their evidence windows
     (keyword; conversation notes only) and by the time the question names; the windows of
-    the notes found are then compared with the question's vector exactly. With
-    ``keyword_conn`` (a second connection to the same database) the keyword half runs in a
-    worker thread while the vector half runs here; SQLite releases the GIL. A failing vector
-    query (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword
-    half still serves; a failing keyword query raises.
+    the notes found are then compared with the question's vector exactly. With ``sides``
+    (more connections to the same database) the two keyword searches run in worker threads
+    while the vector search runs here; SQLite releases the GIL. A failing vector query
+    (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword searches
+    still serve; a failing keyword query raises. The terms' weights are their idf among the
+    evidence windows; where no window holds any of them (evidence off, or notes older than
+    it) among the notes.
     """
     with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
-    pending: Future[_KeywordHalf] | None = None
-    if keyword_conn is not None and search.terms and search.vector is not None:
-        pending = _KEYWORD_THREADS.submit(_keyword_half, keyword_conn, search, with_evidence)
-    vectors: list[VectorMatch] = []
-    vector_failed = False
-    if search.vector is not None:
-        try:
-            vectors = vector_search(
-                conn,
-                index,
-                search.guild_id,
-                search.vector,
-                note_type=search.note_type,
-                limit=search.candidates,
-                candidates=search.candidates,
-            )
-        except sqlean.Error:
-            vector_failed = True
-    half = pending.result() if pending is not None else _keyword_half(conn, search, with_evidence)
-    keywords, window_keywords, weights = half.notes, half.windows, half.weights
+    wanted_windows = bool(search.terms) and with_evidence
+    note_side, window_side = (*sides[:2], None, None)[:2]
+    notes_ahead = (
+        _KEYWORD_THREADS.submit(_note_keywords, search, note_side)
+        if search.terms and note_side is not None
+        else None
+    )
+    windows_ahead = (
+        _KEYWORD_THREADS.submit(_window_keywords, search, window_side)
+        if wanted_windows and window_side is not None
+        else None
+    )
+    try:
+        vectors: list[VectorMatch] = []
+        vector_failed = False
+        if search.vector is not None:
+            try:
+                vectors = vector_search(
+                    conn,
+                    index,
+                    search.guild_id,
+                    search.vector,
+                    note_type=search.note_type,
+                    limit=search.candidates,
+                    candidates=search.candidates,
+                )
+            except sqlean.Error:
+                vector_failed = True
+    finally:
+        # Never leave a side connection busy: the next search will use it.
+        if notes_ahead is not None:
+            futures.wait([notes_ahead])
+        if windows_ahead is not None:
+            futures.wait([windows_ahead])
+    nothing: tuple[list[KeywordMatch], TermPlan] = ([], TermPlan({}))
+    no_windows: tuple[list[evidence.WindowMatch], TermPlan] = ([], TermPlan({}))
+    keywords, note_plan = (
+        notes_ahead.result()
+        if notes_ahead is not None
+        else _note_keywords(search, conn)
+        if search.terms
+        else nothing
+    )
+    window_keywords, window_plan = (
+        windows_ahead.result()
+        if windows_ahead is not None
+        else _window_keywords(search, conn)
+        if wanted_windows
+        else no_windows
+    )
+    weights = dict(window_plan.weights or note_plan.weights)
     in_time: list[int] = []
     if search.time is not None:
         in_time = notes_in_range(

@@ -430,8 +430,8 @@ class SqliteReembedStore:
 class SqliteSearchStore:
     """Note search on SQLite: :mod:`vivy.storage.search` and :mod:`~vivy.storage.context_reads`
     run through the owner, with the guilds' binary vectors kept in memory
-    (:class:`~vivy.storage.vector_index.BinaryIndex`) and the keyword half of each search on
-    the owner's second connection, beside the vector half."""
+    (:class:`~vivy.storage.vector_index.BinaryIndex`) and the keyword searches of each search on
+    the owner's side connections, beside the vector search."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -445,10 +445,10 @@ class SqliteSearchStore:
         """Run each search and return its ranking candidates, in order (one owner call)."""
         vectors = self._vectors
 
-        def find(conn: Connection, side: Connection | None) -> list[NoteSearchResult]:
-            return [search.search_notes_sync(conn, vectors, s, side) for s in searches]
+        def find(conn: Connection, sides: tuple[Connection, ...]) -> list[NoteSearchResult]:
+            return [search.search_notes_sync(conn, vectors, s, sides) for s in searches]
 
-        return await self._db.read_with_side(find)
+        return await self._db.read_with_sides(find)
 
     async def note_hits(
         self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
