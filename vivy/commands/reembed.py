@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +184,7 @@ def run_reembed(
 
     async def main() -> ReembedReport:
         # The command line is the entry point, so it is where wall time is read.
-        clock = Clock.starting_at(time.time())
+        clock = Clock.wall()
         llm = make_llm(env, clock=clock)
         db = Database.open(path, inline=True)
         try:
