@@ -61,9 +61,8 @@ from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.errors import VivyError
 from vivy.llm.bridge import RealTimeLLM, WrappedLLM
-from vivy.llm.port import (
-    LLM,
-)
+from vivy.llm.port import LLM
+from vivy.notes import NoteType
 from vivy.state.gate import IncomingMessage, IngestOutcome
 from vivy.state.schedule import day_bounds, local_day
 from vivy.storage import jobs
@@ -618,8 +617,8 @@ async def replay(
         repeated=batch.repeated,
         skipped_by_type=dict(batch.skipped_by_type),
         excluded=dict(tally.excluded),
-        notes_written=notes_after["conversation"] - notes_before["conversation"],
-        clusters_written=notes_after["topic_cluster"] - notes_before["topic_cluster"],
+        notes_written=notes_after[NoteType.CONVERSATION] - notes_before[NoteType.CONVERSATION],
+        clusters_written=notes_after[NoteType.TOPIC_CLUSTER] - notes_before[NoteType.TOPIC_CLUSTER],
         facts_added=facts_after - facts_before,
         days=days,
         failed_days=failed_days,

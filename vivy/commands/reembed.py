@@ -28,6 +28,7 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.errors import LLMInvalidOutput, StorageError
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.notes import NoteType
 from vivy.storage import evidence
 from vivy.storage import maintenance as upkeep
 from vivy.storage.db import Database
@@ -93,7 +94,7 @@ def _batch_size(text: str) -> int:
 
 def embedding_text(note: upkeep.NoteText) -> str:
     """The text a note is embedded from, as it was built when the note was written."""
-    if note.note_type == "topic_cluster":
+    if note.note_type == NoteType.TOPIC_CLUSTER:
         return f"Topic cluster of {note.note_date}\n\n{note.title}\n{note.summary}"
     return contextual_text(
         note.channel_name,
