@@ -1,53 +1,33 @@
-"""Importing DiscordChatExporter exports: strict validation first, then a replay of history.
+"""The replay of an import: validated history through the live pipeline on virtual time.
 
-An import has two phases, and nothing is written until the first has passed:
+:func:`replay` feeds the messages of an :class:`~vivy.importer.export.ExportBatch` through
+the same pipeline as live traffic (``App.router.ingest``), under trio's ``MockClock`` with an
+inline database. The clock starts at the first message no earlier run fed and sleeps until
+each message's time, so buffers close by inactivity and max age exactly as they would have
+live; virtual time jumps instantly while every task waits. Up to
+``VIVY_IMPORT_CONCURRENCY`` model calls run at once (virtual time runs on while they wait on
+the network, so the replay keeps closing buffers). Afterwards the pipeline finishes every
+note and profile update (woken by each piece of work done, never by a polling timer), then
+the nightly job runs for the days the import covered (:mod:`vivy.importer.nightly`).
 
-1. :func:`load_exports` reads and checks every file completely. A file holds one export
-   object (``guild``, ``channel``, ``messages``) or a JSON array of them. Any defect (a
-   truncated file, a wrong type, a missing field, a timestamp that is not ISO-8601 with an
-   offset) raises :class:`ImportFormatError` naming the file, the message and the field, and
-   the database is not even opened.
-2. :func:`replay` feeds the messages of all files, merged in timestamp order, through the
-   same pipeline as live traffic (``App.router.ingest``), under trio's ``MockClock`` with an
-   inline database. The clock starts at the first message no earlier run fed and sleeps
-   until each message's time, so buffers close by inactivity and max age exactly as they
-   would have live; virtual time jumps instantly while every task waits. Up to
-   ``VIVY_IMPORT_CONCURRENCY`` model calls run at once (virtual time runs on while they wait
-   on the network, so the replay keeps closing buffers). Afterwards the pipeline finishes
-   every note and profile update (woken by each piece of work done, never by a polling
-   timer), then the nightly job runs for each local day the import covered that has no
-   completed run (idempotent per guild and day through ``memory_job_log``), on a clock that
-   reads that day's closing midnight.
-
-The results do not depend on model latency or on how many calls were in flight: a note is
-stamped with its conversation's close time and committed in close order, a profile update
-coalesces exactly the notes that closed before it came due and is stamped with its due time
-(see :mod:`vivy.actors.frontier`), so the same export and the same deterministic model give
-the same rows run after run.
-
-Every step of the replay is durable and every message already fed is skipped (see
-:class:`_Stored`), so an interrupted import is finished by running it again, at a cost in
-proportion to what is left. Exports hold final content, so edits are
-already applied; message types other than ``Default`` and ``Reply`` (pins, joins, thread
-starts) are skipped. Mentioned ids come from ``mentions``, never from the content.
-
-Work that keeps failing (the LLM is down) is left in the durable outbox after
+Every step is durable and every message already fed is skipped (see :class:`_Stored`), so
+an interrupted import is finished by running it again, at a cost in proportion to what is
+left. Work that keeps failing (the LLM is down) is left in the durable outbox after
 :data:`MAX_FAILED_ATTEMPTS` tries, and the report says so; the nightly job then waits for a
-later run. A network LLM must be wrapped in :class:`RealTimeLLM`: under the mock clock its
-time-outs would otherwise expire in virtual time the moment every task waits on the network.
+later run. A network LLM must be wrapped in :class:`~vivy.llm.bridge.RealTimeLLM`: under the
+mock clock its time-outs would otherwise expire in virtual time the moment every task waits
+on the network.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import trio
@@ -55,39 +35,27 @@ import trio.testing
 from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
-from vivy.actors.scheduler import Scheduler
 from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import Settings
-from vivy.errors import VivyError
+from vivy.importer.export import ExportBatch, ExportMessage, load_exports
+from vivy.importer.nightly import run_nightly
 from vivy.llm.bridge import RealTimeLLM, WrappedLLM
 from vivy.llm.port import LLM
 from vivy.notes import NoteType
-from vivy.state.gate import IncomingMessage, IngestOutcome
-from vivy.state.schedule import day_bounds, local_day
-from vivy.storage import jobs
+from vivy.state.gate import IngestOutcome
 from vivy.storage import maintenance as upkeep
 from vivy.storage.db import Connection, Database
 
 __all__ = [
-    "ACCEPTED_TYPES",
     "BACKLOG_PER_SLOT",
     "MAX_FAILED_ATTEMPTS",
     "STALL_LIMIT_S",
-    "ExportBatch",
-    "ExportMessage",
-    "ImportFormatError",
     "ImportProgress",
     "ImportReport",
-    "RealTimeLLM",
     "import_exports",
-    "load_exports",
-    "parse_export",
     "replay",
 ]
-
-#: Message types that are conversation; every other type (system entries) is skipped.
-ACCEPTED_TYPES = frozenset({"Default", "Reply"})
 
 #: Notes and members with due profile updates, per call slot, beyond which the replay waits.
 BACKLOG_PER_SLOT = 1
@@ -99,287 +67,6 @@ MAX_FAILED_ATTEMPTS = 4
 STALL_LIMIT_S = 7 * 86400.0
 
 T = TypeVar("T")
-
-
-class ImportFormatError(VivyError):
-    """An export file is missing, unreadable or not a valid DiscordChatExporter export.
-
-    The message names the file and, for a defect inside it, the path of the offending field
-    (``export.json: messages[12].timestamp: not an ISO-8601 time``).
-    """
-
-
-# --- the export model -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ExportMessage:
-    """One message of an export, validated and typed."""
-
-    guild_id: int
-    channel_id: int
-    channel_name: str
-    message_id: int
-    kind: str
-    timestamp: float
-    author_id: int
-    author_name: str
-    author_is_bot: bool
-    content: str
-    mentions: tuple[int, ...] = ()
-    reply_to: int | None = None
-
-    def incoming(self) -> IncomingMessage:
-        """The message as the gateway would deliver it."""
-        return IncomingMessage(
-            guild_id=self.guild_id,
-            channel_id=self.channel_id,
-            message_id=self.message_id,
-            author_id=self.author_id,
-            author_name=self.author_name,
-            text=self.content,
-            created_at=self.timestamp,
-            author_is_bot=self.author_is_bot,
-            channel_name=self.channel_name,
-            reply_to=self.reply_to,
-            mentions=self.mentions,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ExportBatch:
-    """Every file of one import, validated: the conversation messages in timestamp order."""
-
-    files: tuple[str, ...]
-    messages: tuple[ExportMessage, ...]
-    total: int
-    skipped_by_type: Mapping[str, int]
-    repeated: int
-
-    @property
-    def channel_ids(self) -> frozenset[int]:
-        """Channels (and threads) the batch covers."""
-        return frozenset(m.channel_id for m in self.messages)
-
-
-# --- validation -----------------------------------------------------------------------------
-
-_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
-
-
-class _Checker:
-    """Typed access to parsed JSON with errors that name the file and the field path."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-
-    def fail(self, where: str, problem: str) -> ImportFormatError:
-        return ImportFormatError(f"{self.file}: {where}: {problem}" if where else problem)
-
-    def obj(self, value: object, where: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        return value
-
-    def field(self, parent: dict[str, Any], key: str, where: str) -> object:
-        if key not in parent:
-            raise self.fail(_join(where, key), "missing")
-        return parent[key]
-
-    def text(self, parent: dict[str, Any], key: str, where: str, *, optional: bool = False) -> str:
-        if optional and parent.get(key) is None:
-            return ""
-        value = self.field(parent, key, where)
-        if not isinstance(value, str):
-            raise self.fail(_join(where, key), f"expected a string, got {_kind(value)}")
-        return value
-
-    def flag(self, parent: dict[str, Any], key: str, where: str) -> bool:
-        value = self.field(parent, key, where)
-        if not isinstance(value, bool):
-            raise self.fail(_join(where, key), f"expected true or false, got {_kind(value)}")
-        return value
-
-    def snowflake(self, parent: dict[str, Any], key: str, where: str) -> int:
-        value = self.field(parent, key, where)
-        if not isinstance(value, str) or not _SNOWFLAKE.fullmatch(value):
-            raise self.fail(_join(where, key), f"expected a Discord id string, got {_kind(value)}")
-        number = int(value)
-        if number >= 2**63:
-            raise self.fail(_join(where, key), "Discord id out of range")
-        return number
-
-    def time(
-        self, parent: dict[str, Any], key: str, where: str, *, optional: bool = False
-    ) -> float:
-        if optional and parent.get(key) is None:
-            return math.nan
-        value = self.field(parent, key, where)
-        if not isinstance(value, str):
-            raise self.fail(_join(where, key), "not an ISO-8601 time")
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise self.fail(_join(where, key), "not an ISO-8601 time") from None
-        if parsed.tzinfo is None:
-            raise self.fail(_join(where, key), "ISO-8601 time without a UTC offset")
-        return parsed.timestamp()
-
-    def array(self, parent: dict[str, Any], key: str, where: str) -> list[object]:
-        value = self.field(parent, key, where)
-        if not isinstance(value, list):
-            raise self.fail(_join(where, key), f"expected an array, got {_kind(value)}")
-        return value
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def parse_export(text: str, file: str) -> list[ExportMessage]:
-    """Every message of one file's text, validated; raises :class:`ImportFormatError`.
-
-    Messages of every type are returned; the caller skips the non-conversation ones.
-    """
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(
-            f"{file}: line {exc.lineno} column {exc.colno}: not valid JSON"
-            f" ({exc.msg}); the file may be truncated"
-        ) from None
-    check = _Checker(file)
-    if isinstance(data, list):
-        if not data:
-            raise check.fail("top level", "an empty array holds no export")
-        exports = [(f"[{i}]", item) for i, item in enumerate(data)]
-    elif isinstance(data, dict):
-        exports = [("", data)]
-    else:
-        raise check.fail("top level", "expected an export object or an array of them")
-    messages: list[ExportMessage] = []
-    for where, raw in exports:
-        messages.extend(_parse_channel(check, raw, where))
-    return messages
-
-
-def _parse_channel(check: _Checker, raw: object, where: str) -> list[ExportMessage]:
-    export = check.obj(raw, where or "top level")
-    guild = check.obj(check.field(export, "guild", where), _join(where, "guild"))
-    guild_id = check.snowflake(guild, "id", _join(where, "guild"))
-    check.text(guild, "name", _join(where, "guild"))
-    channel_at = _join(where, "channel")
-    channel = check.obj(check.field(export, "channel", where), channel_at)
-    channel_id = check.snowflake(channel, "id", channel_at)
-    check.text(channel, "type", channel_at)
-    channel_name = check.text(channel, "name", channel_at)
-    found: list[ExportMessage] = []
-    for index, item in enumerate(check.array(export, "messages", where)):
-        at = f"{_join(where, 'messages')}[{index}]"
-        found.append(_parse_message(check, item, at, guild_id, channel_id, channel_name))
-    return found
-
-
-def _parse_message(
-    check: _Checker, raw: object, at: str, guild_id: int, channel_id: int, channel_name: str
-) -> ExportMessage:
-    message = check.obj(raw, at)
-    message_id = check.snowflake(message, "id", at)
-    kind = check.text(message, "type", at)
-    timestamp = check.time(message, "timestamp", at)
-    check.time(message, "timestampEdited", at, optional=True)
-    content = check.text(message, "content", at)
-    author_at = f"{at}.author"
-    author = check.obj(check.field(message, "author", at), author_at)
-    author_id = check.snowflake(author, "id", author_at)
-    name = check.text(author, "name", author_at)
-    nickname = check.text(author, "nickname", author_at, optional=True)
-    is_bot = check.flag(author, "isBot", author_at)
-    mentions: list[int] = []
-    for index, item in enumerate(check.array(message, "mentions", at)):
-        mention_at = f"{at}.mentions[{index}]"
-        mentions.append(check.snowflake(check.obj(item, mention_at), "id", mention_at))
-    reply_to: int | None = None
-    reference = message.get("reference")
-    if reference is not None:
-        ref_at = f"{at}.reference"
-        ref = check.obj(reference, ref_at)
-        if ref.get("messageId") is not None:
-            reply_to = check.snowflake(ref, "messageId", ref_at)
-    return ExportMessage(
-        guild_id=guild_id,
-        channel_id=channel_id,
-        channel_name=channel_name,
-        message_id=message_id,
-        kind=kind,
-        timestamp=timestamp,
-        author_id=author_id,
-        author_name=nickname or name,
-        author_is_bot=is_bot,
-        content=content,
-        mentions=tuple(dict.fromkeys(mentions)),
-        reply_to=reply_to,
-    )
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ImportFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ImportFormatError(f"{path}: is a directory, not an export file") from None
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise ImportFormatError(f"{path}: cannot read: {exc.strerror}") from None
-
-
-def load_exports(paths: Sequence[str | Path]) -> ExportBatch:
-    """Read and validate every file; the conversation messages of all, in timestamp order.
-
-    A message id seen twice (overlapping exports) is kept once. Nothing is written.
-    """
-    if not paths:
-        raise ImportFormatError("no export files given")
-    found: dict[int, ExportMessage] = {}
-    skipped: Counter[str] = Counter()
-    total = repeated = 0
-    for path in map(Path, paths):
-        for message in parse_export(_read(path), str(path)):
-            if message.message_id in found:
-                repeated += 1
-                continue
-            total += 1
-            if message.kind not in ACCEPTED_TYPES:
-                skipped[message.kind] += 1
-                continue
-            found[message.message_id] = message
-    ordered = sorted(found.values(), key=lambda m: (m.timestamp, m.message_id))
-    return ExportBatch(
-        files=tuple(str(p) for p in paths),
-        messages=tuple(ordered),
-        total=total,
-        skipped_by_type=dict(skipped),
-        repeated=repeated,
-    )
-
-
-# --- the replay -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -605,7 +292,7 @@ async def replay(
         left = await _drain(
             app, baseline, gate, pulse, lambda: report("finishing", len(batch.messages))
         )
-        days, failed_days = await _nightly(app, batch, settings) if left.empty else ((), ())
+        days, failed_days = await run_nightly(app, batch, settings) if left.empty else ((), ())
         notes_after = await app.db.read(upkeep.note_counts)
         facts_after = await app.db.read(_facts)
         report("done", len(batch.messages))
@@ -730,39 +417,6 @@ def _failing(state: upkeep.OutboxState, before: tuple[dict[int, int], dict[int, 
     return bool(tried) and min(tried) >= MAX_FAILED_ATTEMPTS
 
 
-async def _nightly(
-    app: App, batch: ExportBatch, settings: Settings
-) -> tuple[tuple[date, ...], tuple[date, ...]]:
-    """Run the nightly job for each local day of the batch that has no completed run.
-
-    Each day runs as it would have at the local midnight that ended it: its clock reads that
-    midnight, so what it stamps does not depend on how long the replay took to get here.
-    Returns the days whose job completed and the days whose job failed.
-    """
-    zone = settings.zone
-    covered = sorted({local_day(m.timestamp, zone) for m in batch.messages})
-    completed = set(await app.db.read(jobs.completed_days))
-    ran: list[date] = []
-    failed: list[date] = []
-    for day in covered:
-        if day in completed:
-            continue
-        _, midnight = day_bounds(day, zone)
-        nightly = Scheduler(
-            db=app.db,
-            llm=app.llm,
-            clock=Clock.starting_at(midnight),
-            observer=app.observer,
-            zone=zone,
-            min_cluster_notes=settings.min_cluster_notes,
-            catchup_limit_s=settings.catchup_time_limit_s,
-            evidence_days=settings.evidence_days,
-        )
-        report = await nightly.run_day(day)
-        (ran if report.complete else failed).append(day)
-    return tuple(ran), tuple(failed)
-
-
 def import_exports(
     paths: Sequence[str | Path],
     settings: Settings,
@@ -828,6 +482,3 @@ async def _replay_and_close(
     finally:
         if isinstance(llm, RealTimeLLM):
             await llm.aclose()
-
-
-# --- a network LLM on real time -------------------------------------------------------------
