@@ -234,8 +234,8 @@ class _ChannelExport(_Strict):
         ]
 
 
-_ONE: Final = TypeAdapter(_ChannelExport)
-_MANY: Final = TypeAdapter(list[_ChannelExport])
+_ONE: Final[TypeAdapter[_ChannelExport]] = TypeAdapter(_ChannelExport)
+_MANY: Final[TypeAdapter[list[_ChannelExport]]] = TypeAdapter(list[_ChannelExport])
 
 #: The problem of each pydantic error type, phrased for export files; ``{kind}`` names the
 #: value found. Our own field types raise errors already phrased.
@@ -268,8 +268,20 @@ def _format_error(file: str, error: ErrorDetails) -> ImportFormatError:
 def parse_export(text: str, file: str) -> list[ExportMessage]:
     """Every message of one file's text, validated; raises :class:`ImportFormatError`.
 
-    Messages of every type are returned; the caller skips the non-conversation ones.
+    Messages of every type are returned; the caller skips the non-conversation ones. Text
+    that opens like an export is validated straight from JSON (pydantic parses it, which is
+    faster than building Python objects first); anything else, or JSON pydantic refuses, is
+    decoded by :mod:`json`, which names the line and column of a defect.
     """
+    opening = text.lstrip()[:1]
+    adapter = _MANY if opening == "[" else _ONE if opening == "{" else None
+    if adapter is not None:
+        try:
+            return _messages(file, adapter.validate_json(text))
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            if error["type"] != "json_invalid":
+                raise _format_error(file, error) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -277,16 +289,20 @@ def parse_export(text: str, file: str) -> list[ExportMessage]:
             f"{file}: line {exc.lineno} column {exc.colno}: not valid JSON"
             f" ({exc.msg}); the file may be truncated"
         ) from None
-    if data == []:
-        raise ImportFormatError(f"{file}: top level: an empty array holds no export")
     if not isinstance(data, list | dict):
         raise ImportFormatError(f"{file}: top level: expected an export object or an array of them")
     try:
-        exports = (
-            _MANY.validate_python(data) if isinstance(data, list) else [_ONE.validate_python(data)]
-        )
+        adapter = _MANY if isinstance(data, list) else _ONE
+        return _messages(file, adapter.validate_python(data))
     except ValidationError as exc:
         raise _format_error(file, exc.errors(include_url=False)[0]) from None
+
+
+def _messages(file: str, parsed: _ChannelExport | list[_ChannelExport]) -> list[ExportMessage]:
+    """The messages of a validated file: one export, or a non-empty array of them."""
+    if parsed == []:
+        raise ImportFormatError(f"{file}: top level: an empty array holds no export")
+    exports = parsed if isinstance(parsed, list) else [parsed]
     return [message for export in exports for message in export.found()]
 
 
