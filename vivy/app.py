@@ -50,7 +50,8 @@ class App:
     settings: Settings
     #: Every storage area, over the SQLite owner ``db``.
     store: Store
-    #: The SQLite owner itself, which retrieval and the importer still call directly.
+    #: The SQLite owner under ``store``; nothing in Vivy calls it past the port, tests read
+    #: rows through it that the port does not show.
     db: Database
     clock: Clock
     llm: LLM

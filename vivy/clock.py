@@ -21,7 +21,8 @@ class Clock:
     """Maps the event loop's monotonic clock onto UTC wall time.
 
     ``wall_origin`` is the UTC time (seconds since the epoch) that corresponded to the
-    monotonic time ``mono_origin``. Create it with :meth:`starting_at` inside the event loop.
+    monotonic time ``mono_origin``. Create it inside the event loop: with :meth:`wall` at an
+    entry point that runs on the system's time, with :meth:`starting_at` on virtual time.
     """
 
     wall_origin: float
@@ -31,6 +32,11 @@ class Clock:
     def starting_at(cls, wall: float) -> Clock:
         """A clock whose wall time is ``wall`` (UTC epoch seconds) right now."""
         return cls(wall_origin=wall, mono_origin=anyio.current_time())
+
+    @classmethod
+    def wall(cls) -> Clock:
+        """A clock reading the system's UTC time right now: an entry point's one wall read."""
+        return cls.starting_at(system_now())
 
     def monotonic(self) -> float:
         """The event loop's monotonic time."""

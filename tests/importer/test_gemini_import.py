@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.llm.fake_gemini import FakeGemini, answer, error, slow
 from vivy.commands.importer import run_import
 from vivy.errors import VivyError
+from vivy.llm.fake_gemini import FakeGemini, answer, error, slow
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 

@@ -125,6 +125,23 @@ def _delete(path: tuple[Any, ...]) -> Callable[[list[dict[str, Any]]], None]:
             _set((0, "messages", 3, "reference", "messageId"), "abc"),
             "[0].messages[3].reference.messageId: expected a Discord id string",
         ),
+        (_delete((0, "messages", 1, "author")), "[0].messages[1].author: missing"),
+        (
+            _set((0, "messages", 5, "author", "isBot"), "true"),
+            "[0].messages[5].author.isBot: expected true or false, got the string 'true'",
+        ),
+        (
+            _set((0, "messages", 4, "author", "nickname"), 7),
+            "[0].messages[4].author.nickname: expected a string, got the number 7",
+        ),
+        (
+            _set((1, "messages", 0, "id"), "99999999999999999999"),
+            "[1].messages[0].id: Discord id out of range",
+        ),
+        (
+            _set((0, "messages", 2, "timestampEdited"), "soon"),
+            "[0].messages[2].timestampEdited: not an ISO-8601 time",
+        ),
     ],
 )
 def test_malformed_field_names_file_index_and_field(

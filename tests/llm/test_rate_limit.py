@@ -9,6 +9,7 @@ import trio
 from trio.testing import MockClock
 
 from vivy.errors import LLMUnavailable
+from vivy.llm.fake_gemini import FakeGemini, Reply, answer
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import (
     MAX_RETRY_AFTER_S,
@@ -18,7 +19,6 @@ from vivy.llm.retry import (
     retry_after,
 )
 
-from .fake_gemini import FakeGemini, Reply, answer
 from .test_gemini import NOTE, gemini, note_payload
 
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"

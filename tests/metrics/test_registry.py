@@ -7,6 +7,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
+from vivy.errors import LLMInvalidOutput, LLMUnavailable
+from vivy.llm.metered import outcome_of
 from vivy.metrics import (
     ActorKind,
     CommandName,
@@ -185,6 +187,21 @@ def test_observe_llm_updates_counters_and_histogram(metrics: Metrics) -> None:
     assert get("vivy_llm_request_duration_seconds_sum", ok) == 1.5
     assert get("vivy_llm_request_duration_seconds_bucket", {**ok, "le": "1.0"}) == 0.0
     assert get("vivy_llm_request_duration_seconds_bucket", {**ok, "le": "2.5"}) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("error", "label"),
+    [
+        (LLMUnavailable("down"), "unavailable"),
+        (LLMInvalidOutput("bad json"), "invalid_output"),
+        (RuntimeError("bug"), "error"),
+    ],
+)
+def test_llm_domain_outcome_is_the_label(metrics: Metrics, error: Exception, label: str) -> None:
+    """The llm package's outcome of a failed call is taken as the label as it is."""
+    metrics.llm_requests.labels(LLMOperation.EMBED, "embedding", outcome_of(error)).inc()
+    labels = {"operation": "embed", "model": "embedding", "outcome": label}
+    assert metrics.registry.get_sample_value("vivy_llm_requests_total", labels) == 1.0
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.llm.fake_gemini import FakeGemini, RecordedRequest, Reply, answer, error, slow
+from vivy.llm.fake_gemini import FakeGemini, RecordedRequest, Reply, answer, error, slow
 from vivy.llm.prompts import CLUSTER_SYSTEM, CONSOLIDATION_SYSTEM, NOTE_SYSTEM
 from vivy.llm.prompts import PROFILE_UPDATE_SYSTEM as PROFILE_SYSTEM
 from vivy.state.gate import IncomingMessage
@@ -102,26 +102,11 @@ def planned_reply(recorded: RecordedRequest) -> Reply | None:
 
 
 class RoutingGemini(FakeGemini):
-    """The fake Gemini server, answering each request through ``route`` instead of a queue.
-
-    ``route`` sees the decoded request and returns the reply, or None for the server's own
-    default (deterministic embeddings). It runs on the server's handler threads.
-    """
+    """The fake Gemini server, answering each request through ``route`` (by default
+    :func:`planned_reply`) instead of a script."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.route: Callable[[RecordedRequest], Reply | None] = planned_reply
-
-    def _reply_for(self, recorded: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(recorded)
-            route = self.route
-        reply = route(recorded)
-        if reply is not None:
-            return reply
-        if recorded.method == "batchEmbedContents":
-            return self._default_embeddings(recorded.body)
-        return error(500, "routing gemini: no reply for this request")
+        super().__init__(route=planned_reply)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
 import vivy.actors.scheduler as scheduler_module
-from tests.llm.fake_gemini import RecordedRequest, Reply, answer, text_answer
 from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMInvalidOutput
+from vivy.llm.fake_gemini import RecordedRequest, Reply, answer, text_answer
 from vivy.llm.gemini import GeminiConfig, GeminiLLM
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation

@@ -40,6 +40,7 @@ from vivy.llm.schemas import (
     TranscriptLine,
     uncited,
 )
+from vivy.notes import NoteType
 from vivy.state.guards import clean_note
 from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
 from vivy.storage import evidence as evidence_store
@@ -74,7 +75,7 @@ class ProfileNotifier(Protocol):
 class NoteObserver(Protocol):
     """What the NoteWriter reports for metrics."""
 
-    def note_written(self, note_type: str) -> None:
+    def note_written(self, note_type: NoteType) -> None:
         """A note of ``note_type`` was committed."""
 
     def buffer_discarded(self) -> None:
@@ -334,7 +335,7 @@ class NoteWriter:
             guild_id=row.guild_id,
             channel_id=row.channel_id,
             channel_name=row.channel_name,
-            note_type="conversation",
+            note_type=NoteType.CONVERSATION,
             title=draft.title,
             summary=draft.summary,
             topics=tuple(draft.topics),
@@ -367,7 +368,7 @@ class NoteWriter:
         )
         if note_id is None:
             return None
-        self._observer.note_written("conversation")
+        self._observer.note_written(NoteType.CONVERSATION)
         bound.info(
             "note written",
             note_id=note_id,

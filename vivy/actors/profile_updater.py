@@ -32,7 +32,12 @@ from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
 from vivy.llm.schemas import FactView, NoteView, ProfileInput, ProfileOperation, TranscriptLine
 from vivy.state.guards import discloses_self
-from vivy.state.profile import FactSource, Rejection, plan_operations
+from vivy.state.profile import (
+    FactSource,
+    ProfileUpdateOutcome,
+    Rejection,
+    plan_operations,
+)
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
 from vivy.storage.port import Store
@@ -51,8 +56,8 @@ UPDATE_BACKOFF = Backoff(base_s=30.0, cap_s=3600.0)
 class ProfileObserver(Protocol):
     """What the ProfileUpdaters report for metrics."""
 
-    def profile_update(self, outcome: str) -> None:
-        """An update attempt ended: ``applied``, ``failed``, ``conflict_retried``, ``skipped``."""
+    def profile_update(self, outcome: ProfileUpdateOutcome) -> None:
+        """An update attempt ended with ``outcome``."""
 
     def fact_rejected(self, reason: Rejection) -> None:
         """A proposed operation was refused for ``reason``."""
@@ -187,7 +192,7 @@ class ProfileUpdaters:
                 except StorageError as exc:
                     # The updates stay pending; the next round reads them afresh.
                     bound.warning("profile update not written", error=str(exc))
-                    self._observer.profile_update("failed")
+                    self._observer.profile_update(ProfileUpdateOutcome.FAILED)
                     await anyio.sleep(self._backoff.base_s)
                 finally:
                     self._progress.set()
@@ -216,7 +221,7 @@ class ProfileUpdaters:
             )
             if not head.operations.operations or ctx.version == head.basis_version:
                 ops = head.operations.operations
-                outcome = "applied" if ops else "skipped"
+                outcome = ProfileUpdateOutcome.APPLIED if ops else ProfileUpdateOutcome.SKIPPED
                 await self._apply(member, ctx, [head], ops, due, bound, outcome)
                 return
             # The profile changed since the note call read it: its operations may be stale
@@ -260,12 +265,12 @@ class ProfileUpdaters:
         ):
             # Facts must rest on the member's own words; without any, no call can add one.
             await self._profiles.mark_updates_applied([u.id for u in updates], due)
-            self._observer.profile_update("skipped")
+            self._observer.profile_update(ProfileUpdateOutcome.SKIPPED)
             return
         try:
             generation = await self._llm.generate(profile_update_request(payload))
         except LLMError as exc:
-            self._observer.profile_update("failed")
+            self._observer.profile_update(ProfileUpdateOutcome.FAILED)
             attempts = max(u.attempts for u in updates) + 1
             retry_at = (
                 self._clock.now() + self._backoff.delay(attempts, self._rng) + self._backoff.base_s
@@ -275,7 +280,9 @@ class ProfileUpdaters:
             bound.warning("profile update failed; will retry", error=str(exc))
             return
         operations = generation.value.operations
-        await self._apply(member, ctx, updates, operations, due, bound, "applied")
+        await self._apply(
+            member, ctx, updates, operations, due, bound, ProfileUpdateOutcome.APPLIED
+        )
 
     async def _apply(
         self,
@@ -285,7 +292,7 @@ class ProfileUpdaters:
         operations: Sequence[ProfileOperation],
         due: float,
         bound: structlog.typing.FilteringBoundLogger,
-        outcome: str,
+        outcome: ProfileUpdateOutcome,
     ) -> None:
         """Check ``operations`` against the guards and write the plan with the applied marks,
         stamped with the time the updates came due (``due``).
@@ -306,7 +313,7 @@ class ProfileUpdaters:
             member.guild_id, member.user_id, ctx.version, plan, [u.id for u in updates], due
         )
         if not written:
-            self._observer.profile_update("conflict_retried")
+            self._observer.profile_update(ProfileUpdateOutcome.CONFLICT_RETRIED)
             return
         for reason, _ in plan.rejected:
             self._observer.fact_rejected(reason)

@@ -27,8 +27,16 @@ from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import cluster_request, consolidation_request
 from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput
-from vivy.state.profile import FactSource, Rejection, needs_consolidation, plan_operations
+from vivy.notes import NoteType
+from vivy.state.profile import (
+    FactSource,
+    ProfileUpdateOutcome,
+    Rejection,
+    needs_consolidation,
+    plan_operations,
+)
 from vivy.state.schedule import (
+    SchedulerPass,
     day_bounds,
     local_day,
     missed_days,
@@ -52,13 +60,13 @@ class SchedulerObserver(Protocol):
     def job_succeeded(self, completed_at: float, seconds: float) -> None:
         """The job for a day completed."""
 
-    def job_failed(self, job_pass: str) -> None:
-        """A pass failed (``clustering`` or ``consolidation``)."""
+    def job_failed(self, job_pass: SchedulerPass) -> None:
+        """A pass failed."""
 
-    def note_written(self, note_type: str) -> None:
+    def note_written(self, note_type: NoteType) -> None:
         """A topic-cluster note was committed."""
 
-    def profile_update(self, outcome: str) -> None:
+    def profile_update(self, outcome: ProfileUpdateOutcome) -> None:
         """A consolidation was applied or failed."""
 
     def fact_rejected(self, reason: Rejection) -> None:
@@ -173,7 +181,7 @@ class Scheduler:
         if await self._store.jobs.pass_done(guild_id, day, CLUSTERS):
             report.skipped_passes.append(f"{guild_id}:{CLUSTERS}")
             return
-        notes = await self._store.notes.notes_between(guild_id, start, end, "conversation")
+        notes = await self._store.notes.notes_between(guild_id, start, end, NoteType.CONVERSATION)
         new: list[note_store.NewNote] = []
         if len(notes) >= self._min_cluster_notes:
             views = tuple(_view(n) for n in notes)
@@ -189,7 +197,7 @@ class Scheduler:
                 vectors = await self._llm.embed(texts, EmbeddingTask.DOCUMENT) if texts else []
             except LLMError as exc:
                 report.failures.append(f"{guild_id}:{CLUSTERS}")
-                self._observer.job_failed("clustering")
+                self._observer.job_failed(SchedulerPass.CLUSTERING)
                 log.warning("clustering failed", guild_id=guild_id, error=str(exc))
                 return
             by_id = {n.id: n for n in notes}
@@ -203,7 +211,7 @@ class Scheduler:
                         guild_id=guild_id,
                         channel_id=0,
                         channel_name="",
-                        note_type="topic_cluster",
+                        note_type=NoteType.TOPIC_CLUSTER,
                         title=cluster.title,
                         summary=cluster.summary,
                         topics=(),
@@ -226,7 +234,7 @@ class Scheduler:
         )
         report.clusters += len(ids)
         for _ in ids:
-            self._observer.note_written("topic_cluster")
+            self._observer.note_written(NoteType.TOPIC_CLUSTER)
 
     async def _consolidation_pass(
         self, guild_id: int, day: date, start: float, end: float, report: JobReport
@@ -234,7 +242,7 @@ class Scheduler:
         if await self._store.jobs.pass_done(guild_id, day, CONSOLIDATION):
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
-        notes = await self._store.notes.notes_between(guild_id, start, end, "conversation")
+        notes = await self._store.notes.notes_between(guild_id, start, end, NoteType.CONVERSATION)
         # Only profiles that changed during the day and hold something to consolidate
         # (near-duplicates, a nearly full section) cost a pro call.
         changed = set(await self._store.profiles.changed_between(guild_id, start, end))
@@ -250,13 +258,13 @@ class Scheduler:
                 report.consolidated += 1
             except LLMError as exc:
                 failed = True
-                self._observer.profile_update("failed")
+                self._observer.profile_update(ProfileUpdateOutcome.FAILED)
                 log.warning(
                     "consolidation failed", guild_id=guild_id, user_id=user_id, error=str(exc)
                 )
         if failed:
             report.failures.append(f"{guild_id}:{CONSOLIDATION}")
-            self._observer.job_failed("consolidation")
+            self._observer.job_failed(SchedulerPass.CONSOLIDATION)
             return
         await self._store.jobs.record_pass(guild_id, day, CONSOLIDATION, self._clock.now())
 
@@ -295,9 +303,9 @@ class Scheduler:
                 guild_id, user_id, version, plan, self._clock.now()
             )
             if written:
-                self._observer.profile_update("applied")
+                self._observer.profile_update(ProfileUpdateOutcome.APPLIED)
                 return
-            self._observer.profile_update("conflict_retried")
+            self._observer.profile_update(ProfileUpdateOutcome.CONFLICT_RETRIED)
 
 
 def _view(note: note_store.Note) -> NoteView:

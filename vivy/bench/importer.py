@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from vivy.bench.fake_gemini import FakeGemini
 from vivy.commands.db import quiet_logs
 from vivy.config import Settings
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
 from vivy.llm import GeminiLLM
+from vivy.llm.fake_gemini import FakeGemini, schema_route
 from vivy.llm.gemini import GeminiConfig
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM
@@ -242,14 +242,15 @@ def run(
                 figures |= _figures(prefix, report, wall)
         if skip_fake:
             return figures
-        with FakeGemini(latency) as fake:
+        with FakeGemini(schema_route(latency)) as fake:
             llm = _gemini(fake.base_url)
             report, fresh = _timed(paths, folder / "fake.db", llm, concurrency)
             assert report is not None
+            served = fake.statistics()
             figures |= _figures("fake_gemini", report, fresh)
             figures["fake_gemini_latency_s"] = latency
-            figures["fake_gemini_http_requests"] = fake.requests
-            figures["fake_gemini_calls_in_flight_mean"] = round(fake.busy_s / fresh, 2)
+            figures["fake_gemini_http_requests"] = served.requests
+            figures["fake_gemini_calls_in_flight_mean"] = round(served.busy_s / fresh, 2)
             if latency:
                 ideal = report.llm_calls * latency / concurrency
                 figures["fake_gemini_ideal_wall_s"] = round(ideal, 2)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -91,11 +90,8 @@ def run(args: argparse.Namespace) -> int:
     long_set = _eval_set("--long-set", args.long_set, load_longconv, _LONG_SHAPE)
 
     async def main() -> tuple[LongReport, EvalReport]:
-        llm: LLM
-        if args.provider == "auto":
-            llm = make_llm(os.environ, clock=Clock.starting_at(time.time()))
-        else:
-            llm = OfflineLLM()
+        auto = args.provider == "auto"
+        llm: LLM = make_llm(os.environ, clock=Clock.wall()) if auto else OfflineLLM()
         try:
             return await run_longconv(llm, long_set), await run_eval(llm, eval_set)
         finally:

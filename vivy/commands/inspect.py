@@ -13,12 +13,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
+from vivy.notes import NoteType
 from vivy.storage.inspection import FactRecord
 from vivy.storage.notes import Note, short_date
 
 __all__ = ["format_fact", "format_note", "register", "show_notes", "show_profile"]
 
-NOTE_TYPES = ("conversation", "topic_cluster")
+NOTE_TYPES = tuple(NoteType)
 
 
 def _day(text: str) -> date:
@@ -129,7 +130,7 @@ def show_profile(path: Path, guild_id: int, user_id: int, *, include_invalidated
 def format_note(note: Note) -> list[str]:
     """The lines of one note."""
     where = f"#{note.channel_name}" if note.channel_name else "all channels"
-    kind = "topic cluster" if note.note_type == "topic_cluster" else "conversation"
+    kind = "topic cluster" if note.note_type == NoteType.TOPIC_CLUSTER else "conversation"
     people = ", ".join(p.display_name for p in note.participants) or "nobody"
     lines = [
         f"{note.note_date}  {where}  ({kind} #{note.id})",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import anyio
 
 from vivy.app import running_app
-from vivy.clock import Clock
+from vivy.clock import Clock, system_now
 from vivy.commands.db import add_database_option, database_path
 from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError
@@ -53,7 +52,7 @@ def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
             f"no such database file: {settings.database}; pass --db with the database "
             "`vivy run` or `vivy import` writes"
         )
-    wall = time.time()  # the entry point's one wall-clock read
+    wall = system_now()  # the entry point's one wall-clock read
     today = local_day(wall, settings.zone)
     target = day or today - timedelta(days=1)
     if target >= today:

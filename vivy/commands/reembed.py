@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.errors import LLMInvalidOutput, StorageError
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.notes import NoteType
 from vivy.storage.notes import serialize_vector
 from vivy.storage.port import Store
 from vivy.storage.reembed import NoteText
@@ -93,7 +93,7 @@ def _batch_size(text: str) -> int:
 
 def embedding_text(note: NoteText) -> str:
     """The text a note is embedded from, as it was built when the note was written."""
-    if note.note_type == "topic_cluster":
+    if note.note_type == NoteType.TOPIC_CLUSTER:
         return f"Topic cluster of {note.note_date}\n\n{note.title}\n{note.summary}"
     return contextual_text(
         note.channel_name,
@@ -183,7 +183,7 @@ def run_reembed(
 
     async def main() -> ReembedReport:
         # The command line is the entry point, so it is where wall time is read.
-        clock = Clock.starting_at(time.time())
+        clock = Clock.wall()
         llm = make_llm(env, clock=clock)
         store = open_sqlite_store(path, inline=True)
         try:

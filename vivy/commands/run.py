@@ -16,7 +16,6 @@ import argparse
 import os
 import signal
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -142,7 +141,7 @@ async def serve(
 
     assert settings.discord_token is not None
     me = own_user_id(settings.discord_token)
-    clock = Clock.starting_at(time.time())  # the one wall-clock read; all else uses `clock`
+    clock = Clock.wall()  # the one wall-clock read; all else uses `clock`
     registry = CollectorRegistry()
     # The port is taken before the app starts, so a port in use stops Vivy before it writes.
     server = MetricsServer(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -75,7 +74,7 @@ async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[Not
     store = open_sqlite_store(path)
     try:
         settings = Settings.from_env(os.environ).retrieval()
-        retriever = Retriever(store.search, llm, Clock.starting_at(time.time()), settings=settings)
+        retriever = Retriever(store.search, llm, Clock.wall(), settings=settings)
         return await retriever.search_notes(guild_id, query, limit)
     finally:
         await llm.aclose()

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, read_only
+from vivy.notes import NoteType
 from vivy.storage.notes import Note, short_date
 from vivy.storage.port import ReadOnlyStore
 
@@ -76,8 +77,8 @@ def render_guild(store: ReadOnlyStore, guild_id: int) -> str:
         (date.fromisoformat(newest) - timedelta(days=RECENT_DAYS)).isoformat() if newest else None
     )
     for title, kind in (
-        ("Recent notes", "conversation"),
-        ("Recent topic clusters", "topic_cluster"),
+        ("Recent notes", NoteType.CONVERSATION),
+        ("Recent topic clusters", NoteType.TOPIC_CLUSTER),
     ):
         notes = store.list_notes(guild_id, since=since, note_type=kind, limit=50)
         lines += [f"## {title}", ""]

@@ -3,8 +3,8 @@
 :class:`MeteredLLM` wraps an :class:`~vivy.llm.port.LLM` and reports each call to an
 :class:`LLMMeter` (the Prometheus metrics module implements one). Labels stay bounded: the
 operation is an :class:`~vivy.llm.port.Operation` value, the model a configured name and
-the outcome one of :data:`OUTCOMES`. Latency is read from the injected clock, so virtual
-time in tests gives exact durations.
+the outcome an :class:`Outcome` (the metrics take that enum as their label type). Latency is
+read from the injected clock, so virtual time in tests gives exact durations.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 from vivy.clock import Clock
@@ -29,18 +30,28 @@ from vivy.llm.port import (
 )
 
 __all__ = [
-    "OUTCOMES",
     "CountingMeter",
     "LLMMeter",
     "LLMObservation",
     "MeterStatistics",
     "MeteredLLM",
     "NullMeter",
+    "Outcome",
     "outcome_of",
 ]
 
-#: Every outcome label a meter can receive.
-OUTCOMES: tuple[str, ...] = ("ok", "invalid_output", "unavailable", "error")
+
+class Outcome(StrEnum):
+    """How an LLM call ended: every outcome a meter can receive (label ``outcome``)."""
+
+    #: A valid answer.
+    OK = "ok"
+    #: An answer that was blocked, empty, unparsable or failed its schema.
+    INVALID_OUTPUT = "invalid_output"
+    #: The service could not be reached or kept failing.
+    UNAVAILABLE = "unavailable"
+    #: Any other failure.
+    ERROR = "error"
 
 
 class LLMMeter(Protocol):
@@ -151,13 +162,13 @@ class CountingMeter:
         }
 
 
-def outcome_of(error: BaseException) -> str:
-    """The outcome label of a failed call."""
+def outcome_of(error: BaseException) -> Outcome:
+    """The outcome of a failed call."""
     if isinstance(error, LLMInvalidOutput):
-        return "invalid_output"
+        return Outcome.INVALID_OUTPUT
     if isinstance(error, LLMUnavailable):
-        return "unavailable"
-    return "error"
+        return Outcome.UNAVAILABLE
+    return Outcome.ERROR
 
 
 class MeteredLLM:
@@ -243,7 +254,7 @@ class MeteredLLM:
         self._meter.observe_llm(
             operation=operation.value,
             model=model,
-            outcome="ok" if error is None else outcome_of(error),
+            outcome=Outcome.OK if error is None else outcome_of(error),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             seconds=max(0.0, self._clock.monotonic() - started),

@@ -2,8 +2,9 @@
 
 The actors depend only on small observer protocols (``IngestObserver``, ``NoteObserver``,
 ``ProfileObserver``, ``SchedulerObserver``); :class:`MetricsObserver` implements them all on
-top of :class:`~vivy.metrics.registry.Metrics`, converting reason strings into the bounded
-label enums (an unknown value raises, as a bug should).
+top of :class:`~vivy.metrics.registry.Metrics`. The actors report in the domain's enums
+(:class:`~vivy.state.buffer.CloseReason`, :class:`~vivy.notes.NoteType`, ...), which are
+the metrics' label types, so no value is translated on the way.
 """
 
 from __future__ import annotations
@@ -61,9 +62,9 @@ class MetricsObserver:
         self.metrics.actor_restarts.labels(actor=ActorKind.CHANNEL).inc()
         self._tell("actor_restarted")
 
-    def note_written(self, note_type: str) -> None:
+    def note_written(self, note_type: NoteType) -> None:
         """A note was committed."""
-        self.metrics.notes_written.labels(type=NoteType(note_type)).inc()
+        self.metrics.notes_written.labels(type=note_type).inc()
         self._tell("note_written")
 
     def buffer_discarded(self) -> None:
@@ -71,9 +72,9 @@ class MetricsObserver:
         self.metrics.buffers_discarded.labels(reason=DiscardReason.TOO_FEW_MESSAGES).inc()
         self._tell("buffer_discarded")
 
-    def profile_update(self, outcome: str) -> None:
+    def profile_update(self, outcome: ProfileUpdateOutcome) -> None:
         """A profile update attempt ended."""
-        self.metrics.profile_updates.labels(outcome=ProfileUpdateOutcome(outcome)).inc()
+        self.metrics.profile_updates.labels(outcome=outcome).inc()
         self._tell("profile_update")
 
     def fact_rejected(self, reason: Rejection) -> None:
@@ -85,6 +86,6 @@ class MetricsObserver:
         self.metrics.scheduler_last_success.set(completed_at)
         self.metrics.scheduler_duration.observe(seconds)
 
-    def job_failed(self, job_pass: str) -> None:
-        """A pass of the nightly job failed (``clustering`` or ``consolidation``)."""
-        self.metrics.scheduler_failures.labels(SchedulerPass(job_pass)).inc()
+    def job_failed(self, job_pass: SchedulerPass) -> None:
+        """A pass of the nightly job failed."""
+        self.metrics.scheduler_failures.labels(job_pass).inc()

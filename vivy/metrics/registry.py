@@ -26,10 +26,13 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 import vivy
+from vivy.llm.metered import Outcome as LLMOutcome
 from vivy.llm.port import Operation as LLMOperation
+from vivy.notes import NoteType
 from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
-from vivy.state.profile import Rejection
+from vivy.state.profile import ProfileUpdateOutcome, Rejection
+from vivy.state.schedule import SchedulerPass
 
 __all__ = [
     "LLM_DURATION_BUCKETS",
@@ -62,41 +65,6 @@ class DiscardReason(StrEnum):
     TOO_FEW_MESSAGES = "too_few_messages"
 
 
-class NoteType(StrEnum):
-    """Kind of note written (label ``type``)."""
-
-    #: A note for one closed channel buffer.
-    CONVERSATION = "conversation"
-    #: A nightly topic-cluster note.
-    TOPIC_CLUSTER = "topic_cluster"
-
-
-class ProfileUpdateOutcome(StrEnum):
-    """How one durable profile update ended (label ``outcome``)."""
-
-    #: The operations were applied.
-    APPLIED = "applied"
-    #: The update failed and stays pending.
-    FAILED = "failed"
-    #: A concurrent change was detected and the update was retried.
-    CONFLICT_RETRIED = "conflict_retried"
-    #: The member said nothing about themselves in the notes: no call was needed.
-    SKIPPED = "skipped"
-
-
-class LLMOutcome(StrEnum):
-    """How an LLM call ended (label ``outcome``)."""
-
-    #: A valid answer.
-    OK = "ok"
-    #: An answer that was blocked, empty, unparsable or failed its schema.
-    INVALID_OUTPUT = "invalid_output"
-    #: The service could not be reached or kept failing.
-    UNAVAILABLE = "unavailable"
-    #: Any other failure.
-    ERROR = "error"
-
-
 class TokenDirection(StrEnum):
     """Which side of an LLM call tokens were counted on (label ``direction``)."""
 
@@ -127,13 +95,6 @@ class ActorKind(StrEnum):
     NOTE_WRITER = "note_writer"
     PROFILE_UPDATER = "profile_updater"
     SCHEDULER = "scheduler"
-
-
-class SchedulerPass(StrEnum):
-    """A pass of the nightly job (label ``pass``)."""
-
-    CLUSTERING = "clustering"
-    CONSOLIDATION = "consolidation"
 
 
 class ReplyOutcome(StrEnum):

@@ -42,6 +42,7 @@ __all__ = [
     "MemberChoice",
     "NewFact",
     "ProfilePlan",
+    "ProfileUpdateOutcome",
     "Rejection",
     "RetiredFact",
     "check_fact_text",
@@ -69,6 +70,19 @@ class Rejection(StrEnum):
     UNKNOWN_FACT = "unknown_fact"
     TOO_LONG = "too_long"
     SECTION_FULL = "section_full"
+
+
+class ProfileUpdateOutcome(StrEnum):
+    """How one durable profile update ended (label ``outcome``)."""
+
+    #: The operations were applied.
+    APPLIED = "applied"
+    #: The update failed and stays pending.
+    FAILED = "failed"
+    #: A concurrent change was detected and the update was retried.
+    CONFLICT_RETRIED = "conflict_retried"
+    #: The member said nothing about themselves in the notes: no call was needed.
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, slots=True)

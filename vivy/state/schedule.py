@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from enum import StrEnum
 from zoneinfo import ZoneInfo
 
 from vivy.llm.schemas import ClusterDraft
 
 __all__ = [
+    "SchedulerPass",
     "ValidCluster",
     "day_bounds",
     "local_day",
@@ -23,6 +25,15 @@ __all__ = [
     "next_midnight",
     "validate_clusters",
 ]
+
+
+class SchedulerPass(StrEnum):
+    """A pass of the nightly job (label ``pass``)."""
+
+    #: Pass 1: the day's conversation notes grouped into topic clusters.
+    CLUSTERING = "clustering"
+    #: Pass 2: each member's profile consolidated against the day's notes.
+    CONSOLIDATION = "consolidation"
 
 
 def local_day(wall: float, zone: ZoneInfo) -> date:

@@ -16,6 +16,7 @@ __all__ = [
     "OutboxState",
     "buffered_high_marks",
     "count_rows",
+    "fed_high_marks",
     "note_counts",
     "outbox_state",
     "watermarks",
@@ -104,3 +105,12 @@ def note_counts(conn: Connection) -> Counter[str]:
             )
         }
     )
+
+
+def fed_high_marks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
+    """Each channel's highest stored message id: the larger of its watermark (its last closed
+    buffer) and the last message of its open buffer."""
+    marks = watermarks(conn, channel_ids)
+    for channel_id, last in buffered_high_marks(conn, channel_ids).items():
+        marks[channel_id] = max(last, marks.get(channel_id, 0))
+    return marks

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from vivy.storage.context_reads import MemberCard, PeopleReads
     from vivy.storage.evidence import EvidenceLine, WindowText
     from vivy.storage.inspection import FactRecord
+    from vivy.storage.maintenance import OutboxState
     from vivy.storage.members import (
         BufferedRef,
         ForgetReport,
@@ -41,6 +42,7 @@ __all__ = [
     "BufferStore",
     "EmbeddingState",
     "EvidenceStore",
+    "ImportStore",
     "JobStore",
     "MemberStore",
     "MetaStore",
@@ -305,6 +307,23 @@ class ReembedStore(Protocol):
         """Swap every note vector for its staged one; None (no change) while one is missing."""
 
 
+class ImportStore(Protocol):
+    """The bookkeeping of ``vivy import``: how far channels were fed, and what the pipeline
+    holds and has left to do."""
+
+    async def fed_high_marks(self, channel_ids: Sequence[int]) -> dict[int, int]:
+        """Each channel's highest stored message id (closed or open buffer)."""
+
+    async def note_counts(self) -> dict[str, int]:
+        """Stored notes by type."""
+
+    async def fact_count(self) -> int:
+        """Stored profile facts, active or not."""
+
+    async def outbox_state(self) -> OutboxState:
+        """The pipeline's unfinished work."""
+
+
 class SearchStore(Protocol):
     """Note search and the reads a reply's memory context is built from; every read is
     scoped to the guild it names."""
@@ -431,6 +450,7 @@ class Store:
     meta: MetaStore
     reembed: ReembedStore
     search: SearchStore
+    imports: ImportStore
     closer: Closer
 
     def close(self) -> None:

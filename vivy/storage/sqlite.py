@@ -17,6 +17,7 @@ from vivy.storage import (
     context_reads,
     evidence,
     jobs,
+    maintenance,
     members,
     meta,
     notes,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
     from vivy.storage.context_reads import MemberCard, PeopleReads
     from vivy.storage.evidence import EvidenceLine, WindowText
+    from vivy.storage.maintenance import OutboxState
     from vivy.storage.members import (
         BufferedRef,
         ForgetReport,
@@ -62,6 +64,7 @@ def sqlite_store(db: Database) -> Store:
         meta=SqliteMetaStore(db),
         reembed=SqliteReembedStore(db),
         search=SqliteSearchStore(db),
+        imports=SqliteImportStore(db),
         closer=db.close,
     )
 
@@ -425,6 +428,29 @@ class SqliteReembedStore:
     async def swap_note_vectors(self, model: str, dimension: int) -> int | None:
         """Swap every note vector for its staged one; None (no change) while one is missing."""
         return await self._db.write(reembed.swap_note_vectors, model, dimension)
+
+
+class SqliteImportStore:
+    """Import bookkeeping on SQLite: :mod:`vivy.storage.maintenance` run through the owner."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def fed_high_marks(self, channel_ids: Sequence[int]) -> dict[int, int]:
+        """Each channel's highest stored message id (closed or open buffer)."""
+        return await self._db.read(maintenance.fed_high_marks, channel_ids)
+
+    async def note_counts(self) -> dict[str, int]:
+        """Stored notes by type."""
+        return dict(await self._db.read(maintenance.note_counts))
+
+    async def fact_count(self) -> int:
+        """Stored profile facts, active or not."""
+        return await self._db.read(maintenance.count_rows, "profile_facts")
+
+    async def outbox_state(self) -> OutboxState:
+        """The pipeline's unfinished work."""
+        return await self._db.read(maintenance.outbox_state)
 
 
 class SqliteSearchStore:
