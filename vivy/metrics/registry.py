@@ -29,6 +29,7 @@ import vivy
 from vivy.llm.metered import Outcome as LLMOutcome
 from vivy.llm.port import Operation as LLMOperation
 from vivy.notes import NoteType
+from vivy.retrieval.paths import RetrievalPath
 from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
 from vivy.state.profile import ProfileUpdateOutcome, Rejection
@@ -70,21 +71,6 @@ class TokenDirection(StrEnum):
 
     INPUT = "input"
     OUTPUT = "output"
-
-
-class RetrievalPath(StrEnum):
-    """Which retrieval path served a reply (label ``path``)."""
-
-    #: Vector search, keywords and profiles.
-    FULL = "full"
-    #: Keyword search only (no embedding available).
-    KEYWORD_ONLY = "keyword_only"
-    #: Profiles only (no note search possible).
-    PROFILES_ONLY = "profiles_only"
-    #: Retrieval switched off.
-    DISABLED = "disabled"
-    #: Nothing relevant was remembered.
-    EMPTY = "empty"
 
 
 class ActorKind(StrEnum):

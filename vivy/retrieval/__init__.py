@@ -13,11 +13,6 @@ from __future__ import annotations
 from vivy.retrieval.operator import OperatorStore
 from vivy.retrieval.ranked import NoteHit
 from vivy.retrieval.retriever import (
-    PATH_DISABLED,
-    PATH_EMPTY,
-    PATH_FULL,
-    PATH_KEYWORD_ONLY,
-    PATH_PROFILES_ONLY,
     ConversationMessage,
     MemoryContext,
     RetrievalRequest,
@@ -27,11 +22,6 @@ from vivy.retrieval.retriever import (
 from vivy.retrieval.settings import RetrievalSettings
 
 __all__ = [
-    "PATH_DISABLED",
-    "PATH_EMPTY",
-    "PATH_FULL",
-    "PATH_KEYWORD_ONLY",
-    "PATH_PROFILES_ONLY",
     "ConversationMessage",
     "MemoryContext",
     "NoteHit",

@@ -30,6 +30,7 @@ from typing import Any
 from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.notes import NoteType
 from vivy.retrieval import search
 from vivy.retrieval.ranking import Calibration, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
@@ -196,7 +197,7 @@ async def run_eval(
                 guild_id=data.guild_id,
                 channel_id=channels[note.channel],
                 channel_name=note.channel,
-                note_type="conversation",
+                note_type=NoteType.CONVERSATION,
                 title=note.title,
                 summary=note.summary,
                 topics=note.topics,

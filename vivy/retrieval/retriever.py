@@ -49,19 +49,16 @@ import structlog
 from vivy.clock import Clock
 from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.notes import NoteType
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
+from vivy.retrieval.paths import RetrievalPath
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
 
 __all__ = [
-    "PATH_DISABLED",
-    "PATH_EMPTY",
-    "PATH_FULL",
-    "PATH_KEYWORD_ONLY",
-    "PATH_PROFILES_ONLY",
     "ConversationMessage",
     "MemoryContext",
     "RetrievalRequest",
@@ -71,19 +68,6 @@ __all__ = [
     "keyword_text",
 ]
 
-#: Vector search, keywords and profiles.
-PATH_FULL = "full"
-#: Keyword search only: the query could not be embedded.
-PATH_KEYWORD_ONLY = "keyword_only"
-#: Profiles, activity and lore only: notes could not be searched.
-PATH_PROFILES_ONLY = "profiles_only"
-#: Retrieval switched off in the settings.
-PATH_DISABLED = "disabled"
-#: Nothing to remember: nothing relevant was found, or nothing could be read at all.
-PATH_EMPTY = "empty"
-
-CONVERSATION = "conversation"
-TOPIC_CLUSTER = "topic_cluster"
 
 _log = structlog.get_logger(__name__)
 
@@ -123,7 +107,7 @@ class MemoryContext:
     """
 
     xml: str
-    path: str
+    path: RetrievalPath
     note_ids: tuple[int, ...]
     user_ids: tuple[int, ...]
 
@@ -266,7 +250,7 @@ class Retriever:
         llm: LLM,
         clock: Clock,
         *,
-        observe: Callable[[str, float], None] | None = None,
+        observe: Callable[[RetrievalPath, float], None] | None = None,
         settings: RetrievalSettings = DEFAULT_SETTINGS,
     ) -> None:
         self._store = store
@@ -291,7 +275,7 @@ class Retriever:
             context = await self._build(request)
         except Exception:  # a bug must not cost the bot its answer either
             _log.exception("memory retrieval failed", guild_id=request.guild_id)
-            context = MemoryContext("", PATH_EMPTY, (), ())
+            context = MemoryContext("", RetrievalPath.EMPTY, (), ())
         if self._observe is not None:
             try:
                 self._observe(context.path, anyio.current_time() - started)
@@ -331,7 +315,7 @@ class Retriever:
         """Build (or fetch from the cache) the context, degrading as the module docstring says."""
         settings = self._settings
         if not settings.enabled:
-            return MemoryContext("", PATH_DISABLED, (), ())
+            return MemoryContext("", RetrievalPath.DISABLED, (), ())
         guild = request.guild_id
         key: str | None = None
         try:
@@ -359,8 +343,8 @@ class Retriever:
                 vector=vector,
                 text=keyword_text(request),
                 limits=[
-                    (CONVERSATION, settings.conversation_notes),
-                    (TOPIC_CLUSTER, settings.topic_clusters),
+                    (NoteType.CONVERSATION, settings.conversation_notes),
+                    (NoteType.TOPIC_CLUSTER, settings.topic_clusters),
                 ],
                 channel_id=request.channel_id,
                 now=now,
@@ -396,7 +380,7 @@ class Retriever:
             _log.warning("profiles unreadable", guild_id=guild, error=str(exc))
 
         if not notes_ok and people is None:
-            return MemoryContext("", PATH_EMPTY, (), ())
+            return MemoryContext("", RetrievalPath.EMPTY, (), ())
         parts = ContextParts(
             profiles=tuple(block for _, block in people.profiles) if people else (),
             notes=tuple(hit.note for hit in notes),
@@ -413,11 +397,11 @@ class Retriever:
         )
         complete = notes_ok and vector_ok and people is not None
         if not notes_ok:
-            path = PATH_PROFILES_ONLY
+            path = RetrievalPath.PROFILES_ONLY
         elif not vector_ok:
-            path = PATH_KEYWORD_ONLY
+            path = RetrievalPath.KEYWORD_ONLY
         else:
-            path = PATH_FULL if xml else PATH_EMPTY
+            path = RetrievalPath.FULL if xml else RetrievalPath.EMPTY
         context = MemoryContext(
             xml=xml,
             path=path,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vivy.notes import NoteType
 from vivy.state.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, NewFact, ProfilePlan, RetiredFact
 from vivy.storage.db import Connection
@@ -331,11 +332,11 @@ def guild_status(conn: Connection, guild_id: int) -> GuildStatus:
     return GuildStatus(
         conversation_notes=count(
             "SELECT COUNT(*) FROM interaction_notes WHERE guild_id = ? AND note_type = ?",
-            "conversation",
+            NoteType.CONVERSATION,
         ),
         topic_clusters=count(
             "SELECT COUNT(*) FROM interaction_notes WHERE guild_id = ? AND note_type = ?",
-            "topic_cluster",
+            NoteType.TOPIC_CLUSTER,
         ),
         active_facts=count(
             "SELECT COUNT(*) FROM profile_facts WHERE guild_id = ? AND invalidated_at IS NULL"

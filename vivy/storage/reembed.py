@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vivy.notes import NoteType
 from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection
 from vivy.storage.maintenance import count_rows
@@ -131,7 +132,11 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
         " SELECT n.id, n.guild_id, CASE n.note_type WHEN 'topic_cluster' THEN ? ELSE ? END,"
         " s.embedding, vec_quantize_binary(vec_slice(s.embedding, 0, ?))"
         f" FROM interaction_notes n JOIN {REEMBED_STAGING} s ON s.note_id = n.id ORDER BY n.id",
-        (VEC_KINDS["topic_cluster"], VEC_KINDS["conversation"], binary_dimensions(dimension)),
+        (
+            VEC_KINDS[NoteType.TOPIC_CLUSTER],
+            VEC_KINDS[NoteType.CONVERSATION],
+            binary_dimensions(dimension),
+        ),
     )
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('embedding_model', ?), ('embedding_dimension', ?)"

@@ -16,6 +16,8 @@ never created, altered or dropped here, so an old database keeps them untouched.
 
 from __future__ import annotations
 
+from vivy.notes import NoteType
+
 __all__ = [
     "BINARY_PREFIX_DIMENSIONS",
     "EMBEDDING_DIMENSION_DEFAULT",
@@ -31,7 +33,7 @@ EMBEDDING_DIMENSION_DEFAULT = 768
 
 #: ``vec_notes.note_kind`` for each ``interaction_notes.note_type``. sqlite-vec filters text
 #: metadata fastest up to 12 bytes, and "topic_cluster" is 13.
-VEC_KINDS = {"conversation": "conv", "topic_cluster": "cluster"}
+VEC_KINDS: dict[str, str] = {NoteType.CONVERSATION: "conv", NoteType.TOPIC_CLUSTER: "cluster"}
 
 
 #: Leading dimensions of a vector kept in its binary copy. Embedding models trained with

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import sqlean
 
+from vivy.notes import NoteType
 from vivy.storage import evidence
 from vivy.storage.db import Connection
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 #: The note type of conversations (topic clusters have no evidence).
-CONVERSATION = "conversation"
+CONVERSATION = NoteType.CONVERSATION
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from vivy.notes import NoteType
 from vivy.storage.db import Connection
 from vivy.storage.schema import VEC_KINDS
 
@@ -67,7 +68,7 @@ class _GuildBits:
 
 
 def _kind_code(kind: str) -> int:
-    return 1 if kind == VEC_KINDS["topic_cluster"] else 0
+    return 1 if kind == VEC_KINDS[NoteType.TOPIC_CLUSTER] else 0
 
 
 class BinaryIndex:
