@@ -163,7 +163,7 @@ def _readings(text: str) -> list[str]:
     readings = [plain]
     if _SPACED.search(plain):  # "i g n o r e   p r e v i o u s": join the letters of words
         readings.append(re.sub(r"\s{2,}", " ", _LETTER_GAP.sub("", plain)))
-    if any(ch.isdigit() for ch in plain):
+    if any(map(str.isdigit, plain)):
         readings.append(plain.lower().translate(_LEET))
     for token in _BASE64.findall(plain):
         try:

@@ -276,20 +276,22 @@ def window_texts(conn: Connection, window_ids: Sequence[int]) -> dict[int, str]:
 
 
 def window_lines(conn: Connection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
-    """The kept lines each window spans, oldest first, by window id."""
-    found: dict[int, list[EvidenceLine]] = {}
-    for window_id in dict.fromkeys(window_ids):
-        rows = conn.execute(
-            "SELECT l.message_id, l.note_id, l.author_id, l.author_name, l.text, l.created_at"
-            " FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
-            " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
-            " WHERE w.id = ? ORDER BY l.message_id",
-            (window_id,),
-        ).fetchall()
-        found[window_id] = [
-            EvidenceLine(int(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4]), float(r[5]))
-            for r in rows
-        ]
+    """The kept lines each window spans, oldest first, by window id (one query)."""
+    ids = list(dict.fromkeys(window_ids))
+    found: dict[int, list[EvidenceLine]] = {window_id: [] for window_id in ids}
+    if not ids:
+        return found
+    rows = conn.execute(
+        "SELECT w.id, l.message_id, l.note_id, l.author_id, l.author_name, l.text,"
+        " l.created_at FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
+        " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
+        f" WHERE w.id IN ({','.join('?' * len(ids))}) ORDER BY w.id, l.message_id",
+        ids,
+    ).fetchall()
+    for r in rows:
+        found[int(r[0])].append(
+            EvidenceLine(int(r[1]), int(r[2]), int(r[3]), str(r[4]), str(r[5]), float(r[6]))
+        )
     return found
 
 
