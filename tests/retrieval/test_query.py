@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from vivy.retrieval.query import name_grams, time_range
-from vivy.storage.search import TimeRange
+from vivy.storage.search_types import TimeRange
 
 #: Wednesday 2026-04-15, 12:00 UTC.
 NOW = datetime(2026, 4, 15, 12, 0, tzinfo=UTC).timestamp()

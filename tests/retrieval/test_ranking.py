@@ -15,7 +15,7 @@ from vivy.retrieval.ranking import (
     recency,
     semantic_evidence,
 )
-from vivy.storage.search import Candidate
+from vivy.storage.search_types import Candidate
 
 NOW = 1_000_000_000.0
 DAY = 86400.0

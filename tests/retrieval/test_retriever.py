@@ -36,7 +36,7 @@ from vivy.storage.context_reads import MemberCard, PeopleReads
 from vivy.storage.db import Connection, Database
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
-from vivy.storage.search import NoteSearch, NoteSearchResult
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import sqlite_store
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ import pytest
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
 from vivy.retrieval import search
-from vivy.storage import context_reads
+from vivy.storage import context_reads, search_types
 from vivy.storage import search as note_search
 from vivy.storage.db import Database
 from vivy.storage.notes import serialize_vector
@@ -95,7 +95,7 @@ def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> No
 )
 def test_term_matcher(text: str, expected: set[str]) -> None:
     """The searched terms a text contains, case, accents and plural folded."""
-    assert note_search.TermMatcher.of(["bento", "trick"]).found(text) == expected
+    assert search_types.TermMatcher.of(["bento", "trick"]).found(text) == expected
 
 
 def test_term_weight_stays_positive() -> None:
@@ -161,7 +161,7 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     result = db.read_sync(
         note_search.search_notes_sync,
         BinaryIndex(),
-        note_search.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
+        search_types.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
     )
     assert [c.note_id for c in result.candidates] == [mine]
     assert result.candidates[0].coverage == pytest.approx(

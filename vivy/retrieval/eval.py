@@ -37,7 +37,7 @@ from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.state.buffer import CloseReason
 from vivy.storage.notes import NewNote, Participant
 from vivy.storage.port import Store
-from vivy.storage.search import Candidate, NoteSearch
+from vivy.storage.search_types import Candidate, NoteSearch
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [

@@ -51,7 +51,8 @@ from vivy.storage.notes import (
     note_date,
 )
 from vivy.storage.port import Store
-from vivy.storage.search import CONVERSATION, NoteSearch, NoteSearchResult
+from vivy.storage.search import CONVERSATION
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [

@@ -18,7 +18,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from vivy.storage.search import TimeRange
+from vivy.storage.search_types import TimeRange
 
 __all__ = ["name_grams", "time_range"]
 

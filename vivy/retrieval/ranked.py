@@ -20,7 +20,7 @@ from vivy.state.guards import looks_like_instruction
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
 from vivy.storage.port import SearchStore
-from vivy.storage.search import NoteSearch, TermMatcher
+from vivy.storage.search_types import NoteSearch, TermMatcher
 
 __all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
 

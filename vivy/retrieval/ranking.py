@@ -41,7 +41,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from vivy.storage.search import Candidate
+from vivy.storage.search_types import Candidate
 
 __all__ = [
     "GEMINI_CALIBRATION",

@@ -23,12 +23,10 @@ Rules of this module:
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sqlean
 
@@ -37,6 +35,12 @@ from vivy.storage import evidence
 from vivy.storage.db import Connection
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.search_types import (
+    Candidate,
+    NoteSearch,
+    NoteSearchResult,
+    TermMatcher,
+)
 from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
@@ -44,14 +48,9 @@ __all__ = [
     "EVIDENCE_POSTINGS_BUDGET",
     "KEYWORD_POSTINGS_BUDGET",
     "WINDOWS_SHOWN",
-    "Candidate",
     "CandidateDetails",
     "KeywordMatch",
-    "NoteSearch",
-    "NoteSearchResult",
-    "TermMatcher",
     "TermPlan",
-    "TimeRange",
     "VectorMatch",
     "candidate_details",
     "guild_notes",
@@ -66,49 +65,6 @@ __all__ = [
 
 #: The note type of conversations (topic clusters have no evidence).
 CONVERSATION = NoteType.CONVERSATION
-
-
-@dataclass(frozen=True, slots=True)
-class TimeRange:
-    """A UTC interval ``[start, end)`` in epoch seconds that a question refers to."""
-
-    start: float
-    end: float
-
-    def distance(self, start: float, end: float) -> float:
-        """Seconds between ``[start, end]`` and this range (0 when they overlap)."""
-        if end < self.start:
-            return self.start - end
-        if start >= self.end:
-            return start - self.end
-        return 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A note found by any search, with what ranking needs to know of it.
-
-    ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
-    ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
-    find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
-    ``coverage`` the idf-weighted share of the question's terms in the note or its best
-    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
-    took part; ``time_distance_s`` how far it lies from the time the question names (None
-    when the question names none).
-    """
-
-    note_id: int
-    channel_id: int
-    at: float
-    similarity: float | None = None
-    bm25: float | None = None
-    coverage: float = 0.0
-    started: float | None = None
-    window_similarity: float | None = None
-    window_bm25: float | None = None
-    terms: frozenset[str] = frozenset()
-    named: bool = False
-    time_distance_s: float | None = None
 
 
 def match_expression(terms: Sequence[str]) -> str | None:
@@ -199,15 +155,6 @@ _INDEXES = {
     "notes": ("interaction_notes", "notes_fts"),
     "evidence": ("evidence_windows", "evidence_fts"),
 }
-
-
-def _fold(text: str) -> str:
-    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
-    text = text.lower()
-    if text.isascii():
-        return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,93 +252,8 @@ def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> lis
     return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
 
 
-@dataclass(frozen=True, slots=True)
-class NoteSearch:
-    """One note search: the guild, the query (vector and/or keywords) and how many to find.
-
-    ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
-    keyword (from :func:`vivy.retrieval.search.query_terms`). ``note_type`` None searches both
-    types. With
-    ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
-    by keyword; the found notes' windows by vector); ``name_grams`` are the question's word
-    runs that may name a member, and ``time`` the interval it names.
-    """
-
-    guild_id: int
-    vector: bytes | None
-    terms: tuple[str, ...]
-    note_type: str | None
-    candidates: int
-    keyword_candidates: int
-    evidence: bool = True
-    window_candidates: int = 80
-    name_grams: tuple[str, ...] = ()
-    time: TimeRange | None = None
-    time_candidates: int = 40
-
-
-@dataclass(frozen=True, slots=True)
-class NoteSearchResult:
-    """The ranking inputs of one search; ``vector_failed`` when sqlite-vec raised.
-
-    ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
-    evidence windows of each candidate, best first.
-    """
-
-    candidates: tuple[Candidate, ...]
-    vector_failed: bool
-    term_weights: Mapping[str, float] = field(default_factory=dict)
-    windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
-
-
 #: Threads for the keyword searches of a search (see :func:`search_notes_sync`).
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
-
-
-def _stem(word: str) -> str:
-    """A light English stem: the word without a plural, past or -ing ending."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
-                return word[:-1]
-            return word[: len(word) - len(suffix)] + keep
-    return word
-
-
-@dataclass(frozen=True, slots=True)
-class TermMatcher:
-    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
-    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
-    "dog"). One pattern of all stems, so a text is scanned once."""
-
-    pattern: re.Pattern[str] | None
-    terms_of: Mapping[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, terms: Iterable[str]) -> TermMatcher:
-        """The matcher of ``terms``."""
-        stems: dict[str, list[str]] = {}
-        for term in terms:
-            stems.setdefault(_stem(_fold(term)), []).append(term)
-        if not stems:
-            return cls(None, {})
-        ordered = sorted(stems, key=len, reverse=True)
-        pattern = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, ordered))})")
-        return cls(pattern, {stem: tuple(found) for stem, found in stems.items()})
-
-    def found(self, text: str) -> frozenset[str]:
-        """The terms whose stem starts a word of ``text``."""
-        if self.pattern is None:
-            return frozenset()
-        folded = _fold(text)
-        if not any(stem in folded for stem in self.terms_of):  # a substring test is cheaper
-            return frozenset()
-        hits = set(self.pattern.findall(folded))
-        return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
 
 
 #: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
@@ -468,6 +330,22 @@ def search_notes_sync(
                 )
             except sqlean.Error:
                 vector_failed = True
+        # While the keyword searches run, read what the notes found so far need.
+        in_time: list[int] = []
+        if search.time is not None:
+            in_time = notes_in_range(
+                conn,
+                search.guild_id,
+                search.time.start,
+                search.time.end,
+                note_type=search.note_type or CONVERSATION,
+                limit=search.time_candidates,
+            )
+        early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
+        compare = with_evidence and search.vector is not None and not vector_failed
+        early_similar = _window_similarities(conn, search, early) if compare else []
+        rows = candidate_details(conn, search.guild_id, early)
+        named = members_named(conn, search.guild_id, list(search.name_grams))
     finally:
         # Never leave a side connection busy: the next search will use it.
         if notes_ahead is not None:
@@ -491,17 +369,6 @@ def search_notes_sync(
         else no_windows
     )
     weights = dict(window_plan.weights or note_plan.weights)
-    in_time: list[int] = []
-    if search.time is not None:
-        in_time = notes_in_range(
-            conn,
-            search.guild_id,
-            search.time.start,
-            search.time.end,
-            note_type=search.note_type or CONVERSATION,
-            limit=search.time_candidates,
-        )
-
     similarity = {match.note_id: match.similarity for match in vectors}
     strength = {match.note_id: match.bm25 for match in keywords}
     window_strength: dict[int, float] = {}
@@ -511,14 +378,15 @@ def search_notes_sync(
         window_strength.setdefault(found.note_id, found.score)
         best_windows.setdefault(found.note_id, []).append(found.window_id)
     note_ids = list(dict.fromkeys([*similarity, *strength, *window_strength, *in_time]))
-    if with_evidence and search.vector is not None and not vector_failed:
-        for found in evidence.window_similarities(conn, search.guild_id, note_ids, search.vector):
-            window_similarity.setdefault(found.note_id, found.score)
-            ids = best_windows.setdefault(found.note_id, [])
-            if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
-                ids.append(found.window_id)
-    rows = candidate_details(conn, search.guild_id, note_ids)
-    named = members_named(conn, search.guild_id, list(search.name_grams))
+    known = set(early)
+    later = [note_id for note_id in note_ids if note_id not in known]
+    similar = [*early_similar, *(_window_similarities(conn, search, later) if compare else [])]
+    for found in similar:
+        window_similarity.setdefault(found.note_id, found.score)
+        ids = best_windows.setdefault(found.note_id, [])
+        if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
+            ids.append(found.window_id)
+    rows.update(candidate_details(conn, search.guild_id, later))
     shown = {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best_windows.items()}
     texts = evidence.window_texts(conn, [w for ids in shown.values() for w in ids])
     matcher = TermMatcher.of(weights)
@@ -556,6 +424,15 @@ def search_notes_sync(
 
 #: Evidence windows kept per note for coverage and for the reply's quoted lines.
 WINDOWS_SHOWN = 2
+
+
+def _window_similarities(
+    conn: Connection, search: NoteSearch, note_ids: Sequence[int]
+) -> list[evidence.WindowMatch]:
+    """The search vector's exact similarity to each embedded window of ``note_ids``."""
+    if search.vector is None:
+        return []
+    return evidence.window_similarities(conn, search.guild_id, note_ids, search.vector)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
-    from vivy.storage.search import NoteSearch, NoteSearchResult
+    from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
 __all__ = ["open_sqlite_store", "sqlite_store"]
 

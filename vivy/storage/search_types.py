@@ -1,0 +1,152 @@
+"""The values note search takes and gives: the question's search, its time range, the
+ranking candidates it finds, and the term matcher that tells which terms a text holds.
+
+They are plain frozen records and pure functions, shared by the storage engines and by
+retrieval's ranking, so neither depends on the other's modules.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Candidate", "NoteSearch", "NoteSearchResult", "TermMatcher", "TimeRange", "fold"]
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A UTC interval ``[start, end)`` in epoch seconds that a question refers to."""
+
+    start: float
+    end: float
+
+    def distance(self, start: float, end: float) -> float:
+        """Seconds between ``[start, end]`` and this range (0 when they overlap)."""
+        if end < self.start:
+            return self.start - end
+        if start >= self.end:
+            return start - self.end
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A note found by any search, with what ranking needs to know of it.
+
+    ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
+    ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
+    find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
+    ``coverage`` the idf-weighted share of the question's terms in the note or its best
+    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
+    took part; ``time_distance_s`` how far it lies from the time the question names (None
+    when the question names none).
+    """
+
+    note_id: int
+    channel_id: int
+    at: float
+    similarity: float | None = None
+    bm25: float | None = None
+    coverage: float = 0.0
+    started: float | None = None
+    window_similarity: float | None = None
+    window_bm25: float | None = None
+    terms: frozenset[str] = frozenset()
+    named: bool = False
+    time_distance_s: float | None = None
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def _stem(word: str) -> str:
+    """A light English stem: the word without a plural, past or -ing ending."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
+                return word[:-1]
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatcher:
+    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
+    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
+    "dog"). One pattern of all stems, so a text is scanned once."""
+
+    pattern: re.Pattern[str] | None
+    terms_of: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, terms: Iterable[str]) -> TermMatcher:
+        """The matcher of ``terms``."""
+        stems: dict[str, list[str]] = {}
+        for term in terms:
+            stems.setdefault(_stem(fold(term)), []).append(term)
+        if not stems:
+            return cls(None, {})
+        ordered = sorted(stems, key=len, reverse=True)
+        pattern = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, ordered))})")
+        return cls(pattern, {stem: tuple(found) for stem, found in stems.items()})
+
+    def found(self, text: str) -> frozenset[str]:
+        """The terms whose stem starts a word of ``text``."""
+        if self.pattern is None:
+            return frozenset()
+        folded = fold(text)
+        if not any(stem in folded for stem in self.terms_of):  # a substring test is cheaper
+            return frozenset()
+        hits = set(self.pattern.findall(folded))
+        return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearch:
+    """One note search: the guild, the query (vector and/or keywords) and how many to find.
+
+    ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
+    keyword (from :func:`vivy.retrieval.search.query_terms`). ``note_type`` None searches both
+    types. With
+    ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
+    by keyword; the found notes' windows by vector); ``name_grams`` are the question's word
+    runs that may name a member, and ``time`` the interval it names.
+    """
+
+    guild_id: int
+    vector: bytes | None
+    terms: tuple[str, ...]
+    note_type: str | None
+    candidates: int
+    keyword_candidates: int
+    evidence: bool = True
+    window_candidates: int = 80
+    name_grams: tuple[str, ...] = ()
+    time: TimeRange | None = None
+    time_candidates: int = 40
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearchResult:
+    """The ranking inputs of one search; ``vector_failed`` when sqlite-vec raised.
+
+    ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
+    evidence windows of each candidate, best first.
+    """
+
+    candidates: tuple[Candidate, ...]
+    vector_failed: bool
+    term_weights: Mapping[str, float] = field(default_factory=dict)
+    windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
