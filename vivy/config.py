@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vivy.errors import ConfigError
+from vivy.shards import MAX_SHARDS, Shards, parse_shard_ids
 
 if TYPE_CHECKING:
     from vivy.retrieval.settings import RetrievalSettings
@@ -129,6 +130,8 @@ class Settings:
     relevance_threshold: float | None = None
     #: Tokens of quoted evidence lines in a reply's memory, all notes together.
     evidence_tokens: int = 400
+    #: The gateway shards this process runs; None runs the count Discord recommends.
+    shards: Shards | None = None
 
     def retrieval(self) -> RetrievalSettings:
         """The retriever's settings: switches, gate, evidence and time zone from here."""
@@ -227,6 +230,7 @@ class Settings:
                 else None
             ),
             evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
+            shards=_shards(reader),
         )
         try:
             settings.zone  # noqa: B018 - validates the zone name
@@ -236,6 +240,29 @@ class Settings:
                 "(for example Europe/Berlin or UTC)"
             ) from exc
         return settings
+
+
+def _shards(reader: _Reader) -> Shards | None:
+    """``VIVY_SHARD_IDS`` of ``VIVY_SHARD_COUNT``; a SQLite database needs them all."""
+    ids = reader.text("VIVY_SHARD_IDS", "")
+    if not reader.text("VIVY_SHARD_COUNT", ""):
+        if ids:
+            raise ConfigError(
+                f"VIVY_SHARD_IDS={ids!r} needs VIVY_SHARD_COUNT, the bot's total number of shards"
+            )
+        return None
+    count = reader.count("VIVY_SHARD_COUNT", 1, low=1, high=MAX_SHARDS)
+    try:
+        shards = parse_shard_ids(ids or f"0-{count - 1}", count)
+    except ValueError as exc:
+        raise ConfigError(f"VIVY_SHARD_IDS={ids!r} is not allowed: {exc}") from None
+    if not shards.complete:
+        raise ConfigError(
+            f"VIVY_SHARD_IDS={ids!r} runs {len(shards.ids)} of {count} shards, but a SQLite "
+            "database belongs to one process, which must run them all: leave VIVY_SHARD_IDS "
+            "empty (sharing shards between processes needs PostgreSQL, not supported yet)"
+        )
+    return shards
 
 
 def is_loopback(host: str) -> bool:

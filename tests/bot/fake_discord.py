@@ -7,6 +7,10 @@ port, on the test's own event loop (aiohttp). Point hikari at it with
 can fetch them; tests can seed others. For ``vivy run`` it also serves a minimal gateway
 websocket (``GET /gateway/bot`` points to it): HELLO, READY after IDENTIFY, heartbeat ACKs,
 zlib-stream compressed, and :meth:`FakeDiscord.dispatch` pushes events to the connected bot.
+It recommends ``shards`` shards (``GET /gateway/bot``) and takes one websocket per shard the
+bot starts: each IDENTIFY names its ``[shard_id, shard_count]`` (recorded in
+:attr:`FakeDiscord.identified`), and a guild's events go to the shard Discord would send them
+to, ``(guild_id >> 22) % shard_count``.
 """
 
 from __future__ import annotations
@@ -37,15 +41,20 @@ class Recorded:
 class FakeDiscord:
     """The fake REST API; use ``async with FakeDiscord(bot_user) as fake``."""
 
-    def __init__(self, bot_user: dict[str, Any], *, guild_id: int) -> None:
+    def __init__(self, bot_user: dict[str, Any], *, guild_id: int, shards: int = 1) -> None:
         self.bot_user = bot_user
         self.guild_id = guild_id
+        self.shards = shards
+        #: ``(shard_id, shard_count)`` of each IDENTIFY, in order.
+        self.identified: list[tuple[int, int]] = []
+        #: ``(shard_id, event name)`` of each DISPATCH sent.
+        self.dispatched: list[tuple[int, str]] = []
+        self._sockets: dict[int, tuple[web.WebSocketResponse, Any]] = {}
+        self._count = 1  # the shard count the bot identified with
         self.requests: list[Recorded] = []
         self.messages: dict[int, dict[str, Any]] = {}
         self._runner: web.AppRunner | None = None
         self._port = 0
-        self._ws: web.WebSocketResponse | None = None
-        self._zlib: Any = None
         self._seq = 0
         self.ready = anyio.Event()
         self.gateway_closed = anyio.Event()
@@ -106,33 +115,52 @@ class FakeDiscord:
 
     # Gateway -------------------------------------------------------------------------------
 
-    async def dispatch(self, name: str, data: dict[str, Any]) -> None:
-        """Send a DISPATCH event (``MESSAGE_CREATE``, ...) to the connected bot."""
+    async def dispatch(self, name: str, data: dict[str, Any], *, shard: int | None = None) -> None:
+        """Send a DISPATCH event (``MESSAGE_CREATE``, ...) to the connected bot: to ``shard``,
+        else to the shard of the event's guild (shard 0 without one)."""
+        if shard is None:
+            guild = data.get("guild_id")
+            shard = (int(guild) >> 22) % self._count if guild is not None else 0
         self._seq += 1
-        await self._send({"op": 0, "t": name, "s": self._seq, "d": data})
+        self.dispatched.append((shard, name))
+        await self._send({"op": 0, "t": name, "s": self._seq, "d": data}, shard=shard)
 
-    async def _send(self, payload: dict[str, Any]) -> None:
-        assert self._ws is not None, "no bot is connected to the gateway"
+    async def _send(self, payload: dict[str, Any], *, shard: int = 0) -> None:
+        assert shard in self._sockets, f"no bot is connected to the gateway as shard {shard}"
+        ws, compressor = self._sockets[shard]
         raw = json.dumps(payload).encode()
-        await self._ws.send_bytes(self._zlib.compress(raw) + self._zlib.flush(zlib.Z_SYNC_FLUSH))
+        await ws.send_bytes(compressor.compress(raw) + compressor.flush(zlib.Z_SYNC_FLUSH))
 
     async def _gateway_bot(self, request: web.Request) -> web.Response:
         await self._record(request)
-        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        # Every shard may identify at once, so hikari starts them in one window.
+        limit = {
+            "total": 1000,
+            "remaining": 999,
+            "reset_after": 0,
+            "max_concurrency": 16,
+        }
         url = f"ws://127.0.0.1:{self._port}/gateway"
-        return web.json_response({"url": url, "shards": 1, "session_start_limit": limit})
+        return web.json_response({"url": url, "shards": self.shards, "session_start_limit": limit})
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         assert request.query.get("compress") == "zlib-stream", "the fake speaks zlib-stream"
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        self._ws, self._zlib = ws, zlib.compressobj()
-        await self._send({"op": 10, "d": {"heartbeat_interval": 45_000}, "s": None, "t": None})
+        compressor = zlib.compressobj()
+        hello = {"op": 10, "d": {"heartbeat_interval": 45_000}, "s": None, "t": None}
+        raw = json.dumps(hello).encode()
+        await ws.send_bytes(compressor.compress(raw) + compressor.flush(zlib.Z_SYNC_FLUSH))
+        shard = 0
         async for frame in ws:
             if frame.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
-            op = json.loads(frame.data)["op"]
+            message = json.loads(frame.data)
+            op = message["op"]
             if op == 2:  # IDENTIFY
+                shard, count = message["d"].get("shard", [0, 1])
+                self.identified.append((shard, count))
+                self._sockets[shard], self._count = (ws, compressor), count
                 await self.dispatch(
                     "READY",
                     {
@@ -141,15 +169,18 @@ class FakeDiscord:
                         "guilds": [],
                         "session_id": "fake-session",
                         "resume_gateway_url": f"ws://127.0.0.1:{self._port}/gateway",
-                        "shard": [0, 1],
+                        "shard": [shard, count],
                         "application": {"id": self.bot_user["id"], "flags": 0},
                     },
+                    shard=shard,
                 )
-                self.ready.set()
+                if len(self._sockets) == count:
+                    self.ready.set()
             elif op == 1:  # HEARTBEAT
-                await self._send({"op": 11, "d": None, "s": None, "t": None})
-        self._ws = None
-        self.gateway_closed.set()
+                await self._send({"op": 11, "d": None, "s": None, "t": None}, shard=shard)
+        self._sockets.pop(shard, None)
+        if not self._sockets:
+            self.gateway_closed.set()
         return ws
 
     # Routes --------------------------------------------------------------------------------

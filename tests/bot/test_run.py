@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -15,6 +16,7 @@ import pytest
 from vivy.bot.gateway import INTENTS
 from vivy.commands import run
 from vivy.errors import ConfigError
+from vivy.shards import parse_shard_ids
 from vivy.storage.db import Database
 
 from . import payloads
@@ -136,3 +138,50 @@ async def test_serve_runs_the_bot_until_sigterm(tmp_path: Path) -> None:
     [reply] = fake.sent(CHANNEL)
     assert reply["message_reference"]["message_id"] == str(message_id)
     assert _stored_texts(settings.database) == [f"<@{VIVY}> hello from the gateway"]
+
+
+@pytest.mark.anyio
+async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(tmp_path: Path) -> None:
+    """With ``VIVY_SHARD_COUNT=3`` the bot identifies as shards 0, 1 and 2 of 3 (Discord
+    recommends 1), and messages of guilds on different shards reach the same store."""
+    settings = make_settings(
+        tmp_path,
+        discord_token=TOKEN,
+        metrics_port=0,
+        shutdown_grace_s=5.0,
+        shards=parse_shard_ids("0-2", 3),
+    )
+    guilds = [GUILD, *(GUILD + (step << 22) for step in (1, 2))]
+    assert sorted((guild >> 22) % 3 for guild in guilds) == [0, 1, 2]
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD, shards=1) as fake:
+        bot = hikari.GatewayBot(
+            TOKEN,
+            intents=INTENTS,
+            banner=None,
+            logs=None,
+            rest_url=fake.url,
+            suppress_optimization_warning=True,
+        )
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(run.serve, settings, environ={}, bot=bot))
+                await fake.ready.wait()
+                for n, guild in enumerate(guilds):
+                    await fake.dispatch(
+                        "MESSAGE_CREATE",
+                        payloads.message(
+                            payloads.next_snowflake(),
+                            ALEX,
+                            f"hello on shard {(guild >> 22) % 3} ({n})",
+                            channel_id=CHANNEL + n,
+                            guild_id=guild,
+                        ),
+                    )
+                await until(lambda: len(_stored_texts(settings.database)) == 3)
+                os.kill(os.getpid(), signal.SIGTERM)
+        await fake.gateway_closed.wait()
+    assert sorted(fake.identified) == [(0, 3), (1, 3), (2, 3)]
+    assert sorted(s for s, name in fake.dispatched if name == "MESSAGE_CREATE") == [0, 1, 2]
+    assert sorted(_stored_texts(settings.database)) == [
+        f"hello on shard {(guild >> 22) % 3} ({n})" for n, guild in enumerate(guilds)
+    ]

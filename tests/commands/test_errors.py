@@ -118,6 +118,19 @@ CASES = (
         {"VIVY_TIMEZONE": "Mars/Olympus"},
     ),
     Case(
+        "`vivy run --shard-ids 0-3 --shard-count 16` on SQLite",
+        ("run", "--shard-ids", "0-3", "--shard-count", "16"),
+        "runs 4 of 16 shards",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`VIVY_SHARD_IDS=7` with `VIVY_SHARD_COUNT=4`",
+        ("run",),
+        "shard 7 is not among 4",
+        EXIT_USAGE,
+        {"VIVY_SHARD_IDS": "7", "VIVY_SHARD_COUNT": "4"},
+    ),
+    Case(
         "`VIVY_MEMORY_CAPTURE=maybe`",
         IMPORT,
         "VIVY_MEMORY_CAPTURE",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from vivy.clock import Clock
     from vivy.metrics.server import MetricsServer
+    from vivy.shards import Shards
 
 __all__ = ["NO_TOKEN_MESSAGE", "make_bot", "own_user_id", "register", "run_bot", "serve"]
 
@@ -57,7 +58,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="register the /memory commands in this server only (repeatable; instant) "
         "instead of globally; defaults to VIVY_ALLOWED_GUILDS when set",
     )
-    parser.set_defaults(handler=lambda args: run_bot(os.environ, guild_ids=tuple(args.guild)))
+    parser.add_argument(
+        "--shard-ids",
+        metavar="IDS",
+        help="the gateway shards to run, as ids and ranges (0-3,8); as VIVY_SHARD_IDS",
+    )
+    parser.add_argument(
+        "--shard-count",
+        metavar="N",
+        help="the bot's total number of shards; as VIVY_SHARD_COUNT",
+    )
+    parser.set_defaults(
+        handler=lambda args: run_bot(
+            _with_shards(os.environ, args.shard_ids, args.shard_count),
+            guild_ids=tuple(args.guild),
+        )
+    )
+
+
+def _with_shards(
+    environ: Mapping[str, str], shard_ids: str | None, shard_count: str | None
+) -> Mapping[str, str]:
+    """``environ`` with the command line's shard options in place of the variables."""
+    given = {"VIVY_SHARD_IDS": shard_ids, "VIVY_SHARD_COUNT": shard_count}
+    return {**environ, **{name: value for name, value in given.items() if value is not None}}
 
 
 def run_bot(environ: Mapping[str, str], *, guild_ids: Sequence[int] = ()) -> int:
@@ -187,7 +211,7 @@ async def _serve_app(
         gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:
-            await _start(bot)
+            await _start(bot, settings.shards)
             connected = bot.get_me()
             if connected is not None and int(connected.id) != me:
                 log.warning("the token's user id differs from the connected user")
@@ -203,11 +227,16 @@ async def _serve_app(
                     await bot.close()
 
 
-async def _start(bot: hikari.GatewayBot) -> None:
+async def _start(bot: hikari.GatewayBot, shards: Shards | None) -> None:
     import hikari
 
     try:
-        await bot.start(check_for_updates=False)
+        if shards is None:
+            await bot.start(check_for_updates=False)
+        else:
+            await bot.start(
+                check_for_updates=False, shard_ids=list(shards.ids), shard_count=shards.count
+            )
     except hikari.UnauthorizedError as exc:
         raise ConfigError(
             "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
