@@ -1,0 +1,58 @@
+"""Hashing embeddings: stemmed word unigrams and bigrams hashed into a signed vector."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from itertools import pairwise
+
+from vivy.llm.offline.text import STOPWORDS, WORD
+from vivy.llm.port import (
+    l2_normalise,
+)
+
+__all__ = ["hash_embedding"]
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip so "games"/"game" and "learning"/"learn" share a feature."""
+    for suffix, replacement, keep in (("ies", "y", 3), ("ing", "", 4), ("ed", "", 4), ("s", "", 3)):
+        if word.endswith(suffix) and len(word) - len(suffix) >= keep and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def _feature_index(feature: str, dimension: int) -> tuple[int, float]:
+    """A stable bucket and sign for ``feature`` (blake2b, never Python's salted hash)."""
+    digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+    sign = -1.0 if digest >> 63 else 1.0
+    return digest % dimension, sign
+
+
+def hash_embedding(text: str, dimension: int = 768) -> list[float]:
+    """A deterministic, L2-normalised feature-hashing embedding of ``text``.
+
+    Features are stemmed word unigrams (weight 1) and bigrams (weight 0.7) with sublinear
+    term frequency; stopwords are dropped unless nothing else is left. Each feature adds its
+    weight, with a hashed sign, to one of ``dimension`` buckets.
+    """
+    words = [word.lower().strip("'’-_") for word in WORD.findall(text)]
+    words = [word for word in words if word]
+    content = [_stem(word) for word in words if word not in STOPWORDS]
+    if not content:
+        content = [_stem(word) for word in words]
+    features: Counter[str] = Counter(f"u:{word}" for word in content)
+    features.update(f"b:{a} {b}" for a, b in pairwise(content))
+    vector = [0.0] * dimension
+    for feature, count in features.items():
+        weight = (1.0 if feature.startswith("u:") else 0.7) * (1.0 + math.log(count))
+        index, sign = _feature_index(feature, dimension)
+        vector[index] += sign * weight
+    try:
+        return l2_normalise(vector)
+    except ValueError:
+        index, sign = _feature_index("<empty>", dimension)
+        vector = [0.0] * dimension
+        vector[index] = sign
+        return vector
