@@ -1,20 +1,24 @@
-"""Hashing embeddings: stemmed word unigrams and bigrams hashed into a signed vector."""
+"""Hashing embeddings: stemmed word unigrams and bigrams hashed into a signed vector.
+
+Embedding is on the import's hot path (every note and every evidence line), so the per-word
+and per-feature work is memoised and only the buckets a text touches are normalised; the
+vectors are exactly those of :func:`vivy.llm.port.l2_normalise` over the dense vector.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
 from collections import Counter
+from functools import lru_cache
 from itertools import pairwise
 
 from vivy.llm.offline.text import STOPWORDS, WORD
-from vivy.llm.port import (
-    l2_normalise,
-)
 
 __all__ = ["hash_embedding"]
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """A light suffix strip so "games"/"game" and "learning"/"learn" share a feature."""
     for suffix, replacement, keep in (("ies", "y", 3), ("ing", "", 4), ("ed", "", 4), ("s", "", 3)):
@@ -23,6 +27,7 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
 def _feature_index(feature: str, dimension: int) -> tuple[int, float]:
     """A stable bucket and sign for ``feature`` (blake2b, never Python's salted hash)."""
     digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
@@ -44,15 +49,18 @@ def hash_embedding(text: str, dimension: int = 768) -> list[float]:
         content = [_stem(word) for word in words]
     features: Counter[str] = Counter(f"u:{word}" for word in content)
     features.update(f"b:{a} {b}" for a, b in pairwise(content))
-    vector = [0.0] * dimension
+    buckets: dict[int, float] = {}
     for feature, count in features.items():
         weight = (1.0 if feature.startswith("u:") else 0.7) * (1.0 + math.log(count))
         index, sign = _feature_index(feature, dimension)
-        vector[index] += sign * weight
-    try:
-        return l2_normalise(vector)
-    except ValueError:
+        buckets[index] = buckets.get(index, 0.0) + sign * weight
+    # Untouched buckets add nothing to the exactly rounded sum of squares, and stay 0.0.
+    norm = math.sqrt(math.fsum(value * value for value in buckets.values()))
+    vector = [0.0] * dimension
+    if norm == 0.0 or not math.isfinite(norm):
         index, sign = _feature_index("<empty>", dimension)
-        vector = [0.0] * dimension
         vector[index] = sign
         return vector
+    for index, value in buckets.items():
+        vector[index] = value / norm
+    return vector

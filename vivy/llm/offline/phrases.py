@@ -11,6 +11,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from vivy.llm.offline.text import ABBREVIATIONS, STOPWORDS, clip, plain, split_sentences
 from vivy.llm.offline.words import CALENDAR, SUBJECTS, fold_plural, word_kind
@@ -59,9 +60,14 @@ class _Phrase:
     weak: bool = False
 
 
-def tokenize(text: str) -> list[list[Token]]:
-    """The words of ``text``, sentence by sentence, with their casing and spacing."""
-    result: list[list[Token]] = []
+@lru_cache(maxsize=4096)
+def tokenize(text: str) -> tuple[tuple[Token, ...], ...]:
+    """The words of ``text``, sentence by sentence, with their casing and spacing.
+
+    A note reads each line several times (phrases, entities, quotes, plans), so the answer
+    is memoised; it is immutable, and shared.
+    """
+    result: list[tuple[Token, ...]] = []
     for sentence in split_sentences(plain(text)):
         tokens: list[Token] = []
         end = 0
@@ -87,8 +93,8 @@ def tokenize(text: str) -> list[list[Token]]:
                 )
             )
         if tokens:
-            result.append(tokens)
-    return result
+            result.append(tuple(tokens))
+    return tuple(result)
 
 
 #: Lower-case words that are acronyms, shown in capitals ("discord ID", "the API").
