@@ -212,6 +212,10 @@ _RULES: tuple[_Rule, ...] = (
     ),
 )
 
+#: What every rule's match contains: each pattern opens with the word "I" or "my" (followed
+#: by an apostrophe or a space), so a clause without either word cannot match any rule.
+_FIRST_PERSON = re.compile(r"\b(?:i|my)\b", re.IGNORECASE)
+
 #: Patterns that read a stored fact back into its slot, so new facts can supersede it.
 _SLOT_OF_FACT: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:lives|is living|is based|resides) in (?P<x>.+)$", re.I), "residence"),
@@ -335,6 +339,8 @@ def _read_clause(clause: str, note_id: int, sentence: str) -> _Statement | None:
 
     Clauses that mention secrets or address the bot are dropped whole (seed 003's guard).
     """
+    if _FIRST_PERSON.search(clause) is None:
+        return None
     for rule in _RULES:
         match = rule.pattern.search(clause)
         if match is None:

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from vivy.llm.offline.phrases import Term, Token, entities, salient_terms, tokenize
 from vivy.llm.offline.text import (
@@ -212,14 +213,15 @@ def _quotable(line: TranscriptLine, names: Mapping[int, str]) -> bool:
     return len(WORD.findall(plain(line.text))) >= 4
 
 
-def _line_keys(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _line_keys(text: str) -> frozenset[str]:
     """The folded words of ``text`` and their runs of two and three, to match phrase keys."""
     keys: set[str] = set()
     for tokens in tokenize(text):
         words = [fold_plural(token.word.removesuffix("'s")) for token in tokens]
         for size in (1, 2, 3):
             keys.update(" ".join(words[i : i + size]) for i in range(len(words) - size + 1))
-    return keys
+    return frozenset(keys)
 
 
 def _representative(
@@ -242,9 +244,10 @@ def _representative(
         weights[term.key] = 2 * max(term.score, weights.get(term.key, 0.0))
     lead = max(weights.values(), default=0.0) / 2
     introduced: set[str] = set()
+    weighted = set(weights)
     candidates: dict[int, tuple[set[str], float, float]] = {}
     for index, line in enumerate(lines):
-        keys = _line_keys(line.text) & set(weights)
+        keys = weighted & _line_keys(line.text)
         bonus = 1.3 if any(term.key in keys - introduced for term in headline) else 1.0
         introduced |= keys
         if not _quotable(line, names):

@@ -6,6 +6,8 @@ to say whether a lower-case word can name a topic, only help one, or breaks a ph
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from vivy.llm.offline.text import STOPWORDS
 
 __all__ = ["CALENDAR", "PETS", "SUBJECTS", "fold_plural", "word_kind"]
@@ -123,6 +125,7 @@ SUBJECTS = frozenset(
 )
 
 
+@lru_cache(maxsize=1 << 16)
 def _verb_base(word: str) -> str | None:
     """The base form of ``word`` if it is an inflection of a known verb."""
     if word in _VERBS or word in _NOUN_VERBS:
@@ -139,6 +142,7 @@ def _verb_base(word: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def word_kind(word: str, after_subject: bool) -> str:
     """The class of a lower-case word: ``noise``, ``verb``, ``generic``, ``modifier`` or
     ``content``. ``after_subject`` says a pronoun or modal came just before it."""
@@ -166,6 +170,7 @@ def word_kind(word: str, after_subject: bool) -> str:
     return "content"
 
 
+@lru_cache(maxsize=1 << 16)
 def fold_plural(word: str) -> str:
     """``word`` with a regular English plural folded to its singular, for counting."""
     if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is", "'s")):
