@@ -35,25 +35,35 @@ def _feature_index(feature: str, dimension: int) -> tuple[int, float]:
     return digest % dimension, sign
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_form(raw: str) -> tuple[str, bool] | None:
+    """The feature form of a word as written (lower case, stemmed) and whether it is a
+    stopword; None when nothing but punctuation is left."""
+    word = raw.lower().strip("'’-_")
+    if not word:
+        return None
+    return _stem(word), word in STOPWORDS
+
+
 def hash_embedding(text: str, dimension: int = 768) -> list[float]:
     """A deterministic, L2-normalised feature-hashing embedding of ``text``.
 
     Features are stemmed word unigrams (weight 1) and bigrams (weight 0.7) with sublinear
     term frequency; stopwords are dropped unless nothing else is left. Each feature adds its
-    weight, with a hashed sign, to one of ``dimension`` buckets.
+    weight, with a hashed sign, to one of ``dimension`` buckets: all unigrams, then all
+    bigrams, each in order of first appearance.
     """
-    words = [word.lower().strip("'’-_") for word in WORD.findall(text)]
-    words = [word for word in words if word]
-    content = [_stem(word) for word in words if word not in STOPWORDS]
+    forms = [form for form in map(_word_form, WORD.findall(text)) if form is not None]
+    content = [stem for stem, stopword in forms if not stopword]
     if not content:
-        content = [_stem(word) for word in words]
-    features: Counter[str] = Counter(f"u:{word}" for word in content)
-    features.update(f"b:{a} {b}" for a, b in pairwise(content))
+        content = [stem for stem, _ in forms]
     buckets: dict[int, float] = {}
-    for feature, count in features.items():
-        weight = (1.0 if feature.startswith("u:") else 0.7) * (1.0 + math.log(count))
-        index, sign = _feature_index(feature, dimension)
-        buckets[index] = buckets.get(index, 0.0) + sign * weight
+    for word, count in Counter(content).items():
+        index, sign = _feature_index(f"u:{word}", dimension)
+        buckets[index] = buckets.get(index, 0.0) + sign * (1.0 + math.log(count))
+    for (first, second), count in Counter(pairwise(content)).items():
+        index, sign = _feature_index(f"b:{first} {second}", dimension)
+        buckets[index] = buckets.get(index, 0.0) + sign * (0.7 * (1.0 + math.log(count)))
     # Untouched buckets add nothing to the exactly rounded sum of squares, and stay 0.0.
     norm = math.sqrt(math.fsum(value * value for value in buckets.values()))
     vector = [0.0] * dimension

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vivy.llm.offline.text import clip, compare_key, content_words, split_sentences, squash
 from vivy.llm.offline.words import PETS
@@ -279,6 +280,7 @@ def _slot_key(slot: str | None, text: str) -> tuple[str, str] | None:
     return (slot, "")
 
 
+@lru_cache(maxsize=1 << 14)
 def _slot_of_fact(text: str) -> tuple[str, str] | None:
     """The conflict key of a stored fact's text, if it has one."""
     for pattern, slot in _SLOT_OF_FACT:

@@ -326,6 +326,7 @@ def write_note(payload: NoteInput) -> NoteDraft:
     )
 
 
+@lru_cache(maxsize=4096)
 def _is_decision(text: str) -> bool:
     """Whether ``text`` states a plan or decision, not a question or a cheer ("LETS GO")."""
     if text.rstrip().endswith("?") or len(WORD.findall(text)) < 4:

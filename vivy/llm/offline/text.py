@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 __all__ = [
     "ABBREVIATIONS",
@@ -77,6 +78,7 @@ def clip(text: str, limit: int) -> str:
     return (cut or text[: limit - 1]) + "…"
 
 
+@lru_cache(maxsize=1 << 14)
 def compare_key(text: str) -> str:
     """A comparison key: lower case, word characters only, single spaces."""
     return " ".join(word.lower() for word in WORD.findall(text))
@@ -185,6 +187,7 @@ def readable(text: str, names: Mapping[int, str]) -> str:
     return squash(_CUSTOM_EMOJI.sub(lambda match: f":{match['name']}:", text))
 
 
+@lru_cache(maxsize=4096)
 def plain(text: str) -> str:
     """``text`` without mentions, markup tags, custom emoji and links, for analysis."""
     for pattern in (_USER_MENTION, _ROLE_MENTION, _CHANNEL_MENTION, _CUSTOM_EMOJI, _URL):
