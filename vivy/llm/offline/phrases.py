@@ -111,6 +111,8 @@ def _is_acronym(raw: str) -> bool:
 
 #: Word classes that can be part of a phrase.
 _PHRASE_KINDS = frozenset({"content", "generic", "modifier", "possessive", "number"})
+#: Word classes that can open a phrase (a number only continues one).
+_OPENING_KINDS = _PHRASE_KINDS - {"number"}
 #: Words that may stand between a subject and its verb ("I mostly live", "we should grab").
 _BETWEEN_SUBJECT_AND_VERB = frozenset(
     "just also still really actually always never even totally probably finally already only "
@@ -166,8 +168,9 @@ def salient_terms(texts: Sequence[tuple[int, str]], *, exclude: Iterable[str] = 
             if kind in _PHRASE_KINDS and token.joined and run:
                 run.append((token, kind))
             else:
-                _count_run(run, author, proper_words, add)
-                run = [(token, kind)] if kind in _PHRASE_KINDS - {"number"} else []
+                if run:
+                    _count_run(run, author, proper_words, add)
+                run = [(token, kind)] if kind in _OPENING_KINDS else []
             if token.word == "of":
                 name = _name_with_connector(tokens, index, proper_words)
                 if name is not None:
