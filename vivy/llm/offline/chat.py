@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 
 from vivy.llm.offline.text import content_words
-from vivy.llm.port import (
-    ChatRequest,
-)
+from vivy.llm.port import ChatRequest
 
 __all__ = ["offline_chat_answer"]
 

@@ -16,12 +16,7 @@ from vivy.llm.offline.text import (
     name_list,
     unique,
 )
-from vivy.llm.schemas import (
-    ClusterDraft,
-    ClusterInput,
-    DraftCluster,
-    NoteView,
-)
+from vivy.llm.schemas import ClusterDraft, ClusterInput, DraftCluster, NoteView
 
 __all__ = ["cluster_notes"]
 

@@ -1,7 +1,7 @@
 """Hashing embeddings: stemmed word unigrams and bigrams hashed into a signed vector.
 
-Embedding is on the import's hot path (every note and every evidence line), so the per-word
-and per-feature work is memoised and only the buckets a text touches are normalised; the
+Embedding is on the import's hot path (every note and every evidence window), so the
+per-word and per-feature work is memoised and only the buckets a text touches are normalised; the
 vectors are exactly those of :func:`vivy.llm.port.l2_normalise` over the dense vector.
 """
 

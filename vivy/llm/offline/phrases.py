@@ -15,9 +15,7 @@ from functools import lru_cache
 
 from vivy.llm.offline.text import ABBREVIATIONS, STOPWORDS, clip, plain, split_sentences
 from vivy.llm.offline.words import CALENDAR, SUBJECTS, fold_plural, word_kind
-from vivy.llm.schemas import (
-    TranscriptLine,
-)
+from vivy.llm.schemas import TranscriptLine
 
 __all__ = ["Term", "Token", "entities", "salient_terms", "tokenize"]
 

@@ -1,8 +1,9 @@
 """Text the other rooms share: the offline label, words, stopwords and sentences.
 
-Small helpers (clipping, comparison keys, content words), the sentence splitter that knows
-abbreviations, and the conversions of Discord markup (mentions, custom emoji, links) into
-readable text for quoting or plain text for analysis.
+Small helpers (clipping, comparison keys, content words, prose lists of names), the
+sentence splitter that knows abbreviations, and the conversions of Discord markup
+(mentions, custom emoji, links) into readable text for quoting or plain text for analysis.
+The functions a note calls on every line are memoised.
 """
 
 from __future__ import annotations
