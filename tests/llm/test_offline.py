@@ -22,6 +22,7 @@ from vivy.llm.offline import (
     OfflineLLM,
     cluster_notes,
     consolidate_profile,
+    facts,
     hash_embedding,
     profile_operations,
     write_note,
@@ -238,6 +239,16 @@ def test_first_person_statement_rules(statement: str, section: str, text: str) -
     """Each supported first-person phrasing becomes one third-person fact."""
     ops = profile_operations(profile(ALEX, (), said(ALEX, statement))).operations
     assert [(op.section, op.text) for op in ops if isinstance(op, AddFact)] == [(section, text)]
+
+
+def test_every_fact_rule_opens_with_i_or_my() -> None:
+    """Each rule starts with the word "I" or "my", so clauses without either skip the rules."""
+    openings = ("\\bi(?:'", "\\bi(?: ", "\\bi ", "\\bmy ")
+    assert [
+        rule.pattern.pattern
+        for rule in facts._RULES
+        if not rule.pattern.pattern.startswith(openings)
+    ] == []
 
 
 @pytest.mark.parametrize(

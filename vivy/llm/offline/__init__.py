@@ -1,0 +1,54 @@
+"""The offline provider: the LLM port without a key, a network or a model.
+
+It keeps Vivy useful when no Gemini key is set (seed 000's graceful degradation) and gives
+the demo and the tests a deterministic LLM. Everything is plain text statistics and rules:
+
+* notes are extracts: salient noun phrases for the title and topics (names first; verbs,
+  adverbs and chat noise never make a topic), who talked plus a few representative quoted
+  lines for the summary, capitalised names for entities, "let's"/"we'll"/"decided" lines
+  for decisions and lines ending in "?" for open questions; lines that read as instructions
+  to the bot are left out of all of it;
+* profile operations come from first-person statements by the user ("I live in Austin" adds
+  "Lives in Austin"; "I moved to Denver last month" invalidates it with "Lives in Denver"),
+  in a profile-update call or, for the members a note call lists, in the note's answer;
+* consolidation merges near-duplicate facts and retires superseded ones;
+* topic clusters group notes that share salient terms;
+* embeddings hash word unigrams and bigrams into a fixed-size signed vector.
+
+Its output is labelled: ``quality`` is ``"offline"`` and note summaries start with
+``(offline extract)``, so nobody mistakes an extract for a model's summary. It reads the
+structured ``payload`` of each request and never parses prompt text.
+
+The package is split by concern, one room each: :mod:`.text` (shared words, sentences
+and markup), :mod:`.words` (word classes), :mod:`.phrases` (salient phrases and names),
+:mod:`.notes`, :mod:`.facts` (profile operations), :mod:`.clusters`, :mod:`.embeddings`,
+:mod:`.chat` and :mod:`.provider` (:class:`OfflineLLM`, which answers the port from them).
+"""
+
+from __future__ import annotations
+
+from vivy.llm.offline.chat import offline_chat_answer
+from vivy.llm.offline.clusters import cluster_notes
+from vivy.llm.offline.embeddings import hash_embedding
+from vivy.llm.offline.facts import consolidate_profile, conversation_operations, profile_operations
+from vivy.llm.offline.notes import write_note
+from vivy.llm.offline.provider import (
+    OFFLINE_EMBEDDING_MODEL,
+    OFFLINE_MODEL,
+    OFFLINE_QUALITY,
+    OfflineLLM,
+)
+
+__all__ = [
+    "OFFLINE_EMBEDDING_MODEL",
+    "OFFLINE_MODEL",
+    "OFFLINE_QUALITY",
+    "OfflineLLM",
+    "cluster_notes",
+    "consolidate_profile",
+    "conversation_operations",
+    "hash_embedding",
+    "offline_chat_answer",
+    "profile_operations",
+    "write_note",
+]

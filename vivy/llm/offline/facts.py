@@ -1,0 +1,513 @@
+"""Profile facts: first-person statements read into operations on a member's profile.
+
+Rules turn "I live in Austin" into "Lives in Austin"; facts that fill the same slot (a home,
+an employer, a stance on one thing) supersede older ones. :func:`profile_operations` serves
+a profile update, :func:`conversation_operations` the members a note call lists and
+:func:`consolidate_profile` the nightly consolidation.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from vivy.llm.offline.text import clip, compare_key, content_words, split_sentences, squash
+from vivy.llm.offline.words import PETS
+from vivy.llm.schemas import (
+    PROFILE_SECTIONS,
+    AddFact,
+    FactView,
+    InvalidateFact,
+    MemberOperations,
+    MergeFacts,
+    NoteInput,
+    NoteView,
+    ProfileInput,
+    ProfileOperation,
+    ProfileOperations,
+    ProfileSection,
+    uncited,
+)
+
+__all__ = ["consolidate_profile", "conversation_operations", "profile_operations"]
+
+_OBJECT = r"(?P<x>[^,;:()\[\]\"“”]+)"
+_ADVERBS = r"(?:(?:really|absolutely|totally|also|just|still|actually|kind of|kinda|so|truly) )*"
+_KIN = r"wife|husband|partner|girlfriend|boyfriend|brother|sister|son|daughter|fiancee?|roommate"
+_JOBS = (
+    r"engineer|developer|programmer|designer|teacher|student|nurse|doctor|artist|writer|"
+    r"scientist|manager|researcher|lawyer|accountant|chef|musician|photographer|analyst|"
+    r"consultant|architect|electrician|mechanic|pilot|professor|barista|streamer|editor"
+)
+_OBJECT_STOP = re.compile(
+    r"\s+(?:but|because|since|which|so|though|although|while|when|where|who|whatever|if|lol|"
+    r"haha|tbh|btw|by the way|right now|these days|nowadays|anymore|at the moment|for now|now|"
+    r"too|as well|and (?:that|this|it|it's|there|then|he|she|they|we|you|i)\b)\b.*$",
+    re.IGNORECASE,
+)
+_PERIOD = r"(?:week|month|year|night|weekend|summer|winter|spring|fall|autumn|semester|term)"
+#: Time phrases that trail an object ("Denver last month") and say nothing about it.
+_OBJECT_TAIL = re.compile(
+    r"(?:\s+(?:more|honestly|lately|recently|currently|anyway|again|a lot|so much|very much|"
+    r"yesterday|today|ago|the other day|every day|all day|daily|for (?:a while|years)|"
+    r"(?:last|this|next) " + _PERIOD + r"|"
+    r"(?:a|an|one|two|three|a few|a couple of|few|\d+) (?:days?|weeks?|months?|years?) ago))+$",
+    re.IGNORECASE,
+)
+#: Where the second term of a preference ends: "Linux over Windows| for anything dev related".
+_COMPARISON_END = re.compile(
+    r"\s+(?:for|in|at|on|with|when|because|since|as|if|unless|except|by|during|while|once|"
+    r"whatever|whenever|any day|every time|honestly|anyway|personally)\b.*$",
+    re.IGNORECASE,
+)
+#: Statements that must never become facts: secrets and instructions aimed at the bot.
+_UNSAFE = re.compile(
+    r"password|passcode|passphrase|api[ _-]?key|token|secret|ssn|social security|credit card|"
+    r"\bpin\b|ignore (?:all |any |the )?(?:previous|prior|above)|system prompt|instructions?\b|"
+    r"\bvivy\b|\byou (?:must|should|will|are)\b",
+    re.IGNORECASE,
+)
+_VAGUE_TEXT = (
+    "it that this them those these you him her your yours everything nothing anything "
+    "something stuff things one how what when where why if whether which who"
+)
+_VAGUE = frozenset(_VAGUE_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """A first-person statement pattern and the third-person fact it yields."""
+
+    pattern: re.Pattern[str]
+    section: ProfileSection
+    render: Callable[[re.Match[str], str], str]
+    slot: str | None = None
+
+
+def _rule(
+    pattern: str,
+    section: ProfileSection,
+    render: Callable[[re.Match[str], str], str],
+    slot: str | None = None,
+) -> _Rule:
+    """A :class:`_Rule` with its pattern compiled case-insensitively."""
+    return _Rule(re.compile(pattern, re.IGNORECASE), section, render, slot)
+
+
+def _article(noun: str) -> str:
+    """``noun`` with "a" or "an" in front."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+_LIKE_VERBS = {"love": "Loves", "like": "Likes", "enjoy": "Enjoys", "adore": "Loves"}
+
+_RULES: tuple[_Rule, ...] = (
+    _rule(
+        r"\bi(?:'ve| have)? (?:just |recently |finally |now )?(?:moved|relocated) (?:to|into) "
+        + _OBJECT,
+        "bio",
+        lambda m, x: f"Lives in {x}",
+        "residence",
+    ),
+    _rule(
+        r"\bi(?: currently| now| still)? (?:live|am living|'m living|am based|'m based|reside) "
+        r"in " + _OBJECT,
+        "bio",
+        lambda m, x: f"Lives in {x}",
+        "residence",
+    ),
+    _rule(r"\bi(?:'m| am) (?:originally )?from " + _OBJECT, "bio", lambda m, x: f"Is from {x}"),
+    _rule(
+        r"\bi(?: currently| now| still)? work (?P<prep>at|for) " + _OBJECT,
+        "bio",
+        lambda m, x: f"Works {m['prep'].lower()} {x}",
+        "employer",
+    ),
+    _rule(
+        r"\bi(?: currently| now| still)? work as (?:an? )?" + _OBJECT,
+        "bio",
+        lambda m, x: f"Works as {_article(x)}",
+        "occupation",
+    ),
+    _rule(
+        r"\bi(?:'m| am) (?:an? )(?P<x>(?:[\w-]+ ){0,3}(?:" + _JOBS + r"))\b",
+        "bio",
+        lambda m, x: f"Is {_article(x)}",
+        "occupation",
+    ),
+    _rule(
+        r"\bi(?:'m| am)(?: currently| now| still)? (?:learning|studying) " + _OBJECT,
+        "skills",
+        lambda m, x: f"Is learning {x}",
+    ),
+    _rule(
+        r"\bi (?:mostly |mainly |usually |always |only )?(?:use|code in|program in) " + _OBJECT,
+        "skills",
+        lambda m, x: f"Uses {x}",
+    ),
+    _rule(r"\bi (?:currently |now )?study " + _OBJECT, "bio", lambda m, x: f"Studies {x}"),
+    _rule(
+        r"\bi(?: currently| now| still)? work (?P<x>(?:the )?(?:night|day|early|late|weekend|"
+        r"double|graveyard) shifts?\b[^,;:()\[\]\"“”]*)",
+        "bio",
+        lambda m, x: f"Works {x}",
+    ),
+    _rule(
+        r"\bi(?:'m| am) (?:an? )?(?:strict |mostly |fully )?(?P<x>vegetarian|vegan|pescatarian)\b",
+        "other",
+        lambda m, x: f"Is {x.lower()}",
+    ),
+    _rule(
+        r"\bi (?:also |often |usually |sometimes |regularly )?go (?P<x>[a-z]+ing)\b",
+        "interests",
+        lambda m, x: f"Goes {x}",
+    ),
+    _rule(
+        r"\bi (?:mostly |mainly |usually )?main " + _OBJECT, "interests", lambda m, x: f"Mains {x}"
+    ),
+    _rule(
+        r"\bi " + _ADVERBS + r"prefer (?P<x>.+?) (?:over|to|instead of) (?P<y>[^,;:()]+)",
+        "opinions",
+        lambda m, x: f"Prefers {x} over {_clean_object(_COMPARISON_END.sub('', m['y']))}",
+    ),
+    _rule(r"\bi " + _ADVERBS + r"prefer " + _OBJECT, "opinions", lambda m, x: f"Prefers {x}"),
+    _rule(
+        r"\bi (?:do not|don't|dont) " + _ADVERBS + r"(?:like|enjoy|love) " + _OBJECT,
+        "opinions",
+        lambda m, x: f"Dislikes {x}",
+        "preference",
+    ),
+    _rule(
+        r"\bi " + _ADVERBS + r"(?:hate|dislike|detest|can't stand|cannot stand) " + _OBJECT,
+        "opinions",
+        lambda m, x: f"Dislikes {x}",
+        "preference",
+    ),
+    _rule(
+        r"\bi " + _ADVERBS + r"(?P<verb>love|like|enjoy|adore) " + _OBJECT,
+        "interests",
+        lambda m, x: f"{_LIKE_VERBS[m['verb'].lower()]} {x}",
+        "preference",
+    ),
+    _rule(r"\bi " + _ADVERBS + r"play " + _OBJECT, "interests", lambda m, x: f"Plays {x}"),
+    _rule(
+        r"\bmy (?P<kind>" + PETS + r")(?:'s name is| is named| is called| named| called|,)? "
+        r"(?P<x>(?-i:[A-Z])[\w'-]*)",
+        "relationships",
+        lambda m, x: f"Has {_article(m['kind'].lower())} named {x}",
+    ),
+    _rule(
+        r"\bi (?:also )?(?:have|own) (?:an?|one) (?P<kind>" + PETS + r") (?:named|called) "
+        r"(?P<x>(?-i:[A-Z])[\w'-]*)",
+        "relationships",
+        lambda m, x: f"Has {_article(m['kind'].lower())} named {x}",
+    ),
+    _rule(
+        r"\bmy (?P<kind>" + _KIN + r")(?:'s name is| is named| is called| named| called|,)? "
+        r"(?P<x>(?-i:[A-Z])[\w'-]*)",
+        "relationships",
+        lambda m, x: f"Has {_article(m['kind'].lower())} named {x}",
+    ),
+)
+
+#: What every rule's match contains: each pattern opens with the word "I" or "my" (followed
+#: by an apostrophe or a space), so a clause without either word cannot match any rule.
+_FIRST_PERSON = re.compile(r"\b(?:i|my)\b", re.IGNORECASE)
+
+#: Patterns that read a stored fact back into its slot, so new facts can supersede it.
+_SLOT_OF_FACT: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(?:lives|is living|is based|resides) in (?P<x>.+)$", re.I), "residence"),
+    (re.compile(r"^moved to (?P<x>.+)$", re.I), "residence"),
+    (re.compile(r"^works (?:at|for) (?P<x>.+)$", re.I), "employer"),
+    (
+        re.compile(r"^(?:works as|is) an? (?P<x>(?:[\w-]+ ){0,3}(?:" + _JOBS + r"))$", re.I),
+        "occupation",
+    ),
+    (re.compile(r"^(?:likes|loves|enjoys|dislikes|hates) (?P<x>.+)$", re.I), "preference"),
+)
+
+_FIRST_TO_THIRD = {
+    "my": "their",
+    "mine": "theirs",
+    "me": "them",
+    "myself": "themselves",
+    "i": "they",
+    "i'm": "they're",
+    "i've": "they've",
+}
+
+
+#: Characters that are pictures, not words: emoji, their modifiers and joiners.
+_PICTURE_CATEGORIES = frozenset({"So", "Sk", "Cs", "Co"})
+_PICTURE_MARKS = frozenset("\u200d\ufe0e\ufe0f\u20e3")
+
+
+def _without_pictures(text: str) -> str:
+    """``text`` without emoji and other pictographs."""
+    return "".join(
+        char
+        for char in text
+        if char not in _PICTURE_MARKS and unicodedata.category(char) not in _PICTURE_CATEGORIES
+    )
+
+
+def _clean_object(text: str) -> str:
+    """The object of a statement, cut at its clause end and moved to the third person.
+
+    Emoji, trailing punctuation and trailing time phrases ("last month", "recently") go, as
+    often as they stack: "Denver last month 😅" becomes "Denver".
+    """
+    text = squash(_without_pictures(text))
+    previous = None
+    while text != previous:
+        previous = text
+        text = _OBJECT_STOP.sub("", text).strip(" .!?,;:…-–—'’\"")
+        text = _OBJECT_TAIL.sub("", text)
+    words = [_FIRST_TO_THIRD.get(word.lower(), word) for word in text.split()]
+    return " ".join(words)
+
+
+def _slot_key(slot: str | None, text: str) -> tuple[str, str] | None:
+    """The conflict key of a fact: one residence, one employer, one stance per object."""
+    if slot is None:
+        return None
+    if slot == "preference":
+        match = _SLOT_OF_FACT[-1][0].match(text)
+        return (slot, compare_key(match["x"]) if match else compare_key(text))
+    return (slot, "")
+
+
+@lru_cache(maxsize=1 << 14)
+def _slot_of_fact(text: str) -> tuple[str, str] | None:
+    """The conflict key of a stored fact's text, if it has one."""
+    for pattern, slot in _SLOT_OF_FACT:
+        if pattern.match(text.strip()):
+            return _slot_key(slot, text.strip())
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """A fact read from one of the user's sentences."""
+
+    section: ProfileSection
+    text: str
+    slot: tuple[str, str] | None
+    note_id: int
+    evidence: str
+
+
+_CLAUSE_BREAK = re.compile(
+    r"(?:\s*,\s*(?:(?:and|but|so|also|plus|then)\s+)?|\s+(?:and|but|so|also|plus|then)\s+)"
+    r"(?=(?:i|i'm|i've|my)\b)",
+    re.IGNORECASE,
+)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """``sentence`` split where a new first-person clause starts ("…, and I work at …")."""
+    parts = _CLAUSE_BREAK.split(sentence)
+    return [part.strip() for part in parts if part and part.strip()]
+
+
+def _statements(user_id: int, notes: Sequence[NoteView]) -> list[_Statement]:
+    """First-person facts the user stated in ``notes``, in conversation order."""
+    found: list[_Statement] = []
+    lines = sorted(
+        (
+            (line.at, note.id, index, line)
+            for note in notes
+            for index, line in enumerate(note.lines)
+            if line.author_id == user_id
+        ),
+        key=lambda item: (item[0], item[1], item[2]),
+    )
+    for _, note_id, _, line in lines:
+        for sentence in split_sentences(line.text.replace("’", "'")):
+            if sentence.rstrip().endswith("?"):
+                continue
+            for clause in _clauses(sentence):
+                statement = _read_clause(clause, note_id, sentence)
+                if statement is not None:
+                    found.append(statement)
+    return found
+
+
+def _read_clause(clause: str, note_id: int, sentence: str) -> _Statement | None:
+    """The fact the first matching rule reads from ``clause``, if any.
+
+    Clauses that mention secrets or address the bot are dropped whole (seed 003's guard).
+    """
+    if _FIRST_PERSON.search(clause) is None:
+        return None
+    for rule in _RULES:
+        match = rule.pattern.search(clause)
+        if match is None:
+            continue
+        obj = _clean_object(match["x"])
+        words = obj.split()
+        if not words or len(words) > 8 or words[0].lower() in _VAGUE:
+            continue
+        if not content_words(obj) and not obj[:1].isupper():
+            continue
+        if _UNSAFE.search(clause):
+            return None
+        text = clip(rule.render(match, obj), 200)
+        return _Statement(
+            section=rule.section,
+            text=text,
+            slot=_slot_key(rule.slot, text),
+            note_id=note_id,
+            evidence=clip(sentence, 300),
+        )
+    return None
+
+
+def _reason(statement: _Statement) -> str:
+    """Why a statement retires an older fact in its slot."""
+    return clip(f"Superseded: {statement.text}", 200)
+
+
+def _apply_statements(
+    payload: ProfileInput, active: Sequence[FactView]
+) -> tuple[list[AddFact], dict[int, str]]:
+    """Adds and invalidations that the user's own statements imply for ``active`` facts.
+
+    A statement already in the profile adds nothing; one that fills the slot of an older
+    fact (a new home, a new employer, the opposite stance on the same thing) retires it.
+    """
+    known = {compare_key(fact.text) for fact in active}
+    slots = {fact.id: _slot_of_fact(fact.text) for fact in active}
+    adds: list[AddFact] = []
+    pending_slots: list[tuple[str, str] | None] = []
+    invalidated: dict[int, str] = {}
+    for statement in _statements(payload.user_id, payload.notes):
+        key = compare_key(statement.text)
+        if key in known:
+            continue
+        if statement.slot is not None:
+            for fact in active:
+                if slots[fact.id] == statement.slot:  # the latest statement of a slot wins
+                    invalidated[fact.id] = _reason(statement)
+                    known.discard(compare_key(fact.text))
+            for index in reversed(range(len(adds))):
+                if pending_slots[index] == statement.slot:
+                    known.discard(compare_key(adds[index].text))
+                    del adds[index], pending_slots[index]
+        known.add(key)
+        adds.append(
+            AddFact(
+                op="add",
+                section=statement.section,
+                text=statement.text,
+                note_id=statement.note_id,
+                evidence=statement.evidence,
+            )
+        )
+        pending_slots.append(statement.slot)
+    return adds, invalidated
+
+
+def profile_operations(payload: ProfileInput) -> ProfileOperations:
+    """Operations a new note implies for the user's profile, from their own statements."""
+    adds, invalidated = _apply_statements(payload, payload.facts)
+    operations: list[ProfileOperation] = [
+        InvalidateFact(op="invalidate", fact_id=fact_id, reason=reason)
+        for fact_id, reason in sorted(invalidated.items())
+    ]
+    operations.extend(adds)
+    return ProfileOperations(operations=operations[:40])
+
+
+def conversation_operations(payload: NoteInput) -> list[MemberOperations]:
+    """Each member the note call lists, with the operations their own statements imply."""
+    names = tuple(dict.fromkeys(line.author_name for line in payload.lines))
+    view = NoteView(0, "", "", "", names, payload.lines)
+    return [
+        MemberOperations(
+            user_id=member.user_id,
+            operations=uncited(
+                profile_operations(
+                    ProfileInput(member.user_id, member.user_name, member.facts, (view,))
+                ).operations
+            ),
+        )
+        for member in payload.members
+    ]
+
+
+def _near_duplicates(a: FactView, b: FactView) -> bool:
+    """Whether two facts say the same thing (same words, give or take a few)."""
+    if compare_key(a.text) == compare_key(b.text):
+        return True
+    words_a, words_b = content_words(a.text), content_words(b.text)
+    if not words_a or not words_b:
+        return False
+    return len(words_a & words_b) / len(words_a | words_b) >= 0.75
+
+
+def consolidate_profile(payload: ProfileInput) -> ProfileOperations:
+    """The nightly consolidation: retire superseded facts, merge duplicates, add new facts.
+
+    Of several facts in one slot (two homes, two employers) only the newest (highest id)
+    stays. Near-duplicate facts in one section merge into the longest wording.
+    """
+    invalidated: dict[int, str] = {}
+    newest: dict[tuple[str, str], FactView] = {}
+    for fact in sorted(payload.facts, key=lambda fact: fact.id):
+        slot = _slot_of_fact(fact.text)
+        if slot is None:
+            continue
+        older = newest.get(slot)
+        if older is not None and compare_key(older.text) != compare_key(fact.text):
+            invalidated[older.id] = clip(f"Superseded by fact #{fact.id}: {fact.text}", 200)
+        newest[slot] = fact
+    active = [fact for fact in payload.facts if fact.id not in invalidated]
+    adds, retired = _apply_statements(payload, active)
+    for fact_id, reason in retired.items():
+        invalidated.setdefault(fact_id, reason)
+    remaining = sorted(
+        (fact for fact in active if fact.id not in invalidated), key=lambda fact: fact.id
+    )
+    merges: list[MergeFacts] = []
+    grouped: set[int] = set()
+    for index, fact in enumerate(remaining):
+        if fact.id in grouped:
+            continue
+        group = [fact] + [
+            other
+            for other in remaining[index + 1 :]
+            if other.id not in grouped
+            and other.section == fact.section
+            and _near_duplicates(fact, other)
+        ]
+        if len(group) < 2:
+            continue
+        grouped.update(member.id for member in group)
+        wording = max(group, key=lambda member: (len(member.text), member.id))
+        merges.append(
+            MergeFacts(
+                op="merge",
+                fact_ids=[member.id for member in group][:20],
+                text=clip(wording.text, 200),
+                section=_section(fact.section),
+            )
+        )
+    operations: list[ProfileOperation] = [
+        InvalidateFact(op="invalidate", fact_id=fact_id, reason=reason)
+        for fact_id, reason in sorted(invalidated.items())
+    ]
+    operations.extend(merges)
+    operations.extend(adds)
+    return ProfileOperations(operations=operations[:40])
+
+
+_SECTIONS: dict[str, ProfileSection] = {section: section for section in PROFILE_SECTIONS}
+
+
+def _section(name: str) -> ProfileSection:
+    """``name`` as a profile section, ``"other"`` when it is not one."""
+    return _SECTIONS.get(name, "other")

@@ -1,0 +1,103 @@
+"""The offline provider itself: the LLM port answered by the other rooms' functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import anyio.lowlevel
+
+from vivy.errors import ConfigError, LLMError
+from vivy.llm.offline.chat import offline_chat_answer
+from vivy.llm.offline.clusters import cluster_notes
+from vivy.llm.offline.embeddings import hash_embedding
+from vivy.llm.offline.facts import consolidate_profile, conversation_operations, profile_operations
+from vivy.llm.offline.notes import write_note
+from vivy.llm.port import (
+    ChatAnswer,
+    ChatRequest,
+    EmbeddingTask,
+    Generation,
+    GenerationRequest,
+    ModelTier,
+    Operation,
+    T,
+    Usage,
+)
+from vivy.llm.schemas import (
+    ClusterDraft,
+    ClusterInput,
+    ConversationDraft,
+    NoteDraft,
+    NoteInput,
+    ProfileInput,
+    ProfileOperations,
+)
+
+__all__ = ["OFFLINE_EMBEDDING_MODEL", "OFFLINE_MODEL", "OFFLINE_QUALITY", "OfflineLLM"]
+
+#: The name recorded as the model of offline generations.
+OFFLINE_MODEL = "offline-extractive-v1"
+#: The name recorded with offline embedding vectors.
+OFFLINE_EMBEDDING_MODEL = "offline-hash-v1"
+#: The quality label of everything the offline provider writes.
+OFFLINE_QUALITY = "offline"
+
+
+class OfflineLLM:
+    """The LLM port without a key or network: deterministic extracts, rules and hashing."""
+
+    def __init__(self, *, dimension: int = 768) -> None:
+        if dimension < 1:
+            raise ConfigError("the embedding dimension must be positive")
+        self.dimension = dimension
+        self.embedding_model = OFFLINE_EMBEDDING_MODEL
+        self.quality = OFFLINE_QUALITY
+
+    def model_for(self, tier: ModelTier) -> str:
+        """Always :data:`OFFLINE_MODEL`; the offline provider has no tiers."""
+        return OFFLINE_MODEL
+
+    async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
+        """An offline answer computed from ``request.payload``, validated like any other."""
+        await anyio.lowlevel.checkpoint()
+        payload = request.payload
+        value: NoteDraft | ProfileOperations | ClusterDraft
+        if isinstance(payload, NoteInput) and request.schema is NoteDraft:
+            value = write_note(payload)
+        elif isinstance(payload, NoteInput) and request.schema is ConversationDraft:
+            value = ConversationDraft(
+                **write_note(payload).model_dump(), profiles=conversation_operations(payload)
+            )
+        elif isinstance(payload, ProfileInput) and request.schema is ProfileOperations:
+            if request.operation is Operation.PROFILE_CONSOLIDATION:
+                value = consolidate_profile(payload)
+            else:
+                value = profile_operations(payload)
+        elif isinstance(payload, ClusterInput) and request.schema is ClusterDraft:
+            value = cluster_notes(payload)
+        else:
+            raise LLMError(
+                f"the offline provider cannot answer {request.operation.value} requests "
+                f"with a {type(payload).__name__} payload and {request.schema.__name__} schema"
+            )
+        parsed = request.schema.model_validate(value.model_dump())
+        return Generation(value=parsed, usage=Usage(), model=OFFLINE_MODEL, quality=self.quality)
+
+    async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
+        """Hashing embeddings; documents and queries are embedded alike."""
+        await anyio.lowlevel.checkpoint()
+        return [hash_embedding(text, self.dimension) for text in texts]
+
+    async def chat(self, request: ChatRequest) -> ChatAnswer:
+        """A reply that reads back the relevant remembered facts, marked as offline."""
+        await anyio.lowlevel.checkpoint()
+        return ChatAnswer(
+            text=offline_chat_answer(request),
+            usage=Usage(),
+            model=OFFLINE_MODEL,
+            quality=self.quality,
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+        await anyio.lowlevel.checkpoint()

@@ -1,0 +1,211 @@
+"""Text the other rooms share: the offline label, words, stopwords and sentences.
+
+Small helpers (clipping, comparison keys, content words, prose lists of names), the
+sentence splitter that knows abbreviations, and the conversions of Discord markup
+(mentions, custom emoji, links) into readable text for quoting or plain text for analysis.
+The functions a note calls on every line are memoised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+
+__all__ = [
+    "ABBREVIATIONS",
+    "OFFLINE_LABEL",
+    "STOPWORDS",
+    "WORD",
+    "capitalise",
+    "clip",
+    "compare_key",
+    "content_words",
+    "join_words",
+    "name_list",
+    "plain",
+    "readable",
+    "split_sentences",
+    "squash",
+    "talks_to_outsider",
+    "unique",
+]
+
+#: The prefix of offline note and cluster summaries.
+OFFLINE_LABEL = "(offline extract)"
+
+WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
+
+_STOPWORD_TEXT = """
+    a about above actually after again against all almost also although always am an and
+    another any anybody anyone anything anyway anyways are aren't around as at away back be
+    because been before being below best better between both but by can can't cannot come
+    could couldn't did didn't do does doesn't doing don't done down during each either else
+    enough even ever every everyone everything few for from further get gets getting go goes
+    going gonna good got gotta had hadn't has hasn't have haven't having he he'd he'll he's
+    her here here's hers herself hey hi him himself his how how's however i i'd i'll i'm i've
+    if in into is isn't it it'd it'll it's its itself just kind kinda know let let's like
+    likely lol lmao look lot lots made make many may maybe me might mine more most much must
+    my myself nah need needs never new no nobody nope nor not nothing now of off oh ok okay
+    on once one only or other others otherwise our ours ourselves out over own pretty
+    probably quite rather really right said same say says see seems shall she she'd she'll
+    she's should shouldn't since so some somebody someone something sometimes soon still
+    stuff such sure take than thank thanks that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've thing things think this those
+    though through thus to today together tomorrow too took totally toward tried try trying
+    under until up upon us use used using very via wait want wanna was wasn't way we we'd
+    we'll we're we've well went were weren't what what's whatever when where where's whether
+    which while who who's whom whose why will with within without won't would wouldn't yeah
+    yep yes yet you you'd you'll you're you've your yours yourself yourselves yup guys
+    haha hahaha hmm huh idk imo tbh btw omg ah ahh ya yah cool nice great thing sounds feel
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+# --- small text helpers ----------------------------------------------------------------
+
+
+def squash(text: str) -> str:
+    """``text`` with runs of whitespace collapsed to single spaces."""
+    return " ".join(text.split())
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, marked with "…"."""
+    text = squash(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:-")
+    return (cut or text[: limit - 1]) + "…"
+
+
+@lru_cache(maxsize=1 << 14)
+def compare_key(text: str) -> str:
+    """A comparison key: lower case, word characters only, single spaces."""
+    return " ".join(word.lower() for word in WORD.findall(text))
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` that are not stopwords."""
+    return {word.lower() for word in WORD.findall(text)} - STOPWORDS
+
+
+def join_words(items: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` as ``"a, b and c"``."""
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def capitalise(text: str) -> str:
+    """``text`` with its first character upper-cased (the rest untouched)."""
+    return text[:1].upper() + text[1:]
+
+
+def name_list(names: Sequence[str], limit: int = 6) -> str:
+    """``names`` joined for prose, the tail counted once there are more than ``limit``."""
+    if len(names) > limit:
+        shown = [*names[: limit - 1], f"{len(names) - limit + 1} others"]
+        return join_words(shown)
+    return join_words(list(names))
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """``items`` without repeats, in first-seen order."""
+    return list(dict.fromkeys(items))
+
+
+# --- sentences and message markup ----------------------------------------------------------
+
+#: Words whose trailing period does not end a sentence ("St. David's", "e.g. Rust").
+ABBREVIATIONS = frozenset(
+    "st dr mr mrs ms mx prof sr jr vs approx dept mt ft fig vol e.g i.e cf etc".split()
+)
+_SENTENCE_END = re.compile(r"[.!?…]+(?=[\s\"'“”‘’)\]]|$)|\n")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+
+
+def _ends_abbreviation(text: str, dot: int) -> bool:
+    """Whether the period at ``text[dot]`` closes an abbreviation rather than a sentence."""
+    match = _WORD_BEFORE.search(text[max(0, dot - 12) : dot])
+    if match is None:
+        return False
+    word = match.group(1)
+    if len(word) == 1 and word.isupper():
+        return True  # an initial, as in "J. R. R. Tolkien"
+    if word.lower() not in ABBREVIATIONS:
+        return False
+    if word.lower() == "etc":
+        following = text[dot + 1 :].lstrip()
+        return not following[:1].isupper()
+    return True
+
+
+def split_sentences(text: str) -> list[str]:
+    """``text`` split into sentences, each keeping its end punctuation.
+
+    A period ends a sentence only before whitespace, a quote or the end of the text, and
+    not after an abbreviation ("St.", "Dr.", "e.g.", "etc." unless a capital follows), so
+    "fly.io" and "a nurse at St. David's" stay whole.
+    """
+    sentences: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        if match.group() == "." and _ends_abbreviation(text, match.start()):
+            continue
+        piece = text[start : match.end()].strip()
+        if piece:
+            sentences.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+_USER_MENTION = re.compile(r"<@!?(?P<id>\d+)>")
+_ROLE_MENTION = re.compile(r"<@&\d+>")
+_CHANNEL_MENTION = re.compile(r"<#\d+>")
+_CUSTOM_EMOJI = re.compile(r"<a?:(?P<name>\w+):\d+>")
+_MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*(?:\s[^<>]*)?>")
+_URL = re.compile(r"https?://\S+|\b(?:[\w-]+\.)+[A-Za-z]{2,}/\S*")
+_LEADING_AT = re.compile(r"^\s*@(?P<name>[\w.-]+)")
+
+
+def readable(text: str, names: Mapping[int, str]) -> str:
+    """``text`` with Discord markup made readable for quoting.
+
+    ``<@id>`` becomes "@Name" when the id belongs to someone in the conversation and
+    "@someone" otherwise; role and channel mentions and custom emoji lose their ids.
+    """
+
+    def user(match: re.Match[str]) -> str:
+        name = names.get(int(match["id"]))
+        return f"@{name}" if name else "@someone"
+
+    text = _USER_MENTION.sub(user, text)
+    text = _ROLE_MENTION.sub("@role", _CHANNEL_MENTION.sub("#channel", text))
+    return squash(_CUSTOM_EMOJI.sub(lambda match: f":{match['name']}:", text))
+
+
+@lru_cache(maxsize=4096)
+def plain(text: str) -> str:
+    """``text`` without mentions, markup tags, custom emoji and links, for analysis."""
+    for pattern in (_USER_MENTION, _ROLE_MENTION, _CHANNEL_MENTION, _CUSTOM_EMOJI, _URL):
+        text = pattern.sub(" ", text)
+    return _MARKUP_TAG.sub(" ", text).replace("’", "'")
+
+
+def talks_to_outsider(text: str, names: Mapping[int, str]) -> bool:
+    """Whether a message mentions someone outside the conversation, usually the bot.
+
+    The bot's own messages never reach a transcript, so a mention of an id that is not
+    among the conversation's authors (or a leading "@Name" that is not one of theirs) is
+    almost always aimed at it.
+    """
+    if any(int(match["id"]) not in names for match in _USER_MENTION.finditer(text)):
+        return True
+    match = _LEADING_AT.match(text)
+    if match is None or match["name"] is None:
+        return False
+    return match["name"].lower() not in {name.lower() for name in names.values()}
