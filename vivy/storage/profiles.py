@@ -243,10 +243,15 @@ def mark_updates_applied(conn: Connection, update_ids: Sequence[int], now: float
         f" WHERE id IN ({marks}) AND status = 'pending'",
         (now, *update_ids),
     )
+    # Only these updates' notes can have lost their last pending update: looking at them
+    # alone keeps the cost flat as the history grows (the whole table was read before).
     conn.execute(
-        "DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT note_id FROM note_lines"
-        " EXCEPT SELECT note_id FROM profile_updates WHERE status = 'pending'"
-        " EXCEPT SELECT note_id FROM evidence_windows)"
+        f"DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT u.note_id"
+        f" FROM profile_updates AS u WHERE u.id IN ({marks})"
+        f" AND NOT EXISTS (SELECT 1 FROM profile_updates AS p"
+        f" WHERE p.note_id = u.note_id AND p.status = 'pending')"
+        f" AND NOT EXISTS (SELECT 1 FROM evidence_windows AS w WHERE w.note_id = u.note_id))",
+        update_ids,
     )
 
 

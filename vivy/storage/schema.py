@@ -306,12 +306,14 @@ ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 
 #: Version 3: a guild's vector generation, bumped in the transaction that removes or replaces
 #: any of its note vectors, so that an in-memory copy of its binary vectors
-#: (:mod:`vivy.storage.vector_index`) knows to load them again. No row: generation 0.
+#: (:mod:`vivy.storage.vector_index`) knows to load them again (no row: generation 0); and
+#: profile updates indexed by note, so applying one looks only at its note's other updates.
 _V3 = """
 CREATE TABLE vector_generations (
     guild_id    INTEGER PRIMARY KEY,
     generation  INTEGER NOT NULL
 );
+CREATE INDEX profile_updates_by_note ON profile_updates (note_id, status);
 """
 
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
