@@ -396,9 +396,11 @@ def search_notes_sync(
         details = rows.get(note_id)
         if details is None:
             continue
-        matched = matcher.found(details.text)
-        for window_id in shown.get(note_id, ()):
-            matched |= matcher.found(texts.get(window_id, ""))
+        # One scan of the note's text and its shown windows, a line apart: a term found in
+        # any of them is found in the joined text, and in no other place.
+        matched = matcher.found(
+            "\n".join([details.text, *(texts.get(w, "") for w in shown.get(note_id, ()))])
+        )
         candidates.append(
             Candidate(
                 note_id=note_id,
