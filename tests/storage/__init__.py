@@ -7,8 +7,9 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
+from vivy.storage.postgres.db import PgDatabase
 
-__all__ = ["Probe", "SqliteProbe", "count_buffers"]
+__all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -67,3 +68,35 @@ class SqliteProbe:
     ) -> T:
         """Run a storage function the port does not offer yet (retrieval's reads)."""
         return await self._db.read(fn, *args, **kwargs)
+
+
+class PgProbe:
+    """Plain SQL on the database behind a PostgreSQL store; the ``?`` placeholders the tests
+    write are bound as psycopg's ``%s`` (probe SQL holds no other ``?`` or ``%``)."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        """The rows ``sql`` selects, as tuples."""
+        query = _pg(sql)
+        return await self._db.read(lambda c: list(c.execute(query, args).fetchall()))
+
+    async def scalar(self, sql: str, *args: object) -> object:
+        """The single value ``sql`` selects."""
+        rows = await self.rows(sql, *args)
+        return rows[0][0]
+
+    async def count(self, sql: str, *args: object) -> int:
+        """The single number ``sql`` selects."""
+        return int(str(await self.scalar(sql, *args)))
+
+    async def execute(self, sql: str, *args: object) -> None:
+        """Run ``sql`` in a transaction of its own."""
+        query = _pg(sql)
+        await self._db.write(lambda c: c.execute(query, args))
+
+
+def _pg(sql: str) -> bytes:
+    """``sql`` with psycopg's placeholders instead of SQLite's."""
+    return sql.replace("?", "%s").encode()

@@ -13,7 +13,8 @@ from vivy.storage import members
 from vivy.storage.notes import NewNote, Participant, note_date
 from vivy.storage.port import Store
 
-pytestmark = pytest.mark.anyio
+#: SQLite only until the PostgreSQL engine has MemberStore and ProfileStore.
+pytestmark = [pytest.mark.anyio, pytest.mark.engines("sqlite")]
 
 WALL0 = 1772409600.0  # 2026-03-02T00:00:00Z
 GUILD = 100

@@ -17,7 +17,8 @@ from vivy.storage.db import Database, _statements, connect
 from vivy.storage.port import Store
 from vivy.storage.schema import MIGRATIONS
 
-pytestmark = pytest.mark.anyio
+#: SQLite only until the PostgreSQL engine has ProfileStore.
+pytestmark = [pytest.mark.anyio, pytest.mark.engines("sqlite")]
 
 GUILD = 5
 

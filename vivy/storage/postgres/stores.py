@@ -1,0 +1,220 @@
+"""The areas of the storage port implemented on PostgreSQL so far.
+
+Each class runs the synchronous functions of its :mod:`vivy.storage.postgres` module through
+the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read method, one
+transaction per write method. Implemented: :class:`~vivy.storage.port.MetaStore`,
+:class:`~vivy.storage.port.JobStore`, :class:`~vivy.storage.port.BufferStore`,
+:class:`~vivy.storage.port.NoteStore` and :class:`~vivy.storage.port.EvidenceStore`. The
+profile, member, re-embed and search areas are not, so there is no ``open_postgres_store``
+yet and ``VIVY_DB`` cannot name a PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import TYPE_CHECKING
+
+from vivy.storage.postgres import buffers, evidence, meta, notes
+from vivy.storage.postgres.db import PgDatabase
+
+if TYPE_CHECKING:
+    from vivy.state.buffer import BufferedMessage, CloseReason, Effect
+    from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
+    from vivy.storage.evidence import WindowText
+    from vivy.storage.meta import EmbeddingModel
+    from vivy.storage.notes import NewNote, Note, PlannedUpdate
+
+__all__ = ["PgBufferStore", "PgEvidenceStore", "PgJobStore", "PgMetaStore", "PgNoteStore"]
+
+
+class PgBufferStore:
+    """Buffer storage on PostgreSQL: :mod:`vivy.storage.postgres.buffers` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def open_buffer(
+        self,
+        guild_id: int,
+        channel_id: int,
+        channel_name: str,
+        started_at: float,
+        inactivity_s: float,
+    ) -> int:
+        """Open a buffer for the channel; returns its id."""
+        return await self._db.write(
+            buffers.open_buffer, guild_id, channel_id, channel_name, started_at, inactivity_s
+        )
+
+    async def append_messages(
+        self, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
+    ) -> frozenset[int]:
+        """Append messages to an open buffer; returns the ids another buffer already held."""
+        return await self._db.write(buffers.append_messages, buffer_id, messages, last_at)
+
+    async def edit_message(self, message_id: int, text: str, edited_at: float) -> bool:
+        """Update a buffered message's text; False if no buffer holds it."""
+        return await self._db.write(buffers.edit_stored_message, message_id, text, edited_at)
+
+    async def delete_message(self, message_id: int) -> bool:
+        """Remove a buffered message; False if no buffer holds it."""
+        return await self._db.write(buffers.delete_stored_message, message_id)
+
+    async def close_buffer(self, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
+        """Close an open buffer: it becomes an outbox row waiting for its note."""
+        await self._db.write(buffers.close_buffer, buffer_id, closed_at, reason)
+
+    async def apply_effects(
+        self,
+        guild_id: int,
+        channel_id: int,
+        buffer_id: int | None,
+        effects: Sequence[Effect],
+    ) -> AppliedEffects:
+        """Carry out a channel machine's storage effects, in order, in one transaction."""
+        return await self._db.write(buffers.apply_effects, guild_id, channel_id, buffer_id, effects)
+
+    async def restore_channel(
+        self, channel_id: int
+    ) -> tuple[tuple[BufferRow, frozenset[int]] | None, int]:
+        """The channel's open buffer with its message ids (or None), and its watermark."""
+        return await self._db.read(buffers.restore_channel, channel_id)
+
+    async def watermark(self, channel_id: int) -> int:
+        """The highest message id the channel ever buffered (0 if none)."""
+        return await self._db.read(buffers.watermark, channel_id)
+
+    async def open_buffer_rows(self, channel_id: int | None = None) -> list[BufferRow]:
+        """Open buffers (of one channel, or all), oldest first."""
+        return await self._db.read(buffers.open_buffer_rows, channel_id)
+
+    async def open_channels(self) -> list[tuple[int, int]]:
+        """(guild id, channel id) of every channel with an open buffer."""
+        rows = await self._db.read(buffers.open_buffer_rows)
+        return [(row.guild_id, row.channel_id) for row in rows]
+
+    async def closed_buffer_ids(self) -> list[tuple[int, float]]:
+        """Closed buffers awaiting their note, as (id, next attempt time), oldest first."""
+        return await self._db.read(buffers.closed_buffer_ids)
+
+    async def load_buffer(self, buffer_id: int) -> StoredBuffer | None:
+        """A buffer with its messages, or None when it is gone (noted or discarded)."""
+        return await self._db.read(buffers.load_buffer, buffer_id)
+
+    async def record_note_failure(self, buffer_id: int, error: str, retry_at: float) -> None:
+        """Count a failed note attempt and set when to try again."""
+        await self._db.write(buffers.record_note_failure, buffer_id, error, retry_at)
+
+
+class PgNoteStore:
+    """Note storage on PostgreSQL: :mod:`vivy.storage.postgres.notes` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def commit_conversation_note(
+        self,
+        buffer_id: int,
+        note: NewNote,
+        *,
+        updates_due_at: float | None = None,
+        planned: Mapping[int, PlannedUpdate] | None = None,
+    ) -> int | None:
+        """Write the note of a closed buffer, its evidence and one profile update per
+        participant, and delete the buffer, atomically; None if the buffer is gone."""
+        return await self._db.write(
+            notes.commit_conversation_note,
+            buffer_id,
+            note,
+            updates_due_at=updates_due_at,
+            planned=planned,
+        )
+
+    async def discard_buffer(self, buffer_id: int) -> bool:
+        """Delete a closed buffer too small for a note; False if it is gone."""
+        return await self._db.write(notes.discard_buffer, buffer_id)
+
+    async def commit_cluster_notes(
+        self, guild_id: int, day: str, clusters: Sequence[NewNote], completed_at: float
+    ) -> list[int]:
+        """Write a day's topic clusters and mark the day's cluster pass done, atomically."""
+        return await self._db.write(
+            notes.commit_cluster_notes, guild_id, day, clusters, completed_at
+        )
+
+    async def get_notes(self, note_ids: Sequence[int]) -> list[Note]:
+        """The notes with these ids, in id order."""
+        return await self._db.read(notes.get_notes, note_ids)
+
+    async def notes_between(
+        self, guild_id: int, start: float, end: float, note_type: str
+    ) -> list[Note]:
+        """The guild's notes of ``note_type`` created in [start, end), oldest first."""
+        return await self._db.read(notes.notes_between, guild_id, start, end, note_type)
+
+
+class PgEvidenceStore:
+    """Evidence storage on PostgreSQL: :mod:`vivy.storage.postgres.evidence` through the
+    owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def prune_evidence(self, before: float) -> int:
+        """Drop the evidence of notes that ended before ``before``; returns lines removed."""
+        return await self._db.write(evidence.prune_evidence, before)
+
+    async def windows_to_embed(self, limit: int) -> list[WindowText]:
+        """Up to ``limit`` windows without an embedding, oldest first."""
+        return await self._db.read(evidence.windows_to_embed, limit)
+
+    async def set_window_embeddings(self, vectors: Sequence[tuple[int, bytes]]) -> None:
+        """Store windows' new embeddings (float32 blobs) by window id."""
+        await self._db.write(evidence.set_window_embeddings, vectors)
+
+
+class PgJobStore:
+    """Job storage on PostgreSQL: :mod:`vivy.storage.postgres.meta` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def completed_days(self) -> list[date]:
+        """Days whose nightly job completed."""
+        return await self._db.read(meta.completed_days)
+
+    async def first_note_time(self) -> float | None:
+        """When the first note was created, or None."""
+        return await self._db.read(meta.first_note_time)
+
+    async def guilds_with_notes(self, start: float, end: float) -> list[int]:
+        """Guilds with conversation notes created in [start, end)."""
+        return await self._db.read(meta.guilds_with_notes, start, end)
+
+    async def pass_done(self, guild_id: int, day: date, job_pass: str) -> bool:
+        """Whether the pass already ran for the guild and day."""
+        return await self._db.read(meta.pass_done, guild_id, day, job_pass)
+
+    async def record_pass(self, guild_id: int, day: date, job_pass: str, now: float) -> None:
+        """Record a pass done."""
+        await self._db.write(meta.record_pass, guild_id, day, job_pass, now)
+
+    async def record_run(self, day: date, now: float) -> None:
+        """Record the day's job complete."""
+        await self._db.write(meta.record_run, day, now)
+
+
+class PgMetaStore:
+    """Meta storage on PostgreSQL: :mod:`vivy.storage.postgres.meta` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def get_meta(self, key: str) -> str | None:
+        """The value stored under ``key``, or None."""
+        return await self._db.read(meta.get_meta, key)
+
+    async def adopt_embedding_model(self, model: str, dimension: int) -> EmbeddingModel | None:
+        """Record the embedding model, or return the other one the notes were embedded with."""
+        return await self._db.write(meta.adopt_embedding_model, model, dimension)
