@@ -32,6 +32,7 @@ from vivy.storage.postgres.stores import (
     PgJobStore,
     PgMetaStore,
     PgNoteStore,
+    PgProfileStore,
 )
 from vivy.storage.sqlite import sqlite_store
 
@@ -121,7 +122,7 @@ def _pg_store(db: PgDatabase) -> Store:
     return Store(
         buffers=PgBufferStore(db),
         notes=PgNoteStore(db),
-        profiles=_Missing("profiles"),  # type: ignore[arg-type]
+        profiles=PgProfileStore(db),
         members=_Missing("members"),  # type: ignore[arg-type]
         evidence=PgEvidenceStore(db),
         jobs=PgJobStore(db),

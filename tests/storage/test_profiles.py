@@ -17,8 +17,7 @@ from vivy.storage.db import Database, _statements, connect
 from vivy.storage.port import Store
 from vivy.storage.schema import MIGRATIONS
 
-#: SQLite only until the PostgreSQL engine has ProfileStore.
-pytestmark = [pytest.mark.anyio, pytest.mark.engines("sqlite")]
+pytestmark = pytest.mark.anyio
 
 GUILD = 5
 

@@ -4,9 +4,9 @@ Each class runs the synchronous functions of its :mod:`vivy.storage.postgres` mo
 the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read method, one
 transaction per write method. Implemented: :class:`~vivy.storage.port.MetaStore`,
 :class:`~vivy.storage.port.JobStore`, :class:`~vivy.storage.port.BufferStore`,
-:class:`~vivy.storage.port.NoteStore` and :class:`~vivy.storage.port.EvidenceStore`. The
-profile, member, re-embed and search areas are not, so there is no ``open_postgres_store``
-yet and ``VIVY_DB`` cannot name a PostgreSQL database.
+:class:`~vivy.storage.port.NoteStore`, :class:`~vivy.storage.port.EvidenceStore` and
+:class:`~vivy.storage.port.ProfileStore`. The member, re-embed and search areas are not, so
+there is no ``open_postgres_store`` yet and ``VIVY_DB`` cannot name a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -15,17 +15,26 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
-from vivy.storage.postgres import buffers, evidence, meta, notes
+from vivy.storage.postgres import buffers, evidence, meta, notes, profiles
 from vivy.storage.postgres.db import PgDatabase
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
+    from vivy.state.profile import ProfilePlan
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
     from vivy.storage.evidence import WindowText
     from vivy.storage.meta import EmbeddingModel
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
+    from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
 
-__all__ = ["PgBufferStore", "PgEvidenceStore", "PgJobStore", "PgMetaStore", "PgNoteStore"]
+__all__ = [
+    "PgBufferStore",
+    "PgEvidenceStore",
+    "PgJobStore",
+    "PgMetaStore",
+    "PgNoteStore",
+    "PgProfileStore",
+]
 
 
 class PgBufferStore:
@@ -152,6 +161,80 @@ class PgNoteStore:
     ) -> list[Note]:
         """The guild's notes of ``note_type`` created in [start, end), oldest first."""
         return await self._db.read(notes.notes_between, guild_id, start, end, note_type)
+
+
+class PgProfileStore:
+    """Profile storage on PostgreSQL: :mod:`vivy.storage.postgres.profiles` through the
+    owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def active_facts(self, guild_id: int, user_id: int) -> list[Fact]:
+        """The member's facts still valid."""
+        return await self._db.read(profiles.active_facts, guild_id, user_id)
+
+    async def profile_version(self, guild_id: int, user_id: int) -> int:
+        """The member's profile version (0 before any change)."""
+        return await self._db.read(profiles.profile_version, guild_id, user_id)
+
+    async def member_profiles(
+        self, guild_id: int, user_ids: Sequence[int]
+    ) -> dict[int, tuple[int, list[Fact]]]:
+        """By member: profile version and active facts."""
+        return await self._db.read(profiles.member_profiles, guild_id, user_ids)
+
+    async def members_due_by(
+        self, guild_id: int, user_ids: Sequence[int], through: float
+    ) -> set[int]:
+        """The members with a pending update due at or before ``through``."""
+        return await self._db.read(profiles.members_due_by, guild_id, user_ids, through)
+
+    async def pending_updates(self, user_id: int | None = None) -> list[PendingUpdate]:
+        """Pending updates (of one user, or all), oldest first."""
+        return await self._db.read(profiles.pending_updates, user_id)
+
+    async def update_context(
+        self, guild_id: int, user_id: int, note_ids: Sequence[int]
+    ) -> UpdateContext:
+        """Everything one update call needs: version, facts, source notes and their lines."""
+        return await self._db.read(profiles.update_context, guild_id, user_id, note_ids)
+
+    async def apply_plan(
+        self, guild_id: int, user_id: int, expected_version: int, plan: ProfilePlan, now: float
+    ) -> bool:
+        """Apply a plan if the profile is still at ``expected_version``; False otherwise."""
+        return await self._db.write(
+            profiles.apply_plan, guild_id, user_id, expected_version, plan, now
+        )
+
+    async def apply_updates(
+        self,
+        guild_id: int,
+        user_id: int,
+        version: int,
+        plan: ProfilePlan,
+        update_ids: Sequence[int],
+        now: float,
+    ) -> bool:
+        """Apply the plan and mark the updates applied, or change nothing on a conflict."""
+        return await self._db.write(
+            profiles.apply_updates, guild_id, user_id, version, plan, update_ids, now
+        )
+
+    async def mark_updates_applied(self, update_ids: Sequence[int], now: float) -> None:
+        """Mark updates applied (their plan changed nothing)."""
+        await self._db.write(profiles.mark_updates_applied, update_ids, now)
+
+    async def record_update_failure(
+        self, update_ids: Sequence[int], error: str, retry_at: float
+    ) -> None:
+        """Count a failed attempt on each update and set when to try again."""
+        await self._db.write(profiles.record_update_failure, update_ids, error, retry_at)
+
+    async def changed_between(self, guild_id: int, start: float, end: float) -> list[int]:
+        """Members whose profile changed in [start, end)."""
+        return await self._db.read(profiles.changed_between, guild_id, start, end)
 
 
 class PgEvidenceStore:
