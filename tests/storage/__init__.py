@@ -39,6 +39,9 @@ class Probe(Protocol):
     async def execute(self, sql: str, *args: object) -> None:
         """Run ``sql`` in a transaction of its own."""
 
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the engine's keyword index finds for ``word``."""
+
 
 class SqliteProbe:
     """Plain SQL on the database behind a SQLite store: what a test checks or arranges that
@@ -62,6 +65,10 @@ class SqliteProbe:
     async def execute(self, sql: str, *args: object) -> None:
         """Run ``sql`` in a transaction of its own."""
         await self._db.write(lambda c: c.execute(sql, args))
+
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the FTS5 index ``notes_fts`` finds for ``word``."""
+        return await self.count("SELECT COUNT(*) FROM notes_fts WHERE notes_fts MATCH ?", word)
 
     async def read(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -95,6 +102,14 @@ class PgProbe:
         """Run ``sql`` in a transaction of its own."""
         query = _pg(sql)
         await self._db.write(lambda c: c.execute(query, args))
+
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the ``notes_fts`` column finds for ``word``."""
+        return await self.count(
+            "SELECT COUNT(*) FROM interaction_notes"
+            " WHERE notes_fts @@ plainto_tsquery('simple', ?)",
+            word,
+        )
 
 
 def _pg(sql: str) -> bytes:

@@ -30,6 +30,7 @@ from vivy.storage.postgres.stores import (
     PgBufferStore,
     PgEvidenceStore,
     PgJobStore,
+    PgMemberStore,
     PgMetaStore,
     PgNoteStore,
     PgProfileStore,
@@ -123,7 +124,7 @@ def _pg_store(db: PgDatabase) -> Store:
         buffers=PgBufferStore(db),
         notes=PgNoteStore(db),
         profiles=PgProfileStore(db),
-        members=_Missing("members"),  # type: ignore[arg-type]
+        members=PgMemberStore(db),
         evidence=PgEvidenceStore(db),
         jobs=PgJobStore(db),
         meta=PgMetaStore(db),

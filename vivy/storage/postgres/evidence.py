@@ -19,6 +19,7 @@ from vivy.storage.postgres.db import PgConnection
 __all__ = [
     "delete_evidence_message",
     "edit_evidence_message",
+    "forget_lines",
     "insert_windows",
     "prune_evidence",
     "set_window_embeddings",
@@ -163,3 +164,16 @@ def set_window_embeddings(conn: PgConnection, vectors: Sequence[tuple[int, bytes
             "UPDATE evidence_windows SET embedding = %s::vector WHERE id = %s",
             [(_blob_text(blob), window_id) for window_id, blob in vectors],
         )
+
+
+def forget_lines(conn: PgConnection, guild_id: int, user_id: int) -> int:
+    """Remove every kept line a member wrote in the guild, rewriting the windows that held
+    them; returns how many."""
+    rows = conn.execute(
+        "SELECT l.message_id FROM note_lines l JOIN interaction_notes n ON n.id = l.note_id"
+        " WHERE l.author_id = %s AND n.guild_id = %s",
+        (user_id, guild_id),
+    ).fetchall()
+    for (message_id,) in rows:
+        delete_evidence_message(conn, int(message_id))
+    return len(rows)

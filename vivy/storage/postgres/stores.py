@@ -4,9 +4,10 @@ Each class runs the synchronous functions of its :mod:`vivy.storage.postgres` mo
 the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read method, one
 transaction per write method. Implemented: :class:`~vivy.storage.port.MetaStore`,
 :class:`~vivy.storage.port.JobStore`, :class:`~vivy.storage.port.BufferStore`,
-:class:`~vivy.storage.port.NoteStore`, :class:`~vivy.storage.port.EvidenceStore` and
-:class:`~vivy.storage.port.ProfileStore`. The member, re-embed and search areas are not, so
-there is no ``open_postgres_store`` yet and ``VIVY_DB`` cannot name a PostgreSQL database.
+:class:`~vivy.storage.port.NoteStore`, :class:`~vivy.storage.port.EvidenceStore`,
+:class:`~vivy.storage.port.ProfileStore` and :class:`~vivy.storage.port.MemberStore`. The
+re-embed and search areas are not, so there is no ``open_postgres_store`` yet and
+``VIVY_DB`` cannot name a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -15,14 +16,21 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
-from vivy.storage.postgres import buffers, evidence, meta, notes, profiles
-from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.postgres import buffers, evidence, members, meta, notes, profiles
+from vivy.storage.postgres.db import PgConnection, PgDatabase
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
     from vivy.storage.evidence import WindowText
+    from vivy.storage.members import (
+        BufferedRef,
+        ForgetReport,
+        GuildStatus,
+        MemberProfile,
+        RememberOutcome,
+    )
     from vivy.storage.meta import EmbeddingModel
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
@@ -31,6 +39,7 @@ __all__ = [
     "PgBufferStore",
     "PgEvidenceStore",
     "PgJobStore",
+    "PgMemberStore",
     "PgMetaStore",
     "PgNoteStore",
     "PgProfileStore",
@@ -235,6 +244,73 @@ class PgProfileStore:
     async def changed_between(self, guild_id: int, start: float, end: float) -> list[int]:
         """Members whose profile changed in [start, end)."""
         return await self._db.read(profiles.changed_between, guild_id, start, end)
+
+
+class PgMemberStore:
+    """Member storage on PostgreSQL: :mod:`vivy.storage.postgres.members` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def opted_out_members(self) -> set[tuple[int, int]]:
+        """(guild id, user id) of every member who opted out."""
+        return await self._db.read(members.opted_out_members)
+
+    async def add_member_names(self, guild_id: int, names: Sequence[tuple[int, str]]) -> None:
+        """Remember that each (user id, name) goes by that name in the guild (an alias)."""
+
+        def add(conn: PgConnection) -> None:
+            for user_id, name in names:
+                notes.add_member_name(conn, guild_id, user_id, name)
+
+        await self._db.write(add)
+
+    async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
+        """Whether the member opted out in this guild."""
+        return await self._db.read(members.is_opted_out, guild_id, user_id)
+
+    async def member_profile(self, guild_id: int, user_id: int) -> MemberProfile:
+        """What Vivy remembers about the member, for ``/memory profile``."""
+        return await self._db.read(members.member_profile, guild_id, user_id)
+
+    async def remember_fact(
+        self,
+        guild_id: int,
+        user_id: int,
+        display_name: str,
+        section: str,
+        text: str,
+        label: str,
+        now: float,
+    ) -> RememberOutcome:
+        """Store a fact the member stated."""
+        return await self._db.write(
+            members.remember_fact, guild_id, user_id, display_name, section, text, label, now
+        )
+
+    async def forget_facts(self, guild_id: int, user_id: int, query: str, now: float) -> list[str]:
+        """Invalidate the member's facts matching ``query``; returns their texts."""
+        return await self._db.write(members.forget_facts, guild_id, user_id, query, now)
+
+    async def forget_member(self, guild_id: int, user_id: int) -> ForgetReport:
+        """Remove everything remembered about the member in the guild, atomically."""
+        return await self._db.write(members.forget_member, guild_id, user_id)
+
+    async def set_opted_out(
+        self, guild_id: int, user_id: int, display_name: str, opted_out: bool, now: float
+    ) -> list[BufferedRef]:
+        """Opt the member out (dropping their buffered messages) or back in."""
+        return await self._db.write(
+            members.set_opted_out, guild_id, user_id, display_name, opted_out, now
+        )
+
+    async def add_lore(self, guild_id: int, author_id: int, text: str, now: float) -> int:
+        """Store a fact about the server; returns its id."""
+        return await self._db.write(members.add_lore, guild_id, author_id, text, now)
+
+    async def guild_status(self, guild_id: int) -> GuildStatus:
+        """Counts of what is remembered in the guild, for ``/memory status``."""
+        return await self._db.read(members.guild_status, guild_id)
 
 
 class PgEvidenceStore:
