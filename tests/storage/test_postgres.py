@@ -1,0 +1,147 @@
+"""The PostgreSQL engine's own parts: its schema against SQLite's, migrations, the owner's
+worker thread under both event loops, and errors at its boundary."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from tests.storage.conftest import embedded_postgres
+from vivy.errors import SchemaTooNew, StorageError
+from vivy.storage.db import Connection, Database
+from vivy.storage.postgres.db import PgConnection, PgDatabase, connect, schema_version
+from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from vivy.storage.postgres.stores import PgBufferStore
+from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
+
+pytestmark = pytest.mark.skipif(
+    embedded_postgres is None, reason="embedded_postgres is not installed (the dev extra)"
+)
+
+#: Columns only one engine has, each standing in for the other engine's index machinery:
+#: PostgreSQL's generated ``tsvector`` columns are SQLite's FTS5 tables, its identity
+#: ``position`` is SQLite's rowid order, and its HNSW index replaces sqlite-vec's bit copy.
+ONLY_POSTGRES = {
+    ("interaction_notes", "notes_fts"),
+    ("evidence_windows", "evidence_fts"),
+    ("note_participants", "position"),
+}
+ONLY_SQLITE = {("vec_notes", "embedding_bits")}
+
+
+def sqlite_columns(db: Database) -> set[tuple[str, str]]:
+    """(table, column) of every table of a SQLite database, FTS5 and sqlite-vec internals
+    left out."""
+
+    def read(conn: Connection) -> set[tuple[str, str]]:
+        found: set[tuple[str, str]] = set()
+        tables = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " AND name NOT LIKE '%fts%' AND name NOT LIKE 'vec_notes_%'"
+        ).fetchall()
+        for (table,) in tables:
+            for column in conn.execute(f"PRAGMA table_info({table})").fetchall():
+                found.add((str(table), str(column[1])))
+        return found
+
+    return db.read_sync(read)
+
+
+def postgres_columns(conn: PgConnection) -> set[tuple[str, str]]:
+    """(table, column) of every table of the PostgreSQL database but the version's."""
+    rows = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = 'public' AND table_name != %s",
+        (VERSION_TABLE,),
+    ).fetchall()
+    return {(str(t), str(c)) for t, c in rows}
+
+
+@pytest.fixture
+def pg(pg_database: str) -> Iterator[PgConnection]:
+    """A plain connection to a fresh, migrated PostgreSQL database."""
+    conn = connect(pg_database)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def test_every_sqlite_migration_has_its_postgres_twin() -> None:
+    """Both engines step through the same logical schema versions."""
+    assert len(PG_MIGRATIONS) == len(MIGRATIONS)
+    assert PG_SCHEMA_VERSION == SCHEMA_VERSION
+
+
+def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) -> None:
+    """Both engines hold the same tables and columns, but for the named index stand-ins."""
+    sqlite = sqlite_columns(db)
+    postgres = postgres_columns(pg)
+    assert sqlite >= ONLY_SQLITE and postgres >= ONLY_POSTGRES
+    assert postgres - ONLY_POSTGRES == sqlite - ONLY_SQLITE
+
+
+def test_vectors_have_hnsw_and_keywords_gin_indexes(pg: PgConnection) -> None:
+    """Note vectors are in an HNSW index on cosine distance; both keyword columns in GIN."""
+    rows = pg.execute(
+        "SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
+        " OR indexdef LIKE '%USING gin%' ORDER BY tablename"
+    ).fetchall()
+    assert [table for table, _ in rows] == ["evidence_windows", "interaction_notes", "vec_notes"]
+    assert "vector_cosine_ops" in rows[2][1]
+
+
+def test_opening_again_migrates_nothing_and_a_newer_schema_is_refused(
+    pg_database: str, pg: PgConnection
+) -> None:
+    """A migrated database opens as it is; one written by a newer Vivy is refused."""
+    assert schema_version(pg) == SCHEMA_VERSION
+    PgDatabase.open(pg_database).close()
+    assert schema_version(pg) == SCHEMA_VERSION
+    pg.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SchemaTooNew):
+        PgDatabase.open(pg_database)
+
+
+def test_a_failing_write_changes_nothing_and_a_closed_owner_refuses(pg_database: str) -> None:
+    """An error inside a write rolls the whole call back and arrives as a StorageError."""
+    db = PgDatabase.open(pg_database)
+
+    def insert_then_fail(conn: PgConnection) -> None:
+        conn.execute("INSERT INTO meta (key, value) VALUES ('a', '1')")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('a', '2')")
+
+    with pytest.raises(StorageError, match="UNIQUE constraint failed"):
+        db.write_sync(insert_then_fail)
+    assert db.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM meta").fetchone()) == (0,)
+    db.close()
+    with pytest.raises(StorageError, match="closed"):
+        db.read_sync(lambda c: c.execute("SELECT 1").fetchone())
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+@pytest.mark.anyio
+async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
+    pg_database: str,
+) -> None:
+    """Concurrent calls from many tasks run one at a time on a worker thread, each in its
+    own transaction, under asyncio and trio (real time)."""
+    db = PgDatabase.open(pg_database)
+    buffers = PgBufferStore(db)
+    ids: list[int] = []
+    try:
+
+        async def open_one(channel_id: int) -> None:
+            ids.append(await buffers.open_buffer(1, channel_id, "c", 0.0, 60.0))
+
+        async with anyio.create_task_group() as tasks:
+            for channel_id in range(20):
+                tasks.start_soon(open_one, channel_id)
+        thread = await db.read(lambda _conn: threading.get_ident())
+    finally:
+        db.close()
+    assert sorted(ids) == list(range(1, 21))
+    assert thread != threading.get_ident()
