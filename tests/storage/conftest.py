@@ -34,6 +34,7 @@ from vivy.storage.postgres.stores import (
     PgMetaStore,
     PgNoteStore,
     PgProfileStore,
+    PgReembedStore,
 )
 from vivy.storage.sqlite import sqlite_store
 
@@ -128,7 +129,7 @@ def _pg_store(db: PgDatabase) -> Store:
         evidence=PgEvidenceStore(db),
         jobs=PgJobStore(db),
         meta=PgMetaStore(db),
-        reembed=_Missing("reembed"),  # type: ignore[arg-type]
+        reembed=PgReembedStore(db),
         search=_Missing("search"),  # type: ignore[arg-type]
         closer=db.close,
     )

@@ -5,9 +5,9 @@ the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read met
 transaction per write method. Implemented: :class:`~vivy.storage.port.MetaStore`,
 :class:`~vivy.storage.port.JobStore`, :class:`~vivy.storage.port.BufferStore`,
 :class:`~vivy.storage.port.NoteStore`, :class:`~vivy.storage.port.EvidenceStore`,
-:class:`~vivy.storage.port.ProfileStore` and :class:`~vivy.storage.port.MemberStore`. The
-re-embed and search areas are not, so there is no ``open_postgres_store`` yet and
-``VIVY_DB`` cannot name a PostgreSQL database.
+:class:`~vivy.storage.port.ProfileStore`, :class:`~vivy.storage.port.MemberStore` and
+:class:`~vivy.storage.port.ReembedStore`. The search area is not, so there is no
+``open_postgres_store`` yet and ``VIVY_DB`` cannot name a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
-from vivy.storage.postgres import buffers, evidence, members, meta, notes, profiles
+from vivy.storage.postgres import buffers, evidence, members, meta, notes, profiles, reembed
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from vivy.storage.meta import EmbeddingModel
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
+    from vivy.storage.reembed import NoteText
 
 __all__ = [
     "PgBufferStore",
@@ -43,6 +44,7 @@ __all__ = [
     "PgMetaStore",
     "PgNoteStore",
     "PgProfileStore",
+    "PgReembedStore",
 ]
 
 
@@ -377,3 +379,27 @@ class PgMetaStore:
     async def adopt_embedding_model(self, model: str, dimension: int) -> EmbeddingModel | None:
         """Record the embedding model, or return the other one the notes were embedded with."""
         return await self._db.write(meta.adopt_embedding_model, model, dimension)
+
+
+class PgReembedStore:
+    """Re-embed storage on PostgreSQL: :mod:`vivy.storage.postgres.reembed` through the
+    owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def begin_staging(self, model_key: str) -> int:
+        """Start or resume staging for ``model_key``; returns how many are staged already."""
+        return await self._db.write(reembed.begin_staging, model_key)
+
+    async def notes_to_embed(self, limit: int) -> list[NoteText]:
+        """Up to ``limit`` notes without a staged vector, oldest first."""
+        return await self._db.read(reembed.notes_to_embed, limit)
+
+    async def stage_vectors(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Keep new vectors until every note has one."""
+        await self._db.write(reembed.stage_vectors, vectors)
+
+    async def swap_note_vectors(self, model: str, dimension: int) -> int | None:
+        """Swap every note vector for its staged one; None (no change) while one is missing."""
+        return await self._db.write(reembed.swap_note_vectors, model, dimension)
