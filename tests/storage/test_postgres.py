@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import anyio
+import psycopg
 import pytest
 
 from tests.storage.conftest import embedded_postgres
@@ -18,9 +19,11 @@ from vivy.state.buffer import CloseReason
 from vivy.state.profile import NewFact, ProfilePlan
 from vivy.storage.db import Connection, Database
 from vivy.storage.postgres import buffers as pg_buffers
+from vivy.storage.postgres import members as pg_members
 from vivy.storage.postgres import notes as pg_notes
 from vivy.storage.postgres import profiles as pg_profiles
 from vivy.storage.postgres.db import PgConnection, PgDatabase, connect, schema_version
+from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 from vivy.storage.postgres.stores import PgBufferStore
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -228,3 +231,62 @@ def test_two_owners_applying_plans_to_one_profile_apply_one(pg_uri: str) -> None
         assert len(db.read_sync(pg_profiles.active_facts, GUILD, 7)) == 1
     finally:
         db.close()
+
+
+def test_the_read_only_view_reads_what_inspect_shows_and_writes_nothing(pg_uri: str) -> None:
+    """Guilds, members, facts, notes, lore and the embedding state read back; a write is
+    refused; orphans written with triggers off and an invalid index are reported."""
+    db = PgDatabase.open(pg_uri)
+    try:
+        db.write_sync(pg_members.remember_fact, GUILD, 12, "Sam", "bio", "Lives in Oslo", "x", 1.0)
+        db.write_sync(pg_members.remember_fact, GUILD, 11, "Alex", "bio", "Plays chess", "x", 1.0)
+        db.write_sync(pg_members.add_lore, GUILD, 11, "Founded in 2019", 1.0)
+        buffer_id = db.write_sync(pg_buffers.open_buffer, GUILD, 1, "general", 100.0, 1500.0)
+        db.write_sync(pg_buffers.close_buffer, buffer_id, 200.0, CloseReason.INACTIVITY)
+        note_id = db.write_sync(pg_notes.commit_conversation_note, buffer_id, new_note(7))
+    finally:
+        db.close()
+    with PgReadOnlyStore.open(pg_uri) as view:
+        assert view.schema_version() == SCHEMA_VERSION
+        assert view.guild_ids() == [GUILD]
+        assert view.guild_members(GUILD) == [(11, "Alex"), (12, "Sam"), (7, "user7")]
+        assert view.member_name(GUILD, 12) == "Sam" and view.member_name(GUILD, 99) is None
+        facts = view.profile_records(GUILD, 12, include_invalidated=False)
+        assert [f.text for f in facts] == ["Lives in Oslo"]
+        assert view.active_lore(GUILD) == ["Founded in 2019"]
+        assert view.newest_note_date(GUILD) == "2026-03-02"
+        assert [n.id for n in view.list_notes(GUILD, since="2026-03-02")] == [note_id]
+        assert view.list_notes(GUILD, note_type="topic_cluster") == []
+        state = view.embedding_state()
+        assert (state.notes, state.vectors, state.vector_dimension, state.reembed_staged) == (
+            1,
+            1,
+            768,
+            False,
+        )
+        assert view.integrity_problems() == view.foreign_key_problems() == []
+        assert view.evidence_problems() == []
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            view._conn.execute("DELETE FROM server_lore")
+    with connect(pg_uri) as admin:
+        admin.execute("SET session_replication_role = replica")
+        admin.execute(
+            "INSERT INTO note_participants (note_id, user_id, display_name) VALUES (999, 7, 'x')"
+        )
+        admin.execute(
+            "UPDATE pg_index SET indisvalid = false"
+            " WHERE indexrelid = 'server_lore_by_guild'::regclass"
+        )
+    with PgReadOnlyStore.open(pg_uri) as view:
+        assert view.foreign_key_problems() == [
+            "note_participants rows with note_id = 999 reference a missing interaction_notes row"
+        ]
+        assert view.integrity_problems() == [
+            "index server_lore_by_guild is invalid; rebuild it with REINDEX"
+        ]
+
+
+def test_the_read_only_view_refuses_a_database_vivy_never_migrated(pg_uri: str) -> None:
+    """An empty schema is not a Vivy database."""
+    with pytest.raises(StorageError, match="schema version 0"):
+        PgReadOnlyStore.open(pg_uri)

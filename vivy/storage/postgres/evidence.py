@@ -19,6 +19,7 @@ from vivy.storage.postgres.db import PgConnection
 __all__ = [
     "delete_evidence_message",
     "edit_evidence_message",
+    "evidence_problems",
     "forget_lines",
     "insert_windows",
     "prune_evidence",
@@ -177,3 +178,31 @@ def forget_lines(conn: PgConnection, guild_id: int, user_id: int) -> int:
     for (message_id,) in rows:
         delete_evidence_message(conn, int(message_id))
     return len(rows)
+
+
+def evidence_problems(conn: PgConnection) -> list[str]:
+    """Evidence rows that belong to no note, or to a note of another guild (``db check``)."""
+    problems = [
+        f"evidence window {int(r[0])} belongs to no note"
+        for r in conn.execute(
+            "SELECT w.id FROM evidence_windows w LEFT JOIN interaction_notes n"
+            " ON n.id = w.note_id WHERE n.id IS NULL ORDER BY w.id"
+        ).fetchall()
+    ]
+    problems += [
+        f"evidence window {int(r[0])} is filed under guild {int(r[1])}"
+        f" but its note belongs to guild {int(r[2])}"
+        for r in conn.execute(
+            "SELECT w.id, w.guild_id, n.guild_id FROM evidence_windows w"
+            " JOIN interaction_notes n ON n.id = w.note_id WHERE w.guild_id != n.guild_id"
+            " ORDER BY w.id"
+        ).fetchall()
+    ]
+    problems += [
+        f"evidence line {int(r[0])} belongs to no note"
+        for r in conn.execute(
+            "SELECT l.message_id FROM note_lines l LEFT JOIN interaction_notes n"
+            " ON n.id = l.note_id WHERE n.id IS NULL ORDER BY l.message_id"
+        ).fetchall()
+    ]
+    return problems
