@@ -17,6 +17,7 @@ from vivy.storage.evidence import EvidenceWindow, WindowText, window_text
 from vivy.storage.postgres.db import PgConnection
 
 __all__ = [
+    "blob_text",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
@@ -34,7 +35,7 @@ def vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
-def _blob_text(blob: bytes) -> str:
+def blob_text(blob: bytes) -> str:
     """pgvector's text form of a float32 blob."""
     return vector_text(array("f", blob).tolist())
 
@@ -163,7 +164,7 @@ def set_window_embeddings(conn: PgConnection, vectors: Sequence[tuple[int, bytes
     with conn.cursor() as cursor:
         cursor.executemany(
             "UPDATE evidence_windows SET embedding = %s::vector WHERE id = %s",
-            [(_blob_text(blob), window_id) for window_id, blob in vectors],
+            [(blob_text(blob), window_id) for window_id, blob in vectors],
         )
 
 

@@ -11,8 +11,10 @@ Where SQLite needs an extension's virtual table, PostgreSQL has a native equival
 * ``vec_notes`` is a plain table with a pgvector ``vector`` column and an HNSW index on
   cosine distance (no binary copy: the HNSW graph replaces sqlite-vec's bit scan);
 * ``notes_fts`` and ``evidence_fts`` are ``tsvector`` columns generated from the indexed text
-  (``simple`` configuration for notes, ``english`` stemming for evidence like FTS5's porter
-  tokenizer), each with a GIN index;
+  (``simple`` configuration for notes, its title weighted ``A``, topics and entities ``B``,
+  summary ``D`` as SQLite's BM25 column weights do; ``english`` stemming for evidence like
+  FTS5's porter tokenizer), each with a GIN index;
+* ``note_participants.position`` keeps the order participants were listed in (SQLite's rowid);
 * ``evidence_windows.embedding`` is a ``vector`` (float32 like SQLite's blob).
 
 Discord ids are ``BIGINT``, ``*_at`` columns ``DOUBLE PRECISION`` (UTC epoch seconds), JSON
@@ -122,8 +124,10 @@ CREATE TABLE interaction_notes (
     quality           TEXT NOT NULL,
     model             TEXT NOT NULL DEFAULT '',
     created_at        DOUBLE PRECISION NOT NULL,
-    notes_fts         tsvector GENERATED ALWAYS AS (to_tsvector('simple',
-                          title || ' ' || summary || ' ' || topics || ' ' || entities)) STORED
+    notes_fts         tsvector GENERATED ALWAYS AS (
+                          setweight(to_tsvector('simple', title), 'A')
+                          || setweight(to_tsvector('simple', topics || ' ' || entities), 'B')
+                          || setweight(to_tsvector('simple', summary), 'D')) STORED
 );
 CREATE INDEX interaction_notes_by_day ON interaction_notes (guild_id, note_type, note_date);
 CREATE INDEX interaction_notes_fts ON interaction_notes USING gin (notes_fts);
