@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -125,20 +125,22 @@ def pg_uri(pg_server: Any) -> Iterator[str]:
 
 
 def _pg_store(db: PgDatabase) -> Store:
-    """The port over the PostgreSQL owner: the areas the engine has; asking any other area
-    fails the test loudly (:class:`_Missing`)."""
-    return Store(
-        buffers=PgBufferStore(db),
-        notes=PgNoteStore(db),
-        profiles=PgProfileStore(db),
-        members=PgMemberStore(db),
-        evidence=PgEvidenceStore(db),
-        jobs=PgJobStore(db),
-        meta=PgMetaStore(db),
-        reembed=PgReembedStore(db),
-        search=_Missing("search"),  # type: ignore[arg-type]
-        closer=db.close,
-    )
+    """The port over the PostgreSQL owner: the areas the engine has, and for every other
+    area of :class:`Store` a :class:`_Missing` that fails the test that asks it anything."""
+    areas: dict[str, Any] = {
+        "buffers": PgBufferStore(db),
+        "notes": PgNoteStore(db),
+        "profiles": PgProfileStore(db),
+        "members": PgMemberStore(db),
+        "evidence": PgEvidenceStore(db),
+        "jobs": PgJobStore(db),
+        "meta": PgMetaStore(db),
+        "reembed": PgReembedStore(db),
+    }
+    for area in fields(Store):
+        if area.name not in areas and area.name != "closer":
+            areas[area.name] = _Missing(area.name)
+    return Store(**areas, closer=db.close)
 
 
 class _Missing:

@@ -186,10 +186,15 @@ def mark_updates_applied(conn: PgConnection, update_ids: Sequence[int], now: flo
         " WHERE id = ANY(%s) AND status = 'pending'",
         (now, list(update_ids)),
     )
+    # Only these updates' notes can have lost their last pending update: looking at them
+    # alone keeps the cost flat as the history grows.
     conn.execute(
-        "DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT note_id FROM note_lines"
-        " EXCEPT SELECT note_id FROM profile_updates WHERE status = 'pending'"
-        " EXCEPT SELECT note_id FROM evidence_windows)"
+        "DELETE FROM note_lines WHERE note_id IN (SELECT DISTINCT u.note_id"
+        " FROM profile_updates AS u WHERE u.id = ANY(%s)"
+        " AND NOT EXISTS (SELECT 1 FROM profile_updates AS p"
+        " WHERE p.note_id = u.note_id AND p.status = 'pending')"
+        " AND NOT EXISTS (SELECT 1 FROM evidence_windows AS w WHERE w.note_id = u.note_id))",
+        (list(update_ids),),
     )
 
 
