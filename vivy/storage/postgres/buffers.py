@@ -10,21 +10,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from vivy.state.buffer import (
-    AppendMessages,
-    BufferedMessage,
-    CloseBuffer,
-    CloseReason,
-    DeleteMessage,
-    EditMessage,
-    Effect,
-    OpenBuffer,
+from vivy.state.buffer import BufferedMessage, CloseReason, Effect
+from vivy.storage.buffers import (
+    AppliedEffects,
+    BufferRow,
+    BufferStatements,
+    StoredBuffer,
+    carry_out_effects,
 )
-from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
+    "STATEMENTS",
     "append_messages",
     "apply_effects",
     "close_buffer",
@@ -243,6 +241,17 @@ def restore_channel(
     return (row, ids), mark
 
 
+#: PostgreSQL's buffer writes, for :func:`~vivy.storage.buffers.carry_out_effects`.
+STATEMENTS: BufferStatements[PgConnection] = BufferStatements(
+    open_buffer=open_buffer,
+    append_messages=append_messages,
+    close_buffer=close_buffer,
+    edit_message=edit_stored_message,
+    delete_message=delete_stored_message,
+    open_buffer_rows=open_buffer_rows,
+)
+
+
 def apply_effects(
     conn: PgConnection,
     guild_id: int,
@@ -250,46 +259,5 @@ def apply_effects(
     buffer_id: int | None,
     effects: Sequence[Effect],
 ) -> AppliedEffects:
-    """Carry out a channel buffer machine's storage effects in order, in one transaction.
-
-    ``buffer_id`` is the channel's open buffer before them; effects that store nothing are
-    skipped.
-    """
-    applied = AppliedEffects(buffer_id)
-    taken: set[int] = set()
-    for index, effect in enumerate(effects):
-        if isinstance(effect, AppendMessages):
-            assert applied.buffer_id is not None
-            taken.update(append_messages(conn, applied.buffer_id, effect.messages, effect.at))
-        elif isinstance(effect, OpenBuffer):
-            applied.buffer_id = open_buffer(
-                conn,
-                guild_id,
-                channel_id,
-                effect.channel_name,
-                effect.started_at,
-                effect.inactivity_s,
-            )
-            applied.opened += 1
-        elif isinstance(effect, CloseBuffer):
-            current = applied.buffer_id
-            if current is None:
-                current = _only_open_buffer(conn, channel_id)
-            close_buffer(conn, current, effect.closed_at, effect.reason)
-            applied.closed.append((current, effect.reason))
-            applied.buffer_id = None
-        elif isinstance(effect, EditMessage):
-            applied.found[index] = edit_stored_message(
-                conn, effect.message_id, effect.text, effect.edited_at
-            )
-        elif isinstance(effect, DeleteMessage):
-            applied.found[index] = delete_stored_message(conn, effect.message_id)
-    applied.taken = frozenset(taken)
-    return applied
-
-
-def _only_open_buffer(conn: PgConnection, channel_id: int) -> int:
-    rows = open_buffer_rows(conn, channel_id)
-    if not rows:
-        raise LookupError(f"channel {channel_id} has no open buffer to close")
-    return rows[0].id
+    """Carry out a channel buffer machine's storage effects in order, in one transaction."""
+    return carry_out_effects(STATEMENTS, conn, guild_id, channel_id, buffer_id, effects)
