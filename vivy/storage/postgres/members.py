@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from vivy.errors import StorageError
-from vivy.state.profile import PROFILE_CAP, SECTION_CAP, NewFact, ProfilePlan, RetiredFact
+from vivy.state.profile import ProfilePlan, RetiredFact
 from vivy.storage.members import (
     FORGOTTEN_SOURCE,
     BufferedRef,
@@ -25,9 +25,9 @@ from vivy.storage.members import (
     MemberProfile,
     RememberOutcome,
     _mention_pattern,
-    _same_fact,
     _scrub_mentions,
     fact_matches,
+    remember_plan,
 )
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import edit_evidence_message, forget_lines
@@ -126,17 +126,9 @@ def remember_fact(
     :func:`vivy.storage.members.remember_fact`. A concurrent change of the profile fails the
     call (:class:`StorageError`) rather than folding the wrong fact."""
     _upsert_member(conn, guild_id, user_id, display_name, now)
-    facts = active_facts(conn, guild_id, user_id)
-    if any(_same_fact(f.text, text) for f in facts):
+    plan = remember_plan(active_facts(conn, guild_id, user_id), section, text, label)
+    if plan is None:
         return RememberOutcome.DUPLICATE
-    retire: list[RetiredFact] = []
-    oldest_first = sorted(facts, key=lambda f: (f.source_kind == "stated", f.created_at, f.id))
-    in_section = [f for f in oldest_first if f.section == section]
-    if len(in_section) >= SECTION_CAP:
-        retire.append(RetiredFact(in_section[0].id, "folded: section full"))
-    elif len(facts) >= PROFILE_CAP:
-        retire.append(RetiredFact(oldest_first[0].id, "folded: profile full"))
-    plan = ProfilePlan(added=[NewFact(section, text, "stated", None, label)], retired=retire)
     version = profile_version(conn, guild_id, user_id)
     if not apply_plan(conn, guild_id, user_id, version, plan, now):
         raise StorageError(f"the profile of {user_id} changed meanwhile; try again")
