@@ -7,8 +7,9 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from vivy.storage import buffers as store
 from vivy.storage.db import Connection, Database
+from vivy.storage.postgres.db import PgDatabase
 
-__all__ = ["Probe", "SqliteProbe", "count_buffers"]
+__all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -38,6 +39,9 @@ class Probe(Protocol):
     async def execute(self, sql: str, *args: object) -> None:
         """Run ``sql`` in a transaction of its own."""
 
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the engine's keyword index finds for ``word``."""
+
 
 class SqliteProbe:
     """Plain SQL on the database behind a SQLite store: what a test checks or arranges that
@@ -62,8 +66,52 @@ class SqliteProbe:
         """Run ``sql`` in a transaction of its own."""
         await self._db.write(lambda c: c.execute(sql, args))
 
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the FTS5 index ``notes_fts`` finds for ``word``."""
+        return await self.count("SELECT COUNT(*) FROM notes_fts WHERE notes_fts MATCH ?", word)
+
     async def read(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a storage function the port does not offer yet (retrieval's reads)."""
         return await self._db.read(fn, *args, **kwargs)
+
+
+class PgProbe:
+    """Plain SQL on the database behind a PostgreSQL store; the ``?`` placeholders the tests
+    write are bound as psycopg's ``%s`` (probe SQL holds no other ``?`` or ``%``)."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
+        """The rows ``sql`` selects, as tuples."""
+        query = _pg(sql)
+        return await self._db.read(lambda c: list(c.execute(query, args).fetchall()))
+
+    async def scalar(self, sql: str, *args: object) -> object:
+        """The single value ``sql`` selects."""
+        rows = await self.rows(sql, *args)
+        return rows[0][0]
+
+    async def count(self, sql: str, *args: object) -> int:
+        """The single number ``sql`` selects."""
+        return int(str(await self.scalar(sql, *args)))
+
+    async def execute(self, sql: str, *args: object) -> None:
+        """Run ``sql`` in a transaction of its own."""
+        query = _pg(sql)
+        await self._db.write(lambda c: c.execute(query, args))
+
+    async def notes_matching(self, word: str) -> int:
+        """How many notes the ``notes_fts`` column finds for ``word``."""
+        return await self.count(
+            "SELECT COUNT(*) FROM interaction_notes"
+            " WHERE notes_fts @@ plainto_tsquery('simple', ?)",
+            word,
+        )
+
+
+def _pg(sql: str) -> bytes:
+    """``sql`` with psycopg's placeholders instead of SQLite's."""
+    return sql.replace("?", "%s").encode()

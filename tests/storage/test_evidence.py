@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage import SqliteProbe
+from tests.storage import Probe, SqliteProbe
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage import evidence
 from vivy.storage.notes import NewNote, Participant, serialize_vector
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio
+
+#: For the tests that read through the search area's evidence functions (keyword search,
+#: window similarity, lines, ``db check``), which the PostgreSQL engine lacks so far: the
+#: probe runs SQLite's functions.
+sqlite_search_only = pytest.mark.engines("sqlite")
 
 WALL0 = 1772409600.0
 GUILD = 100
@@ -78,12 +83,12 @@ async def store_note(
     return found
 
 
-async def count(probe: SqliteProbe, table: str) -> int:
+async def count(probe: Probe, table: str) -> int:
     """Rows in ``table``."""
     return await probe.count(f"SELECT COUNT(*) FROM {table}")
 
 
-async def embedded(probe: SqliteProbe) -> int:
+async def embedded(probe: Probe) -> int:
     """Windows that still have their embedding."""
     return await probe.count("SELECT COUNT(*) FROM evidence_windows WHERE embedding IS NOT NULL")
 
@@ -118,6 +123,7 @@ def test_blank_lines_are_left_out_of_windows() -> None:
     assert evidence.windows_of([(1, "Sam", "")]) == []
 
 
+@sqlite_search_only
 async def test_note_commit_keeps_lines_windows_and_vectors(
     store: Store, probe: SqliteProbe
 ) -> None:
@@ -136,6 +142,7 @@ async def test_note_commit_keeps_lines_windows_and_vectors(
     assert await probe.read(evidence.evidence_problems) == []
 
 
+@sqlite_search_only
 async def test_a_delete_after_the_note_removes_the_line_and_its_words(
     store: Store, probe: SqliteProbe
 ) -> None:
@@ -150,6 +157,7 @@ async def test_a_delete_after_the_note_removes_the_line_and_its_words(
     assert not await store.buffers.delete_message(3)
 
 
+@sqlite_search_only
 async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: SqliteProbe) -> None:
     """A Discord edit of a noted message changes what is found and quoted."""
     await store_note(store)
@@ -160,6 +168,7 @@ async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: Sql
     assert [line.text for line in lines if line.message_id == 3] == ["we went with Waffles"]
 
 
+@sqlite_search_only
 async def test_forget_me_and_opt_out_remove_a_members_lines(
     store: Store, probe: SqliteProbe
 ) -> None:
@@ -175,7 +184,7 @@ async def test_forget_me_and_opt_out_remove_a_members_lines(
 
 
 async def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_needs(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """Windows of notes older than the cut go; their lines wait for the profile updates."""
     await store_note(store)
@@ -189,7 +198,7 @@ async def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_ne
 
 
 async def test_applied_updates_leave_the_lines_of_a_note_with_evidence(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """While a note keeps evidence, applying its profile updates does not drop its lines."""
     await store_note(store)
@@ -198,9 +207,30 @@ async def test_applied_updates_leave_the_lines_of_a_note_with_evidence(
     assert await count(probe, "note_lines") == 6
 
 
+@sqlite_search_only
 async def test_db_check_finds_evidence_of_another_guild(store: Store, probe: SqliteProbe) -> None:
     """A window filed under a guild other than its note's is reported."""
     await store_note(store)
     await probe.execute("UPDATE evidence_windows SET guild_id = 999")
     problems = await probe.read(evidence.evidence_problems)
     assert any("filed under guild 999" in problem for problem in problems)
+
+
+async def test_windows_without_embeddings_are_listed_then_embedded(
+    store: Store, probe: Probe
+) -> None:
+    """An edit drops the embeddings of the windows holding the line; the re-embed pass lists
+    them with their note's header and stores new vectors."""
+    await store_note(store)
+    assert await store.evidence.windows_to_embed(10) == []
+    assert await store.buffers.edit_message(5, "he chewed my other shoe", WALL0 + 99)
+    waiting = await store.evidence.windows_to_embed(10)
+    assert [(w.title, w.channel_name, w.note_date) for w in waiting] == [
+        ("Sam's new puppy", "pets", "2026-03-02")
+    ]
+    assert waiting[0].participants == ("Sam", "Maya") and "other shoe" in waiting[0].text
+    assert await embedded(probe) == 1
+    await store.evidence.set_window_embeddings([(waiting[0].id, serialize_vector(unit(9)))])
+    assert await store.evidence.windows_to_embed(10) == []
+    assert await embedded(probe) == 2
+    assert await count(probe, "note_lines") == 6

@@ -222,8 +222,8 @@ async def test_forget_member_removes_notes_facts_and_mentions(store: Store, prob
     notes = [r[0] for r in await probe.rows("SELECT id FROM interaction_notes")]
     assert notes == [kept]
     assert await probe.count("SELECT COUNT(*) FROM vec_notes") == 1
-    assert await probe.count("SELECT COUNT(*) FROM notes_fts WHERE notes_fts MATCH 'Chess'") == 0
-    facts = await probe.rows("SELECT user_id, text, source_label FROM profile_facts")
+    assert await probe.notes_matching("Chess") == 0
+    facts = await probe.rows("SELECT user_id, text, source_label FROM profile_facts ORDER BY id")
     assert facts == [
         (SAM, "I live in Boston", "stated by the member, Mar 2"),
         (SAM, "Plays cello", members.FORGOTTEN_SOURCE),

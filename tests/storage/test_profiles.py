@@ -10,7 +10,7 @@ import pytest
 from tests.storage import Probe
 from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
 from vivy.state.buffer import CloseReason
-from vivy.state.profile import NewFact, ProfilePlan
+from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database, _statements, connect
@@ -150,3 +150,40 @@ async def test_apply_updates_drops_the_plan_when_an_update_is_gone(store: Store)
     plan = ProfilePlan(added=[NewFact("bio", "Lives in Oslo", "note", update.note_id, "x")])
     assert not await store.profiles.apply_updates(GUILD, 7, 0, plan, [update.id], 400.0)
     assert await store.profiles.active_facts(GUILD, 7) == []
+
+
+async def test_a_plan_applies_only_at_its_version_and_merges_keep_history(store: Store) -> None:
+    """apply_plan bumps the version each time; a merge retires the old fact, pointing at the
+    one that replaced it; a plan for a stale version changes nothing."""
+    first = ProfilePlan(added=[NewFact("bio", "Lives in Oslo", "stated", None, "x")])
+    assert await store.profiles.apply_plan(GUILD, 7, 0, first, 100.0)
+    (oslo,) = await store.profiles.active_facts(GUILD, 7)
+    merged = ProfilePlan(
+        added=[NewFact("bio", "Lives in Bergen", "stated", None, "y", supersedes=(oslo.id,))],
+        retired=[RetiredFact(oslo.id, "merged")],
+    )
+    assert not await store.profiles.apply_plan(GUILD, 7, 0, merged, 200.0)
+    assert await store.profiles.apply_plan(GUILD, 7, 1, merged, 200.0)
+    assert [f.text for f in await store.profiles.active_facts(GUILD, 7)] == ["Lives in Bergen"]
+    assert await store.profiles.profile_version(GUILD, 7) == 2
+    profiles = await store.profiles.member_profiles(GUILD, [7, 8])
+    assert profiles[8] == (0, []) and profiles[7][0] == 2
+    assert await store.profiles.changed_between(GUILD, 150.0, 250.0) == [7]
+    assert await store.profiles.changed_between(GUILD + 1, 0.0, 250.0) == []
+
+
+async def test_updates_due_and_failed_attempts(store: Store) -> None:
+    """A never-tried update is due once its time has passed; a failure counts an attempt,
+    keeps the error and moves the next attempt."""
+    await store.notes.commit_conversation_note(
+        await closed_buffer(store), new_note(7, 8), updates_due_at=1000.0
+    )
+    assert await store.profiles.members_due_by(GUILD, [7, 8, 9], 1000.0) == set()
+    assert await store.profiles.members_due_by(GUILD, [7, 8, 9], 1000.5) == {7, 8}
+    assert await store.profiles.members_due_by(GUILD + 1, [7, 8], 2000.0) == set()
+    assert await store.profiles.members_due_by(GUILD, [], 2000.0) == set()
+    (update,) = await store.profiles.pending_updates(7)
+    await store.profiles.record_update_failure([update.id], "model down", 1500.0)
+    (retried,) = await store.profiles.pending_updates(7)
+    assert (retried.attempts, retried.next_attempt_at) == (1, 1500.0)
+    assert await store.profiles.members_due_by(GUILD, [7, 8], 2000.0) == {8}

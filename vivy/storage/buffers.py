@@ -8,8 +8,9 @@ to the NoteWriter: it stays until its note is committed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from vivy.state.buffer import (
     AppendMessages,
@@ -26,11 +27,14 @@ from vivy.storage.db import Connection
 from vivy.storage.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
+    "STATEMENTS",
     "AppliedEffects",
     "BufferRow",
+    "BufferStatements",
     "StoredBuffer",
     "append_messages",
     "apply_effects",
+    "carry_out_effects",
     "close_buffer",
     "closed_buffer_ids",
     "delete_stored_message",
@@ -79,6 +83,8 @@ class StoredBuffer:
     row: BufferRow
     messages: tuple[BufferedMessage, ...]
 
+
+C = TypeVar("C")
 
 _BUFFER_COLUMNS = (
     "id, guild_id, channel_id, channel_name, status, started_at, last_message_at, "
@@ -314,14 +320,29 @@ class AppliedEffects:
     taken: frozenset[int] = frozenset()
 
 
-def apply_effects(
-    conn: Connection,
+@dataclass(frozen=True, slots=True)
+class BufferStatements(Generic[C]):
+    """One engine's buffer writes over its connection type ``C``: what
+    :func:`carry_out_effects` drives, so the effect loop is written once for every engine."""
+
+    open_buffer: Callable[[C, int, int, str, float, float], int]
+    append_messages: Callable[[C, int, Sequence[BufferedMessage], float], frozenset[int]]
+    close_buffer: Callable[[C, int, float, CloseReason], None]
+    edit_message: Callable[[C, int, str, float], bool]
+    delete_message: Callable[[C, int], bool]
+    open_buffer_rows: Callable[[C, int], list[BufferRow]]
+
+
+def carry_out_effects(
+    statements: BufferStatements[C],
+    conn: C,
     guild_id: int,
     channel_id: int,
     buffer_id: int | None,
     effects: Sequence[Effect],
 ) -> AppliedEffects:
-    """Carry out a channel buffer machine's storage effects in order, in one transaction.
+    """Carry out a channel buffer machine's storage effects in order, through ``statements``,
+    in the caller's transaction.
 
     ``buffer_id`` is the channel's open buffer before them; effects that store nothing are
     skipped.
@@ -331,9 +352,11 @@ def apply_effects(
     for index, effect in enumerate(effects):
         if isinstance(effect, AppendMessages):  # one executemany for the burst
             assert applied.buffer_id is not None
-            taken.update(append_messages(conn, applied.buffer_id, effect.messages, effect.at))
+            taken.update(
+                statements.append_messages(conn, applied.buffer_id, effect.messages, effect.at)
+            )
         elif isinstance(effect, OpenBuffer):
-            applied.buffer_id = open_buffer(
+            applied.buffer_id = statements.open_buffer(
                 conn,
                 guild_id,
                 channel_id,
@@ -345,22 +368,40 @@ def apply_effects(
         elif isinstance(effect, CloseBuffer):
             current = applied.buffer_id
             if current is None:
-                current = _only_open_buffer(conn, channel_id)
-            close_buffer(conn, current, effect.closed_at, effect.reason)
+                rows = statements.open_buffer_rows(conn, channel_id)
+                if not rows:
+                    raise LookupError(f"channel {channel_id} has no open buffer to close")
+                current = rows[0].id
+            statements.close_buffer(conn, current, effect.closed_at, effect.reason)
             applied.closed.append((current, effect.reason))
             applied.buffer_id = None
         elif isinstance(effect, EditMessage):
-            applied.found[index] = edit_stored_message(
+            applied.found[index] = statements.edit_message(
                 conn, effect.message_id, effect.text, effect.edited_at
             )
         elif isinstance(effect, DeleteMessage):
-            applied.found[index] = delete_stored_message(conn, effect.message_id)
+            applied.found[index] = statements.delete_message(conn, effect.message_id)
     applied.taken = frozenset(taken)
     return applied
 
 
-def _only_open_buffer(conn: Connection, channel_id: int) -> int:
-    rows = open_buffer_rows(conn, channel_id)
-    if not rows:
-        raise LookupError(f"channel {channel_id} has no open buffer to close")
-    return rows[0].id
+#: SQLite's buffer writes, for :func:`carry_out_effects`.
+STATEMENTS: BufferStatements[Connection] = BufferStatements(
+    open_buffer=open_buffer,
+    append_messages=append_messages,
+    close_buffer=close_buffer,
+    edit_message=edit_stored_message,
+    delete_message=delete_stored_message,
+    open_buffer_rows=open_buffer_rows,
+)
+
+
+def apply_effects(
+    conn: Connection,
+    guild_id: int,
+    channel_id: int,
+    buffer_id: int | None,
+    effects: Sequence[Effect],
+) -> AppliedEffects:
+    """Carry out a channel buffer machine's storage effects in order, in one transaction."""
+    return carry_out_effects(STATEMENTS, conn, guild_id, channel_id, buffer_id, effects)

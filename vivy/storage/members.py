@@ -42,6 +42,7 @@ __all__ = [
     "member_profile",
     "opted_out_members",
     "remember_fact",
+    "remember_plan",
     "set_opted_out",
     "upsert_member",
 ]
@@ -185,9 +186,25 @@ def remember_fact(
     learnt from conversation (else the oldest stated one) is retired to make room.
     """
     upsert_member(conn, guild_id, user_id, display_name, now)
-    facts = active_facts(conn, guild_id, user_id)
-    if any(_same_fact(f.text, text) for f in facts):
+    plan = remember_plan(active_facts(conn, guild_id, user_id), section, text, label)
+    if plan is None:
         return RememberOutcome.DUPLICATE
+    applied = apply_plan(
+        conn, guild_id, user_id, profile_version(conn, guild_id, user_id), plan, now
+    )
+    assert applied, "the version was read in this transaction"
+    return RememberOutcome.STORED
+
+
+def remember_plan(facts: Sequence[Fact], section: str, text: str, label: str) -> ProfilePlan | None:
+    """The plan that stores a stated fact over the member's active ``facts``, or None when
+    one of them says the same (the same content words).
+
+    When the section or the profile is full, the oldest fact learnt from conversation (else
+    the oldest stated one) is retired to make room.
+    """
+    if any(_same_fact(f.text, text) for f in facts):
+        return None
     retire: list[RetiredFact] = []
     oldest_first = sorted(facts, key=lambda f: (f.source_kind == "stated", f.created_at, f.id))
     in_section = [f for f in oldest_first if f.section == section]
@@ -195,15 +212,7 @@ def remember_fact(
         retire.append(RetiredFact(in_section[0].id, "folded: section full"))
     elif len(facts) >= PROFILE_CAP:
         retire.append(RetiredFact(oldest_first[0].id, "folded: profile full"))
-    plan = ProfilePlan(
-        added=[NewFact(section, text, "stated", None, label)],
-        retired=retire,
-    )
-    applied = apply_plan(
-        conn, guild_id, user_id, profile_version(conn, guild_id, user_id), plan, now
-    )
-    assert applied, "the version was read in this transaction"
-    return RememberOutcome.STORED
+    return ProfilePlan(added=[NewFact(section, text, "stated", None, label)], retired=retire)
 
 
 def fact_matches(fact: str, query: str, *, threshold: float = MATCH_THRESHOLD) -> bool:

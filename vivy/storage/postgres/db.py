@@ -1,0 +1,203 @@
+"""The one owner of Vivy's PostgreSQL connection.
+
+psycopg's async API awaits asyncio futures and so does not run under trio, where the timer
+tests run. :class:`PgDatabase` therefore owns one blocking psycopg connection and runs every
+call either inline (tests under trio's MockClock, python-trio/trio#456) or on a worker thread
+through ``anyio.to_thread.run_sync`` with a capacity limiter of one, which works under asyncio
+and trio alike. Every call is one transaction: a write commits before it returns and fails as
+a whole; a read runs in a read-only ``REPEATABLE READ`` transaction, so the statements of one
+read see one snapshot.
+
+One connection serves this first part of the engine; a ``psycopg_pool.ConnectionPool`` is the
+next step once a benchmark shows reads waiting behind writes.
+
+psycopg's exceptions are translated into :class:`~vivy.errors.StorageError` here; integrity
+violations are named in the words the SQLite engine uses (``UNIQUE constraint failed``,
+``FOREIGN KEY constraint failed``), so callers and tests see one vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import anyio
+import anyio.lowlevel
+import psycopg
+import psycopg.errors
+import structlog
+
+from vivy.errors import SchemaTooNew, StorageError
+from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+
+__all__ = ["PgConnection", "PgDatabase", "connect", "migrate", "schema_version"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+log = structlog.get_logger(__name__)
+
+#: The psycopg connection type handed to the engine's storage functions (rows are tuples).
+PgConnection = psycopg.Connection[tuple[Any, ...]]
+
+#: Key of the advisory lock that serialises migrations of processes sharing a database.
+MIGRATION_LOCK = 0x76697679
+
+
+def connect(uri: str) -> PgConnection:
+    """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
+    transactions itself)."""
+    try:
+        return psycopg.connect(uri, autocommit=True)
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot open database {_safe(uri)}: {exc}") from exc
+
+
+def _safe(uri: str) -> str:
+    """``uri`` without a password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(uri)
+    except psycopg.Error:
+        return "postgresql://?"
+    host = info.get("host") or "localhost"
+    return f"postgresql://{info.get('user') or ''}@{host}/{info.get('dbname') or ''}"
+
+
+def schema_version(conn: PgConnection) -> int:
+    """The database's schema version (0 before the first migration)."""
+    exists = conn.execute("SELECT to_regclass(%s)", (VERSION_TABLE,)).fetchone()
+    if exists is None or exists[0] is None:
+        return 0
+    row = conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def migrate(conn: PgConnection) -> int:
+    """Apply every pending migration, each in one transaction with its version bump, and
+    return the resulting version; processes migrating at once wait for each other.
+
+    Raises :class:`SchemaTooNew` when the database was written by a newer Vivy.
+    """
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            version = schema_version(conn)
+            if version > PG_SCHEMA_VERSION:
+                raise SchemaTooNew(version, PG_SCHEMA_VERSION)
+            if version == 0:
+                conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+                conn.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)")
+            for number in range(version + 1, PG_SCHEMA_VERSION + 1):
+                with conn.transaction():
+                    conn.execute(PG_MIGRATIONS[number - 1].encode())
+                    conn.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (number,))
+    except psycopg.Error as exc:
+        raise StorageError(f"migration failed: {exc}") from exc
+    return PG_SCHEMA_VERSION
+
+
+def _storage_error(exc: psycopg.Error) -> StorageError:
+    """``exc`` as a :class:`StorageError`, integrity violations in SQLite's words."""
+    diag = exc.diag
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        return StorageError(f"UNIQUE constraint failed ({diag.constraint_name}): {exc}")
+    if isinstance(exc, psycopg.errors.ForeignKeyViolation):
+        return StorageError(f"FOREIGN KEY constraint failed ({diag.constraint_name}): {exc}")
+    if isinstance(exc, psycopg.errors.CheckViolation):
+        return StorageError(f"CHECK constraint failed ({diag.constraint_name}): {exc}")
+    return StorageError(f"database: {exc}")
+
+
+class PgDatabase:
+    """Owns the connection; every read and write of the PostgreSQL engine goes through
+    :meth:`read` / :meth:`write`, each running one synchronous storage function of
+    :mod:`vivy.storage.postgres` in one transaction."""
+
+    def __init__(self, conn: PgConnection, *, inline: bool) -> None:
+        self._conn = conn
+        self._inline = inline
+        self._limiter = anyio.CapacityLimiter(1)
+        self._closed = False
+
+    @classmethod
+    def open(cls, uri: str, *, inline: bool = False) -> PgDatabase:
+        """Connect to ``uri`` and migrate the database as needed.
+
+        ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
+        """
+        conn = connect(uri)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, inline=inline)
+
+    @property
+    def inline(self) -> bool:
+        """Whether calls run on the event loop's thread or on a worker thread."""
+        return self._inline
+
+    async def read(
+        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` in a read-only transaction; return its result."""
+        return await self._run(lambda: self._transaction(fn, True, *args, **kwargs))
+
+    async def write(
+        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` in a transaction committed before this returns;
+        an exception undoes all of the call's changes and is re-raised here."""
+        return await self._run(lambda: self._transaction(fn, False, *args, **kwargs))
+
+    def read_sync(
+        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run a read on the calling thread; for tools outside any event loop."""
+        self._check_open()
+        return self._transaction(fn, True, *args, **kwargs)
+
+    def write_sync(
+        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run a write on the calling thread; for tools outside any event loop."""
+        self._check_open()
+        return self._transaction(fn, False, *args, **kwargs)
+
+    def close(self) -> None:
+        """Close the connection; later calls raise :class:`StorageError`."""
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        """Run ``work`` inline or on the owner's worker thread, one call at a time."""
+        self._check_open()
+        if self._inline:
+            await anyio.lowlevel.checkpoint()
+            return work()
+        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+
+    def _transaction(
+        self,
+        fn: Callable[Concatenate[PgConnection, P], T],
+        read_only: bool,
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn`` in one transaction on the connection, psycopg errors translated."""
+        conn = self._conn
+        try:
+            with conn.transaction():
+                if read_only:
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return fn(conn, *args, **kwargs)
+        except psycopg.Error as exc:
+            log.debug("storage call failed", call=getattr(fn, "__name__", "?"), error=str(exc))
+            raise _storage_error(exc) from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("the database is closed")
