@@ -12,6 +12,7 @@ import base64
 import binascii
 import re
 import unicodedata
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only a type here; importing vivy.llm would import this module back
@@ -135,10 +136,15 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def content_tokens(text: str) -> set[str]:
-    """Lower-cased, lightly stemmed words of ``text`` without stop words."""
+@lru_cache(maxsize=16384)
+def content_tokens(text: str) -> frozenset[str]:
+    """Lower-cased, lightly stemmed words of ``text`` without stop words.
+
+    Memoised: a profile's facts are compared with every note that updates it, so the same
+    texts come back again and again.
+    """
     words = (w.lower().replace("’", "'") for w in _WORD.findall(text))
-    return {_stem(w) for w in words if w not in _STOPWORDS and len(w) > 1}
+    return frozenset(_stem(w) for w in words if w not in _STOPWORDS and len(w) > 1)
 
 
 def _compact(text: str) -> str:

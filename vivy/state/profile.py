@@ -294,7 +294,7 @@ def needs_consolidation(facts: Sequence[ExistingFact]) -> bool:
     """
     if len(facts) >= PROFILE_CAP - 5:
         return True
-    sections: dict[str, list[set[str]]] = {}
+    sections: dict[str, list[frozenset[str]]] = {}
     for fact in facts:
         sections.setdefault(fact.section, []).append(content_tokens(fact.text))
     for words in sections.values():
