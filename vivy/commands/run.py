@@ -207,7 +207,7 @@ async def _serve_app(
     async with running_app(
         settings, clock=clock, inline_db=False, own_user_id=me, environ=environ, registry=registry
     ) as app:
-        server.serve_api(OperatorStore(app.store.search, loop_caller()))
+        server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
         gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:

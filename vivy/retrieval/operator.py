@@ -12,7 +12,6 @@ fit a JavaScript number).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 import anyio.from_thread
 import anyio.lowlevel
 
+from vivy.clock import Clock
 from vivy.errors import StorageError
 from vivy.retrieval import search
 from vivy.retrieval.context import SECTION_TITLES, sections_of
@@ -59,7 +59,7 @@ def loop_caller() -> LoopCall:
 class OperatorStore:
     """Read-only memory search and profiles for operators, safe to call from any thread.
 
-    ``now`` gives the UTC wall time for recency (the real clock by default: the API runs in
+    ``now`` gives the UTC wall time for recency: the app's ``Clock.now`` (the API runs in
     real time on the server's threads, never under a mock clock).
     """
 
@@ -68,7 +68,7 @@ class OperatorStore:
         store: SearchStore,
         call: LoopCall,
         *,
-        now: Callable[[], float] = time.time,
+        now: Callable[[], float],
         settings: RetrievalSettings = DEFAULT_SETTINGS,
     ) -> None:
         self._store = store
@@ -125,16 +125,18 @@ class OperatorStore:
 
 @contextmanager
 def serving_operator_store(
-    path: str | Path, *, now: Callable[[], float] = time.time
+    path: str | Path, *, now: Callable[[], float] | None = None
 ) -> Iterator[OperatorStore]:
     """An operator store over the existing database at ``path``, for tools that serve the API
-    without running the app (``vivy demo``): its own event loop in a background thread."""
+    without running the app (``vivy demo``): its own event loop in a background thread.
+    ``now`` defaults to the wall clock (:meth:`~vivy.clock.Clock.wall`)."""
     if not Path(path).exists():
         raise StorageError(f"no database at {path}")
     with anyio.from_thread.start_blocking_portal() as portal:
         store = open_sqlite_store(path)
         try:
-            yield OperatorStore(store.search, portal.call, now=now)
+            clock = portal.call(_wall_clock)  # a Clock reads the loop's time: make it there
+            yield OperatorStore(store.search, portal.call, now=now or clock.now)
         finally:
             store.close()
 
@@ -172,3 +174,8 @@ def _hit_json(hit: NoteHit) -> dict[str, Any]:
         "score": round(hit.score, 6),
         "keyword_score": None if hit.keyword_score is None else round(hit.keyword_score, 6),
     }
+
+
+async def _wall_clock() -> Clock:
+    """The wall clock, made on the event loop it will be read on."""
+    return Clock.wall()
