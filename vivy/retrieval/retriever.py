@@ -43,7 +43,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import anyio
 import structlog
 
 from vivy.clock import Clock
@@ -270,7 +269,7 @@ class Retriever:
 
     async def build_context(self, request: RetrievalRequest) -> MemoryContext:
         """The ``<background_facts>`` block for ``request``; never raises for memory failures."""
-        started = anyio.current_time()
+        started = self._clock.monotonic()
         try:
             context = await self._build(request)
         except Exception:  # a bug must not cost the bot its answer either
@@ -278,7 +277,7 @@ class Retriever:
             context = MemoryContext("", RetrievalPath.EMPTY, (), ())
         if self._observe is not None:
             try:
-                self._observe(context.path, anyio.current_time() - started)
+                self._observe(context.path, self._clock.monotonic() - started)
             except Exception:
                 _log.exception("retrieval observer failed", path=context.path)
         return context
