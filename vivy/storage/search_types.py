@@ -7,7 +7,6 @@ retrieval's ranking, so neither depends on the other's modules.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -85,9 +84,9 @@ def _stem(word: str) -> str:
 class TermMatcher:
     """Finds which search terms a text contains, as the porter-stemmed evidence index would:
     a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
-    "dog"). One pattern of all stems, so a text is scanned once."""
+    "dog"). Each stem is looked for with ``str.find`` (a search has a handful of terms),
+    which is several times faster than one regular expression of them all."""
 
-    pattern: re.Pattern[str] | None
     terms_of: Mapping[str, tuple[str, ...]]
 
     @classmethod
@@ -96,21 +95,28 @@ class TermMatcher:
         stems: dict[str, list[str]] = {}
         for term in terms:
             stems.setdefault(_stem(fold(term)), []).append(term)
-        if not stems:
-            return cls(None, {})
-        ordered = sorted(stems, key=len, reverse=True)
-        pattern = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, ordered))})")
-        return cls(pattern, {stem: tuple(found) for stem, found in stems.items()})
+        return cls({stem: tuple(found) for stem, found in stems.items() if stem})
 
     def found(self, text: str) -> frozenset[str]:
         """The terms whose stem starts a word of ``text``."""
-        if self.pattern is None:
-            return frozenset()
         folded = fold(text)
-        if not any(stem in folded for stem in self.terms_of):  # a substring test is cheaper
-            return frozenset()
-        hits = set(self.pattern.findall(folded))
-        return frozenset(term for stem in hits for term in self.terms_of.get(stem, ()))
+        hits = [
+            term
+            for stem, terms in self.terms_of.items()
+            if _starts_a_word(folded, stem)
+            for term in terms
+        ]
+        return frozenset(hits)
+
+
+def _starts_a_word(text: str, stem: str) -> bool:
+    """Whether ``stem`` occurs in ``text`` where no letter or digit precedes it."""
+    at = text.find(stem)
+    while at >= 0:
+        if at == 0 or not text[at - 1].isalnum():
+            return True
+        at = text.find(stem, at + 1)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
