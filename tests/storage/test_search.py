@@ -4,6 +4,9 @@ any limit, finds notes by vector, keyword, evidence, time and name, and the cont
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from vivy.state.buffer import BufferedMessage, CloseReason
@@ -88,19 +91,20 @@ async def add_note(
     return note_id
 
 
-def search(guild_id: int, **options: object) -> NoteSearch:
-    """A search of the guild with small candidate counts (options override)."""
-    values: dict[str, object] = {
-        "vector": serialize_vector(QUERY),
-        "terms": ("biscuit",),
-        "note_type": None,
-        "candidates": 3,
-        "keyword_candidates": 3,
-        "window_candidates": 3,
-        "time_candidates": 3,
-    }
-    values.update(options)
-    return NoteSearch(guild_id, **values)  # type: ignore[arg-type]
+def search(guild_id: int, **options: Any) -> NoteSearch:
+    """A search of the guild for :data:`QUERY` and "biscuit" with small candidate counts
+    (``options`` override any field)."""
+    base = NoteSearch(
+        guild_id,
+        serialize_vector(QUERY),
+        ("biscuit",),
+        None,
+        candidates=3,
+        keyword_candidates=3,
+        window_candidates=3,
+        time_candidates=3,
+    )
+    return replace(base, **options)
 
 
 async def test_another_guilds_closer_notes_never_appear(store: Store) -> None:
