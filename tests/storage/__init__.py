@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from vivy.storage import buffers as store
+from vivy.storage import evidence
 from vivy.storage.db import Connection, Database
+from vivy.storage.postgres import evidence as pg_evidence
 from vivy.storage.postgres.db import PgDatabase
 
 __all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers"]
@@ -42,6 +44,9 @@ class Probe(Protocol):
     async def notes_matching(self, word: str) -> int:
         """How many notes the engine's keyword index finds for ``word``."""
 
+    async def evidence_problems(self) -> list[str]:
+        """What ``vivy db check`` reports of the evidence rows (the read-only view's check)."""
+
 
 class SqliteProbe:
     """Plain SQL on the database behind a SQLite store: what a test checks or arranges that
@@ -69,6 +74,10 @@ class SqliteProbe:
     async def notes_matching(self, word: str) -> int:
         """How many notes the FTS5 index ``notes_fts`` finds for ``word``."""
         return await self.count("SELECT COUNT(*) FROM notes_fts WHERE notes_fts MATCH ?", word)
+
+    async def evidence_problems(self) -> list[str]:
+        """What ``vivy db check`` reports of the evidence rows."""
+        return await self._db.read(evidence.evidence_problems)
 
     async def read(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -110,6 +119,10 @@ class PgProbe:
             " WHERE notes_fts @@ plainto_tsquery('simple', ?)",
             word,
         )
+
+    async def evidence_problems(self) -> list[str]:
+        """What ``vivy db check`` reports of the evidence rows."""
+        return await self._db.read(pg_evidence.evidence_problems)
 
 
 def _pg(sql: str) -> bytes:

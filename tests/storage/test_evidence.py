@@ -1,24 +1,20 @@
 """Evidence storage through the port: windows, their indexes, edits, deletes, retention.
 
-Reads of the evidence indexes are retrieval's (not behind the port yet), so the tests run them
-through the probe."""
+The evidence indexes are read through the search area (:meth:`find_notes`, :meth:`note_hits`),
+so every test runs on both engines."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.storage import Probe, SqliteProbe
+from tests.storage import Probe
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage import evidence
 from vivy.storage.notes import NewNote, Participant, serialize_vector
 from vivy.storage.port import Store
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
 pytestmark = pytest.mark.anyio
-
-#: For the tests that read through the search area's evidence functions (keyword search,
-#: window similarity, lines, ``db check``), which the PostgreSQL engine lacks so far: the
-#: probe runs SQLite's functions.
-sqlite_search_only = pytest.mark.engines("sqlite")
 
 WALL0 = 1772409600.0
 GUILD = 100
@@ -93,10 +89,25 @@ async def embedded(probe: Probe) -> int:
     return await probe.count("SELECT COUNT(*) FROM evidence_windows WHERE embedding IS NOT NULL")
 
 
-async def keyword(probe: SqliteProbe, guild_id: int, term: str) -> list[int]:
-    """Note ids whose windows match ``term`` in the guild."""
-    found = await probe.read(evidence.window_keyword_search, guild_id, f'"{term}"', limit=10)
-    return [match.note_id for match in found]
+async def find(
+    store: Store, guild_id: int, *, terms: tuple[str, ...] = (), vector: bytes | None = None
+) -> NoteSearchResult:
+    """One search of the guild's notes and their evidence, through the port."""
+    (result,) = await store.search.find_notes(
+        [NoteSearch(guild_id, vector, terms, None, candidates=10, keyword_candidates=10)]
+    )
+    return result
+
+
+async def keyword(store: Store, guild_id: int, term: str) -> list[int]:
+    """Note ids whose evidence windows match ``term`` in the guild."""
+    found = await find(store, guild_id, terms=(term,))
+    return [c.note_id for c in found.candidates if c.window_bm25 is not None]
+
+
+async def window_ids(probe: Probe) -> list[int]:
+    """Every evidence window's id, in message order."""
+    return [int(str(r[0])) for r in await probe.rows("SELECT id FROM evidence_windows ORDER BY id")]
 
 
 @pytest.mark.parametrize(
@@ -123,64 +134,58 @@ def test_blank_lines_are_left_out_of_windows() -> None:
     assert evidence.windows_of([(1, "Sam", "")]) == []
 
 
-@sqlite_search_only
-async def test_note_commit_keeps_lines_windows_and_vectors(
-    store: Store, probe: SqliteProbe
-) -> None:
+async def test_note_commit_keeps_lines_windows_and_vectors(store: Store, probe: Probe) -> None:
     """A note's lines stay, its windows are keyword-indexed (stemmed) and embedded by guild."""
     note_id = await store_note(store)
     assert await count(probe, "note_lines") == 6
     assert await count(probe, "evidence_windows") == 2
     assert await embedded(probe) == 2
-    assert await keyword(probe, GUILD, "chewing") == [note_id]  # porter: chewing ~ chewed
-    assert await keyword(probe, OTHER_GUILD, "biscuit") == []
-    nearest = await probe.read(
-        evidence.window_similarities, GUILD, [note_id], serialize_vector(unit(2))
-    )
-    assert [(m.note_id, round(m.score, 3)) for m in nearest] == [(note_id, 1.0), (note_id, 0.0)]
-    assert await probe.read(evidence.window_similarities, OTHER_GUILD, [note_id], b"") == []
-    assert await probe.read(evidence.evidence_problems) == []
+    assert await keyword(store, GUILD, "chewing") == [note_id]  # stemmed: chewing ~ chewed
+    assert await keyword(store, OTHER_GUILD, "biscuit") == []
+    first, second = await window_ids(probe)
+    nearest = await find(store, GUILD, vector=serialize_vector(unit(2)))
+    (candidate,) = nearest.candidates
+    assert candidate.window_similarity == pytest.approx(1.0)
+    assert nearest.windows == {note_id: (second, first)}  # the window along unit(2) first
+    assert (await find(store, OTHER_GUILD, vector=serialize_vector(unit(2)))).candidates == ()
+    assert await probe.evidence_problems() == []
 
 
-@sqlite_search_only
 async def test_a_delete_after_the_note_removes_the_line_and_its_words(
-    store: Store, probe: SqliteProbe
+    store: Store, probe: Probe
 ) -> None:
     """A Discord delete of a noted message leaves neither its line, its words nor the
     embedding of any window that held it."""
     note_id = await store_note(store)
     assert await store.buffers.delete_message(3)
-    assert await keyword(probe, GUILD, "biscuit") == []
-    assert await keyword(probe, GUILD, "puppy") == [note_id]
+    assert await keyword(store, GUILD, "biscuit") == []
+    assert await keyword(store, GUILD, "puppy") == [note_id]
     assert await count(probe, "note_lines") == 5
     assert await embedded(probe) == 0  # both windows held message 3: their vectors go
     assert not await store.buffers.delete_message(3)
 
 
-@sqlite_search_only
-async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: SqliteProbe) -> None:
+async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: Probe) -> None:
     """A Discord edit of a noted message changes what is found and quoted."""
-    await store_note(store)
+    note_id = await store_note(store)
     assert await store.buffers.edit_message(3, "we went with Waffles", WALL0 + 99)
-    assert await keyword(probe, GUILD, "biscuit") == []
-    assert await keyword(probe, GUILD, "waffles") != []
-    lines = (await probe.read(evidence.lines_of_notes, [1]))[1]
-    assert [line.text for line in lines if line.message_id == 3] == ["we went with Waffles"]
+    assert await keyword(store, GUILD, "biscuit") == []
+    assert await keyword(store, GUILD, "waffles") == [note_id]
+    first, _ = await window_ids(probe)
+    _, lines = await store.search.note_hits(GUILD, [note_id], [first])
+    assert [line.text for line in lines[first] if line.message_id == 3] == ["we went with Waffles"]
 
 
-@sqlite_search_only
-async def test_forget_me_and_opt_out_remove_a_members_lines(
-    store: Store, probe: SqliteProbe
-) -> None:
+async def test_forget_me_and_opt_out_remove_a_members_lines(store: Store) -> None:
     """Opting out removes the member's lines; the other member's stay searchable."""
     await store_note(store)
     await store_note(store, OTHER_GUILD, channel_id=2, base=100)
     await store.members.set_opted_out(GUILD, 7, "Sam", True, WALL0)
-    assert await keyword(probe, GUILD, "biscuit") == []
-    assert await keyword(probe, GUILD, "classic") != []
-    assert await keyword(probe, OTHER_GUILD, "biscuit") != []  # another guild is not touched
+    assert await keyword(store, GUILD, "biscuit") == []
+    assert await keyword(store, GUILD, "classic") != []
+    assert await keyword(store, OTHER_GUILD, "biscuit") != []  # another guild is not touched
     await store.members.forget_member(OTHER_GUILD, 7)
-    assert await keyword(probe, OTHER_GUILD, "biscuit") == []
+    assert await keyword(store, OTHER_GUILD, "biscuit") == []
 
 
 async def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_needs(
@@ -207,12 +212,11 @@ async def test_applied_updates_leave_the_lines_of_a_note_with_evidence(
     assert await count(probe, "note_lines") == 6
 
 
-@sqlite_search_only
-async def test_db_check_finds_evidence_of_another_guild(store: Store, probe: SqliteProbe) -> None:
+async def test_db_check_finds_evidence_of_another_guild(store: Store, probe: Probe) -> None:
     """A window filed under a guild other than its note's is reported."""
     await store_note(store)
     await probe.execute("UPDATE evidence_windows SET guild_id = 999")
-    problems = await probe.read(evidence.evidence_problems)
+    problems = await probe.evidence_problems()
     assert any("filed under guild 999" in problem for problem in problems)
 
 

@@ -1,22 +1,28 @@
-"""The PostgreSQL search primitives: the guild filter inside the HNSW scan, and weighted
-keyword search scoped to a guild."""
+"""The PostgreSQL search primitives (the guild filter inside the HNSW scan, weighted keyword
+search scoped to a guild) and the two engines' searches compared on the same data."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from tests.storage.conftest import embedded_postgres
 from tests.storage.test_profiles import new_note
-from vivy.state.buffer import CloseReason
-from vivy.storage.notes import serialize_vector
+from vivy.state.buffer import BufferedMessage, CloseReason
+from vivy.storage import evidence
+from vivy.storage.notes import NewNote, Participant, note_date, serialize_vector
+from vivy.storage.port import Store
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.evidence import vector_text
 from vivy.storage.postgres.search import keyword_search, tsquery_of, vector_search
+from vivy.storage.postgres.stores import open_postgres_store
+from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
+from vivy.storage.sqlite import open_sqlite_store
 
 pytestmark = pytest.mark.skipif(
     embedded_postgres is None, reason="embedded_postgres is not installed (the dev extra)"
@@ -129,3 +135,153 @@ def test_terms_never_become_query_syntax() -> None:
     """Quotes, operators and backslashes in a term stay inside one quoted lexeme."""
     assert tsquery_of(["it's", "a|b", "x\\"]) == "'it''s' | 'a|b' | 'x'"
     assert tsquery_of(["", "'"]) is None
+
+
+#: Words of the cross-engine corpus: plain nouns that every stemmer leaves alone and no
+#: stop-word list holds, so both engines' indexes see the same terms.
+WORDS = (
+    "biscuit garden kayak violin pottery chess rocket lantern harbor meadow falcon cactus"
+    " tundra glacier walrus puzzle orchid canyon banjo comet"
+).split()
+NAMES = ("Sam", "Maya", "Ravi", "Lena")
+WALL0 = 1772409600.0
+
+
+def corpus(rng: random.Random, guild_id: int, index: int) -> tuple[NewNote, list[BufferedMessage]]:
+    """One conversation of ``guild_id`` (its ``index``-th), with six lines, two evidence
+    windows and random unit vectors; message ids are unique across guilds."""
+    start = WALL0 + index * 7200.0
+    base = guild_id * 1000 + index * 10
+    people = rng.sample(range(len(NAMES)), 2)
+    lines = [
+        BufferedMessage(
+            base + i,
+            people[i % 2] + 1,
+            NAMES[people[i % 2]],
+            " ".join(rng.choices(WORDS, k=4)),
+            start + i,
+        )
+        for i in range(6)
+    ]
+    windows = evidence.windows_of([(m.message_id, m.author_name, m.text) for m in lines])
+    note = NewNote(
+        guild_id=guild_id,
+        channel_id=guild_id + index % 3,
+        channel_name="general",
+        note_type="conversation",
+        title=" ".join(rng.choices(WORDS, k=2)),
+        summary=" ".join(rng.choices(WORDS, k=6)),
+        topics=(rng.choice(WORDS),),
+        decisions=(),
+        open_questions=(),
+        entities=(),
+        participants=tuple(Participant(p + 1, NAMES[p], 3) for p in people),
+        note_date=note_date(start),
+        quality="ok",
+        model="test",
+        embedding=unit_vector(rng),
+        created_at=start + 3600,
+        started_at=start,
+        ended_at=start + 6,
+        windows=tuple(windows),
+        window_embeddings=tuple(unit_vector(rng) for _ in windows),
+    )
+    return note, lines
+
+
+def unit_vector(rng: random.Random) -> list[float]:
+    """A random unit vector."""
+    values = [rng.gauss(0.0, 1.0) for _ in range(DIM)]
+    norm = sum(x * x for x in values) ** 0.5
+    return [x / norm for x in values]
+
+
+async def fill(store: Store, seed: int) -> None:
+    """Store the same 24 conversations of each of two guilds through the port."""
+    rng = random.Random(seed)
+    for index in range(24):
+        for guild_id in (MINE, CROWD):
+            note, lines = corpus(rng, guild_id, index)
+            buffer_id = await store.buffers.open_buffer(
+                guild_id, note.channel_id, "general", lines[0].created_at, 1500.0
+            )
+            await store.buffers.append_messages(buffer_id, lines, lines[-1].created_at)
+            await store.buffers.close_buffer(
+                buffer_id, lines[-1].created_at + 1500.0, CloseReason.INACTIVITY
+            )
+            assert await store.notes.commit_conversation_note(buffer_id, note) is not None
+
+
+def searches(seed: int) -> list[NoteSearch]:
+    """Searches with limits above a guild's size, so no engine's ranking decides what is
+    found: vector, three words, a day and a member's name."""
+    rng = random.Random(seed)
+    found: list[NoteSearch] = []
+    for index in range(12):
+        day = WALL0 + rng.randrange(2) * 86400.0
+        found.append(
+            NoteSearch(
+                guild_id=(MINE, CROWD)[index % 2],
+                vector=serialize_vector(unit_vector(rng)),
+                terms=tuple(rng.sample(WORDS, 3)),
+                note_type=None,
+                candidates=100,
+                keyword_candidates=100,
+                window_candidates=500,
+                name_grams=(rng.choice(NAMES).lower(),),
+                time=TimeRange(day, day + 86400.0) if index % 3 else None,
+                time_candidates=100,
+            )
+        )
+    return found
+
+
+def meaning(result: NoteSearchResult) -> dict[int, tuple[object, ...]]:
+    """What a result says of each candidate, leaving out the keyword strengths' scale (BM25
+    on SQLite, ``ts_rank_cd`` on PostgreSQL) but not whether a keyword search found it."""
+    return {
+        c.note_id: (
+            c.channel_id,
+            c.at,
+            c.started,
+            None if c.similarity is None else round(c.similarity, 4),
+            None if c.window_similarity is None else round(c.window_similarity, 4),
+            c.bm25 is not None,
+            c.window_bm25 is not None,
+            round(c.coverage, 6),
+            c.terms,
+            c.named,
+            c.time_distance_s,
+        )
+        for c in result.candidates
+    }
+
+
+@pytest.mark.anyio
+async def test_both_engines_find_the_same_candidates(pg_uri: str, tmp_path: Path) -> None:
+    """On the same data, every search finds the same notes on SQLite and PostgreSQL, with
+    the same fields and term weights; only the keyword strengths' scale differs. Engine-
+    specific because it compares the two engines."""
+    sqlite = open_sqlite_store(tmp_path / "vivy.db", inline=True)
+    postgres = open_postgres_store(pg_uri, inline=True)
+    try:
+        await fill(sqlite, 11)
+        await fill(postgres, 11)
+        asked = searches(12)
+        on_sqlite = await sqlite.search.find_notes(asked)
+        on_postgres = await postgres.search.find_notes(asked)
+        for search, lite, pg in zip(asked, on_sqlite, on_postgres, strict=True):
+            assert meaning(lite) == meaning(pg), search
+            assert set(lite.windows) == set(pg.windows)
+            assert lite.term_weights == pytest.approx(pg.term_weights)
+            assert not lite.vector_failed and not pg.vector_failed
+        # Every way of finding a note took part in the comparison.
+        found = [c for result in on_postgres for c in result.candidates]
+        assert all(c.similarity is not None for c in found)
+        assert any(c.bm25 is not None for c in found)
+        assert any(c.window_bm25 is not None and c.bm25 is None for c in found)
+        assert any(c.named for c in found) and any(c.time_distance_s == 0.0 for c in found)
+        assert {c.note_id for c in found} == set(range(1, 49))
+    finally:
+        sqlite.close()
+        postgres.close()

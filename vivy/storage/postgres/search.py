@@ -1,8 +1,12 @@
-"""The first primitives of note search on PostgreSQL: vector and keyword search over notes.
+"""Note search on PostgreSQL: vector and keyword search over notes and their evidence.
 
-These are the engine-specific parts the coming ``PgSearchStore`` (the port's
-:class:`~vivy.storage.port.SearchStore`, not written yet) will run; the candidate assembly of
-:func:`vivy.storage.search.search_notes_sync` is to be shared between the engines, not copied.
+These are the engine-specific reads :class:`~vivy.storage.postgres.stores.PgSearchStore`
+runs (:func:`search_notes`); what they found is joined into ranking candidates by the pure
+:func:`vivy.storage.search.assemble_candidates`, the same function the SQLite engine calls.
+Term plans use the same postings budget and idf (:func:`vivy.storage.search.prune_terms`,
+:func:`~vivy.storage.search.term_weight`); the keyword strength is ``ts_rank_cd`` where
+SQLite has BM25, so ``bm25`` and ``window_bm25`` differ in scale between the engines while
+the candidates found and their other fields mean the same.
 
 Rules, as for SQLite (:mod:`vivy.storage.search`):
 
@@ -11,18 +15,56 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
   whose notes are not among the nearest of all guilds would get too few; with
   ``hnsw.iterative_scan`` the scan goes on until ``limit`` rows of the guild are found.
 * User text never reaches ``to_tsquery`` as syntax: each term is quoted as one lexeme.
+* Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
+* A failing vector query (a question embedded at another dimension) is reported in the
+  result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import psycopg
+
+from vivy.storage.evidence import EvidenceLine, WindowMatch
+from vivy.storage.notes import Note, note_date
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import blob_text
+from vivy.storage.postgres.notes import get_notes
 from vivy.storage.schema import VEC_KINDS
-from vivy.storage.search import KeywordMatch, VectorMatch
+from vivy.storage.search import (
+    CONVERSATION,
+    EVIDENCE_POSTINGS_BUDGET,
+    KEYWORD_POSTINGS_BUDGET,
+    CandidateDetails,
+    KeywordMatch,
+    SearchHits,
+    TermPlan,
+    VectorMatch,
+    assemble_candidates,
+    prune_terms,
+    shown_windows,
+    term_weight,
+)
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
-__all__ = ["EF_SEARCH", "NOTE_WEIGHTS", "keyword_search", "tsquery_of", "vector_search"]
+__all__ = [
+    "EF_SEARCH",
+    "NOTE_WEIGHTS",
+    "candidate_details",
+    "guild_notes",
+    "keyword_search",
+    "members_named",
+    "notes_in_range",
+    "plan_terms",
+    "search_notes",
+    "tsquery_of",
+    "vector_search",
+    "window_keyword_search",
+    "window_lines",
+    "window_similarities",
+    "window_texts",
+]
 
 #: Candidates the HNSW scan keeps per step (pgvector's default is 40).
 EF_SEARCH = 100
@@ -95,3 +137,236 @@ def keyword_search(
         {"w": NOTE_WEIGHTS, "q": query, "g": guild_id, "t": note_type, "n": limit},
     ).fetchall()
     return [KeywordMatch(int(r[0]), float(r[1])) for r in rows]
+
+
+#: The keyword indexes: the table, its ``tsvector`` column and the text search
+#: configuration its column was built with (queries must use the same one).
+_INDEXES = {
+    "notes": ("interaction_notes", "notes_fts", "simple"),
+    "evidence": ("evidence_windows", "evidence_fts", "english"),
+}
+
+
+def plan_terms(
+    conn: PgConnection,
+    terms: Sequence[str],
+    *,
+    budget: int = KEYWORD_POSTINGS_BUDGET,
+    index: str = "notes",
+) -> TermPlan:
+    """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
+    plans them on SQLite: each term's count (capped at ``budget + 1``) read from the index,
+    the rarest kept within the budget, the total the newest row id."""
+    if not terms:
+        return TermPlan({})
+    table, column, config = _INDEXES[index]
+    row = conn.execute(f"SELECT MAX(id) FROM {table}".encode()).fetchone()
+    total = int(row[0] or 0) if row else 0
+    counts: dict[str, int] = {}
+    for term in dict.fromkeys(terms):
+        query = tsquery_of([term])
+        if query is None:
+            continue
+        counted = conn.execute(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}"
+            f" WHERE {column} @@ to_tsquery('{config}', %s) LIMIT %s) AS found".encode(),
+            (query, budget + 1),
+        ).fetchone()
+        counts[term] = int(counted[0]) if counted else 0
+    kept = prune_terms(list(counts), counts, budget)
+    return TermPlan({term: term_weight(counts[term], total) for term in kept})
+
+
+def window_keyword_search(
+    conn: PgConnection, guild_id: int, terms: Sequence[str], *, limit: int
+) -> list[WindowMatch]:
+    """The ``limit`` evidence windows of the guild matching any of ``terms`` best
+    (``ts_rank_cd`` over the stemmed ``evidence_fts``); the guild filter applies before the
+    ``LIMIT``."""
+    query = tsquery_of(terms)
+    if query is None:
+        return []
+    rows = conn.execute(
+        "SELECT w.id, w.note_id, ts_rank_cd(w.evidence_fts, q) AS score"
+        " FROM evidence_windows w, to_tsquery('english', %(q)s) q"
+        " WHERE w.evidence_fts @@ q AND w.guild_id = %(g)s"
+        " ORDER BY score DESC, w.id LIMIT %(n)s",
+        {"q": query, "g": guild_id, "n": limit},
+    ).fetchall()
+    return [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
+
+
+def window_similarities(
+    conn: PgConnection, guild_id: int, note_ids: Sequence[int], vector: bytes
+) -> list[WindowMatch]:
+    """The cosine similarity of ``vector`` (a float32 blob) to every embedded window of the
+    guild's notes ``note_ids``, best first; windows embedded at another dimension are
+    skipped."""
+    if not note_ids:
+        return []
+    rows = conn.execute(
+        "SELECT id, note_id, 1 - (embedding <=> %(v)s::vector) FROM evidence_windows"
+        " WHERE note_id = ANY(%(ids)s) AND guild_id = %(g)s AND embedding IS NOT NULL"
+        " AND vector_dims(embedding) = %(d)s",
+        {"v": blob_text(vector), "ids": list(note_ids), "g": guild_id, "d": len(vector) // 4},
+    ).fetchall()
+    found = [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
+    found.sort(key=lambda match: (-match.score, match.window_id))
+    return found
+
+
+def window_texts(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, str]:
+    """The indexed text of windows by id."""
+    if not window_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, text FROM evidence_windows WHERE id = ANY(%s)", (list(window_ids),)
+    ).fetchall()
+    return {int(r[0]): str(r[1]) for r in rows}
+
+
+def window_lines(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
+    """The kept lines each window spans, oldest first, by window id (one query)."""
+    ids = list(dict.fromkeys(window_ids))
+    found: dict[int, list[EvidenceLine]] = {window_id: [] for window_id in ids}
+    if not ids:
+        return found
+    rows = conn.execute(
+        "SELECT w.id, l.message_id, l.note_id, l.author_id, l.author_name, l.text,"
+        " l.created_at FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
+        " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
+        " WHERE w.id = ANY(%s) ORDER BY w.id, l.message_id",
+        (ids,),
+    ).fetchall()
+    for r in rows:
+        found[int(r[0])].append(
+            EvidenceLine(int(r[1]), int(r[2]), int(r[3]), str(r[4]), str(r[5]), float(r[6]))
+        )
+    return found
+
+
+def guild_notes(conn: PgConnection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
+    """Notes by id in the order given, keeping only the guild's own."""
+    return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
+
+
+def members_named(conn: PgConnection, guild_id: int, names: Sequence[str]) -> frozenset[int]:
+    """The members of the guild known by any of ``names`` (lower-case word runs)."""
+    if not names:
+        return frozenset()
+    rows = conn.execute(
+        "SELECT DISTINCT user_id FROM member_names WHERE guild_id = %s AND name = ANY(%s)",
+        (guild_id, list(names)),
+    ).fetchall()
+    return frozenset(int(r[0]) for r in rows)
+
+
+def notes_in_range(
+    conn: PgConnection, guild_id: int, start: float, end: float, *, note_type: str, limit: int
+) -> list[int]:
+    """Ids of the guild's notes of one type that overlap ``[start, end)``, newest first."""
+    rows = conn.execute(
+        "SELECT id FROM interaction_notes WHERE guild_id = %s AND note_type = %s"
+        " AND note_date BETWEEN %s AND %s"
+        " AND COALESCE(started_at, created_at) < %s AND COALESCE(ended_at, created_at) >= %s"
+        " ORDER BY COALESCE(ended_at, created_at) DESC, id DESC LIMIT %s",
+        (guild_id, note_type, note_date(start - 86400.0), note_date(end), end, start, limit),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def candidate_details(
+    conn: PgConnection, guild_id: int, note_ids: Sequence[int]
+) -> dict[int, CandidateDetails]:
+    """Channel, start and end, searchable text and participants of the guild's notes."""
+    if not note_ids:
+        return {}
+    ids = list(note_ids)
+    people: dict[int, set[int]] = {}
+    for note_id, user_id in conn.execute(
+        "SELECT note_id, user_id FROM note_participants WHERE note_id = ANY(%s)", (ids,)
+    ).fetchall():
+        people.setdefault(int(note_id), set()).add(int(user_id))
+    rows = conn.execute(
+        "SELECT id, channel_id, COALESCE(started_at, created_at),"
+        " COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
+        " || entities || ' ' || decisions FROM interaction_notes"
+        " WHERE id = ANY(%s) AND guild_id = %s",
+        (ids, guild_id),
+    ).fetchall()
+    return {
+        int(r[0]): CandidateDetails(
+            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+        )
+        for r in rows
+    }
+
+
+def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
+    """Run every search of ``search`` and join them into ranking candidates, one per note,
+    as :func:`vivy.storage.search.search_notes_sync` does on SQLite (one after the other, on
+    the read's one connection and snapshot)."""
+    guild_id = search.guild_id
+    with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
+    vectors: list[VectorMatch] = []
+    vector_failed = False
+    if search.vector is not None:
+        try:
+            with conn.transaction():  # a savepoint: a failure leaves the read usable
+                vectors = vector_search(
+                    conn,
+                    guild_id,
+                    search.vector,
+                    note_type=search.note_type,
+                    limit=search.candidates,
+                )
+        except psycopg.Error:
+            vector_failed = True
+    keywords: list[KeywordMatch] = []
+    note_plan = TermPlan({})
+    if search.terms:
+        note_plan = plan_terms(conn, search.terms)
+        keywords = keyword_search(
+            conn,
+            guild_id,
+            note_plan.terms,
+            note_type=search.note_type,
+            limit=search.keyword_candidates,
+        )
+    windows: list[WindowMatch] = []
+    window_plan = TermPlan({})
+    if search.terms and with_evidence:
+        window_plan = plan_terms(
+            conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence"
+        )
+        windows = window_keyword_search(
+            conn, guild_id, window_plan.terms, limit=search.window_candidates
+        )
+    in_time: list[int] = []
+    if search.time is not None:
+        in_time = notes_in_range(
+            conn,
+            guild_id,
+            search.time.start,
+            search.time.end,
+            note_type=search.note_type or CONVERSATION,
+            limit=search.time_candidates,
+        )
+    hits = SearchHits(
+        vectors=tuple(vectors),
+        vector_failed=vector_failed,
+        keywords=tuple(keywords),
+        windows=tuple(windows),
+        in_time=tuple(in_time),
+        note_weights=note_plan.weights,
+        window_weights=window_plan.weights,
+    )
+    note_ids = hits.note_ids
+    similar: list[WindowMatch] = []
+    if with_evidence and search.vector is not None and not vector_failed:
+        similar = window_similarities(conn, guild_id, note_ids, search.vector)
+    details = candidate_details(conn, guild_id, note_ids)
+    shown = shown_windows(hits.windows, similar)
+    texts = window_texts(conn, [w for ids in shown.values() for w in ids])
+    named = members_named(conn, guild_id, list(search.name_grams))
+    return assemble_candidates(search, hits, similar, details, shown, texts, named)

@@ -1,13 +1,10 @@
-"""The areas of the storage port implemented on PostgreSQL so far.
+"""The storage port on PostgreSQL: every area, and :func:`open_postgres_store`.
 
 Each class runs the synchronous functions of its :mod:`vivy.storage.postgres` module through
 the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read method, one
-transaction per write method. Implemented: :class:`~vivy.storage.port.MetaStore`,
-:class:`~vivy.storage.port.JobStore`, :class:`~vivy.storage.port.BufferStore`,
-:class:`~vivy.storage.port.NoteStore`, :class:`~vivy.storage.port.EvidenceStore`,
-:class:`~vivy.storage.port.ProfileStore`, :class:`~vivy.storage.port.MemberStore` and
-:class:`~vivy.storage.port.ReembedStore`. The search area is not, so there is no
-``open_postgres_store`` yet and ``VIVY_DB`` cannot name a PostgreSQL database.
+transaction per write method. :func:`open_postgres_store` opens the engine behind a
+:class:`~vivy.storage.port.Store`; ``VIVY_DB`` does not select it yet (the app's wiring is
+the next step of the Fleet issue).
 """
 
 from __future__ import annotations
@@ -16,14 +13,28 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
-from vivy.storage.postgres import buffers, evidence, members, meta, notes, profiles, reembed
+from vivy.storage.port import Store
+from vivy.storage.postgres import (
+    buffers,
+    context_reads,
+    evidence,
+    maintenance,
+    members,
+    meta,
+    notes,
+    profiles,
+    reembed,
+    search,
+)
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
-    from vivy.storage.evidence import WindowText
+    from vivy.storage.context_reads import MemberCard, PeopleReads
+    from vivy.storage.evidence import EvidenceLine, WindowText
+    from vivy.storage.maintenance import OutboxState
     from vivy.storage.members import (
         BufferedRef,
         ForgetReport,
@@ -35,17 +46,47 @@ if TYPE_CHECKING:
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
+    from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
 __all__ = [
     "PgBufferStore",
     "PgEvidenceStore",
+    "PgImportStore",
     "PgJobStore",
     "PgMemberStore",
     "PgMetaStore",
     "PgNoteStore",
     "PgProfileStore",
     "PgReembedStore",
+    "PgSearchStore",
+    "open_postgres_store",
+    "postgres_store",
 ]
+
+
+def postgres_store(db: PgDatabase) -> Store:
+    """Every storage area over the PostgreSQL owner ``db``; closing the store closes ``db``."""
+    return Store(
+        buffers=PgBufferStore(db),
+        notes=PgNoteStore(db),
+        profiles=PgProfileStore(db),
+        members=PgMemberStore(db),
+        evidence=PgEvidenceStore(db),
+        jobs=PgJobStore(db),
+        meta=PgMetaStore(db),
+        reembed=PgReembedStore(db),
+        search=PgSearchStore(db),
+        imports=PgImportStore(db),
+        closer=db.close,
+    )
+
+
+def open_postgres_store(uri: str, *, inline: bool = False) -> Store:
+    """Open (migrating as needed) the PostgreSQL database at ``uri`` as a store.
+
+    ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
+    """
+    return postgres_store(PgDatabase.open(uri, inline=inline))
 
 
 class PgBufferStore:
@@ -403,3 +444,90 @@ class PgReembedStore:
     async def swap_note_vectors(self, model: str, dimension: int) -> int | None:
         """Swap every note vector for its staged one; None (no change) while one is missing."""
         return await self._db.write(reembed.swap_note_vectors, model, dimension)
+
+
+class PgImportStore:
+    """Import bookkeeping on PostgreSQL: :mod:`vivy.storage.postgres.maintenance` through the
+    owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def fed_high_marks(self, channel_ids: Sequence[int]) -> dict[int, int]:
+        """Each channel's highest stored message id (closed or open buffer)."""
+        return await self._db.read(maintenance.fed_high_marks, channel_ids)
+
+    async def note_counts(self) -> dict[str, int]:
+        """Stored notes by type."""
+        return await self._db.read(maintenance.note_counts)
+
+    async def fact_count(self) -> int:
+        """Stored profile facts, active or not."""
+        return await self._db.read(maintenance.fact_count)
+
+    async def outbox_state(self) -> OutboxState:
+        """The pipeline's unfinished work."""
+        return await self._db.read(maintenance.outbox_state)
+
+
+class PgSearchStore:
+    """Note search and context reads on PostgreSQL: :mod:`vivy.storage.postgres.search` and
+    :mod:`~vivy.storage.postgres.context_reads` through the owner. The searches of one call
+    run one after the other in one read (one snapshot); the HNSW index stands in for
+    SQLite's in-memory binary vectors."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def memory_version(self, guild_id: int) -> tuple[int | float | None, ...]:
+        """A fingerprint of everything a guild's context is built from; it changes with it."""
+        return await self._db.read(context_reads.memory_version, guild_id)
+
+    async def find_notes(self, searches: Sequence[NoteSearch]) -> list[NoteSearchResult]:
+        """Run each search and return its ranking candidates, in order (one read)."""
+
+        def find(conn: PgConnection) -> list[NoteSearchResult]:
+            return [search.search_notes(conn, s) for s in searches]
+
+        return await self._db.read(find)
+
+    async def note_hits(
+        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+    ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+        """The guild's notes by id in the order given, and the lines of each evidence window."""
+
+        def read(conn: PgConnection) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
+            found = search.guild_notes(conn, guild_id, note_ids)
+            lines = search.window_lines(conn, window_ids)
+            return found, {w: tuple(ls) for w, ls in lines.items()}
+
+        return await self._db.read(read)
+
+    async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
+        """The members among ``user_ids`` who opted out of memory in this guild."""
+        return await self._db.read(context_reads.opted_out, guild_id, user_ids)
+
+    async def people(
+        self,
+        guild_id: int,
+        users: Sequence[int],
+        active: Sequence[int],
+        *,
+        since: float,
+        activity_limit: int,
+        lore_limit: int,
+    ) -> PeopleReads:
+        """Names and facts of ``users``, recent notes of ``active`` members, and lore."""
+        return await self._db.read(
+            context_reads.people_reads,
+            guild_id,
+            users,
+            active,
+            since=since,
+            activity_limit=activity_limit,
+            lore_limit=lore_limit,
+        )
+
+    async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
+        """What the operator API shows of a member; None when the guild does not know them."""
+        return await self._db.read(context_reads.member_card, guild_id, user_id, notes)
