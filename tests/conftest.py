@@ -32,3 +32,7 @@ def _restored_collector() -> Iterator[None]:
     if gc.get_threshold() != threshold:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+# The embedded PostgreSQL server and a fresh schema on it, for any test that needs the engine.
+from tests.pg import pg_server, pg_uri  # noqa: E402, F401

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vivy.config import Settings
+from vivy.config import Settings, shown_database
 from vivy.errors import ConfigError
 from vivy.llm import gemini_config
 from vivy.retrieval.ranking import Gate
@@ -180,3 +180,12 @@ def test_recall_settings_are_checked(env: dict[str, str], named: str) -> None:
     """A bad retention, threshold or budget is refused with the variable and value named."""
     with pytest.raises(ConfigError, match=re.escape(named)):
         Settings.from_env(env)
+
+
+def test_a_postgresql_url_selects_that_engine_and_is_shown_without_its_password() -> None:
+    """``VIVY_DB=postgresql://…`` is the PostgreSQL engine; reports never print the password."""
+    settings = Settings.from_env({"VIVY_DB": "postgresql://vivy:secret@db.example:5432/vivy"})
+    assert settings.database_url == "postgresql://vivy:secret@db.example:5432/vivy"
+    assert shown_database(settings) == "postgresql://db.example:5432/vivy"
+    assert Settings.from_env({"VIVY_DB": "memory.db"}).database_url is None
+    assert shown_database(Settings.from_env({"VIVY_DB": "memory.db"})) == "memory.db"

@@ -36,8 +36,8 @@ def test_a_guild_belongs_to_the_shard_discord_sends_it_to() -> None:
         assert (low if (guild >> 22) % 4 < 2 else high).owns(guild)
 
 
-def test_settings_read_the_shards_and_refuse_a_partial_set_on_sqlite() -> None:
-    """A SQLite database needs every shard in its one process; ids need a count."""
+def test_settings_read_the_shards_and_refuse_a_partial_set() -> None:
+    """One process runs every shard until shards can be leased; ids need a count."""
     assert Settings.from_env({}).shards is None
     assert Settings.from_env({"VIVY_SHARD_COUNT": "4"}).shards == Shards((0, 1, 2, 3), 4)
     full = {"VIVY_SHARD_COUNT": "2", "VIVY_SHARD_IDS": "0,1"}

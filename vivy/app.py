@@ -35,8 +35,8 @@ from vivy.metrics import ActorKind, Metrics
 from vivy.metrics.observer import MetricsObserver
 from vivy.state.gate import CapturePolicy
 from vivy.storage.db import Database
+from vivy.storage.engines import open_store
 from vivy.storage.port import Store
-from vivy.storage.sqlite import sqlite_store
 
 __all__ = ["App", "bind_gauges", "check_embedding_model", "database_size", "running_app"]
 
@@ -50,9 +50,9 @@ class App:
     settings: Settings
     #: Every storage area, over the SQLite owner ``db``.
     store: Store
-    #: The SQLite owner under ``store``; nothing in Vivy calls it past the port, tests read
-    #: rows through it that the port does not show.
-    db: Database
+    #: The SQLite owner under ``store`` (None on PostgreSQL); nothing in Vivy calls it past
+    #: the port, tests read rows through it that the port does not show.
+    db: Database | None
     clock: Clock
     llm: LLM
     metrics: Metrics
@@ -99,7 +99,8 @@ def bind_gauges(app: App) -> None:
     metrics = app.metrics
     metrics.outbox_buffers_pending.set_function(lambda: app.notes.backlog)
     metrics.outbox_profile_updates_pending.set_function(lambda: app.profiles.pending)
-    metrics.database_size.set_function(lambda: database_size(app.settings.database))
+    if app.db is not None:  # a PostgreSQL server reports its own size
+        metrics.database_size.set_function(lambda: database_size(app.settings.database))
     metrics.actor_inbox_depth.labels(actor=ActorKind.CHANNEL).set_function(
         lambda: app.router.statistics().queued_items
     )
@@ -130,8 +131,7 @@ async def running_app(
     and profile updates written at once; the importer raises them to keep model calls in
     flight.
     """
-    db = Database.open(settings.database, inline=inline_db)
-    store = sqlite_store(db)
+    store, db = open_store(settings.database, settings.database_url, inline=inline_db)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
@@ -216,7 +216,7 @@ async def running_app(
                 "vivy started",
                 llm=model.quality,
                 flash=model.model_for(ModelTier.FLASH),
-                database=str(settings.database),
+                database="postgresql" if settings.database_url else str(settings.database),
             )
             yield app
             tg.cancel_scope.cancel()

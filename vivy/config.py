@@ -98,6 +98,8 @@ class Settings:
     """
 
     database: Path = Path("vivy.db")
+    #: A PostgreSQL database (``VIVY_DB=postgresql://…``) used instead of ``database``.
+    database_url: str | None = None
     buffers: BufferSettings = field(default_factory=BufferSettings)
     allowed_guilds: frozenset[int] | None = None
     blacklisted_users: frozenset[int] = frozenset()
@@ -179,6 +181,7 @@ class Settings:
             ),
             seed=reader.count("VIVY_SEED", 0, low=0, high=2**63 - 1),
         )
+        db = reader.text("VIVY_DB", "vivy.db")
         host = reader.text("VIVY_METRICS_HOST", "127.0.0.1")
         token = reader.text("VIVY_API_TOKEN", "") or None
         if token is None and not is_loopback(host):
@@ -187,7 +190,8 @@ class Settings:
                 "there needs a bearer token: set VIVY_API_TOKEN, or use 127.0.0.1"
             )
         settings = cls(
-            database=Path(reader.text("VIVY_DB", "vivy.db")),
+            database=Path(db) if not is_postgres_url(db) else Path("vivy.db"),
+            database_url=db if is_postgres_url(db) else None,
             buffers=buffers,
             allowed_guilds=reader.ids("VIVY_ALLOWED_GUILDS") or None,
             blacklisted_users=reader.ids("VIVY_BLACKLIST_USERS"),
@@ -258,11 +262,25 @@ def _shards(reader: _Reader) -> Shards | None:
         raise ConfigError(f"VIVY_SHARD_IDS={ids!r} is not allowed: {exc}") from None
     if not shards.complete:
         raise ConfigError(
-            f"VIVY_SHARD_IDS={ids!r} runs {len(shards.ids)} of {count} shards, but a SQLite "
-            "database belongs to one process, which must run them all: leave VIVY_SHARD_IDS "
-            "empty (sharing shards between processes needs PostgreSQL, not supported yet)"
+            f"VIVY_SHARD_IDS={ids!r} runs {len(shards.ids)} of {count} shards, but one process "
+            "must run them all until processes can lease shards from a shared database (not "
+            "built yet): leave VIVY_SHARD_IDS empty"
         )
     return shards
+
+
+def is_postgres_url(value: str) -> bool:
+    """Whether ``VIVY_DB`` names a PostgreSQL database rather than a SQLite file."""
+    return value.startswith(("postgresql://", "postgres://"))
+
+
+def shown_database(settings: Settings) -> str:
+    """The database as a report may name it: a file's path, or a URL without its password."""
+    url = settings.database_url
+    if url is None:
+        return str(settings.database)
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rsplit('@', 1)[-1]}"
 
 
 def is_loopback(host: str) -> bool:

@@ -2,7 +2,7 @@
 
 Discord sends a guild's events to one shard: ``(guild_id >> 22) % shard_count``. A process
 that runs shards ``ids`` of ``count`` therefore owns exactly the guilds that formula maps into
-``ids``. A SQLite database belongs to one process, so with SQLite the process must run every
+``ids``. Until processes can lease shards from a shared database, one process runs every
 shard (:attr:`Shards.complete`).
 """
 

@@ -13,11 +13,15 @@ import anyio
 import hikari
 import pytest
 
+from tests.pg import embedded_postgres
 from vivy.bot.gateway import INTENTS
 from vivy.commands import run
+from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.shards import parse_shard_ids
 from vivy.storage.db import Database
+from vivy.storage.port import Store
+from vivy.storage.postgres.stores import open_postgres_store
 
 from . import payloads
 from .conftest import (
@@ -185,3 +189,61 @@ async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(tmp_path
     assert sorted(_stored_texts(settings.database)) == [
         f"hello on shard {(guild >> 22) % 3} ({n})" for n, guild in enumerate(guilds)
     ]
+
+
+async def _texts_on(store: Store) -> list[str]:
+    """The texts of every open buffer's messages, read through the port."""
+    found: list[str] = []
+    for row in await store.buffers.open_buffer_rows():
+        buffer = await store.buffers.load_buffer(row.id)
+        found += [m.text for m in buffer.messages] if buffer is not None else []
+    return found
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+@pytest.mark.anyio
+async def test_serve_on_postgresql_remembers_through_the_gateway(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """With ``VIVY_DB=postgresql://…`` the same ``vivy run`` stores the gateway's messages in
+    PostgreSQL (and no SQLite file is made)."""
+    url = "postgresql://vivy@db.example/vivy"
+    assert Settings.from_env({"VIVY_DB": url}).database_url == url
+    settings = make_settings(
+        tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0, database_url=pg_uri
+    )
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+        bot = hikari.GatewayBot(
+            TOKEN,
+            intents=INTENTS,
+            banner=None,
+            logs=None,
+            rest_url=fake.url,
+            suppress_optimization_warning=True,
+        )
+        reader = open_postgres_store(pg_uri)
+        try:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(partial(run.serve, settings, environ={}, bot=bot))
+                    await fake.ready.wait()
+                    await fake.dispatch(
+                        "MESSAGE_CREATE",
+                        payloads.message(
+                            payloads.next_snowflake(),
+                            ALEX,
+                            "remembered in postgres",
+                            channel_id=CHANNEL,
+                            guild_id=GUILD,
+                        ),
+                    )
+                    while True:  # the message is stored before the gateway acks it
+                        if await _texts_on(reader):
+                            break
+                        await anyio.sleep(0.05)
+                    os.kill(os.getpid(), signal.SIGTERM)
+            assert await _texts_on(reader) == ["remembered in postgres"]
+        finally:
+            reader.close()
+        await fake.gateway_closed.wait()
+    assert not settings.database.exists()

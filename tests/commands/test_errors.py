@@ -118,10 +118,17 @@ CASES = (
         {"VIVY_TIMEZONE": "Mars/Olympus"},
     ),
     Case(
-        "`vivy run --shard-ids 0-3 --shard-count 16` on SQLite",
+        "`vivy run --shard-ids 0-3 --shard-count 16`",
         ("run", "--shard-ids", "0-3", "--shard-count", "16"),
         "runs 4 of 16 shards",
         EXIT_USAGE,
+    ),
+    Case(
+        "`vivy db check` with `VIVY_DB=postgresql://…`",
+        ("db", "check"),
+        "SQLite database files only",
+        EXIT_USAGE,
+        {"VIVY_DB": "postgresql://vivy:secret@db.example/vivy"},
     ),
     Case(
         "`VIVY_SHARD_IDS=7` with `VIVY_SHARD_COUNT=4`",

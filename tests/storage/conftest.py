@@ -13,17 +13,13 @@ it. The header of the run names the engines.
 
 from __future__ import annotations
 
-import itertools
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
+from tests.pg import embedded_postgres
 from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.storage.db import Database
 from vivy.storage.port import Store
@@ -31,20 +27,8 @@ from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import postgres_store
 from vivy.storage.sqlite import sqlite_store
 
-try:
-    with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
-        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-        import embedded_postgres
-except ImportError:  # the dev extra is not installed: SQLite only, said in the run's header
-    embedded_postgres = None
-
 #: The engines every port test runs on.
 ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
-
-#: The database the tests' schemas live in.
-DATABASE = "vivy_tests"
-
-_schemas = itertools.count(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -76,43 +60,6 @@ class Engine:
     name: str
     store: Store
     probe: Probe
-
-
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One embedded PostgreSQL server for the session, with the test database and pgvector."""
-    assert embedded_postgres is not None
-    server = embedded_postgres.get_server(
-        tmp_path_factory.mktemp("postgres") / "data", cleanup_mode="delete"
-    )
-    with psycopg.connect(server.get_uri(), autocommit=True) as admin:
-        # A throwaway server: durability only slows the tests down.
-        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
-            admin.execute(f"ALTER SYSTEM SET {setting} = off")
-        admin.execute("SELECT pg_reload_conf()")
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    with psycopg.connect(server.get_uri(DATABASE), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION vector")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-
-
-@pytest.fixture
-def pg_uri(pg_server: Any) -> Iterator[str]:
-    """The URI of a fresh, empty PostgreSQL schema of its own (the first on its search path),
-    dropped after the test. A schema costs about 0.05 s to create and migrate, a database
-    copied from a template about 0.5 s."""
-    schema = f"vivy_test_{next(_schemas)}"
-    uri = str(pg_server.get_uri(DATABASE))
-    with psycopg.connect(uri, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield make_conninfo(uri, options=f"-c search_path={schema},public")
-    finally:
-        with psycopg.connect(uri, autocommit=True) as admin:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import structlog
 
-from vivy.config import Settings
-from vivy.errors import StorageError, VivyError
+from vivy.config import Settings, is_postgres_url
+from vivy.errors import ConfigError, StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
 from vivy.storage.port import ReadOnlyStore
 from vivy.storage.readonly import SqliteReadOnlyStore
@@ -53,10 +53,23 @@ def add_database_option(parser: argparse.ArgumentParser) -> None:
 
 
 def database_path(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Path:
-    """The database named by ``--db``, else by the settings."""
+    """The SQLite database named by ``--db``, else by the settings; a PostgreSQL ``VIVY_DB``
+    is refused: the operator commands read SQLite files only for now."""
     if getattr(args, "db", None):
+        if is_postgres_url(args.db):
+            raise ConfigError(f"--db {args.db.split('@')[-1]!r}: {_SQLITE_ONLY}")
         return Path(args.db)
-    return Settings.from_env(os.environ if environ is None else environ).database
+    settings = Settings.from_env(os.environ if environ is None else environ)
+    if settings.database_url is not None:
+        raise ConfigError(f"VIVY_DB is a PostgreSQL URL: {_SQLITE_ONLY}")
+    return settings.database
+
+
+#: Why an operator command refuses a PostgreSQL database.
+_SQLITE_ONLY = (
+    "this command reads SQLite database files only for now (vivy run and vivy import "
+    "take PostgreSQL); pass --db PATH"
+)
 
 
 def discord_id(text: str) -> int:

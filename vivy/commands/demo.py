@@ -87,7 +87,7 @@ def run_demo(
     env = os.environ if environ is None else environ
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(db_path) if db_path else Path(tmp) / "demo.db"
-        settings = replace(Settings.from_env(env), database=path)
+        settings = replace(Settings.from_env(env), database=path, database_url=None)
         registry = CollectorRegistry()
         batch = load_exports([DEMO_EXPORT])
         make_model = llm_factory(env)

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
 from vivy.commands.db import add_database_option, database_path, quiet_logs
-from vivy.config import Settings
+from vivy.config import Settings, shown_database
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
 from vivy.llm import OfflineLLM, gemini_config_from_env
@@ -62,6 +62,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if not args.db and Settings.from_env(os.environ).database_url is not None:
+        return run_import(args.paths, database=None)  # VIVY_DB names a PostgreSQL database
     return run_import(args.paths, database=str(database_path(args)))
 
 
@@ -78,12 +80,13 @@ def llm_factory(environ: Mapping[str, str]) -> Callable[[], LLM]:
 def run_import(
     paths: list[str],
     *,
-    database: str,
+    database: str | None,
     environ: Mapping[str, str] | None = None,
     stderr: TextIO | None = None,
     ticker: Callable[[], float] = time.monotonic,
 ) -> int:
-    """Import ``paths`` into ``database`` and print the report; returns the exit code.
+    """Import ``paths`` into ``database`` (None: the one ``VIVY_DB`` names) and print the
+    report; returns the exit code.
 
     Progress goes to ``stderr``: a bar on a terminal, else one line every
     :data:`LOG_EVERY_S` seconds of real time (``ticker``).
@@ -99,7 +102,8 @@ def run_import(
             )
     finally:
         display.close()
-    print(format_report(report, database))
+    shown = database if database is not None else shown_database(settings)
+    print(format_report(report, shown))
     if report.failed_days:
         raise VivyError(
             "the nightly job failed for "

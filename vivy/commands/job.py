@@ -46,7 +46,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
     """Run the job for ``day`` on the database at ``path``; returns the exit code."""
-    settings = replace(Settings.from_env(os.environ), database=Path(path))
+    settings = replace(Settings.from_env(os.environ), database=Path(path), database_url=None)
     if not settings.database.is_file():
         raise StorageError(
             f"no such database file: {settings.database}; pass --db with the database "

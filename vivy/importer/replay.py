@@ -44,8 +44,8 @@ from vivy.llm.bridge import RealTimeLLM, WrappedLLM
 from vivy.llm.port import LLM
 from vivy.notes import NoteType
 from vivy.state.gate import IngestOutcome
+from vivy.storage.engines import open_store
 from vivy.storage.maintenance import OutboxState
-from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "BACKLOG_PER_SLOT",
@@ -229,7 +229,7 @@ async def replay(
     pulse = _Pulse()
     gate = _CallGate(llm, limit, pulse)
     tally = _Tally()
-    peek = open_sqlite_store(settings.database, inline=True)
+    peek, _ = open_store(settings.database, settings.database_url, inline=True)
     try:
         stored = _Stored(await peek.imports.fed_high_marks(sorted(batch.channel_ids)))
     finally:
@@ -428,7 +428,7 @@ def import_exports(
     """
     batch = load_exports(paths)
     if database is not None:
-        settings = replace(settings, database=Path(database))
+        settings = replace(settings, database=Path(database), database_url=None)
     model = llm() if callable(llm) else llm
     try:
         return trio.run(
