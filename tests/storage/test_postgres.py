@@ -161,6 +161,22 @@ async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
     assert thread != threading.get_ident()
 
 
+def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(pg_uri: str) -> None:
+    """The server ends the owner's session (a restart or failover does): the call that finds
+    the connection broken fails with StorageError, the next one reconnects and succeeds."""
+    db = PgDatabase.open(pg_uri)
+    try:
+        pid = db.read_sync(lambda conn: conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        with connect(pg_uri) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StorageError):
+            db.read_sync(lambda conn: conn.execute("SELECT 1").fetchone())
+        again = db.read_sync(lambda conn: conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        assert again != pid
+    finally:
+        db.close()
+
+
 def race(uri: str, first: Callable[[PgConnection], object], second: Callable[[], T]) -> T:
     """Run ``first`` in an open transaction, start ``second`` on another thread, wait until
     it waits for a lock the first holds, commit the first, and return what ``second`` gave.

@@ -111,10 +111,16 @@ def _storage_error(exc: psycopg.Error) -> StorageError:
 class PgDatabase:
     """Owns the connection; every read and write of the PostgreSQL engine goes through
     :meth:`read` / :meth:`write`, each running one synchronous storage function of
-    :mod:`vivy.storage.postgres` in one transaction."""
+    :mod:`vivy.storage.postgres` in one transaction.
 
-    def __init__(self, conn: PgConnection, *, inline: bool) -> None:
+    A connection the server dropped (a restart, a failover, an idle timeout) fails the call
+    that finds it broken, with :class:`StorageError` as any failed call does, and the next
+    call connects again: the process outlives its connection.
+    """
+
+    def __init__(self, conn: PgConnection, *, inline: bool, uri: str = "") -> None:
         self._conn = conn
+        self._uri = uri
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
@@ -131,7 +137,7 @@ class PgDatabase:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, inline=inline)
+        return cls(conn, inline=inline, uri=uri)
 
     @property
     def inline(self) -> bool:
@@ -188,6 +194,10 @@ class PgDatabase:
         **kwargs: P.kwargs,
     ) -> T:
         """``fn`` in one transaction on the connection, psycopg errors translated."""
+        if (self._conn.closed or self._conn.broken) and self._uri:
+            self._conn.close()
+            self._conn = connect(self._uri)
+            log.info("database connection opened again")
         conn = self._conn
         try:
             with conn.transaction():
