@@ -69,8 +69,8 @@ async def _start(db: Path, llm: LLM) -> None:
 
 def _nearest(conn: Connection, vector: list[float]) -> tuple[int, float]:
     row = conn.execute(
-        "SELECT note_id, distance FROM vec_notes WHERE embedding MATCH ? AND k = 3"
-        " AND guild_id = ? ORDER BY distance",
+        "SELECT note_id, vec_distance_cosine(embedding, ?) AS distance FROM vec_notes"
+        " WHERE guild_id = ? ORDER BY distance LIMIT 1",
         (serialize_vector(vector), GUILD),
     ).fetchone()
     return int(row[0]), float(row[1])

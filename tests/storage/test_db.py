@@ -323,9 +323,9 @@ def test_vec_notes_knn_is_partitioned_by_guild(db: Database) -> None:
 
     def knn(conn: Connection, guild_id: int) -> list[int]:
         rows = conn.execute(
-            "SELECT note_id FROM vec_notes WHERE embedding MATCH ? AND k = 3 AND guild_id = ?"
-            " ORDER BY distance",
-            (vector(1.0, 0.0), guild_id),
+            "SELECT note_id FROM vec_notes WHERE guild_id = ?"
+            " ORDER BY vec_distance_cosine(embedding, ?) LIMIT 3",
+            (guild_id, vector(1.0, 0.0)),
         )
         return [r[0] for r in rows]
 

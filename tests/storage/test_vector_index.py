@@ -34,11 +34,11 @@ def _bits(conn: Connection, text: str) -> bytes:
 
 
 def _exact(conn: Connection, guild_id: int, bits: bytes, k: int) -> list[int]:
-    """The database's own hamming KNN over the guild's partition (sqlite-vec)."""
+    """An exact hamming KNN of the guild's rows in SQL (sqlite-vec's distance function)."""
     rows = conn.execute(
-        "SELECT note_id, distance FROM vec_notes WHERE embedding_bits MATCH vec_bit(?) AND k = ?"
-        " AND guild_id = ?",
-        (bytes(bits), k, guild_id),
+        "SELECT note_id, vec_distance_hamming(vec_bit(embedding_bits), vec_bit(?)) AS distance"
+        " FROM vec_notes WHERE guild_id = ? ORDER BY distance, note_id LIMIT ?",
+        (bytes(bits), guild_id, k),
     ).fetchall()
     return [int(r[0]) for r in sorted(rows, key=lambda r: (float(r[1]), int(r[0])))]
 

@@ -6,7 +6,6 @@ migrates or switches the journal mode.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import sqlean
@@ -99,15 +98,9 @@ def check_foreign_keys(conn: Connection) -> list[str]:
     ]
 
 
-_DIMENSION = re.compile(r"embedding\s+float\[(\d+)\]", re.IGNORECASE)
-
-
 def vec_notes_dimension(conn: Connection) -> int | None:
-    """The vector length ``vec_notes`` was created with, or None when it is missing."""
-    row = conn.execute(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'vec_notes'"
-    ).fetchone()
-    if row is None or row[0] is None:
-        return None
-    found = _DIMENSION.search(str(row[0]))
-    return int(found.group(1)) if found else None
+    """The length of the stored note vectors (float32: four bytes a dimension), or None when
+    none is stored; vectors of different lengths give the largest (``db check`` then reports
+    them against the recorded model)."""
+    row = conn.execute("SELECT MAX(length(embedding)) / 4 FROM vec_notes").fetchone()
+    return None if row is None or row[0] is None else int(row[0])

@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.notes import NoteType
-from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection
 from vivy.storage.maintenance import count_rows
 from vivy.storage.notes import serialize_vector
-from vivy.storage.schema import VEC_KINDS, binary_dimensions, vec_notes_ddl
+from vivy.storage.schema import VEC_KINDS, binary_dimensions
 from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
@@ -113,7 +112,7 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
     """Replace every note vector with its staged one and record the model, atomically.
 
     Returns the number of vectors written, or None (changing nothing) when a note still has
-    no staged vector. When the dimension differs, ``vec_notes`` is dropped and recreated.
+    no staged vector.
     """
     missing = conn.execute(
         f"SELECT COUNT(*) FROM interaction_notes n LEFT JOIN {REEMBED_STAGING} s"
@@ -122,11 +121,7 @@ def swap_note_vectors(conn: Connection, model: str, dimension: int) -> int | Non
     if missing:
         return None
     vectors_replaced(conn)
-    if vec_notes_dimension(conn) == dimension:
-        conn.execute("DELETE FROM vec_notes")
-    else:
-        conn.execute("DROP TABLE IF EXISTS vec_notes")
-        conn.execute(vec_notes_ddl(dimension))
+    conn.execute("DELETE FROM vec_notes")
     conn.execute(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
         " SELECT n.id, n.guild_id, CASE n.note_type WHEN 'topic_cluster' THEN ? ELSE ? END,"

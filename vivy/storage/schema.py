@@ -306,14 +306,30 @@ ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 
 #: Version 3: a guild's vector generation, bumped in the transaction that removes or replaces
 #: any of its note vectors, so that an in-memory copy of its binary vectors
-#: (:mod:`vivy.storage.vector_index`) knows to load them again (no row: generation 0); and
-#: profile updates indexed by note, so applying one looks only at its note's other updates.
+#: (:mod:`vivy.storage.vector_index`) knows to load them again (no row: generation 0);
+#: profile updates indexed by note, so applying one looks only at its note's other updates;
+#: and ``vec_notes`` becomes a plain table: its nearest-neighbour search runs in memory, and a
+#: plain row gives a note's float vector in one page read where sqlite-vec's chunked storage
+#: read it out of a 3 MB chunk (the bits come first, so loading them reads no float vector).
 _V3 = """
 CREATE TABLE vector_generations (
     guild_id    INTEGER PRIMARY KEY,
     generation  INTEGER NOT NULL
 );
 CREATE INDEX profile_updates_by_note ON profile_updates (note_id, status);
+
+CREATE TABLE vec_notes_rows (
+    note_id         INTEGER PRIMARY KEY,
+    guild_id        INTEGER NOT NULL,
+    note_kind       TEXT NOT NULL,
+    embedding_bits  BLOB NOT NULL,
+    embedding       BLOB NOT NULL
+);
+INSERT INTO vec_notes_rows (note_id, guild_id, note_kind, embedding_bits, embedding)
+    SELECT note_id, guild_id, note_kind, embedding_bits, embedding FROM vec_notes;
+DROP TABLE vec_notes;
+ALTER TABLE vec_notes_rows RENAME TO vec_notes;
+CREATE INDEX vec_notes_by_guild ON vec_notes (guild_id, note_id);
 """
 
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.

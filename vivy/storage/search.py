@@ -197,18 +197,21 @@ def vector_search(
         (vector, binary_dimensions(len(vector) // 4)),  # a float32 blob: four bytes a dimension
     ).fetchone()[0]
     kind = None if note_type is None else VEC_KINDS[note_type]
-    rows = [(note_id,) for note_id in index.nearest(conn, guild_id, bits, k, kind=kind)]
-    # Point lookups by primary key: vec0 answers ``note_id = ?`` from the row's chunk, while
-    # ``note_id IN (...)`` or a join would scan the whole table.
-    exact: list[VectorMatch] = []
-    for (note_id,) in rows:
-        found = conn.execute(
-            "SELECT vec_distance_cosine(embedding, ?) FROM vec_notes"
-            " WHERE note_id = ? AND guild_id = ?",
-            (vector, note_id, guild_id),
-        ).fetchone()
-        if found is not None and found[0] is not None:
-            exact.append(VectorMatch(int(note_id), 1.0 - float(found[0])))
+    nearest = index.nearest(conn, guild_id, bits, k, kind=kind)
+    if not nearest:
+        return []
+    # One query by primary key; a vector of another length (a half-done re-embedding) is
+    # skipped rather than compared.
+    exact = [
+        VectorMatch(int(note_id), 1.0 - float(distance))
+        for note_id, distance in conn.execute(
+            "SELECT note_id, vec_distance_cosine(embedding, ?) FROM vec_notes"
+            f" WHERE note_id IN ({','.join('?' * len(nearest))}) AND guild_id = ?"
+            " AND length(embedding) = ?",
+            (vector, *nearest, guild_id, len(vector)),
+        ).fetchall()
+        if distance is not None
+    ]
     exact.sort(key=lambda match: (-match.similarity, match.note_id))
     return exact[:limit]
 

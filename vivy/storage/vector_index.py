@@ -1,9 +1,10 @@
 """An in-memory copy of each guild's binary note vectors, for a hamming KNN in a millisecond.
 
-sqlite-vec's ``vec0`` answers a KNN over ``embedding_bits`` by scanning the guild's partition
+sqlite-vec's ``vec0`` answered a KNN over the binary vectors by scanning the guild's partition
 at about 70 ns a row: 8 ms for a 100k-note guild, most of the retrieval budget. The same scan
-over numpy columns of 64-bit words (XOR, popcount, partial sort) takes about 1.5 ms. The copy
-is a cache of what SQLite holds, never a second source of truth:
+over numpy columns of 64-bit words (XOR, popcount, partial sort) takes about 1.5 ms, so
+``vec_notes`` is now a plain table and this copy is its only index. The copy is a cache of
+what SQLite holds, never a second source of truth:
 
 - before every search it is checked against the database: notes added since (note ids only
   grow) are read by id and appended; a removal or replacement of vectors (forget-me,
@@ -11,7 +12,8 @@ is a cache of what SQLite holds, never a second source of truth:
   a copy with an older generation is loaded again;
 - the candidates it returns are re-ranked exactly from ``vec_notes``'s float vectors.
 
-Loading a 100k-note guild takes about a second; it happens once per process and guild.
+Loading a guild reads its rows' bits in note order through ``vec_notes_by_guild`` (the float
+vectors stay on their overflow pages); it happens once per process and guild.
 """
 
 from __future__ import annotations
@@ -126,8 +128,7 @@ class BinaryIndex:
         )
         if newest <= guild.seen_note_id:
             return guild
-        # Note ids only grow; ``+guild_id`` keeps the id range as the index used. vec0 answers
-        # ``note_id = ?`` from the row's chunk, a join would scan its table: one lookup a note.
+        # Note ids only grow; ``+guild_id`` keeps the id range as the index used.
         added = [
             row
             for (note_id,) in conn.execute(
