@@ -193,6 +193,18 @@ def make_settings(tmp_path: Path, **changes: Any) -> Settings:
     return Settings(**base)
 
 
+def quiet_bot(fake: FakeDiscord) -> hikari.GatewayBot:
+    """A hikari bot with Vivy's intents pointed at ``fake``, without banner or log setup."""
+    return hikari.GatewayBot(
+        TOKEN,
+        intents=INTENTS,
+        banner=None,
+        logs=None,
+        rest_url=fake.url,
+        suppress_optimization_warning=True,
+    )
+
+
 @asynccontextmanager
 async def running_harness(
     tmp_path: Path,
@@ -204,14 +216,7 @@ async def running_harness(
     """Start the fake Discord, a hikari bot pointed at it, the app and the gateway."""
     model = llm or ScriptedLLM()
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
-        bot = hikari.GatewayBot(
-            TOKEN,
-            intents=INTENTS,
-            banner=None,
-            logs=None,
-            rest_url=fake.url,
-            suppress_optimization_warning=True,
-        )
+        bot = quiet_bot(fake)
         shard = GatewayShardImpl(
             event_factory=bot.event_factory,
             event_manager=bot.event_manager,

@@ -10,11 +10,9 @@ from functools import partial
 from pathlib import Path
 
 import anyio
-import hikari
 import pytest
 
 from tests.pg import embedded_postgres
-from vivy.bot.gateway import INTENTS
 from vivy.commands import run
 from vivy.config import Settings
 from vivy.errors import ConfigError
@@ -33,6 +31,7 @@ from .conftest import (
     VIVY_USER,
     buffered_texts,
     make_settings,
+    quiet_bot,
 )
 from .fake_discord import FakeDiscord
 
@@ -99,14 +98,7 @@ async def test_serve_runs_the_bot_until_sigterm(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
     before = signal.getsignal(signal.SIGTERM)
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
-        bot = hikari.GatewayBot(
-            TOKEN,
-            intents=INTENTS,
-            banner=None,
-            logs=None,
-            rest_url=fake.url,
-            suppress_optimization_warning=True,
-        )
+        bot = quiet_bot(fake)
         outcome: list[int] = []
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
@@ -158,14 +150,7 @@ async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(tmp_path
     guilds = [GUILD, *(GUILD + (step << 22) for step in (1, 2))]
     assert sorted((guild >> 22) % 3 for guild in guilds) == [0, 1, 2]
     async with FakeDiscord(VIVY_USER, guild_id=GUILD, shards=1) as fake:
-        bot = hikari.GatewayBot(
-            TOKEN,
-            intents=INTENTS,
-            banner=None,
-            logs=None,
-            rest_url=fake.url,
-            suppress_optimization_warning=True,
-        )
+        bot = quiet_bot(fake)
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(partial(run.serve, settings, environ={}, bot=bot))
@@ -213,14 +198,7 @@ async def test_serve_on_postgresql_remembers_through_the_gateway(
         tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0, database_url=pg_uri
     )
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
-        bot = hikari.GatewayBot(
-            TOKEN,
-            intents=INTENTS,
-            banner=None,
-            logs=None,
-            rest_url=fake.url,
-            suppress_optimization_warning=True,
-        )
+        bot = quiet_bot(fake)
         reader = open_postgres_store(pg_uri)
         try:
             with anyio.fail_after(30):
