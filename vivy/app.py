@@ -5,11 +5,17 @@ embedding model, wires the metrics, the LLM, the router, the NoteWriter, the Pro
 and the Scheduler, and runs them under one task group until the block ends. Cancelling the
 group is a graceful stop: open buffers and pending work are already durable and resume on the
 next start.
+
+A process of a fleet (``lease``: the shards it runs, on PostgreSQL) first takes its shards'
+leases through the LeaseKeeper; its store serves only those shards' guilds and fences every
+buffer write with the leases' epochs, and the app stops when a lease is lost.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,6 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from vivy import __version__
 from vivy.actors.frontier import WriteFrontier
+from vivy.actors.lease_keeper import LeaseKeeper
 from vivy.actors.note_writer import NoteWriter
 from vivy.actors.profile_updater import ProfileUpdaters
 from vivy.actors.router import Router
@@ -33,6 +40,7 @@ from vivy.llm.metered import MeteredLLM
 from vivy.llm.port import LLM, ModelTier
 from vivy.metrics import ActorKind, Metrics
 from vivy.metrics.observer import MetricsObserver
+from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy
 from vivy.storage.db import Database
 from vivy.storage.engines import open_store
@@ -122,6 +130,7 @@ async def running_app(
     scheduler: bool = True,
     note_concurrency: int = 2,
     profile_concurrency: int | None = None,
+    lease: Shards | None = None,
 ) -> AsyncIterator[App]:
     """Run the whole capture and memory pipeline until the block ends.
 
@@ -129,9 +138,15 @@ async def running_app(
     ``settings.gemini_key``), or ``environ`` when that is given instead.
     ``note_concurrency`` and ``profile_concurrency`` (default: the setting) bound the notes
     and profile updates written at once; the importer raises them to keep model calls in
-    flight.
+    flight. ``lease`` makes this process a member of a fleet sharing the PostgreSQL database:
+    it runs those shards only, under their leases.
     """
-    store, db = open_store(settings.database, settings.database_url, inline=inline_db)
+    fence = None
+    if lease is not None:
+        if settings.database_url is None:
+            raise ConfigError("shard leases need a PostgreSQL database (VIVY_DB=postgresql://...)")
+        fence = Fence(lease, f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}")
+    store, db = open_store(settings.database, settings.database_url, inline=inline_db, fence=fence)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
@@ -207,6 +222,12 @@ async def running_app(
         )
         bind_gauges(app)
         async with anyio.create_task_group() as tg:
+            if fence is not None:
+                assert store.leases is not None  # a fence is only made for PostgreSQL
+                keeper = LeaseKeeper(
+                    store.leases, fence, clock=clock, ttl_s=settings.lease_s, observer=observer
+                )
+                await tg.start(keeper.run)
             await tg.start(profiles.run)
             await tg.start(notes.run)
             await tg.start(router.run)

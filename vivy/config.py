@@ -134,6 +134,9 @@ class Settings:
     evidence_tokens: int = 400
     #: The gateway shards this process runs; None runs the count Discord recommends.
     shards: Shards | None = None
+    #: Seconds a shard lease lasts unless renewed (a fleet on PostgreSQL); a process that
+    #: dies is taken over after at most this long.
+    lease_s: float = 15.0
 
     def retrieval(self) -> RetrievalSettings:
         """The retriever's settings: switches, gate, evidence and time zone from here."""
@@ -234,7 +237,8 @@ class Settings:
                 else None
             ),
             evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
-            shards=_shards(reader),
+            shards=_shards(reader, fleet=is_postgres_url(db)),
+            lease_s=reader.number("VIVY_LEASE_SECONDS", 15.0, low=3.0, high=3600.0),
         )
         try:
             settings.zone  # noqa: B018 - validates the zone name
@@ -246,8 +250,9 @@ class Settings:
         return settings
 
 
-def _shards(reader: _Reader) -> Shards | None:
-    """``VIVY_SHARD_IDS`` of ``VIVY_SHARD_COUNT``; a SQLite database needs them all."""
+def _shards(reader: _Reader, *, fleet: bool) -> Shards | None:
+    """``VIVY_SHARD_IDS`` of ``VIVY_SHARD_COUNT``; on SQLite (not a ``fleet``) one process
+    runs them all."""
     ids = reader.text("VIVY_SHARD_IDS", "")
     if not reader.text("VIVY_SHARD_COUNT", ""):
         if ids:
@@ -260,11 +265,11 @@ def _shards(reader: _Reader) -> Shards | None:
         shards = parse_shard_ids(ids or f"0-{count - 1}", count)
     except ValueError as exc:
         raise ConfigError(f"VIVY_SHARD_IDS={ids!r} is not allowed: {exc}") from None
-    if not shards.complete:
+    if not shards.complete and not fleet:
         raise ConfigError(
-            f"VIVY_SHARD_IDS={ids!r} runs {len(shards.ids)} of {count} shards, but one process "
-            "must run them all until processes can lease shards from a shared database (not "
-            "built yet): leave VIVY_SHARD_IDS empty"
+            f"VIVY_SHARD_IDS={ids!r} runs {len(shards.ids)} of {count} shards, but a SQLite "
+            "database has one process, which runs them all: leave VIVY_SHARD_IDS empty, or "
+            "share a PostgreSQL database (VIVY_DB=postgresql://...) between the processes"
         )
     return shards
 

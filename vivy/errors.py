@@ -12,6 +12,7 @@ __all__ = [
     "LLMError",
     "LLMInvalidOutput",
     "LLMUnavailable",
+    "LeaseLost",
     "SchemaTooNew",
     "StorageError",
     "VivyError",
@@ -45,6 +46,11 @@ class SchemaTooNew(StorageError):
         )
         self.found = found
         self.supported = supported
+
+
+class LeaseLost(VivyError):
+    """This process no longer owns a shard it was writing for: another process took its
+    lease over (after this one paused past the lease's expiry), so it must stop writing."""
 
 
 class IllegalTransition(VivyError):

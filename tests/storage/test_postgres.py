@@ -37,11 +37,29 @@ pytestmark = pytest.mark.skipif(
 #: Columns only one engine has, each standing in for the other engine's index machinery:
 #: PostgreSQL's generated ``tsvector`` columns are SQLite's FTS5 tables, its identity
 #: ``position`` is SQLite's rowid order, and its HNSW index replaces sqlite-vec's bit copy.
+#: The shard leases are coordination state of a PostgreSQL fleet (a SQLite file has one
+#: process), not data.
+LEASE_COLUMNS = {
+    ("shard_leases", column)
+    for column in ("shard_id", "shard_count", "owner", "epoch", "expires_at", "heartbeat_at")
+} | {
+    ("shard_epochs", column)
+    for column in (
+        "shard_id",
+        "epoch",
+        "shard_count",
+        "owner",
+        "acquired_at",
+        "acquired_seq",
+        "writes",
+        "last_write_seq",
+    )
+}
 ONLY_POSTGRES = {
     ("interaction_notes", "notes_fts"),
     ("evidence_windows", "evidence_fts"),
     ("note_participants", "position"),
-}
+} | LEASE_COLUMNS
 ONLY_SQLITE = {("vec_notes", "embedding_bits")}
 
 

@@ -25,6 +25,7 @@ from vivy.actors.due import DueQueue
 from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings
+from vivy.errors import LeaseLost
 from vivy.state.buffer import BufferedMessage, MessageCreated, MessageDeleted, MessageEdited
 from vivy.state.gate import (
     CapturePolicy,
@@ -270,6 +271,8 @@ class Router:
             try:
                 await actor.run()
                 return
+            except LeaseLost:
+                raise  # another process owns the channel now: stop, do not restart
             except Exception:
                 entry.crashes += 1
                 self._restarts += 1

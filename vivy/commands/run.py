@@ -6,8 +6,9 @@ wrong token or an unreachable Discord ends it before anything is written. Then t
 gateway connects, so no event arrives before the router can take it. SIGTERM or SIGINT
 stops it gracefully within ``VIVY_SHUTDOWN_GRACE_SECONDS``: the gateway closes, then the
 app's task group is cancelled (open buffers and pending work are already durable and resume
-on the next start). Without ``DISCORD_TOKEN`` it exits with status 2 and points to
-``vivy demo``.
+on the next start). On PostgreSQL the process first leases its shards (``--shard-ids``, else
+all of them) and stops when another process takes a lease over. Without ``DISCORD_TOKEN`` it
+exits with status 2 and points to ``vivy demo``.
 """
 
 from __future__ import annotations
@@ -203,9 +204,19 @@ async def _serve_app(
     from vivy.bot.gateway import Gateway
     from vivy.heap import settle_heap
     from vivy.retrieval.operator import OperatorStore, loop_caller
+    from vivy.shards import ALL_SHARDS
 
+    # On PostgreSQL every process leases its shards (all of them without VIVY_SHARD_IDS), so
+    # processes sharing the database never write the same channel.
+    lease = (settings.shards or ALL_SHARDS) if settings.database_url is not None else None
     async with running_app(
-        settings, clock=clock, inline_db=False, own_user_id=me, environ=environ, registry=registry
+        settings,
+        clock=clock,
+        inline_db=False,
+        own_user_id=me,
+        environ=environ,
+        registry=registry,
+        lease=lease,
     ) as app:
         server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
         gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)

@@ -89,3 +89,13 @@ class MetricsObserver:
     def job_failed(self, job_pass: SchedulerPass) -> None:
         """A pass of the nightly job failed."""
         self.metrics.scheduler_failures.labels(job_pass).inc()
+
+    def lease_acquired(self, shard: int, epoch: int) -> None:
+        """This process took the shard's lease at ``epoch``."""
+        self.metrics.shard_lease_held.labels(shard=str(shard)).set(1)
+        self.metrics.shard_lease_epoch.labels(shard=str(shard)).set(epoch)
+
+    def lease_lost(self, shard: int) -> None:
+        """Another process took the shard's lease over."""
+        self.metrics.shard_lease_held.labels(shard=str(shard)).set(0)
+        self.metrics.shard_leases_lost.inc()

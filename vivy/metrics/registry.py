@@ -422,6 +422,24 @@ class Metrics:
             "1 while the Discord gateway is connected, else 0.",
             registry=r,
         )
+        self.shard_lease_held = Gauge(
+            "vivy_shard_lease_held",
+            "1 while this process holds the shard's lease, 0 after it lost it (a fleet on "
+            "PostgreSQL; the shard label takes only this process's shard ids).",
+            ["shard"],
+            registry=r,
+        )
+        self.shard_lease_epoch = Gauge(
+            "vivy_shard_lease_epoch",
+            "Epoch of the shard's lease this process holds (bumped at every takeover).",
+            ["shard"],
+            registry=r,
+        )
+        self.shard_leases_lost = Counter(
+            "vivy_shard_leases_lost_total",
+            "Shard leases this process lost to another process (it stops writing and exits).",
+            registry=r,
+        )
         self.replies = BoundedFamily(
             Counter(
                 "vivy_replies_total",

@@ -37,15 +37,17 @@ def record_pass(conn: Connection, guild_id: int, day: date, job_pass: str, now: 
 def record_run(conn: Connection, day: date, now: float) -> None:
     """Record that the whole job for ``day`` completed."""
     conn.execute(
-        "INSERT INTO scheduler_runs (job_date, completed_at) VALUES (?, ?)"
-        " ON CONFLICT (job_date) DO UPDATE SET completed_at = excluded.completed_at",
+        "INSERT INTO scheduler_runs (job_date, shard_count, shard_id, completed_at)"
+        " VALUES (?, 1, 0, ?) ON CONFLICT (job_date, shard_count, shard_id)"
+        " DO UPDATE SET completed_at = excluded.completed_at",
         (day.isoformat(), now),
     )
 
 
 def completed_days(conn: Connection) -> list[date]:
     """Days whose job completed."""
-    return [date.fromisoformat(r[0]) for r in conn.execute("SELECT job_date FROM scheduler_runs")]
+    rows = conn.execute("SELECT job_date FROM scheduler_runs WHERE shard_count = 1")
+    return [date.fromisoformat(r[0]) for r in rows]
 
 
 def first_note_time(conn: Connection) -> float | None:

@@ -3,8 +3,12 @@
 Every method is ``async`` and takes and returns plain typed values (ids, floats, strings and
 the frozen records of :mod:`vivy.storage`); no connection, cursor, SQL fragment or engine type
 crosses it, so a second engine (PostgreSQL, the Fleet issue) implements the same protocols
-and runs the same test suite. A method is one unit of work: a method that writes commits its
-changes in one transaction before it returns, and fails as a whole.
+and runs the same test suite. A store serves one scope of shards: its lists of pending work
+(open and closed buffers, profile updates, the nightly job's guilds and days) hold only the
+guilds of those shards, so each process of a fleet resumes its own work and no other's.
+
+A method is one unit of work: a method that writes commits its changes in one transaction
+before it returns, and fails as a whole.
 
 :class:`Store` bundles the areas; :func:`vivy.storage.sqlite.open_sqlite_store` opens the
 SQLite engine behind them.
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     )
     from vivy.storage.meta import EmbeddingModel
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
+    from vivy.storage.postgres.leases import LeaseHolder
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
     from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -44,6 +49,7 @@ __all__ = [
     "EvidenceStore",
     "ImportStore",
     "JobStore",
+    "LeaseStore",
     "MemberStore",
     "MetaStore",
     "NoteStore",
@@ -430,6 +436,35 @@ class ReadOnlyStore(Protocol):
         """The guild's server lore still valid, oldest first."""
 
 
+class LeaseStore(Protocol):
+    """Shard leases of a fleet of processes sharing one database (PostgreSQL only).
+
+    Times are the processes' wall clocks; a lease is safe whatever they say, because every
+    buffer write is fenced by the epoch (see :class:`~vivy.shards.Fence`).
+    """
+
+    async def acquire(
+        self, shard_id: int, shard_count: int, owner: str, now: float, ttl_s: float
+    ) -> int | None:
+        """Take the shard's lease until ``now + ttl_s`` if it is free, expired or already
+        ``owner``'s; its new epoch, or None while another owner's lease is live."""
+
+    async def renew(
+        self, owner: str, held: Mapping[int, int], now: float, ttl_s: float
+    ) -> set[int]:
+        """Extend the leases held at these epochs to ``now + ttl_s``; returns the shards
+        still ours."""
+
+    async def release(self, owner: str, held: Mapping[int, int]) -> None:
+        """Let the leases go at once (a graceful stop)."""
+
+    async def holders(self, shard_ids: Sequence[int]) -> list[LeaseHolder]:
+        """The stored leases of these shards."""
+
+    async def other_fleet(self, shard_count: int, now: float) -> list[LeaseHolder]:
+        """Live leases taken with another shard count."""
+
+
 class Closer(Protocol):
     """Releases an engine's connections."""
 
@@ -452,6 +487,8 @@ class Store:
     search: SearchStore
     imports: ImportStore
     closer: Closer
+    #: Shard leases; None on SQLite, whose database one process owns.
+    leases: LeaseStore | None = None
 
     def close(self) -> None:
         """Release the engine."""

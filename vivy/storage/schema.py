@@ -332,8 +332,26 @@ ALTER TABLE vec_notes_rows RENAME TO vec_notes;
 CREATE INDEX vec_notes_by_guild ON vec_notes (guild_id, note_id);
 """
 
+#: Version 4: a nightly run is recorded per shard scope. A process that owns every shard
+#: records ``(1, 0)``; the processes of a PostgreSQL fleet, each owning some shards of
+#: ``shard_count``, record one row per shard they own, so a day one process completed is not
+#: taken as done for the guilds of another (SQLite always runs every shard).
+_V4 = """
+CREATE TABLE scheduler_runs_v4 (
+    job_date      TEXT NOT NULL,
+    shard_count   INTEGER NOT NULL DEFAULT 1,
+    shard_id      INTEGER NOT NULL DEFAULT 0,
+    completed_at  REAL NOT NULL,
+    PRIMARY KEY (job_date, shard_count, shard_id)
+);
+INSERT INTO scheduler_runs_v4 (job_date, completed_at)
+    SELECT job_date, completed_at FROM scheduler_runs;
+DROP TABLE scheduler_runs;
+ALTER TABLE scheduler_runs_v4 RENAME TO scheduler_runs;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

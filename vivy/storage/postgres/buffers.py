@@ -3,6 +3,11 @@
 The same behaviour as :mod:`vivy.storage.buffers` (whose records it returns), in PostgreSQL's
 dialect: ``RETURNING`` gives new ids, ``= ANY(%s)`` takes id lists, and the watermark only
 moves forward through ``GREATEST``.
+
+Every write takes an optional :class:`~vivy.shards.Fence`: given one (a process of a fleet),
+the write first checks, in its transaction, that this process still holds the lease of the
+guild's shard (:func:`~vivy.storage.postgres.leases.check_fence`). The lists of pending work
+take a scope of shards and return only the rows of guilds on those shards.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from vivy.shards import ALL_SHARDS, Fence, Shards
 from vivy.state.buffer import BufferedMessage, CloseReason, Effect
 from vivy.storage.buffers import (
     AppliedEffects,
@@ -20,6 +26,7 @@ from vivy.storage.buffers import (
 )
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import delete_evidence_message, edit_evidence_message
+from vivy.storage.postgres.leases import check_guild_fence, in_scope
 
 __all__ = [
     "STATEMENTS",
@@ -50,8 +57,11 @@ def open_buffer(
     channel_name: str,
     started_at: float,
     inactivity_s: float,
+    *,
+    fence: Fence | None = None,
 ) -> int:
     """Create an open buffer for the channel and return its id."""
+    check_guild_fence(conn, fence, guild_id)
     row = conn.execute(
         "INSERT INTO channel_buffers (guild_id, channel_id, channel_name, status, started_at,"
         " last_message_at, inactivity_s) VALUES (%s, %s, %s, 'open', %s, %s, %s) RETURNING id",
@@ -62,13 +72,20 @@ def open_buffer(
 
 
 def append_messages(
-    conn: PgConnection, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
+    conn: PgConnection,
+    buffer_id: int,
+    messages: Sequence[BufferedMessage],
+    last_at: float,
+    *,
+    fence: Fence | None = None,
 ) -> frozenset[int]:
     """Append messages to an open buffer and move its last-message time to ``last_at``.
 
     Returns the ids that were not appended because another buffer already holds them; only
     then does it look them up, so the common case is one insert and one update.
     """
+    if fence is not None:
+        check_guild_fence(conn, fence, _buffer_guild(conn, buffer_id))
     rows = [
         (
             m.message_id,
@@ -108,9 +125,18 @@ def append_messages(
     return taken
 
 
-def edit_stored_message(conn: PgConnection, message_id: int, text: str, edited_at: float) -> bool:
+def edit_stored_message(
+    conn: PgConnection,
+    message_id: int,
+    text: str,
+    edited_at: float,
+    *,
+    fence: Fence | None = None,
+) -> bool:
     """Replace a message's text wherever it is buffered or kept as a note's evidence;
     False if it is neither."""
+    if fence is not None:
+        check_guild_fence(conn, fence, _message_guild(conn, message_id))
     cursor = conn.execute(
         "UPDATE buffer_messages SET text = %s, edited_at = %s WHERE message_id = %s",
         (text, edited_at, message_id),
@@ -120,17 +146,30 @@ def edit_stored_message(conn: PgConnection, message_id: int, text: str, edited_a
     return buffered or kept
 
 
-def delete_stored_message(conn: PgConnection, message_id: int) -> bool:
+def delete_stored_message(
+    conn: PgConnection, message_id: int, *, fence: Fence | None = None
+) -> bool:
     """Delete a message wherever it is buffered or kept as a note's evidence; False if it
     is neither."""
+    if fence is not None:
+        check_guild_fence(conn, fence, _message_guild(conn, message_id))
     cursor = conn.execute("DELETE FROM buffer_messages WHERE message_id = %s", (message_id,))
     buffered = cursor.rowcount > 0
     kept = delete_evidence_message(conn, message_id)
     return buffered or kept
 
 
-def close_buffer(conn: PgConnection, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
+def close_buffer(
+    conn: PgConnection,
+    buffer_id: int,
+    closed_at: float,
+    reason: CloseReason,
+    *,
+    fence: Fence | None = None,
+) -> None:
     """Turn an open buffer into a closed outbox row and advance the channel's watermark."""
+    if fence is not None:
+        check_guild_fence(conn, fence, _buffer_guild(conn, buffer_id))
     conn.execute(
         "UPDATE channel_buffers SET status = 'closed', closed_at = %s, close_reason = %s,"
         " next_attempt_at = %s WHERE id = %s AND status = 'open'",
@@ -163,6 +202,24 @@ def watermark(conn: PgConnection, channel_id: int) -> int:
         "SELECT last_message_id FROM channel_watermarks WHERE channel_id = %s", (channel_id,)
     ).fetchone()
     return int(row[0]) if row else 0
+
+
+def _buffer_guild(conn: PgConnection, buffer_id: int) -> int | None:
+    """The guild of a buffer (None when it is gone)."""
+    row = conn.execute(
+        "SELECT guild_id FROM channel_buffers WHERE id = %s", (buffer_id,)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _message_guild(conn: PgConnection, message_id: int) -> int | None:
+    """The guild of the buffer holding a message (None when no buffer does)."""
+    row = conn.execute(
+        "SELECT b.guild_id FROM buffer_messages m JOIN channel_buffers b ON b.id = m.buffer_id"
+        " WHERE m.message_id = %s",
+        (message_id,),
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 
 def _row(values: Sequence[object]) -> BufferRow:
@@ -199,11 +256,16 @@ def load_buffer(conn: PgConnection, buffer_id: int) -> StoredBuffer | None:
     return StoredBuffer(_row(row), _messages(conn, buffer_id))
 
 
-def open_buffer_rows(conn: PgConnection, channel_id: int | None = None) -> list[BufferRow]:
-    """Open buffers (of one channel, or all), oldest first."""
+def open_buffer_rows(
+    conn: PgConnection, channel_id: int | None = None, scope: Shards = ALL_SHARDS
+) -> list[BufferRow]:
+    """Open buffers (of one channel, or all of the scope's guilds), oldest first."""
     if channel_id is None:
+        condition, params = in_scope(scope)
         rows = conn.execute(
-            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE status = 'open' ORDER BY id"
+            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE status = 'open'{condition}"
+            " ORDER BY id",
+            params,
         ).fetchall()
     else:
         rows = conn.execute(
@@ -214,11 +276,14 @@ def open_buffer_rows(conn: PgConnection, channel_id: int | None = None) -> list[
     return [_row(r) for r in rows]
 
 
-def closed_buffer_ids(conn: PgConnection) -> list[tuple[int, float]]:
-    """Closed buffers awaiting their note, as (id, next attempt time), oldest first."""
+def closed_buffer_ids(conn: PgConnection, scope: Shards = ALL_SHARDS) -> list[tuple[int, float]]:
+    """Closed buffers of the scope's guilds awaiting their note, as (id, next attempt time),
+    oldest first."""
+    condition, params = in_scope(scope)
     rows = conn.execute(
         "SELECT id, COALESCE(next_attempt_at, 0) FROM channel_buffers"
-        " WHERE status = 'closed' ORDER BY id"
+        f" WHERE status = 'closed'{condition} ORDER BY id",
+        params,
     ).fetchall()
     return [(int(r[0]), float(r[1])) for r in rows]
 
@@ -258,6 +323,10 @@ def apply_effects(
     channel_id: int,
     buffer_id: int | None,
     effects: Sequence[Effect],
+    *,
+    fence: Fence | None = None,
 ) -> AppliedEffects:
-    """Carry out a channel buffer machine's storage effects in order, in one transaction."""
+    """Carry out a channel buffer machine's storage effects in order, in one transaction
+    (fenced once for all of them)."""
+    check_guild_fence(conn, fence, guild_id)
     return carry_out_effects(STATEMENTS, conn, guild_id, channel_id, buffer_id, effects)

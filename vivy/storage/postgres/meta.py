@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from datetime import date
 
+from vivy.shards import ALL_SHARDS, Shards
 from vivy.storage.meta import EmbeddingModel
 from vivy.storage.postgres.db import PgConnection
+from vivy.storage.postgres.leases import in_scope
 
 __all__ = [
     "adopt_embedding_model",
@@ -75,18 +77,27 @@ def record_pass(conn: PgConnection, guild_id: int, day: date, job_pass: str, now
     )
 
 
-def record_run(conn: PgConnection, day: date, now: float) -> None:
-    """Record that the whole job for ``day`` completed."""
-    conn.execute(
-        "INSERT INTO scheduler_runs (job_date, completed_at) VALUES (%s, %s)"
-        " ON CONFLICT (job_date) DO UPDATE SET completed_at = excluded.completed_at",
-        (day.isoformat(), now),
+def record_run(conn: PgConnection, day: date, now: float, scope: Shards = ALL_SHARDS) -> None:
+    """Record that the job for ``day`` completed for the scope's guilds: one row per shard
+    of a partial scope, ``(1, 0)`` for every shard."""
+    keys = [(1, 0)] if scope.complete else [(scope.count, shard) for shard in scope.ids]
+    conn.cursor().executemany(
+        "INSERT INTO scheduler_runs (job_date, shard_count, shard_id, completed_at)"
+        " VALUES (%s, %s, %s, %s) ON CONFLICT (job_date, shard_count, shard_id)"
+        " DO UPDATE SET completed_at = excluded.completed_at",
+        [(day.isoformat(), count, shard, now) for count, shard in keys],
     )
 
 
-def completed_days(conn: PgConnection) -> list[date]:
-    """Days whose job completed."""
-    rows = conn.execute("SELECT job_date FROM scheduler_runs ORDER BY job_date").fetchall()
+def completed_days(conn: PgConnection, scope: Shards = ALL_SHARDS) -> list[date]:
+    """Days whose job completed for the scope's guilds: a run of every shard, or a run of
+    each of the scope's shards."""
+    rows = conn.execute(
+        "SELECT job_date FROM scheduler_runs WHERE shard_count = 1"
+        " UNION SELECT job_date FROM scheduler_runs WHERE shard_count = %s"
+        " AND shard_id = ANY(%s) GROUP BY job_date HAVING COUNT(*) = %s ORDER BY job_date",
+        (scope.count, list(scope.ids), len(scope.ids)),
+    ).fetchall()
     return [date.fromisoformat(str(r[0])) for r in rows]
 
 
@@ -99,12 +110,15 @@ def first_note_time(conn: PgConnection) -> float | None:
     return float(row[0]) if row and row[0] is not None else None
 
 
-def guilds_with_notes(conn: PgConnection, start: float, end: float) -> list[int]:
+def guilds_with_notes(
+    conn: PgConnection, start: float, end: float, scope: Shards = ALL_SHARDS
+) -> list[int]:
     """Guilds with conversation notes that started in [start, end)."""
+    condition, params = in_scope(scope)
     rows = conn.execute(
         "SELECT DISTINCT guild_id FROM interaction_notes WHERE note_type = 'conversation'"
         " AND COALESCE(started_at, created_at) >= %s AND COALESCE(started_at, created_at) < %s"
-        " ORDER BY guild_id",
-        (start, end),
+        f"{condition} ORDER BY guild_id",
+        (start, end, *params),
     ).fetchall()
     return [int(r[0]) for r in rows]

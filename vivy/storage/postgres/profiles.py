@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vivy.llm.schemas import PROFILE_SECTIONS
+from vivy.shards import ALL_SHARDS, Shards
 from vivy.state.profile import ProfilePlan
 from vivy.storage.postgres.db import PgConnection
+from vivy.storage.postgres.leases import in_scope
 from vivy.storage.postgres.notes import get_notes
 from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext, decode_operations
 
@@ -130,13 +132,16 @@ def changed_between(conn: PgConnection, guild_id: int, start: float, end: float)
     return [int(r[0]) for r in rows]
 
 
-def pending_updates(conn: PgConnection, user_id: int | None = None) -> list[PendingUpdate]:
+def pending_updates(
+    conn: PgConnection, user_id: int | None = None, scope: Shards = ALL_SHARDS
+) -> list[PendingUpdate]:
     """Pending profile updates (of one member, or all), oldest first."""
+    condition, params = in_scope(scope)
     rows = conn.execute(
         "SELECT id, guild_id, user_id, note_id, attempts, COALESCE(next_attempt_at, 0),"
         " operations, basis_version FROM profile_updates WHERE status = 'pending'"
-        " AND (%s::bigint IS NULL OR user_id = %s) ORDER BY id",
-        (user_id, user_id),
+        f" AND (%s::bigint IS NULL OR user_id = %s){condition} ORDER BY id",
+        (user_id, user_id, *params),
     ).fetchall()
     return [
         PendingUpdate(

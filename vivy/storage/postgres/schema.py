@@ -268,8 +268,45 @@ CREATE TABLE vector_generations (
 );
 """
 
+#: Version 4: nightly runs recorded per shard scope (as on SQLite), and the fleet's shard
+#: leases. ``shard_leases`` holds one row per shard id: the process owning it, its epoch
+#: (bumped at every takeover) and when the lease expires unless renewed. ``shard_epochs`` keeps
+#: every epoch ever granted, with the write sequence number at its grant and at its owner's
+#: last fenced write, so anyone can verify after the fact that no owner wrote after a newer
+#: epoch was granted. Both are coordination state of PostgreSQL fleets only: a SQLite
+#: database has one process, and ``vivy db copy`` leaves them behind.
+_V4 = """
+ALTER TABLE scheduler_runs ADD COLUMN shard_count INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE scheduler_runs ADD COLUMN shard_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE scheduler_runs DROP CONSTRAINT scheduler_runs_pkey;
+ALTER TABLE scheduler_runs ADD PRIMARY KEY (job_date, shard_count, shard_id);
+
+CREATE SEQUENCE shard_write_seq;
+
+CREATE TABLE shard_leases (
+    shard_id      INTEGER PRIMARY KEY,
+    shard_count   INTEGER NOT NULL,
+    owner         TEXT NOT NULL,
+    epoch         BIGINT NOT NULL,
+    expires_at    DOUBLE PRECISION NOT NULL,
+    heartbeat_at  DOUBLE PRECISION NOT NULL
+);
+
+CREATE TABLE shard_epochs (
+    shard_id        INTEGER NOT NULL,
+    epoch           BIGINT NOT NULL,
+    shard_count     INTEGER NOT NULL,
+    owner           TEXT NOT NULL,
+    acquired_at     DOUBLE PRECISION NOT NULL,
+    acquired_seq    BIGINT NOT NULL,
+    writes          BIGINT NOT NULL DEFAULT 0,
+    last_write_seq  BIGINT,
+    PRIMARY KEY (shard_id, epoch)
+);
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 
 #: The newest schema version of this engine; equal to SQLite's.
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

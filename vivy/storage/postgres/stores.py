@@ -3,8 +3,8 @@
 Each class runs the synchronous functions of its :mod:`vivy.storage.postgres` module through
 the one :class:`~vivy.storage.postgres.db.PgDatabase` owner: a read per read method, one
 transaction per write method. :func:`open_postgres_store` opens the engine behind a
-:class:`~vivy.storage.port.Store`; ``VIVY_DB`` does not select it yet (the app's wiring is
-the next step of the Fleet issue).
+:class:`~vivy.storage.port.Store`, scoped to a process's shards and fenced by its leases when
+it runs in a fleet.
 """
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING
 
+from vivy.shards import ALL_SHARDS, Fence, Shards
 from vivy.storage.port import Store
 from vivy.storage.postgres import (
     buffers,
     context_reads,
     evidence,
+    leases,
     maintenance,
     members,
     meta,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     )
     from vivy.storage.meta import EmbeddingModel
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
+    from vivy.storage.postgres.leases import LeaseHolder
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
     from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -53,6 +56,7 @@ __all__ = [
     "PgEvidenceStore",
     "PgImportStore",
     "PgJobStore",
+    "PgLeaseStore",
     "PgMemberStore",
     "PgMetaStore",
     "PgNoteStore",
@@ -64,36 +68,47 @@ __all__ = [
 ]
 
 
-def postgres_store(db: PgDatabase) -> Store:
-    """Every storage area over the PostgreSQL owner ``db``; closing the store closes ``db``."""
+def postgres_store(db: PgDatabase, fence: Fence | None = None) -> Store:
+    """Every storage area over the PostgreSQL owner ``db``; closing the store closes ``db``.
+
+    With a ``fence`` (a process of a fleet) the store serves the fence's shards and fences
+    every buffer write; without one it serves every shard, unfenced.
+    """
+    scope = ALL_SHARDS if fence is None else fence.shards
     return Store(
-        buffers=PgBufferStore(db),
+        buffers=PgBufferStore(db, scope, fence),
         notes=PgNoteStore(db),
-        profiles=PgProfileStore(db),
+        profiles=PgProfileStore(db, scope),
         members=PgMemberStore(db),
         evidence=PgEvidenceStore(db),
-        jobs=PgJobStore(db),
+        jobs=PgJobStore(db, scope),
         meta=PgMetaStore(db),
         reembed=PgReembedStore(db),
         search=PgSearchStore(db),
         imports=PgImportStore(db),
         closer=db.close,
+        leases=PgLeaseStore(db),
     )
 
 
-def open_postgres_store(uri: str, *, inline: bool = False) -> Store:
+def open_postgres_store(uri: str, *, inline: bool = False, fence: Fence | None = None) -> Store:
     """Open (migrating as needed) the PostgreSQL database at ``uri`` as a store.
 
     ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
     """
-    return postgres_store(PgDatabase.open(uri, inline=inline))
+    return postgres_store(PgDatabase.open(uri, inline=inline), fence)
 
 
 class PgBufferStore:
-    """Buffer storage on PostgreSQL: :mod:`vivy.storage.postgres.buffers` through the owner."""
+    """Buffer storage on PostgreSQL: :mod:`vivy.storage.postgres.buffers` through the owner,
+    each write fenced when the store has a fence."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(
+        self, db: PgDatabase, scope: Shards = ALL_SHARDS, fence: Fence | None = None
+    ) -> None:
         self._db = db
+        self._scope = scope
+        self._fence = fence
 
     async def open_buffer(
         self,
@@ -105,26 +120,36 @@ class PgBufferStore:
     ) -> int:
         """Open a buffer for the channel; returns its id."""
         return await self._db.write(
-            buffers.open_buffer, guild_id, channel_id, channel_name, started_at, inactivity_s
+            buffers.open_buffer,
+            guild_id,
+            channel_id,
+            channel_name,
+            started_at,
+            inactivity_s,
+            fence=self._fence,
         )
 
     async def append_messages(
         self, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
     ) -> frozenset[int]:
         """Append messages to an open buffer; returns the ids another buffer already held."""
-        return await self._db.write(buffers.append_messages, buffer_id, messages, last_at)
+        return await self._db.write(
+            buffers.append_messages, buffer_id, messages, last_at, fence=self._fence
+        )
 
     async def edit_message(self, message_id: int, text: str, edited_at: float) -> bool:
         """Update a buffered message's text; False if no buffer holds it."""
-        return await self._db.write(buffers.edit_stored_message, message_id, text, edited_at)
+        return await self._db.write(
+            buffers.edit_stored_message, message_id, text, edited_at, fence=self._fence
+        )
 
     async def delete_message(self, message_id: int) -> bool:
         """Remove a buffered message; False if no buffer holds it."""
-        return await self._db.write(buffers.delete_stored_message, message_id)
+        return await self._db.write(buffers.delete_stored_message, message_id, fence=self._fence)
 
     async def close_buffer(self, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
         """Close an open buffer: it becomes an outbox row waiting for its note."""
-        await self._db.write(buffers.close_buffer, buffer_id, closed_at, reason)
+        await self._db.write(buffers.close_buffer, buffer_id, closed_at, reason, fence=self._fence)
 
     async def apply_effects(
         self,
@@ -134,7 +159,9 @@ class PgBufferStore:
         effects: Sequence[Effect],
     ) -> AppliedEffects:
         """Carry out a channel machine's storage effects, in order, in one transaction."""
-        return await self._db.write(buffers.apply_effects, guild_id, channel_id, buffer_id, effects)
+        return await self._db.write(
+            buffers.apply_effects, guild_id, channel_id, buffer_id, effects, fence=self._fence
+        )
 
     async def restore_channel(
         self, channel_id: int
@@ -151,13 +178,13 @@ class PgBufferStore:
         return await self._db.read(buffers.open_buffer_rows, channel_id)
 
     async def open_channels(self) -> list[tuple[int, int]]:
-        """(guild id, channel id) of every channel with an open buffer."""
-        rows = await self._db.read(buffers.open_buffer_rows)
+        """(guild id, channel id) of every channel of the scope with an open buffer."""
+        rows = await self._db.read(buffers.open_buffer_rows, None, self._scope)
         return [(row.guild_id, row.channel_id) for row in rows]
 
     async def closed_buffer_ids(self) -> list[tuple[int, float]]:
         """Closed buffers awaiting their note, as (id, next attempt time), oldest first."""
-        return await self._db.read(buffers.closed_buffer_ids)
+        return await self._db.read(buffers.closed_buffer_ids, self._scope)
 
     async def load_buffer(self, buffer_id: int) -> StoredBuffer | None:
         """A buffer with its messages, or None when it is gone (noted or discarded)."""
@@ -219,8 +246,9 @@ class PgProfileStore:
     """Profile storage on PostgreSQL: :mod:`vivy.storage.postgres.profiles` through the
     owner."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, scope: Shards = ALL_SHARDS) -> None:
         self._db = db
+        self._scope = scope
 
     async def active_facts(self, guild_id: int, user_id: int) -> list[Fact]:
         """The member's facts still valid."""
@@ -244,7 +272,7 @@ class PgProfileStore:
 
     async def pending_updates(self, user_id: int | None = None) -> list[PendingUpdate]:
         """Pending updates (of one user, or all), oldest first."""
-        return await self._db.read(profiles.pending_updates, user_id)
+        return await self._db.read(profiles.pending_updates, user_id, self._scope)
 
     async def update_context(
         self, guild_id: int, user_id: int, note_ids: Sequence[int]
@@ -377,14 +405,16 @@ class PgEvidenceStore:
 
 
 class PgJobStore:
-    """Job storage on PostgreSQL: :mod:`vivy.storage.postgres.meta` through the owner."""
+    """Job storage on PostgreSQL: :mod:`vivy.storage.postgres.meta` through the owner, for
+    the guilds of a scope of shards."""
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, scope: Shards = ALL_SHARDS) -> None:
         self._db = db
+        self._scope = scope
 
     async def completed_days(self) -> list[date]:
         """Days whose nightly job completed."""
-        return await self._db.read(meta.completed_days)
+        return await self._db.read(meta.completed_days, self._scope)
 
     async def first_note_time(self) -> float | None:
         """When the first note was created, or None."""
@@ -392,7 +422,7 @@ class PgJobStore:
 
     async def guilds_with_notes(self, start: float, end: float) -> list[int]:
         """Guilds with conversation notes created in [start, end)."""
-        return await self._db.read(meta.guilds_with_notes, start, end)
+        return await self._db.read(meta.guilds_with_notes, start, end, self._scope)
 
     async def pass_done(self, guild_id: int, day: date, job_pass: str) -> bool:
         """Whether the pass already ran for the guild and day."""
@@ -404,7 +434,7 @@ class PgJobStore:
 
     async def record_run(self, day: date, now: float) -> None:
         """Record the day's job complete."""
-        await self._db.write(meta.record_run, day, now)
+        await self._db.write(meta.record_run, day, now, self._scope)
 
 
 class PgMetaStore:
@@ -531,3 +561,36 @@ class PgSearchStore:
     async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
         """What the operator API shows of a member; None when the guild does not know them."""
         return await self._db.read(context_reads.member_card, guild_id, user_id, notes)
+
+
+class PgLeaseStore:
+    """Shard leases on PostgreSQL: :mod:`vivy.storage.postgres.leases` through the owner."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def acquire(
+        self, shard_id: int, shard_count: int, owner: str, now: float, ttl_s: float
+    ) -> int | None:
+        """Take the shard's lease until ``now + ttl_s`` if it is free, expired or already
+        ``owner``'s; its new epoch, or None while another owner's lease is live."""
+        return await self._db.write(leases.acquire_lease, shard_id, shard_count, owner, now, ttl_s)
+
+    async def renew(
+        self, owner: str, held: Mapping[int, int], now: float, ttl_s: float
+    ) -> set[int]:
+        """Extend the leases held at these epochs to ``now + ttl_s``; returns the shards
+        still ours."""
+        return await self._db.write(leases.renew_leases, owner, held, now, ttl_s)
+
+    async def release(self, owner: str, held: Mapping[int, int]) -> None:
+        """Let the leases go at once (a graceful stop)."""
+        await self._db.write(leases.release_leases, owner, held)
+
+    async def holders(self, shard_ids: Sequence[int]) -> list[LeaseHolder]:
+        """The stored leases of these shards."""
+        return await self._db.read(leases.lease_holders, shard_ids)
+
+    async def other_fleet(self, shard_count: int, now: float) -> list[LeaseHolder]:
+        """Live leases taken with another shard count."""
+        return await self._db.read(leases.live_foreign_counts, shard_count, now)
