@@ -280,3 +280,17 @@ def test_observer_counts_a_batch_of_outcomes_at_once(metrics: Metrics) -> None:
     assert get("vivy_messages_ingested_total", {"outcome": "stored"}) == 42.0
     assert get("vivy_messages_ingested_total", {"outcome": "duplicate"}) == 1.0
     assert get("vivy_messages_ingested_total", {"outcome": "edited"}) == 0.0
+
+
+def test_observer_shows_each_leased_shard(metrics: Metrics) -> None:
+    """A fleet process shows a series per shard it leased, its epoch, and each lease lost."""
+    observer = MetricsObserver(metrics)
+    observer.lease_acquired(4, 1)
+    observer.lease_acquired(5, 3)
+    observer.lease_lost(5)
+    get = metrics.registry.get_sample_value
+    assert get("vivy_shard_lease_held", {"shard": "4"}) == 1.0
+    assert get("vivy_shard_lease_held", {"shard": "5"}) == 0.0
+    assert get("vivy_shard_lease_epoch", {"shard": "5"}) == 3.0
+    assert get("vivy_shard_leases_lost_total") == 1.0
+    assert get("vivy_shard_lease_held", {"shard": "6"}) is None

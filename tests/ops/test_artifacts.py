@@ -72,12 +72,18 @@ def test_dashboard_latency_uses_histogram_quantiles() -> None:
         assert any(e.startswith(f"histogram_quantile({quantile},") for e in llm), quantile
 
 
-def _unit() -> configparser.ConfigParser:
-    """The systemd unit, parsed (repeated keys keep the last value)."""
+def _unit(name: str = "vivy.service") -> configparser.ConfigParser:
+    """A systemd unit, parsed (repeated keys keep the last value)."""
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read(OPS / "systemd" / "vivy.service")
+    parser.read(OPS / "systemd" / name)
     return parser
+
+
+def _environment_files(name: str) -> list[str]:
+    """Every EnvironmentFile= of a unit, in order (configparser keeps only the last)."""
+    text = (OPS / "systemd" / name).read_text()
+    return re.findall(r"^EnvironmentFile=(.*)$", text, flags=re.M)
 
 
 def test_systemd_unit_runs_vivy_hardened() -> None:
@@ -98,22 +104,52 @@ def test_systemd_unit_runs_vivy_hardened() -> None:
         assert service[key] == value, key
 
 
-def test_systemd_unit_verifies(tmp_path: Path) -> None:
-    """systemd-analyze accepts the unit without warnings and rates its exposure as low."""
+def test_fleet_template_runs_one_process_per_shard_range() -> None:
+    """``vivy@0-3.service`` runs ``vivy run --shard-ids 0-3`` with the shared settings and
+    its own (its metrics port), restarts after a lost lease, and is as hardened."""
+    service = _unit("vivy@.service")["Service"]
+    assert service["ExecStart"].endswith("/vivy run --shard-ids %i")
+    assert _environment_files("vivy@.service") == [
+        "/etc/vivy/vivy.env",
+        "/etc/vivy/vivy-%i.env",
+    ]
+    assert service["Restart"] == "on-failure"
+    assert service["User"] != "root"
+    plain = _unit()["Service"]
+    for key in (
+        "NoNewPrivileges",
+        "ProtectSystem",
+        "ProtectHome",
+        "PrivateTmp",
+        "CapabilityBoundingSet",
+        "SystemCallFilter",
+        "TimeoutStopSec",
+        "KillMode",
+    ):
+        assert service[key] == plain[key], key
+
+
+@pytest.mark.parametrize(
+    ("unit_file", "instance"),
+    [("vivy.service", "vivy.service"), ("vivy@.service", "vivy@0-3.service")],
+)
+def test_systemd_unit_verifies(tmp_path: Path, unit_file: str, instance: str) -> None:
+    """systemd-analyze accepts the unit (an instance of the template) without warnings and
+    rates its exposure as low."""
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed")
-    text = (OPS / "systemd" / "vivy.service").read_text()
+    text = (OPS / "systemd" / unit_file).read_text()
     vivy = Path(sys.executable).with_name("vivy")
     executable = vivy if vivy.exists() else Path("/bin/true")
-    text = re.sub(r"^ExecStart=.*$", f"ExecStart={executable} run", text, flags=re.M)
-    unit = tmp_path / "vivy.service"
+    text = re.sub(r"^ExecStart=\S+", f"ExecStart={executable}", text, flags=re.M)
+    unit = tmp_path / instance
     unit.write_text(text)
     verify = subprocess.run(
         [analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60
     )
     assert verify.returncode == 0, verify.stderr
-    assert "vivy.service" not in verify.stderr, verify.stderr
+    assert instance not in verify.stderr, verify.stderr
     security = subprocess.run(
         [analyze, "security", "--offline=true", "--threshold=20", str(unit)],
         capture_output=True,

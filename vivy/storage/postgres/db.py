@@ -44,13 +44,22 @@ PgConnection = psycopg.Connection[tuple[Any, ...]]
 MIGRATION_LOCK = 0x76697679
 
 
+#: How long the server lets a session sit idle inside a transaction before ending it. Vivy's
+#: transactions never wait between statements, so only a process that was stopped (SIGSTOP,
+#: a frozen VM) mid-transaction hits it: its locks, such as a fenced write's hold on a shard
+#: lease, then block another process's takeover for this long at most.
+IDLE_IN_TRANSACTION_TIMEOUT = "5s"
+
+
 def connect(uri: str) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
     transactions itself)."""
     try:
-        return psycopg.connect(uri, autocommit=True)
+        conn = psycopg.connect(uri, autocommit=True)
+        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}'")
     except psycopg.Error as exc:
         raise StorageError(f"cannot open database {_safe(uri)}: {exc}") from exc
+    return conn
 
 
 def _safe(uri: str) -> str:
