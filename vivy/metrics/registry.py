@@ -422,6 +422,12 @@ class Metrics:
             "1 while the Discord gateway is connected, else 0.",
             registry=r,
         )
+        self.catchup_messages = Counter(
+            "vivy_catchup_messages_total",
+            "Messages stored from Discord's channel history when a guild became available "
+            "(sent while Vivy was not listening).",
+            registry=r,
+        )
         self.replies = BoundedFamily(
             Counter(
                 "vivy_replies_total",
