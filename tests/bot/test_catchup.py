@@ -13,10 +13,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from tests.pg import embedded_postgres
 from vivy.bot.catchup import (
     ChannelCatchUp,
     ChannelHolds,
@@ -28,6 +30,8 @@ from vivy.commands import run
 from vivy.config import BufferSettings, Settings
 from vivy.shards import parse_shard_ids
 from vivy.storage.db import Connection, Database
+from vivy.storage.port import Store
+from vivy.storage.postgres.stores import open_postgres_store
 
 from . import payloads
 from .conftest import (
@@ -426,3 +430,69 @@ async def test_catch_up_filters_counts_and_stops_at_the_cap(tmp_path: Path) -> N
         assert await h.read(buffered_texts) == ["before", "one", "two"]
         assert h.fake.sent() == []
         assert not h.fake.history_reads(OTHER_CHANNEL), "a channel never stored is not read"
+
+
+@pytest.mark.anyio
+async def test_hikari_pages_the_fakes_history_as_discords(tmp_path: Path) -> None:
+    """The fake serves history as Discord does, so hikari's paging holds: ``after`` walks
+    forward 100 at a time (each page newest first, which hikari reverses), ``before`` walks
+    back, and a limit above 100 is refused."""
+    async with running_harness(tmp_path) as h:
+        history = [said(ALEX, f"m{n}", CHANNEL) for n in range(250)]
+        for message in reversed(history):  # insertion order does not matter, ids do
+            h.fake.add_history(message)
+        every = ids(history)
+        after = [int(m.id) async for m in h.bot.rest.fetch_messages(CHANNEL, after=every[9])]
+        assert after == every[10:]
+        assert [q["after"] for q in h.fake.history_reads(CHANNEL)] == [
+            str(every[i]) for i in (9, 109, 209, 249)
+        ]
+        before = [int(m.id) async for m in h.bot.rest.fetch_messages(CHANNEL, before=every[200])]
+        assert before == every[:200][::-1]
+        newest = await h.bot.rest.fetch_messages(CHANNEL).limit(3)
+        assert [int(m.id) for m in newest] == every[:-4:-1]
+        assert all(m.guild_id is None and m.member is None for m in newest)
+        url = f"{h.fake.url}/channels/{CHANNEL}/messages"
+        async with aiohttp.ClientSession() as session:
+            for limit, status in (("100", 200), ("101", 400), ("0", 400)):
+                async with session.get(url, params={"limit": limit}) as response:
+                    assert response.status == status
+
+
+async def _texts_on(store: Store) -> list[str]:
+    """The texts of every open buffer's messages, read through the port."""
+    found: list[str] = []
+    for row in await store.buffers.open_buffer_rows():
+        buffer = await store.buffers.load_buffer(row.id)
+        found += [m.text for m in buffer.messages] if buffer is not None else []
+    return found
+
+
+async def until_stored(store: Store, count: int) -> None:
+    """Poll the store every 50 ms until its open buffers hold ``count`` messages (15 s at
+    most)."""
+    with anyio.fail_after(15):
+        while True:
+            if len(await _texts_on(store)) >= count:
+                return
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+@pytest.mark.anyio
+async def test_catch_up_on_postgresql(tmp_path: Path, pg_uri: str) -> None:
+    """On PostgreSQL the catch-up reads the stored positions through the same port."""
+    settings = settings_for(tmp_path, database_url=pg_uri)
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD, guilds={GUILD: [CHANNEL]}) as fake:
+        reader = open_postgres_store(pg_uri)
+        try:
+            async with vivy_running(settings, fake):
+                assert await fake.post(said(ALEX, "before", CHANNEL))
+                await until_stored(reader, 1)
+            for n in range(2):
+                fake.add_history(said(SAM, f"while down {n}", CHANNEL))
+            async with vivy_running(settings, fake):
+                await until_stored(reader, 3)
+            assert await _texts_on(reader) == ["before", "while down 0", "while down 1"]
+        finally:
+            reader.close()
