@@ -7,6 +7,10 @@ members go on writing (the fake keeps each channel's history), and started again
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import sys
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -496,3 +500,62 @@ async def test_catch_up_on_postgresql(tmp_path: Path, pg_uri: str) -> None:
             assert await _texts_on(reader) == ["before", "while down 0", "while down 1"]
         finally:
             reader.close()
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 a moment ago (for a child's metrics server)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.anyio
+async def test_a_sigkilled_vivy_run_loses_nothing(tmp_path: Path) -> None:
+    """``vivy run`` in a child process is SIGKILLed while messages stream in (some received
+    but not stored yet) and members go on writing while it is down; the next ``vivy run``
+    catches the channel up: every message is stored, once. (A channel with no stored message
+    at all has no position to catch up from: see the README.)"""
+    database = tmp_path / "vivy.db"
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD, guilds={GUILD: [CHANNEL]}) as fake:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VIVY_")}
+        env.pop("GEMINI_API_KEY", None)
+        env.pop("MEMORY_GEMINI_TOKEN", None)
+        env |= {
+            "DISCORD_TOKEN": TOKEN,
+            "VIVY_DISCORD_REST_URL": fake.url,
+            "VIVY_DB": str(database),
+            "VIVY_LOG_LEVEL": "warning",
+        }
+
+        async def start() -> anyio.abc.Process:
+            env["VIVY_METRICS_PORT"] = str(_free_port())
+            child = await anyio.open_process(
+                [sys.executable, "-m", "vivy.cli", "run"],
+                env=env,
+                stdout=None,
+                stderr=(tmp_path / "vivy.log").open("a"),
+            )
+            with anyio.fail_after(30):
+                await fake.ready.wait()
+            return child
+
+        messages = [said(ALEX if n % 2 else SAM, f"message {n}", CHANNEL) for n in range(300)]
+        first = await start()
+        assert await fake.post(messages[0])
+        await until(lambda: bool(stored(database, CHANNEL)))  # the channel is known: it has a mark
+        for message in messages[1:200]:
+            await fake.post(message)
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        with anyio.fail_after(15):
+            await fake.gateway_closed.wait()
+        for message in messages[200:]:
+            assert not await fake.post(message)
+        second = await start()
+        try:
+            await until(lambda: len(stored(database, CHANNEL)) == len(messages), within=30)
+        finally:
+            second.terminate()
+            await second.wait()
+    assert stored(database, CHANNEL) == ids(messages)
+    assert len(fake.history_reads(CHANNEL)) >= 3, "300 messages: at least three pages"
