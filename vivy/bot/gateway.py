@@ -54,6 +54,7 @@ from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, Inges
 
 __all__ = [
     "CAPTURED_TYPES",
+    "CATCHUP_ACK_WINDOW",
     "INTENTS",
     "TYPING_REFRESH_S",
     "Gateway",
@@ -374,9 +375,13 @@ class Gateway:
         cap = self._app.settings.catchup_messages
         name = self._channel_name(channel_id)
         read = stored = 0
+        capped = False
         acks: list[Ack] = []
         history = self._rest.fetch_messages(channel_id, after=hikari.Snowflake(after))
-        async for message in history.limit(cap):  # hikari pages oldest first after `after`
+        async for message in history.limit(cap + 1):  # hikari pages oldest first after `after`
+            if read == cap:  # one more than the cap exists: it and the newer ones stay unread
+                capped = True
+                break
             read += 1
             incoming = incoming_message(message, name, guild_id=guild_id)
             if incoming is None:
@@ -386,7 +391,7 @@ class Gateway:
                 stored += await self._count_stored(acks)
                 acks = []
         stored += await self._count_stored(acks)
-        return ChannelCatchUp(channel_id, read=read, stored=stored, capped=read >= cap)
+        return ChannelCatchUp(channel_id, read=read, stored=stored, capped=capped)
 
     async def _count_stored(self, acks: Sequence[Ack]) -> int:
         """Wait for the acks; count the messages stored and add them to the metric."""
