@@ -269,8 +269,7 @@ class FakeDiscord:
                     shard=shard,
                 )
                 for guild in mine:
-                    created = payloads.guild_create(guild, self.guilds[guild])
-                    await self.dispatch("GUILD_CREATE", created, shard=shard)
+                    await self.dispatch("GUILD_CREATE", self._guild_create(guild), shard=shard)
                 if len(self._sockets) == count:
                     self.ready.set()
             elif op == 1:  # HEARTBEAT
@@ -282,6 +281,12 @@ class FakeDiscord:
             if self.ready.is_set():  # the next run of the bot waits for its own READY
                 self.ready = anyio.Event()
         return ws
+
+    def _guild_create(self, guild_id: int) -> dict[str, Any]:
+        """The guild's GUILD_CREATE, each channel with the id of its newest message."""
+        channels = self.guilds[guild_id]
+        last = {c: ids[-1] for c in channels if (ids := self._history_ids.get(c))}
+        return payloads.guild_create(guild_id, channels, last_message_ids=last)
 
     # Routes --------------------------------------------------------------------------------
 

@@ -204,7 +204,9 @@ def rest_message(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if key not in ("guild_id", "member")}
 
 
-def text_channel(channel_id: int, guild_id: int, name: str = "") -> dict[str, Any]:
+def text_channel(
+    channel_id: int, guild_id: int, name: str = "", *, last_message_id: int | None = None
+) -> dict[str, Any]:
     """A guild text channel object."""
     return {
         "id": str(channel_id),
@@ -215,15 +217,22 @@ def text_channel(channel_id: int, guild_id: int, name: str = "") -> dict[str, An
         "permission_overwrites": [],
         "nsfw": False,
         "topic": None,
-        "last_message_id": None,
+        "last_message_id": str(last_message_id) if last_message_id is not None else None,
         "parent_id": None,
         "rate_limit_per_user": 0,
     }
 
 
-def guild_create(guild_id: int, channel_ids: Iterable[int], *, owner_id: int = 1) -> dict[str, Any]:
+def guild_create(
+    guild_id: int,
+    channel_ids: Iterable[int],
+    *,
+    owner_id: int = 1,
+    last_message_ids: Mapping[int, int] | None = None,
+) -> dict[str, Any]:
     """The GUILD_CREATE that makes a guild of READY available (``unavailable: false``), with
-    its text channels."""
+    its text channels (and the id of each one's newest message)."""
+    last = last_message_ids or {}
     return {
         "id": str(guild_id),
         "name": f"guild-{guild_id}",
@@ -263,5 +272,5 @@ def guild_create(guild_id: int, channel_ids: Iterable[int], *, owner_id: int = 1
         "threads": [],
         "stage_instances": [],
         "guild_scheduled_events": [],
-        "channels": [text_channel(c, guild_id) for c in channel_ids],
+        "channels": [text_channel(c, guild_id, last_message_id=last.get(c)) for c in channel_ids],
     }
