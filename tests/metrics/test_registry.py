@@ -45,9 +45,9 @@ EXPECTED_FAMILIES = {
     "vivy_scheduler_failures": "counter",
     "vivy_database_size_bytes": "gauge",
     "vivy_gateway_connected": "gauge",
-    "vivy_catchup_messages": "counter",
     "vivy_replies": "counter",
     "vivy_commands": "counter",
+    "vivy_catchup_messages": "counter",
     "vivy_build_info": "gauge",
 }
 

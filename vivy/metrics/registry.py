@@ -422,12 +422,6 @@ class Metrics:
             "1 while the Discord gateway is connected, else 0.",
             registry=r,
         )
-        self.catchup_messages = Counter(
-            "vivy_catchup_messages_total",
-            "Messages stored from Discord's channel history when a guild became available "
-            "(sent while Vivy was not listening).",
-            registry=r,
-        )
         self.replies = BoundedFamily(
             Counter(
                 "vivy_replies_total",
@@ -445,6 +439,12 @@ class Metrics:
                 registry=r,
             ),
             {"command": CommandName, "outcome": CommandOutcome},
+        )
+        self.catchup_messages = Counter(
+            "vivy_catchup_messages_total",
+            "Messages stored from Discord's channel history when a guild became available "
+            "(sent while Vivy was not listening).",
+            registry=r,
         )
         self.build_info = Gauge(
             "vivy_build_info",
