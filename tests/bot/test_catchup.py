@@ -437,6 +437,26 @@ async def test_catch_up_filters_counts_and_stops_at_the_cap(tmp_path: Path) -> N
 
 
 @pytest.mark.anyio
+async def test_held_creates_edits_and_deletes_are_released_in_order(tmp_path: Path) -> None:
+    """Live creates, edits and deletes of a channel catching up reach nothing until its
+    catch-up ends, then the router in arrival order (an edit after its create, a delete
+    after both)."""
+    async with running_harness(tmp_path) as h:
+        owner = object()
+        assert h.gateway.holds.hold([CHANNEL], owner) == [CHANNEL]
+        kept = await h.say(ALEX, "first draft")
+        dropped = await h.say(SAM, "soon deleted")
+        await h.edit(ALEX, kept, "final words")
+        await h.delete(dropped)
+        assert h.gateway.holds.statistics() == HoldStatistics(channels=1, held_events=4)
+        assert await h.read(buffered_texts) == []
+        summary = await h.gateway.catch_up_guild(GUILD, [CHANNEL])
+        assert summary.channels == 0, "nothing of the channel was stored: no history is read"
+        assert await h.read(buffered_texts) == ["final words"]
+        assert h.gateway.holds.statistics() == HoldStatistics(channels=0, held_events=0)
+
+
+@pytest.mark.anyio
 async def test_hikari_pages_the_fakes_history_as_discords(tmp_path: Path) -> None:
     """The fake serves history as Discord does, so hikari's paging holds: ``after`` walks
     forward 100 at a time (each page newest first, which hikari reverses), ``before`` walks
