@@ -113,6 +113,9 @@ class Settings:
     timezone: str = "UTC"
     min_cluster_notes: int = 3
     catchup_time_limit_s: float = 300.0
+    #: Messages read from a channel's Discord history when its guild becomes available (the
+    #: ones sent while Vivy was not listening); 0 turns the catch-up off.
+    catchup_messages: int = 5000
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
     api_token: str | None = None
@@ -210,6 +213,7 @@ class Settings:
             catchup_time_limit_s=reader.number(
                 "VIVY_CATCHUP_SECONDS", 300.0, low=0.0, strict=True, high=_MAX_SECONDS
             ),
+            catchup_messages=reader.count("VIVY_CATCHUP_MESSAGES", 5000, low=0),
             metrics_host=host,
             metrics_port=reader.count("VIVY_METRICS_PORT", 9464, low=1, high=65535),
             api_token=token,

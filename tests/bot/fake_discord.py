@@ -11,12 +11,27 @@ It recommends ``shards`` shards (``GET /gateway/bot``) and takes one websocket p
 bot starts: each IDENTIFY names its ``[shard_id, shard_count]`` (recorded in
 :attr:`FakeDiscord.identified`), and a guild's events go to the shard Discord would send them
 to, ``(guild_id >> 22) % shard_count``.
+
+Guilds given as ``guilds={guild_id: [channel_id, ...]}`` are listed (unavailable) in READY and
+then made available by a GUILD_CREATE with their text channels, on their own shard, as Discord
+does after every READY. Each channel keeps a message history: MESSAGE_CREATE dispatched, and
+the bot's own messages, join it; :meth:`FakeDiscord.add_history` adds a message without
+dispatching it (sent while Vivy was down), and :meth:`FakeDiscord.post` sends one as a member
+would (dispatched only if a bot is connected as its guild's shard). ``GET
+/channels/{id}/messages`` serves the history as Discord does: ``limit`` 1 to 100 (default 50),
+``after`` the oldest ``limit`` messages above an id, ``before`` the newest below one, neither
+the newest; always newest first, without ``guild_id`` or ``member``. A channel in
+:attr:`FakeDiscord.forbidden` answers 403 (Missing Access), and one with an event in
+:attr:`FakeDiscord.history_gates` computes its page, then waits for the event before sending
+it. It runs on any asyncio loop, so a plain asyncio program (a benchmark) can use it too.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +56,25 @@ class Recorded:
 class FakeDiscord:
     """The fake REST API; use ``async with FakeDiscord(bot_user) as fake``."""
 
-    def __init__(self, bot_user: dict[str, Any], *, guild_id: int, shards: int = 1) -> None:
+    def __init__(
+        self,
+        bot_user: dict[str, Any],
+        *,
+        guild_id: int,
+        shards: int = 1,
+        guilds: Mapping[int, Iterable[int]] | None = None,
+    ) -> None:
         self.bot_user = bot_user
         self.guild_id = guild_id
         self.shards = shards
+        #: Text channel ids by guild; each guild becomes available after READY on its shard.
+        self.guilds: dict[int, list[int]] = {g: list(c) for g, c in (guilds or {}).items()}
+        #: Channels whose history answers 403 Missing Access.
+        self.forbidden: set[int] = set()
+        #: Channels whose history pages wait for the event before they are sent.
+        self.history_gates: dict[int, anyio.Event] = {}
+        self._history: dict[int, dict[int, dict[str, Any]]] = {}
+        self._history_ids: dict[int, list[int]] = {}
         #: ``(shard_id, shard_count)`` of each IDENTIFY, in order.
         self.identified: list[tuple[int, int]] = []
         #: ``(shard_id, event name)`` of each DISPATCH sent.
@@ -68,6 +98,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/api/v10/users/@me", self._me)
         app.router.add_post("/api/v10/channels/{channel}/messages", self._create_message)
+        app.router.add_get("/api/v10/channels/{channel}/messages", self._channel_messages)
         app.router.add_post("/api/v10/channels/{channel}/typing", self._typing)
         app.router.add_get("/api/v10/channels/{channel}/messages/{message}", self._get_message)
         app.router.add_post("/api/v10/interactions/{id}/{token}/callback", self._callback)
@@ -113,6 +144,58 @@ class FakeDiscord:
         """Paths of the single messages fetched."""
         return [r.path for r in self.requests if r.method == "GET" and "/messages/" in r.path]
 
+    def history_reads(self, channel_id: int) -> list[dict[str, str]]:
+        """Queries of the history pages of the channel asked for, oldest first."""
+        path = f"/channels/{channel_id}/messages"
+        return [r.query for r in self.requests if r.method == "GET" and r.path == path]
+
+    def history(self, channel_id: int) -> list[dict[str, Any]]:
+        """The channel's messages, oldest first."""
+        messages = self._history.get(channel_id, {})
+        return [messages[i] for i in self._history_ids.get(channel_id, [])]
+
+    # History -------------------------------------------------------------------------------
+
+    def add_history(self, payload: Mapping[str, Any]) -> None:
+        """Add a message (a MESSAGE_CREATE payload) to its channel's history without
+        dispatching it: a message sent while no bot listened."""
+        channel_id, message_id = int(payload["channel_id"]), int(payload["id"])
+        messages = self._history.setdefault(channel_id, {})
+        if message_id not in messages:
+            bisect.insort(self._history_ids.setdefault(channel_id, []), message_id)
+        messages[message_id] = dict(payload)
+
+    def _edit_history(self, payload: Mapping[str, Any]) -> None:
+        found = self._history.get(int(payload["channel_id"]), {}).get(int(payload["id"]))
+        if found is not None and "content" in payload:
+            found["content"] = payload["content"]
+            found["edited_timestamp"] = payload.get("edited_timestamp")
+
+    def _delete_history(self, channel_id: int, message_ids: Iterable[int]) -> None:
+        messages = self._history.get(channel_id, {})
+        ids = self._history_ids.get(channel_id, [])
+        for message_id in message_ids:
+            if messages.pop(message_id, None) is not None:
+                ids.remove(message_id)
+
+    def shard_of(self, guild_id: int) -> int:
+        """The shard Discord sends the guild's events to, for the shard count identified."""
+        return (guild_id >> 22) % self._count
+
+    async def post(self, payload: Mapping[str, Any]) -> bool:
+        """Send a message as a member would: it joins its channel's history and reaches the
+        bot as MESSAGE_CREATE if one is connected as its guild's shard. False means nobody
+        received it (sent while Vivy was down)."""
+        shard = self.shard_of(int(payload["guild_id"]))
+        if shard not in self._sockets:
+            self.add_history(payload)
+            return False
+        try:
+            await self.dispatch("MESSAGE_CREATE", dict(payload), shard=shard)
+        except ConnectionError:  # the socket is closing: the message stays in the history
+            return False
+        return True
+
     # Gateway -------------------------------------------------------------------------------
 
     async def dispatch(self, name: str, data: dict[str, Any], *, shard: int | None = None) -> None:
@@ -120,7 +203,15 @@ class FakeDiscord:
         else to the shard of the event's guild (shard 0 without one)."""
         if shard is None:
             guild = data.get("guild_id")
-            shard = (int(guild) >> 22) % self._count if guild is not None else 0
+            shard = self.shard_of(int(guild)) if guild is not None else 0
+        if name == "MESSAGE_CREATE":
+            self.add_history(data)
+        elif name == "MESSAGE_UPDATE":
+            self._edit_history(data)
+        elif name == "MESSAGE_DELETE":
+            self._delete_history(int(data["channel_id"]), [int(data["id"])])
+        elif name == "MESSAGE_DELETE_BULK":
+            self._delete_history(int(data["channel_id"]), [int(i) for i in data["ids"]])
         self._seq += 1
         self.dispatched.append((shard, name))
         await self._send({"op": 0, "t": name, "s": self._seq, "d": data}, shard=shard)
@@ -160,13 +251,16 @@ class FakeDiscord:
             if op == 2:  # IDENTIFY
                 shard, count = message["d"].get("shard", [0, 1])
                 self.identified.append((shard, count))
+                if not self._sockets and self.gateway_closed.is_set():  # a new run of the bot
+                    self.gateway_closed = anyio.Event()
                 self._sockets[shard], self._count = (ws, compressor), count
+                mine = [g for g in self.guilds if self.shard_of(g) == shard]
                 await self.dispatch(
                     "READY",
                     {
                         "v": 10,
                         "user": self._own_user(),
-                        "guilds": [],
+                        "guilds": [{"id": str(g), "unavailable": True} for g in mine],
                         "session_id": "fake-session",
                         "resume_gateway_url": f"ws://127.0.0.1:{self._port}/gateway",
                         "shard": [shard, count],
@@ -174,14 +268,25 @@ class FakeDiscord:
                     },
                     shard=shard,
                 )
+                for guild in mine:
+                    await self.dispatch("GUILD_CREATE", self._guild_create(guild), shard=shard)
                 if len(self._sockets) == count:
                     self.ready.set()
             elif op == 1:  # HEARTBEAT
                 await self._send({"op": 11, "d": None, "s": None, "t": None}, shard=shard)
-        self._sockets.pop(shard, None)
+        if self._sockets.get(shard, (None,))[0] is ws:
+            del self._sockets[shard]
         if not self._sockets:
             self.gateway_closed.set()
+            if self.ready.is_set():  # the next run of the bot waits for its own READY
+                self.ready = anyio.Event()
         return ws
+
+    def _guild_create(self, guild_id: int) -> dict[str, Any]:
+        """The guild's GUILD_CREATE, each channel with the id of its newest message."""
+        channels = self.guilds[guild_id]
+        last = {c: ids[-1] for c in channels if (ids := self._history_ids.get(c))}
+        return payloads.guild_create(guild_id, channels, last_message_ids=last)
 
     # Routes --------------------------------------------------------------------------------
 
@@ -229,11 +334,41 @@ class FakeDiscord:
             self.bot_user,
             body.get("content", ""),
             channel_id=channel_id,
-            guild_id=self.guild_id,
+            guild_id=next((g for g, c in self.guilds.items() if channel_id in c), self.guild_id),
             reply_to=int(reference["message_id"]) if reference else None,
         )
         self.messages[message_id] = message
+        self.add_history(message)
         return web.json_response(message)
+
+    async def _channel_messages(self, request: web.Request) -> web.Response:
+        await self._record(request)
+        channel_id = int(request.match_info["channel"])
+        if channel_id in self.forbidden:
+            return web.json_response({"message": "Missing Access", "code": 50001}, status=403)
+        query = request.query
+        try:
+            limit = int(query.get("limit", "50"))
+            after, before = (int(query[k]) if k in query else None for k in ("after", "before"))
+        except ValueError:
+            return web.json_response({"message": "Invalid Form Body", "code": 50035}, status=400)
+        if not 1 <= limit <= 100:
+            return web.json_response({"message": "Invalid Form Body", "code": 50035}, status=400)
+        ids = self._history_ids.get(channel_id, [])
+        if after is not None:
+            start = bisect.bisect_right(ids, after)
+            chosen = ids[start : start + limit]
+        elif before is not None:
+            end = bisect.bisect_left(ids, before)
+            chosen = ids[max(0, end - limit) : end]
+        else:
+            chosen = ids[-limit:]
+        messages = self._history[channel_id] if chosen else {}
+        page = [payloads.rest_message(messages[i]) for i in reversed(chosen)]  # newest first
+        gate = self.history_gates.get(channel_id)
+        if gate is not None:
+            await gate.wait()
+        return web.json_response(page)
 
     async def _typing(self, request: web.Request) -> web.Response:
         await self._record(request)

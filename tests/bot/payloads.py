@@ -11,12 +11,15 @@ from typing import Any
 __all__ = [
     "DISCORD_EPOCH_MS",
     "dm_message",
+    "guild_create",
     "interaction",
     "member",
     "message",
     "message_delete",
     "message_update",
     "next_snowflake",
+    "rest_message",
+    "text_channel",
     "user",
 ]
 
@@ -192,4 +195,82 @@ def interaction(
         "authorizing_integration_owners": {"0": str(guild_id)},
         "context": 0,
         "attachment_size_limit": 8388608,
+    }
+
+
+def rest_message(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A message as Discord's REST API returns it: a gateway payload without the
+    ``guild_id`` and ``member`` only gateway events carry."""
+    return {key: value for key, value in payload.items() if key not in ("guild_id", "member")}
+
+
+def text_channel(
+    channel_id: int, guild_id: int, name: str = "", *, last_message_id: int | None = None
+) -> dict[str, Any]:
+    """A guild text channel object."""
+    return {
+        "id": str(channel_id),
+        "guild_id": str(guild_id),
+        "type": 0,
+        "name": name or f"channel-{channel_id}",
+        "position": 0,
+        "permission_overwrites": [],
+        "nsfw": False,
+        "topic": None,
+        "last_message_id": str(last_message_id) if last_message_id is not None else None,
+        "parent_id": None,
+        "rate_limit_per_user": 0,
+    }
+
+
+def guild_create(
+    guild_id: int,
+    channel_ids: Iterable[int],
+    *,
+    owner_id: int = 1,
+    last_message_ids: Mapping[int, int] | None = None,
+) -> dict[str, Any]:
+    """The GUILD_CREATE that makes a guild of READY available (``unavailable: false``), with
+    its text channels (and the id of each one's newest message)."""
+    last = last_message_ids or {}
+    return {
+        "id": str(guild_id),
+        "name": f"guild-{guild_id}",
+        "icon": None,
+        "splash": None,
+        "discovery_splash": None,
+        "owner_id": str(owner_id),
+        "afk_channel_id": None,
+        "afk_timeout": 300,
+        "verification_level": 0,
+        "default_message_notifications": 0,
+        "explicit_content_filter": 0,
+        "roles": [],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+        "mfa_level": 0,
+        "application_id": None,
+        "system_channel_id": None,
+        "system_channel_flags": 0,
+        "rules_channel_id": None,
+        "vanity_url_code": None,
+        "description": None,
+        "banner": None,
+        "premium_tier": 0,
+        "preferred_locale": "en-US",
+        "public_updates_channel_id": None,
+        "nsfw_level": 0,
+        "premium_progress_bar_enabled": False,
+        "joined_at": "2024-01-01T00:00:00+00:00",
+        "large": False,
+        "unavailable": False,
+        "member_count": 1,
+        "members": [],
+        "voice_states": [],
+        "presences": [],
+        "threads": [],
+        "stage_instances": [],
+        "guild_scheduled_events": [],
+        "channels": [text_channel(c, guild_id, last_message_id=last.get(c)) for c in channel_ids],
     }

@@ -50,6 +50,7 @@ EXPECTED_FAMILIES = {
     "vivy_shard_leases_lost": "counter",
     "vivy_replies": "counter",
     "vivy_commands": "counter",
+    "vivy_catchup_messages": "counter",
     "vivy_build_info": "gauge",
 }
 

@@ -8,6 +8,11 @@ messages is answered: typing shows while the reply chain is fetched, memory is r
 the chat model answers; the answer is sent as a reply, split into Discord-sized chunks, with
 no pings. Memory failing never stops an answer; the chat model failing gives an apology.
 Hikari's exceptions are caught here and logged; they never reach the app.
+
+When a guild becomes available (GUILD_CREATE after READY, or after a reconnect that was not a
+RESUME), every channel of it Vivy stored a message of is caught up from Discord's history, so
+messages sent while no process listened are not lost; :mod:`vivy.bot.catchup` holds the
+rules and the decisions (a channel's live events wait until its catch-up is stored).
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ import anyio
 import hikari
 import structlog
 
+from vivy.actors.channel import Ack
 from vivy.app import App
+from vivy.bot.catchup import (
+    CATCHUP_CONCURRENCY,
+    ChannelCatchUp,
+    ChannelHolds,
+    GuildCatchUp,
+    channels_to_catch_up,
+)
 from vivy.bot.commands import COMMAND_NAME, MemoryCommands
 from vivy.bot.reply import (
     APOLOGY,
@@ -37,10 +50,11 @@ from vivy.bot.reply import (
 )
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage
+from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, IngestOutcome
 
 __all__ = [
     "CAPTURED_TYPES",
+    "CATCHUP_ACK_WINDOW",
     "INTENTS",
     "TYPING_REFRESH_S",
     "Gateway",
@@ -59,6 +73,12 @@ TYPING_REFRESH_S = 8.0
 
 #: Message types people write (system messages such as joins and pins are ignored).
 CAPTURED_TYPES = frozenset({hikari.MessageType.DEFAULT, hikari.MessageType.REPLY})
+
+#: Caught-up messages queued to the router before their acks are collected.
+CATCHUP_ACK_WINDOW = 100
+
+#: What a live capture event becomes for the router (held while its channel catches up).
+Capture = IncomingMessage | IncomingEdit | IncomingDelete
 
 
 def author_name(message: hikari.PartialMessage) -> str:
@@ -89,12 +109,19 @@ def _reference_id(message: hikari.PartialMessage) -> int | None:
     return int(ref.id)
 
 
-def incoming_message(message: hikari.Message, channel_name: str = "") -> IncomingMessage | None:
-    """The router's view of a guild message; None for DMs and system messages."""
-    if message.guild_id is None or message.type not in CAPTURED_TYPES:
+def incoming_message(
+    message: hikari.Message, channel_name: str = "", *, guild_id: int | None = None
+) -> IncomingMessage | None:
+    """The router's view of a guild message; None for DMs and system messages.
+
+    ``guild_id`` names the guild of a message read from a channel's history: Discord's REST
+    messages do not carry it (gateway events do).
+    """
+    guild = guild_id if guild_id is not None else message.guild_id
+    if guild is None or message.type not in CAPTURED_TYPES:
         return None
     return IncomingMessage(
-        guild_id=int(message.guild_id),
+        guild_id=int(guild),
         channel_id=int(message.channel_id),
         message_id=int(message.id),
         author_id=int(message.author.id),
@@ -155,6 +182,8 @@ class Gateway:
         self._limiter = limiter or ReplyRateLimiter()
         self._commands = MemoryCommands(app, forgotten=self._retriever.clear_cache)
         self._connected: set[int] = set()
+        self._holds: ChannelHolds[Capture] = ChannelHolds()
+        self._catchups: set[anyio.CancelScope] = set()
         self._own_mention = re.compile(rf"<@!?{own_user_id}>")
 
     @property
@@ -168,9 +197,16 @@ class Gateway:
             events.subscribe(event_type, callback)
 
     def unsubscribe(self, events: hikari.api.EventManager) -> None:
-        """Stop listening (before shutting the app down)."""
+        """Stop listening and cancel the catch-ups running (before shutting the app down)."""
         for event_type, callback in self._listeners():
             events.unsubscribe(event_type, callback)
+        for scope in self._catchups:
+            scope.cancel()
+
+    @property
+    def holds(self) -> ChannelHolds[Capture]:
+        """The channels catching up and the live events waiting for them."""
+        return self._holds
 
     def _listeners(self) -> list[tuple[type[Any], Callable[[Any], Coroutine[Any, Any, None]]]]:
         return [
@@ -179,6 +215,7 @@ class Gateway:
             (hikari.GuildMessageDeleteEvent, self.on_message_delete),
             (hikari.GuildBulkMessageDeleteEvent, self.on_bulk_delete),
             (hikari.InteractionCreateEvent, self.on_interaction),
+            (hikari.GuildAvailableEvent, self.on_guild_available),
             (hikari.ShardConnectedEvent, self.on_shard_up),
             (hikari.ShardReadyEvent, self.on_shard_up),
             (hikari.ShardResumedEvent, self.on_shard_up),
@@ -193,8 +230,10 @@ class Gateway:
         incoming = incoming_message(message, self._channel_name(int(message.channel_id)))
         if incoming is None:
             return
+        held = self._holds.offer(incoming.channel_id, incoming)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._capture, incoming)
+            if not held:
+                tg.start_soon(self._capture, incoming)
             if self._addressed(message, incoming):
                 tg.start_soon(self.answer, message)
 
@@ -203,10 +242,8 @@ class Gateway:
         edit = incoming_edit(event.message)
         if edit is None or edit.author_id == self._own:
             return
-        try:
-            await self._app.router.edit(edit)
-        except Exception:
-            log.exception("edit not applied", message_id=edit.message_id)
+        if not self._holds.offer(edit.channel_id, edit):
+            await self._edit(edit)
 
     async def on_message_delete(self, event: hikari.GuildMessageDeleteEvent) -> None:
         """Remove a deleted message from its buffer."""
@@ -219,10 +256,21 @@ class Gateway:
 
     async def _delete(self, guild_id: int, channel_id: int, message_ids: Sequence[int]) -> None:
         for message_id in message_ids:
-            try:
-                await self._app.router.delete(IncomingDelete(guild_id, channel_id, message_id))
-            except Exception:
-                log.exception("deletion not applied", message_id=message_id)
+            delete = IncomingDelete(guild_id, channel_id, message_id)
+            if not self._holds.offer(channel_id, delete):
+                await self._delete_one(delete)
+
+    async def _edit(self, edit: IncomingEdit) -> None:
+        try:
+            await self._app.router.edit(edit)
+        except Exception:
+            log.exception("edit not applied", message_id=edit.message_id)
+
+    async def _delete_one(self, delete: IncomingDelete) -> None:
+        try:
+            await self._app.router.delete(delete)
+        except Exception:
+            log.exception("deletion not applied", message_id=delete.message_id)
 
     async def _capture(self, incoming: IncomingMessage) -> None:
         try:
@@ -240,6 +288,135 @@ class Gateway:
             return ""
         channel = self._cache.get_guild_channel(channel_id) or self._cache.get_thread(channel_id)
         return (channel.name or "") if channel is not None else ""
+
+    # Catch-up from history ------------------------------------------------------------------
+
+    async def on_guild_available(self, event: hikari.GuildAvailableEvent) -> None:
+        """Catch up every channel of the guild Vivy stored a message of from its history.
+
+        The guild's channels are held before the first await, so none of their live events
+        (dispatched after this one) reaches the router before the channel's history does.
+        """
+        guild_id = int(event.guild_id)
+        settings = self._app.settings
+        if settings.catchup_messages == 0 or not settings.capture_enabled:
+            return
+        if settings.allowed_guilds is not None and guild_id not in settings.allowed_guilds:
+            return
+        with anyio.CancelScope() as scope:
+            held = self._holds.hold((int(c) for c in (*event.channels, *event.threads)), scope)
+            self._catchups.add(scope)
+            try:
+                await self.catch_up_guild(guild_id, held)
+            finally:
+                self._catchups.discard(scope)
+                self._holds.abandon(scope)  # only a cancelled catch-up leaves holds behind
+
+    async def catch_up_guild(self, guild_id: int, channel_ids: Sequence[int]) -> GuildCatchUp:
+        """Catch up the held ``channel_ids`` of the guild and release each one's live events
+        once its history is stored; logs and returns the guild's counts."""
+        try:
+            marks = await self._app.store.imports.fed_high_marks(channel_ids)
+        except Exception:
+            log.exception("catch-up skipped: stored positions not readable", guild_id=guild_id)
+            marks = {}
+        due = channels_to_catch_up(channel_ids, marks, self._app.settings.blacklisted_channels)
+        for channel_id in channel_ids:
+            if channel_id not in due:
+                await self._release(channel_id)
+        reports: list[ChannelCatchUp] = []
+        limiter = anyio.CapacityLimiter(CATCHUP_CONCURRENCY)
+        async with anyio.create_task_group() as tg:
+            for channel_id, after in due.items():
+                tg.start_soon(self._catch_up_channel, guild_id, channel_id, after, limiter, reports)
+        summary = GuildCatchUp.of(reports)
+        log.info(
+            "guild caught up from history",
+            guild_id=guild_id,
+            channels=summary.channels,
+            read=summary.read,
+            stored=summary.stored,
+            capped=summary.capped,
+            unreadable=summary.unreadable,
+        )
+        return summary
+
+    async def _catch_up_channel(
+        self,
+        guild_id: int,
+        channel_id: int,
+        after: int,
+        limiter: anyio.CapacityLimiter,
+        reports: list[ChannelCatchUp],
+    ) -> None:
+        """Read one channel's history (a failure is logged and skips it), then release its
+        held live events."""
+        try:
+            async with limiter:
+                report = await self._read_history(guild_id, channel_id, after)
+        except hikari.HikariError as exc:  # 403 on a channel Vivy lost access to, 404, ...
+            reason = type(exc).__name__
+            log.warning(
+                "channel history not readable; skipped",
+                guild_id=guild_id,
+                channel_id=channel_id,
+                error=reason,
+            )
+            report = ChannelCatchUp(channel_id, error=reason)
+        except Exception as exc:
+            log.exception("channel catch-up failed", guild_id=guild_id, channel_id=channel_id)
+            report = ChannelCatchUp(channel_id, error=type(exc).__name__)
+        reports.append(report)
+        await self._release(channel_id)
+
+    async def _read_history(self, guild_id: int, channel_id: int, after: int) -> ChannelCatchUp:
+        """Feed the channel's messages after ``after``, oldest first and at most the cap, to
+        the router (never answered); returns the counts."""
+        cap = self._app.settings.catchup_messages
+        name = self._channel_name(channel_id)
+        read = stored = 0
+        capped = False
+        acks: list[Ack] = []
+        history = self._rest.fetch_messages(channel_id, after=hikari.Snowflake(after))
+        async for message in history.limit(cap + 1):  # hikari pages oldest first after `after`
+            if read == cap:  # one more than the cap exists: it and the newer ones stay unread
+                capped = True
+                break
+            read += 1
+            incoming = incoming_message(message, name, guild_id=guild_id)
+            if incoming is None:
+                continue
+            acks.append(await self._app.router.submit(incoming))
+            if len(acks) >= CATCHUP_ACK_WINDOW:
+                stored += await self._count_stored(acks)
+                acks = []
+        stored += await self._count_stored(acks)
+        return ChannelCatchUp(channel_id, read=read, stored=stored, capped=capped)
+
+    async def _count_stored(self, acks: Sequence[Ack]) -> int:
+        """Wait for the acks; count the messages stored and add them to the metric."""
+        stored = 0
+        for ack in acks:
+            try:
+                outcome = await ack.wait()
+            except Exception:
+                log.exception("caught-up message not captured")
+                continue
+            stored += outcome in (IngestOutcome.STORED, IngestOutcome.TRUNCATED)
+        self._app.metrics.catchup_messages.inc(stored)
+        return stored
+
+    async def _release(self, channel_id: int) -> None:
+        """Hand the channel's held live events to the router in arrival order; the hold ends
+        when none is left."""
+        while held := self._holds.release(channel_id):
+            for item in held:
+                if isinstance(item, IncomingMessage):
+                    await self._capture(item)
+                elif isinstance(item, IncomingEdit):
+                    await self._edit(item)
+                else:
+                    await self._delete_one(item)
 
     # Commands and connection state ---------------------------------------------------------
 

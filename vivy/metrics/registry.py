@@ -458,6 +458,12 @@ class Metrics:
             ),
             {"command": CommandName, "outcome": CommandOutcome},
         )
+        self.catchup_messages = Counter(
+            "vivy_catchup_messages_total",
+            "Messages stored from Discord's channel history when a guild became available "
+            "(sent while Vivy was not listening).",
+            registry=r,
+        )
         self.build_info = Gauge(
             "vivy_build_info",
             "Always 1; labels carry the Vivy version and the LLM quality in use.",
