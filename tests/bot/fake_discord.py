@@ -7,6 +7,8 @@ port, on the test's own event loop (aiohttp). Point hikari at it with
 can fetch them; tests can seed others. For ``vivy run`` it also serves a minimal gateway
 websocket (``GET /gateway/bot`` points to it): HELLO, READY after IDENTIFY, heartbeat ACKs,
 zlib-stream compressed, and :meth:`FakeDiscord.dispatch` pushes events to the connected bot.
+:meth:`FakeDiscord.request_reconnect` sends a shard op 7 (RECONNECT); the bot's RESUME (op 6)
+then gets the session's events it missed replayed, and RESUMED.
 It recommends ``shards`` shards (``GET /gateway/bot``) and takes one websocket per shard the
 bot starts: each IDENTIFY names its ``[shard_id, shard_count]`` (recorded in
 :attr:`FakeDiscord.identified`), and a guild's events go to the shard Discord would send them
@@ -80,6 +82,13 @@ class FakeDiscord:
         #: ``(shard_id, event name)`` of each DISPATCH sent.
         self.dispatched: list[tuple[int, str]] = []
         self._sockets: dict[int, tuple[web.WebSocketResponse, Any]] = {}
+        #: Each shard's dispatches of its current session, for a RESUME to replay.
+        self._session_events: dict[int, list[dict[str, Any]]] = {}
+        #: Shards told to reconnect (op 7) whose session a RESUME may continue; their events
+        #: wait in the session until then.
+        self.resumable: set[int] = set()
+        #: Shards whose session was resumed (op 6), in order.
+        self.resumed: list[int] = []
         self._count = 1  # the shard count the bot identified with
         self.requests: list[Recorded] = []
         self.messages: dict[int, dict[str, Any]] = {}
@@ -187,7 +196,7 @@ class FakeDiscord:
         bot as MESSAGE_CREATE if one is connected as its guild's shard. False means nobody
         received it (sent while Vivy was down)."""
         shard = self.shard_of(int(payload["guild_id"]))
-        if shard not in self._sockets:
+        if shard not in self._sockets and shard not in self.resumable:
             self.add_history(payload)
             return False
         try:
@@ -214,7 +223,38 @@ class FakeDiscord:
             self._delete_history(int(data["channel_id"]), [int(i) for i in data["ids"]])
         self._seq += 1
         self.dispatched.append((shard, name))
-        await self._send({"op": 0, "t": name, "s": self._seq, "d": data}, shard=shard)
+        event = {"op": 0, "t": name, "s": self._seq, "d": data}
+        self._session_events.setdefault(shard, []).append(event)
+        if shard in self.resumable:  # the session waits for its RESUME, which replays it
+            return
+        await self._send(event, shard=shard)
+
+    async def request_reconnect(self, shard: int) -> None:
+        """Tell the shard to reconnect (op 7), as Discord does before moving a session: the
+        bot is expected to RESUME, and the shard's events wait for it."""
+        self.resumable.add(shard)
+        ws, compressor = self._sockets.pop(shard)
+        raw = json.dumps({"op": 7, "d": None, "s": None, "t": None}).encode()
+        await ws.send_bytes(compressor.compress(raw) + compressor.flush(zlib.Z_SYNC_FLUSH))
+
+    async def _resume(
+        self, ws: web.WebSocketResponse, compressor: Any, session_id: str, seq: int
+    ) -> int:
+        """Continue the shard's session named by ``session_id``: replay its events after
+        ``seq`` on the new socket, then RESUMED. Returns the shard."""
+        shard = int(session_id.rsplit("-", 1)[1])
+        assert shard in self.resumable, f"shard {shard}'s session cannot be resumed"
+        self.resumable.discard(shard)
+        self._sockets[shard] = (ws, compressor)
+        self.resumed.append(shard)
+        for event in self._session_events.get(shard, []):
+            if event["s"] > seq:
+                await self._send(event, shard=shard)
+        self._seq += 1
+        resumed = {"op": 0, "t": "RESUMED", "s": self._seq, "d": {}}
+        self._session_events[shard].append(resumed)
+        await self._send(resumed, shard=shard)
+        return shard
 
     async def _send(self, payload: dict[str, Any], *, shard: int = 0) -> None:
         assert shard in self._sockets, f"no bot is connected to the gateway as shard {shard}"
@@ -254,6 +294,8 @@ class FakeDiscord:
                 if not self._sockets and self.gateway_closed.is_set():  # a new run of the bot
                     self.gateway_closed = anyio.Event()
                 self._sockets[shard], self._count = (ws, compressor), count
+                self._session_events[shard] = []
+                self.resumable.discard(shard)
                 mine = [g for g in self.guilds if self.shard_of(g) == shard]
                 await self.dispatch(
                     "READY",
@@ -261,7 +303,7 @@ class FakeDiscord:
                         "v": 10,
                         "user": self._own_user(),
                         "guilds": [{"id": str(g), "unavailable": True} for g in mine],
-                        "session_id": "fake-session",
+                        "session_id": f"fake-session-{shard}",
                         "resume_gateway_url": f"ws://127.0.0.1:{self._port}/gateway",
                         "shard": [shard, count],
                         "application": {"id": self.bot_user["id"], "flags": 0},
@@ -272,11 +314,15 @@ class FakeDiscord:
                     await self.dispatch("GUILD_CREATE", self._guild_create(guild), shard=shard)
                 if len(self._sockets) == count:
                     self.ready.set()
-            elif op == 1:  # HEARTBEAT
-                await self._send({"op": 11, "d": None, "s": None, "t": None}, shard=shard)
+            elif op == 6:  # RESUME
+                resume = message["d"]
+                shard = await self._resume(ws, compressor, resume["session_id"], resume["seq"])
+            elif op == 1:  # HEARTBEAT, answered on this socket (a reconnecting one too)
+                raw = json.dumps({"op": 11, "d": None, "s": None, "t": None}).encode()
+                await ws.send_bytes(compressor.compress(raw) + compressor.flush(zlib.Z_SYNC_FLUSH))
         if self._sockets.get(shard, (None,))[0] is ws:
             del self._sockets[shard]
-        if not self._sockets:
+        if not self._sockets and not self.resumable:
             self.gateway_closed.set()
             if self.ready.is_set():  # the next run of the bot waits for its own READY
                 self.ready = anyio.Event()

@@ -283,3 +283,35 @@ async def test_two_processes_share_postgresql_each_leasing_its_shards(
         assert all(h.expires_at == 0 for h in await reader.leases.holders([0, 1]))
     finally:
         reader.close()
+
+
+@pytest.mark.anyio
+async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(tmp_path: Path) -> None:
+    """Discord's RECONNECT (op 7): hikari resumes the session on a new socket (no second
+    IDENTIFY), the fake replays what was dispatched meanwhile, and Vivy stores it."""
+    settings = make_settings(tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
+    texts = ["before the reconnect", "during the reconnect", "after the resume"]
+    async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+        bot = quiet_bot(fake)
+
+        async def post(text: str) -> None:
+            payload = payloads.message(
+                payloads.next_snowflake(), ALEX, text, channel_id=CHANNEL, guild_id=GUILD
+            )
+            assert await fake.post(payload)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(run.serve, settings, environ={}, bot=bot))
+                await fake.ready.wait()
+                await post(texts[0])
+                await until(lambda: len(_stored_texts(settings.database)) == 1)
+                await fake.request_reconnect(0)
+                await post(texts[1])  # queued in the session until the bot resumes it
+                await until(lambda: fake.resumed == [0])
+                await post(texts[2])
+                await until(lambda: len(_stored_texts(settings.database)) == 3)
+                os.kill(os.getpid(), signal.SIGTERM)
+        await fake.gateway_closed.wait()
+    assert fake.identified == [(0, 1)]
+    assert _stored_texts(settings.database) == texts
