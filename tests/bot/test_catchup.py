@@ -115,6 +115,27 @@ def test_only_channels_with_a_stored_message_are_read(
     assert channels_to_catch_up(channels, marks, blacklisted) == due
 
 
+@pytest.mark.parametrize(
+    ("marks", "latest", "due"),
+    [
+        # Channel 2 has nothing stored but a message newer than the guild's last stored one.
+        ({1: 10, 3: 30}, {2: 31}, {1: 10, 2: 30, 3: 30}),
+        # Its newest message is older than what Vivy last heard from the guild: nothing new.
+        ({1: 10, 3: 30}, {2: 25}, {1: 10, 3: 30}),
+        # Nothing of the guild is stored: a guild Vivy never heard is not read.
+        ({}, {1: 5, 2: 6}, {}),
+        # A channel without Discord's newest id is not guessed at.
+        ({1: 10}, {}, {1: 10}),
+    ],
+)
+def test_a_channel_with_nothing_stored_is_read_after_the_guilds_last_stored_message(
+    marks: dict[int, int], latest: dict[int, int], due: dict[int, int]
+) -> None:
+    """A new channel (or one whose first messages came while Vivy was down) is read after
+    the guild's highest stored id when Discord announces a newer message in it."""
+    assert channels_to_catch_up([1, 2, 3], marks, (), latest) == due
+
+
 def test_a_guild_report_sums_its_channels() -> None:
     """The guild's log line counts channels, messages, capped and unreadable channels."""
     summary = GuildCatchUp.of(
@@ -269,6 +290,26 @@ async def test_messages_sent_while_vivy_is_down_are_stored_once_in_order(
         assert (line["channels"], line["read"], line["stored"]) == (1, 4, 3)
         assert (line["capped"], line["unreadable"]) == (0, 0)
     assert fake.sent() == []
+
+
+@pytest.mark.anyio
+async def test_a_channel_first_written_while_vivy_is_down_is_caught_up(tmp_path: Path) -> None:
+    """A channel Vivy never stored a message of, whose first messages came while it was down,
+    is read from the guild's last stored message on (GUILD_CREATE names its newest message)."""
+    settings = settings_for(tmp_path)
+    async with FakeDiscord(
+        VIVY_USER, guild_id=GUILD, guilds={GUILD: [CHANNEL, OTHER_CHANNEL]}
+    ) as fake:
+        async with vivy_running(settings, fake):
+            assert await fake.post(said(ALEX, "in the known channel", CHANNEL))
+            await until(lambda: len(stored(settings.database, CHANNEL)) == 1)
+        down = [said(SAM, f"a new channel's line {n}", OTHER_CHANNEL) for n in range(3)]
+        for message in down:
+            assert not await fake.post(message)
+        async with vivy_running(settings, fake):
+            await until(lambda: len(stored(settings.database, OTHER_CHANNEL)) == 3)
+    assert stored(settings.database, OTHER_CHANNEL) == ids(down)
+    assert len(stored(settings.database, CHANNEL)) == 1
 
 
 @pytest.mark.anyio

@@ -20,8 +20,9 @@ Rules of this module:
 * Held events are released in arrival order, and the hold ends only when none is left; taking
   the last batch and ending the hold happen in one synchronous call, so no event can slip in
   between and pass the ones still being released.
-* A channel is caught up only if something of it is stored (:func:`channels_to_catch_up`);
-  the read is bounded by the ``VIVY_CATCHUP_MESSAGES`` cap.
+* A channel is caught up after its highest stored id, or, when nothing of it is stored, after
+  the guild's if Discord's newest message of it is newer (:func:`channels_to_catch_up`); the
+  read is bounded by the ``VIVY_CATCHUP_MESSAGES`` cap.
 """
 
 from __future__ import annotations
@@ -117,16 +118,31 @@ class ChannelHolds(Generic[T]):
 
 
 def channels_to_catch_up(
-    channel_ids: Iterable[int], marks: Mapping[int, int], blacklisted: Iterable[int] = ()
+    channel_ids: Iterable[int],
+    marks: Mapping[int, int],
+    blacklisted: Iterable[int] = (),
+    latest: Mapping[int, int] | None = None,
 ) -> dict[int, int]:
-    """The channels to read, each with the id to read after: those with a stored message
-    (``marks``, the highest stored id per channel) that are not blacklisted."""
+    """The channels to read, each with the id to read after, none of them blacklisted.
+
+    A channel with a stored message (``marks``, the highest stored id per channel) is read
+    after it. A channel with none (new, or its first messages came while Vivy was down) is
+    read after the guild's highest stored id when Discord says (``latest``, each channel's
+    newest message id from GUILD_CREATE) that it holds a newer message: those came after the
+    last message Vivy heard from the guild. A guild Vivy never stored a message of is not read.
+    """
     skip = frozenset(blacklisted)
-    return {
-        channel_id: marks[channel_id]
-        for channel_id in dict.fromkeys(channel_ids)
-        if marks.get(channel_id, 0) > 0 and channel_id not in skip
-    }
+    ordered = [c for c in dict.fromkeys(channel_ids) if c not in skip]
+    guild_mark = max((marks.get(c, 0) for c in ordered), default=0)
+    newest = latest or {}
+    due: dict[int, int] = {}
+    for channel_id in ordered:
+        mark = marks.get(channel_id, 0)
+        if mark > 0:
+            due[channel_id] = mark
+        elif guild_mark > 0 and newest.get(channel_id, 0) > guild_mark:
+            due[channel_id] = guild_mark
+    return due
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ rules and the decisions (a channel's live events wait until its catch-up is stor
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -148,6 +148,16 @@ def incoming_edit(message: hikari.PartialMessage) -> IncomingEdit | None:
         author_id=int(author.id) if isinstance(author, hikari.User) else None,
         author_is_bot=_is_bot(message),
     )
+
+
+#: Guild channel types whose GUILD_CREATE entry names their newest message.
+_WITH_LAST_MESSAGE = (
+    hikari.GuildTextChannel,
+    hikari.GuildNewsChannel,
+    hikari.GuildThreadChannel,
+    hikari.GuildVoiceChannel,
+    hikari.GuildStageChannel,
+)
 
 
 class Gateway:
@@ -303,24 +313,34 @@ class Gateway:
             return
         if settings.allowed_guilds is not None and guild_id not in settings.allowed_guilds:
             return
+        latest = {
+            int(c.id): int(c.last_message_id)
+            for c in (*event.channels.values(), *event.threads.values())
+            if isinstance(c, _WITH_LAST_MESSAGE) and c.last_message_id is not None
+        }
         with anyio.CancelScope() as scope:
             held = self._holds.hold((int(c) for c in (*event.channels, *event.threads)), scope)
             self._catchups.add(scope)
             try:
-                await self.catch_up_guild(guild_id, held)
+                await self.catch_up_guild(guild_id, held, latest)
             finally:
                 self._catchups.discard(scope)
                 self._holds.abandon(scope)  # only a cancelled catch-up leaves holds behind
 
-    async def catch_up_guild(self, guild_id: int, channel_ids: Sequence[int]) -> GuildCatchUp:
+    async def catch_up_guild(
+        self, guild_id: int, channel_ids: Sequence[int], latest: Mapping[int, int] | None = None
+    ) -> GuildCatchUp:
         """Catch up the held ``channel_ids`` of the guild and release each one's live events
-        once its history is stored; logs and returns the guild's counts."""
+        once its history is stored; ``latest`` is each channel's newest message id as Discord
+        announced it. Logs and returns the guild's counts."""
         try:
             marks = await self._app.store.imports.fed_high_marks(channel_ids)
         except Exception:
             log.exception("catch-up skipped: stored positions not readable", guild_id=guild_id)
             marks = {}
-        due = channels_to_catch_up(channel_ids, marks, self._app.settings.blacklisted_channels)
+        due = channels_to_catch_up(
+            channel_ids, marks, self._app.settings.blacklisted_channels, latest
+        )
         for channel_id in channel_ids:
             if channel_id not in due:
                 await self._release(channel_id)
