@@ -93,8 +93,8 @@ def _database(text: str) -> Path | str:
 
 #: Why an operator command refuses a PostgreSQL database.
 _SQLITE_ONLY = (
-    "this command reads SQLite database files only for now (vivy run and vivy import "
-    "take PostgreSQL); pass --db PATH"
+    "this command reads SQLite database files only for now (vivy run, vivy import, "
+    "vivy db check and vivy db copy take PostgreSQL); pass --db PATH"
 )
 
 
