@@ -10,13 +10,14 @@ a schema of its own.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -30,12 +31,19 @@ from psycopg.conninfo import conninfo_to_dict
 from tests.importer import ANA, BEN, GUILD, LOUNGE, THREAD_LATER, TWO_DAYS, import_files
 from tests.pg import embedded_postgres
 from vivy.cli import EXIT_RUNTIME, EXIT_USAGE
+from vivy.errors import StorageError
 from vivy.llm.offline.embeddings import hash_embedding
 from vivy.retrieval.search import query_terms
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
 from vivy.storage.checks import open_readonly
-from vivy.storage.copy import COPIED_TABLES, NOT_COPIED, PROGRESS_KEY, copy_database
+from vivy.storage.copy import (
+    COPIED_TABLES,
+    NOT_COPIED,
+    PROGRESS_KEY,
+    CopyReport,
+    copy_database,
+)
 from vivy.storage.db import Database
 from vivy.storage.notes import NewNote, Participant, PlannedUpdate, serialize_vector
 from vivy.storage.postgres.db import PgDatabase
@@ -335,13 +343,15 @@ async def test_the_postgresql_copy_finds_the_notes_the_original_finds(
 def test_an_interrupted_copy_continues_where_it_stopped(
     original: Path, pg_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Stopped after some batches each way, a copy run again with the same arguments ends
-    with exactly the rows of the original, and says it continued."""
+    """Stopped after some batch, a copy run again with the same arguments ends with exactly
+    the rows of the original and says it continued; so does one stopped every few batches
+    (in the middle of tables, between them, while writing the merged facts' references)."""
 
     class Stop(Exception):
         """Raised by the per-batch hook to interrupt a copy."""
 
-    def stop_after(batches: int) -> object:
+    def stop_after(batches: int) -> Callable[[str, int], None]:
+        """A hook that interrupts the copy after its ``batches``-th batch."""
         seen: list[str] = []
 
         def hook(table: str, rows: int) -> None:
@@ -352,7 +362,7 @@ def test_an_interrupted_copy_continues_where_it_stopped(
         return hook
 
     with pytest.raises(Stop):
-        copy_database(original, pg_uri, batch_rows=3, after_batch=stop_after(9))  # type: ignore[arg-type]
+        copy_database(original, pg_uri, batch_rows=3, after_batch=stop_after(9))
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         progress = conn.execute("SELECT value FROM meta WHERE key = %s", (PROGRESS_KEY,)).fetchone()
     assert progress is not None and "sqlite:" in progress[0]
@@ -360,10 +370,14 @@ def test_an_interrupted_copy_continues_where_it_stopped(
     assert resumed.code == 0, resumed.err
     assert resumed.out.splitlines()[-1].startswith("continued and copied")
     back = tmp_path / "back.db"
-    with pytest.raises(Stop):
-        copy_database(pg_uri, back, batch_rows=4, after_batch=stop_after(12))  # type: ignore[arg-type]
-    report = copy_database(pg_uri, back, batch_rows=4)
-    assert report.resumed and not report.mismatches
+    runs = 0
+    report: CopyReport | None = None
+    while report is None:  # stopped after every third batch, each run continuing the last
+        runs += 1
+        assert runs < 200, "the copy never finished"
+        with contextlib.suppress(Stop):
+            report = copy_database(pg_uri, back, batch_rows=2, after_batch=stop_after(3))
+    assert runs > 20 and report.resumed and not report.mismatches
     assert dump(back) == dump(original)
 
 
@@ -436,6 +450,22 @@ def test_an_unfinished_copy_of_another_source_is_not_resumed(
     refused = run_cli(capsys, "db", "copy", str(original), pg_url(pg_uri))
     assert refused.code == EXIT_USAGE
     assert "an unfinished copy of another database" in refused.err
+
+
+@pytest.mark.anyio
+async def test_a_source_in_the_middle_of_a_reembed_is_refused(
+    original: Path, tmp_path: Path
+) -> None:
+    """Staged vectors of an unfinished ``vivy reembed`` are not copied: the copy refuses to
+    start (and creates no target) until the reembed is finished."""
+    store = open_sqlite_store(original, inline=True)
+    try:
+        await store.reembed.begin_staging("another-model:64")
+    finally:
+        store.close()
+    with pytest.raises(StorageError, match="unfinished `vivy reembed`"):
+        copy_database(original, tmp_path / "target.db")
+    assert not (tmp_path / "target.db").exists()
 
 
 def test_postgresql_to_postgresql_with_another_vector_dimension(

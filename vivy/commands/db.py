@@ -98,6 +98,17 @@ _SQLITE_ONLY = (
 )
 
 
+def _batch_size(text: str) -> int:
+    """An argparse type: rows per batch of ``vivy db copy`` (a whole number, at least 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
+    return value
+
+
 def discord_id(text: str) -> int:
     """An argparse type: a Discord id (a snowflake, digits only)."""
     value = text.strip()
@@ -198,7 +209,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     copy.add_argument(
         "--batch-size",
-        type=int,
+        type=_batch_size,
         default=BATCH_ROWS,
         metavar="N",
         help=f"rows per transaction (default {BATCH_ROWS})",

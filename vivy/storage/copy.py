@@ -19,7 +19,7 @@ meaning. The rules:
   the source and each table's last copied key). A copy interrupted anywhere continues from
   there when run again with the same source, and ends with the same rows as one that was not
   interrupted. Self-references (``profile_facts.superseded_by``) are written after every row
-  of their table, since a fact points at a newer one.
+  of their table, since a fact points at a newer one, in batches recorded the same way.
 * Ids are kept, and each id sequence of the target is set to the source's highest id ever
   issued (SQLite's ``sqlite_sequence``, PostgreSQL's sequences), so no id is reused: a deleted
   buffer's id stays taken by its note's ``buffer_id``.
@@ -177,11 +177,12 @@ def copy_database(
     ``target`` is created or migrated by its engine's migrations. It must hold no rows,
     unless it holds an unfinished copy of ``source`` (which then continues) or ``replace``
     is given (its rows are deleted first). ``after_batch(table, rows)`` is called after each
-    committed batch. Raises :class:`ConfigError` (nothing written) for a target that is the
-    source or holds other rows, :class:`StorageError` when a database fails.
+    committed batch of ``batch_rows`` rows at most. Raises :class:`ConfigError` (nothing
+    written) for a target that is the source or holds other rows, :class:`StorageError`
+    when a database fails or is not a whole Vivy database of this version.
     """
     if batch_rows < 1:
-        raise ConfigError(f"--batch-size {batch_rows}: expected a whole number of at least 1")
+        raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
     if _identity(source) == _identity(target) or _same_file(source, target):
         raise ConfigError(f"the target {shown(target)} is the source itself")
     with _open(source, read_only=True) as src, _open(target, read_only=False) as dst:
@@ -197,9 +198,10 @@ def copy_database(
             progress = _read_progress(dst)
         for table in COPIED_TABLES:
             columns = _columns(src, dst, table)
-            _copy_rows(src, dst, table, columns, origin, progress, batch_rows, after_batch)
+            step = table.name
+            _batches(src, dst, table, columns, origin, progress, step, batch_rows, after_batch)
             if table.deferred:
-                _copy_deferred(src, dst, table, batch_rows)
+                _copy_deferred(src, dst, table, origin, progress, batch_rows, after_batch)
         dst.finish({table.name: src.high_water(table.name) for table in COPIED_TABLES})
         counts = tuple(
             (table.name, src.count(table.name), dst.count(table.name)) for table in COPIED_TABLES
@@ -207,40 +209,51 @@ def copy_database(
     return CopyReport(shown(source), shown(target), counts, resumed)
 
 
-def _copy_rows(
+def _copy_deferred(
+    src: _Side,
+    dst: _Side,
+    table: CopiedTable,
+    origin: str,
+    progress: dict[str, list[Any]],
+    batch_rows: int,
+    after_batch: Callable[[str, int], None] | None,
+) -> None:
+    """Write the table's self-references once all its rows are there, in batches of their
+    own (recorded as ``TABLE.deferred``)."""
+    columns = [*table.key, *table.deferred]
+    name = f"{table.name}.deferred"
+    _batches(src, dst, table, columns, origin, progress, name, batch_rows, after_batch)
+
+
+def _batches(
     src: _Side,
     dst: _Side,
     table: CopiedTable,
     columns: list[str],
     origin: str,
     progress: dict[str, list[Any]],
+    step: str,
     batch_rows: int,
     after_batch: Callable[[str, int], None] | None,
 ) -> None:
-    """Copy the table's rows after its recorded key, one transaction per batch."""
-    after = progress.get(table.name)
+    """Read ``columns`` of the table after the key ``progress`` records for ``step``, and
+    write each batch to the target (rows, or with only the key and the deferred columns,
+    updates) in one transaction with the progress."""
+    after = progress.get(step)
     positions = [columns.index(name) for name in table.key]
     while True:
         rows = src.read(table, columns, after, batch_rows)
         if not rows:
             return
         after = [rows[-1][i] for i in positions]
-        progress[table.name] = after
-        dst.write(table, columns, rows, json.dumps({"source": origin, "tables": progress}))
+        progress[step] = after
+        recorded = json.dumps({"source": origin, "tables": progress})
+        if step == table.name:
+            dst.write(table, columns, rows, recorded)
+        else:
+            dst.update(table, rows, recorded)
         if after_batch is not None:
             after_batch(table.name, len(rows))
-
-
-def _copy_deferred(src: _Side, dst: _Side, table: CopiedTable, batch_rows: int) -> None:
-    """Write the table's self-references, once all its rows are there (idempotent)."""
-    columns = [*table.key, *table.deferred]
-    after: list[Any] | None = None
-    while True:
-        rows = src.read(table, columns, after, batch_rows)
-        if not rows:
-            return
-        after = list(rows[-1][: len(table.key)])
-        dst.update(table, rows)
 
 
 def _columns(src: _Side, dst: _Side, table: CopiedTable) -> list[str]:
@@ -277,6 +290,11 @@ def _require_source(src: _Side) -> None:
     if src.meta(PROGRESS_KEY) is not None:
         raise StorageError(
             f"the source {src.shown} holds an unfinished `vivy db copy`; finish that copy first"
+        )
+    if src.has_table(REEMBED_STAGING):
+        raise StorageError(
+            f"the source {src.shown} holds an unfinished `vivy reembed`; run it again to finish"
+            " it first"
         )
 
 
@@ -359,7 +377,9 @@ class _Side(Protocol):
     def write(
         self, table: CopiedTable, columns: list[str], rows: Sequence[tuple[Any, ...]], progress: str
     ) -> None: ...
-    def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]]) -> None: ...
+    def update(
+        self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str
+    ) -> None: ...
     def finish(self, high_waters: dict[str, int | None]) -> None: ...
 
 
@@ -519,6 +539,7 @@ class _SqliteSide:
             for name in names:
                 conn.execute(f"DELETE FROM {_quoted(name)}")
             conn.execute("DELETE FROM sqlite_sequence")
+            conn.execute(f"DROP TABLE IF EXISTS {REEMBED_STAGING}")
 
         self._transaction(work)
 
@@ -549,11 +570,11 @@ class _SqliteSide:
 
         def work(conn: Connection) -> None:
             conn.executemany(insert, values)
-            _set_sqlite_meta(conn, progress)
+            _set_sqlite_progress(conn, progress)
 
         self._transaction(work)
 
-    def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]]) -> None:
+    def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str) -> None:
         keys = " AND ".join(f"{self._column(table.name, k)} = ?" for k in table.key)
         sets = ", ".join(f"{_quoted(c)} = ?" for c in table.deferred)
         width = len(table.key)
@@ -562,6 +583,7 @@ class _SqliteSide:
 
         def work(conn: Connection) -> None:
             conn.executemany(update, values)
+            _set_sqlite_progress(conn, progress)
 
         self._transaction(work)
 
@@ -585,7 +607,7 @@ class _SqliteSide:
         self._transaction(work)
 
 
-def _set_sqlite_meta(conn: Connection, progress: str) -> None:
+def _set_sqlite_progress(conn: Connection, progress: str) -> None:
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -710,6 +732,7 @@ class _PgSide:
 
         def work(conn: PgConnection) -> None:
             conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(tables))
+            conn.execute(f"DROP TABLE IF EXISTS {REEMBED_STAGING}")
 
         self._transaction("emptying", work)
 
@@ -745,15 +768,11 @@ class _PgSide:
         def work(conn: PgConnection) -> None:
             with conn.cursor() as cursor:
                 cursor.executemany(insert.encode(), values)
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (%s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (PROGRESS_KEY, progress),
-            )
+            _set_pg_progress(conn, progress)
 
         self._transaction(f"writing {table.name} to", work)
 
-    def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]]) -> None:
+    def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str) -> None:
         keys = " AND ".join(f"{_quoted(k)} = %s" for k in table.key)
         sets = ", ".join(f"{_quoted(c)} = %s" for c in table.deferred)
         width = len(table.key)
@@ -763,6 +782,7 @@ class _PgSide:
         def work(conn: PgConnection) -> None:
             with conn.cursor() as cursor:
                 cursor.executemany(update.encode(), values)
+            _set_pg_progress(conn, progress)
 
         self._transaction(f"writing {table.name} to", work)
 
@@ -787,6 +807,14 @@ class _PgSide:
             conn.execute("DELETE FROM meta WHERE key = %s", (PROGRESS_KEY,))
 
         self._transaction("finishing the copy in", work)
+
+
+def _set_pg_progress(conn: PgConnection, progress: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (%s, %s)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (PROGRESS_KEY, progress),
+    )
 
 
 def _blobs(row: tuple[Any, ...], vectors: Sequence[int]) -> tuple[Any, ...]:
