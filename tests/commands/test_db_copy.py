@@ -340,6 +340,16 @@ async def test_the_postgresql_copy_finds_the_notes_the_original_finds(
     assert again == lite
 
 
+def vector_indexes(conninfo: str) -> set[str]:
+    """The names of the vector indexes (HNSW) in the test's schema."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            " AND indexdef LIKE '%USING hnsw%'"
+        ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
 def test_an_interrupted_copy_continues_where_it_stopped(
     original: Path, pg_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -366,9 +376,11 @@ def test_an_interrupted_copy_continues_where_it_stopped(
     with psycopg.connect(pg_uri, autocommit=True) as conn:
         progress = conn.execute("SELECT value FROM meta WHERE key = %s", (PROGRESS_KEY,)).fetchone()
     assert progress is not None and "sqlite:" in progress[0]
+    assert "vec_notes_hnsw" not in vector_indexes(pg_uri)  # set aside while rows arrive
     resumed = run_cli(capsys, "db", "copy", str(original), pg_url(pg_uri), "--batch-size", "3")
     assert resumed.code == 0, resumed.err
     assert resumed.out.splitlines()[-1].startswith("continued and copied")
+    assert vector_indexes(pg_uri) == {"vec_notes_hnsw"}
     back = tmp_path / "back.db"
     runs = 0
     report: CopyReport | None = None
