@@ -12,8 +12,10 @@ meaning. The rules:
   copied: SQLite's FTS5 tables (filled by triggers) and ``vec_notes.embedding_bits``,
   PostgreSQL's generated ``tsvector`` columns. ``note_participants.position`` is the column
   PostgreSQL keeps SQLite's rowid in (the order participants were listed in).
-* Vectors travel as float32: SQLite's blob is written to pgvector through its exact text form,
-  and pgvector's value is read back as ``real[]`` in binary, so a round trip keeps every bit.
+* Vectors travel as float32: SQLite's blob is sent to pgvector in pgvector's binary form, and
+  pgvector's value is read back as ``real[]`` in binary, so a round trip keeps every bit. The
+  target's vector indexes (HNSW) are set aside while rows arrive and built once at the end,
+  several times faster than growing them row by row.
 * Rows are read from the source in keyset batches by key and written to the target one
   transaction per batch, together with the progress (the ``meta`` row :data:`PROGRESS_KEY`:
   the source and each table's last copied key). A copy interrupted anywhere continues from
@@ -354,8 +356,8 @@ def _identity(database: Database) -> str:
         return f"sqlite:{database.resolve()}"
     try:
         info = conninfo_to_dict(database)
-    except psycopg.Error:
-        return "postgresql:?"
+    except psycopg.Error:  # never connected to, so never recorded
+        return f"postgresql:{database}"
     info.pop("password", None)
     return "postgresql:" + make_conninfo(**{key: str(value) for key, value in info.items()})
 
