@@ -613,6 +613,11 @@ def test_operator_mistakes_get_one_clear_line(original: Path, tmp_path: Path) ->
             EXIT_RUNTIME,
             f"vivy db: cannot connect to postgresql://vivy@127.0.0.1:{port}/vivy",
         ),
+        (
+            ("db", "check", "--db", "postgresql://vivy:secret@[bad/vivy"),
+            EXIT_RUNTIME,
+            "vivy db: cannot connect to postgresql://?",
+        ),
     ]
     for argv, code, names in cases:
         failed = run_vivy(*argv, cwd=tmp_path)
