@@ -164,7 +164,7 @@ def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``vivy db`` with ``check`` and ``backup``."""
+    """Add ``vivy db`` with ``check``, ``backup`` and ``copy``."""
     parser = commands.add_parser(
         "db",
         help="check, back up or copy the database",
