@@ -124,8 +124,8 @@ CASES = (
         EXIT_USAGE,
     ),
     Case(
-        "`vivy db check` with `VIVY_DB=postgresql://…`",
-        ("db", "check"),
+        "`vivy db backup` with `VIVY_DB=postgresql://…`",
+        ("db", "backup", "{tmp}/backup.db"),
         "SQLite database files only",
         EXIT_USAGE,
         {"VIVY_DB": "postgresql://vivy:secret@db.example/vivy"},

@@ -1,10 +1,14 @@
-"""``vivy db check`` and ``vivy db backup``, and the helpers the operator commands share.
+"""``vivy db check``, ``vivy db backup`` and ``vivy db copy``, and the helpers the operator
+commands share.
 
-``check`` runs SQLite's ``integrity_check`` and ``foreign_key_check``, compares the schema
-version with the one this Vivy supports, and checks that the note vectors match the embedding
-model recorded in ``meta``; it exits 1 when anything is wrong. ``backup`` copies the database
+``check`` runs the engine's integrity checks (SQLite's ``integrity_check``; PostgreSQL's
+invalid indexes), looks for rows whose foreign key points nowhere, compares the schema version
+with the one this Vivy supports, and checks that the note vectors match the embedding model
+recorded in ``meta``; it exits 1 when anything is wrong. ``backup`` copies a SQLite database
 with SQLite's online backup API (safe while Vivy runs), checks the copy, and only then moves it
-into place. Both only read the database and never create one.
+into place. Both only read the database and never create one. ``copy`` moves a database
+between SQLite and PostgreSQL (:mod:`vivy.storage.copy`) and then runs ``check``'s checks on
+both sides.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import structlog
 from vivy.config import Settings, is_postgres_url
 from vivy.errors import ConfigError, StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
+from vivy.storage.copy import BATCH_ROWS, copy_database, shown
 from vivy.storage.port import ReadOnlyStore
+from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.readonly import SqliteReadOnlyStore
 from vivy.storage.readonly import backup_database as storage_backup
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
@@ -31,7 +37,9 @@ __all__ = [
     "backup_database",
     "check_database",
     "configured_embedding",
+    "copy_databases",
     "database_path",
+    "database_target",
     "discord_id",
     "quiet_logs",
     "read_only",
@@ -42,13 +50,15 @@ __all__ = [
 # --- shared by the operator commands --------------------------------------------------------
 
 
-def add_database_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--db PATH`` (default: ``$VIVY_DB``, else ``vivy.db``)."""
+def add_database_option(parser: argparse.ArgumentParser, *, postgres: bool = False) -> None:
+    """Add ``--db PATH`` (default: ``$VIVY_DB``, else ``vivy.db``); with ``postgres`` it
+    may be a PostgreSQL URL as well."""
     parser.add_argument(
         "--db",
-        metavar="PATH",
+        metavar="URL|PATH" if postgres else "PATH",
         default=None,
-        help="database file (default: $VIVY_DB, else vivy.db)",
+        help=("database file or postgresql:// URL" if postgres else "database file")
+        + " (default: $VIVY_DB, else vivy.db)",
     )
 
 
@@ -65,11 +75,38 @@ def database_path(args: argparse.Namespace, environ: Mapping[str, str] | None = 
     return settings.database
 
 
+def database_target(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Path | str:
+    """The database named by ``--db``, else by the settings: a SQLite file's path, or a
+    PostgreSQL URL (for the commands that read either engine)."""
+    if getattr(args, "db", None):
+        return _database(args.db)
+    settings = Settings.from_env(os.environ if environ is None else environ)
+    return settings.database if settings.database_url is None else settings.database_url
+
+
+def _database(text: str) -> Path | str:
+    """A command-line database: a ``postgresql://`` URL, else a SQLite file's path."""
+    return text if is_postgres_url(text) else Path(text)
+
+
 #: Why an operator command refuses a PostgreSQL database.
 _SQLITE_ONLY = (
-    "this command reads SQLite database files only for now (vivy run and vivy import "
-    "take PostgreSQL); pass --db PATH"
+    "this command reads SQLite database files only for now (vivy run, vivy import, "
+    "vivy db check and vivy db copy take PostgreSQL); pass --db PATH"
 )
+
+
+def _batch_size(text: str) -> int:
+    """An argparse type: rows per batch of ``vivy db copy`` (a whole number, at least 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number of at least 1: {text!r}")
+    return value
 
 
 def discord_id(text: str) -> int:
@@ -85,6 +122,13 @@ def read_only(path: Path) -> Iterator[ReadOnlyStore]:
     """A read-only view of an existing Vivy database of the supported version."""
     with SqliteReadOnlyStore.open(path) as store:
         yield store
+
+
+def _open_read_only(database: Path | str) -> SqliteReadOnlyStore | PgReadOnlyStore:
+    """A read-only view of ``database`` on its engine, whatever its schema version."""
+    if isinstance(database, Path):
+        return SqliteReadOnlyStore.open(database, require_schema=False)
+    return PgReadOnlyStore.open(database, require_schema=False)
 
 
 @contextmanager
@@ -120,22 +164,23 @@ def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``vivy db`` with ``check`` and ``backup``."""
+    """Add ``vivy db`` with ``check``, ``backup`` and ``copy``."""
     parser = commands.add_parser(
         "db",
-        help="check or back up the database",
-        description="Check the database's integrity, or back it up while Vivy runs.",
+        help="check, back up or copy the database",
+        description="Check the database's integrity, back it up while Vivy runs, or copy it "
+        "between SQLite and PostgreSQL.",
     )
     sub = parser.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     check = sub.add_parser(
         "check",
         help="integrity, foreign keys, schema version and embedding model",
-        description="Run SQLite's integrity and foreign-key checks, compare the schema version "
-        "with this Vivy's, and check the note vectors against the recorded embedding model. "
-        "Exits 1 when anything is wrong.",
+        description="Run the engine's integrity and foreign-key checks (SQLite or PostgreSQL), "
+        "compare the schema version with this Vivy's, and check the note vectors against the "
+        "recorded embedding model. Exits 1 when anything is wrong.",
     )
-    add_database_option(check)
-    check.set_defaults(handler=lambda args: check_database(database_path(args)))
+    add_database_option(check, postgres=True)
+    check.set_defaults(handler=lambda args: check_database(database_target(args)))
     backup = sub.add_parser(
         "backup",
         help="copy the database with SQLite's online backup API",
@@ -148,47 +193,92 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     backup.set_defaults(
         handler=lambda args: backup_database(database_path(args), Path(args.path), force=args.force)
     )
+    copy = sub.add_parser(
+        "copy",
+        help="copy the database between SQLite and PostgreSQL",
+        description="Copy every row of SOURCE into TARGET, each a SQLite file or a "
+        "postgresql:// URL, in batches of one transaction each; then compare the row counts "
+        "and run `vivy db check`'s checks on both. The source is only read. An interrupted "
+        "copy continues when run again with the same arguments. A TARGET holding rows is "
+        "refused unless --replace. Stop Vivy on SOURCE first.",
+    )
+    copy.add_argument("source", metavar="SOURCE", help="the database to copy (file or URL)")
+    copy.add_argument("target", metavar="TARGET", help="where to copy it (file or URL)")
+    copy.add_argument(
+        "--replace", action="store_true", help="delete every row TARGET holds before copying"
+    )
+    copy.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default=BATCH_ROWS,
+        metavar="N",
+        help=f"rows per transaction (default {BATCH_ROWS})",
+    )
+    copy.set_defaults(
+        handler=lambda args: copy_databases(
+            _database(args.source),
+            _database(args.target),
+            replace=args.replace,
+            batch_rows=args.batch_size,
+        )
+    )
 
 
-def check_database(path: Path, environ: Mapping[str, str] | None = None) -> int:
-    """Print the checks of the database at ``path``; 0 when all pass, 1 otherwise."""
-    problems: list[str] = []
-    with SqliteReadOnlyStore.open(path, require_schema=False) as store:
-        integrity = store.integrity_problems()
-        print(f"integrity_check: {'ok' if not integrity else 'FAILED'}")
-        problems += [f"integrity: {line}" for line in integrity]
-        keys = store.foreign_key_problems()
-        print(f"foreign_key_check: {'ok' if not keys else f'{len(keys)} violations'}")
-        problems += [f"foreign key: {line}" for line in keys]
-        version = store.schema_version()
-        state = "ok" if version == SCHEMA_VERSION else "MISMATCH"
-        print(f"schema version: {version} (this Vivy supports {SCHEMA_VERSION}) {state}")
-        if version != SCHEMA_VERSION:
-            problems.append(
-                f"schema version {version} is not {SCHEMA_VERSION}"
-                + (" (not a Vivy database)" if version == 0 else "")
-            )
-        else:
-            problems += _check_embeddings(store, os.environ if environ is None else environ)
-            stray = store.evidence_problems()
-            print(f"evidence: {'ok' if not stray else f'{len(stray)} misplaced rows'}")
-            problems += [f"evidence: {line}" for line in stray]
+def check_database(database: Path | str, environ: Mapping[str, str] | None = None) -> int:
+    """Print the checks of the database (a SQLite file or a PostgreSQL URL); 0 when all
+    pass, 1 otherwise."""
+    with _open_read_only(database) as store:
+        lines, problems = database_checks(store, os.environ if environ is None else environ)
+    for line in lines:
+        print(line)
+    name = shown(database)
     if problems:
         for problem in problems:
             print(f"problem: {problem}")
-        print(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''} found")
+        print(f"{name}: {len(problems)} problem{'s' if len(problems) != 1 else ''} found")
         return 1
-    print(f"{path}: ok")
+    print(f"{name}: ok")
     return 0
 
 
-def _check_embeddings(store: ReadOnlyStore, environ: Mapping[str, str]) -> list[str]:
-    """The recorded embedding model against the vectors, and against the configured model."""
+def database_checks(
+    store: ReadOnlyStore, environ: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """The lines ``vivy db check`` prints for ``store``, and the problems it found."""
+    lines: list[str] = []
+    problems: list[str] = []
+    integrity = store.integrity_problems()
+    lines.append(f"integrity_check: {'ok' if not integrity else 'FAILED'}")
+    problems += [f"integrity: {line}" for line in integrity]
+    keys = store.foreign_key_problems()
+    lines.append(f"foreign_key_check: {'ok' if not keys else f'{len(keys)} violations'}")
+    problems += [f"foreign key: {line}" for line in keys]
+    version = store.schema_version()
+    state = "ok" if version == SCHEMA_VERSION else "MISMATCH"
+    lines.append(f"schema version: {version} (this Vivy supports {SCHEMA_VERSION}) {state}")
+    if version != SCHEMA_VERSION:
+        problems.append(
+            f"schema version {version} is not {SCHEMA_VERSION}"
+            + (" (not a Vivy database)" if version == 0 else "")
+        )
+    else:
+        problems += _check_embeddings(store, environ, lines)
+        stray = store.evidence_problems()
+        lines.append(f"evidence: {'ok' if not stray else f'{len(stray)} misplaced rows'}")
+        problems += [f"evidence: {line}" for line in stray]
+    return lines, problems
+
+
+def _check_embeddings(
+    store: ReadOnlyStore, environ: Mapping[str, str], lines: list[str]
+) -> list[str]:
+    """The recorded embedding model against the vectors, and against the configured model;
+    what it says goes to ``lines``."""
     problems = []
     state = store.embedding_state()
     model, dimension, notes, vectors = state.model, state.dimension, state.notes, state.vectors
     recorded = "none recorded" if model is None else f"{model} ({dimension} dimensions)"
-    print(f"embedding model: {recorded}; {vectors} vectors for {notes} notes")
+    lines.append(f"embedding model: {recorded}; {vectors} vectors for {notes} notes")
     if model is None and notes:
         problems.append("notes exist but no embedding model is recorded in meta")
     if dimension is not None and str(state.vector_dimension) != dimension:
@@ -199,14 +289,48 @@ def _check_embeddings(store: ReadOnlyStore, environ: Mapping[str, str]) -> list[
     if vectors != notes:
         problems.append(f"{notes} notes but {vectors} note vectors")
     if state.reembed_staged:
-        print("warning: an interrupted `vivy reembed` left staged vectors; run it again to finish")
+        lines.append(
+            "warning: an interrupted `vivy reembed` left staged vectors; run it again to finish"
+        )
     wanted_model, wanted_dimension = configured_embedding(environ)
     if model is not None and notes and (model, dimension) != (wanted_model, str(wanted_dimension)):
-        print(
+        lines.append(
             f"warning: the configured embedding model is {wanted_model} ({wanted_dimension} "
             "dimensions); Vivy will not start with it until `vivy reembed` has run"
         )
     return problems
+
+
+def copy_databases(
+    source: Path | str,
+    target: Path | str,
+    *,
+    replace: bool = False,
+    batch_rows: int = BATCH_ROWS,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Copy ``source`` into ``target``, then compare their row counts and check both; print
+    one ``table: rows`` line per table and each side's verdict. 0 when all agree."""
+    report = copy_database(source, target, replace=replace, batch_rows=batch_rows)
+    for name, rows, copied in report.counts:
+        print(f"{name}: {rows}" if rows == copied else f"{name}: {rows} (target: {copied})")
+    failures: list[str] = []
+    if report.mismatches:
+        failures.append(f"row counts differ in {', '.join(report.mismatches)}")
+    for side, database in (("source", source), ("target", target)):
+        with _open_read_only(database) as store:
+            _, problems = database_checks(store, os.environ if environ is None else environ)
+        print(f"check {side}: {'ok' if not problems else f'{len(problems)} problems'}")
+        failures += [f"{side}: {problem}" for problem in problems]
+    if failures:
+        raise StorageError(
+            f"the copy into {report.target} does not match: {failures[0]}"
+            + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else "")
+        )
+    total = sum(rows for _, rows, _ in report.counts)
+    how = "continued and copied" if report.resumed else "copied"
+    print(f"{how} {report.source} to {report.target}: {total} rows in {len(report.counts)} tables")
+    return 0
 
 
 def backup_database(source: Path, target: Path, *, force: bool = False) -> int:

@@ -28,9 +28,47 @@ from vivy.storage.postgres.reembed import note_vector_dimension
 from vivy.storage.postgres.schema import PG_SCHEMA_VERSION
 from vivy.storage.reembed import REEMBED_STAGING
 
-__all__ = ["PgReadOnlyStore"]
+__all__ = ["PgReadOnlyStore", "connection_error", "shown_url"]
 
 _SECTION_ORDER: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
+
+
+def shown_url(uri: str) -> str:
+    """``uri`` as a message may name it: ``postgresql://user@host:port/db``, no password."""
+    try:
+        info = conninfo_to_dict(uri)
+    except psycopg.Error:
+        return "postgresql://?"
+    host = info.get("host") or "localhost"
+    port = f":{info['port']}" if info.get("port") else ""
+    user = f"{info['user']}@" if info.get("user") else ""
+    return f"postgresql://{user}{host}{port}/{info.get('dbname') or ''}"
+
+
+def connection_error(uri: str, exc: psycopg.Error) -> StorageError:
+    """A one-line :class:`StorageError` for a failed connection to ``uri``: the server as
+    :func:`shown_url` names it and libpq's first line, with any password in it masked (libpq
+    quotes a malformed URL whole)."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
+    for secret in _passwords(uri):
+        first = first.replace(secret, "***")
+    return StorageError(f"cannot connect to {shown_url(uri)}: {first}")
+
+
+def _passwords(uri: str) -> list[str]:
+    """The password ``uri`` holds, as parsed and as written (percent-encoded or not)."""
+    found = []
+    try:
+        password = conninfo_to_dict(uri).get("password")
+    except psycopg.Error:
+        password = None
+    if password:
+        found.append(str(password))
+    _, _, rest = uri.partition("://")
+    userinfo, at, _ = rest.rpartition("@")
+    if at and ":" in userinfo:
+        found.append(userinfo.split(":", 1)[1])
+    return [secret for secret in found if secret]
 
 
 class PgReadOnlyStore:
@@ -51,7 +89,7 @@ class PgReadOnlyStore:
             options = f"{given} -c default_transaction_read_only=on".strip()
             conn = psycopg.connect(make_conninfo(uri, options=options), autocommit=True)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot open database: {exc}") from exc
+            raise connection_error(uri, exc) from exc
         try:
             if require_schema:
                 version = schema_version(conn)
