@@ -193,8 +193,8 @@ def plan_terms(
             f" AND s0.tablename = c.relname AND s0.attname = '{column}'"
             f" WHERE c.oid = '{table}'::regclass AND c.reltuples > 0)"
             " SELECT t.term, COALESCE("
-            "  (SELECT LEAST(%(cap)s, round(s.freqs[array_position(s.elems,"
-            f"   (tsvector_to_array(to_tsvector('{config}', t.term)))[1])] * s.reltuples))"
+            "  (SELECT round(s.freqs[array_position(s.elems,"
+            f"   (tsvector_to_array(to_tsvector('{config}', t.term)))[1])] * s.reltuples)"
             "   FROM s),"
             f"  (SELECT COUNT(*) FROM (SELECT 1 FROM {table}"
             f"   WHERE {column} @@ to_tsquery('{config}', t.query) LIMIT %(cap)s) AS found)),"
@@ -203,7 +203,7 @@ def plan_terms(
         ).encode(),
         {"cap": budget + 1, "terms": list(queries), "queries": list(queries.values())},
     ).fetchall()
-    counts = {str(r[0]): int(r[1]) for r in rows}
+    counts = {str(r[0]): min(budget + 1, int(r[1])) for r in rows}
     total = int(rows[0][2] or 0) if rows else 0
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
