@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
+from tests.pg import embedded_postgres
 from vivy.bench.ingest import format_results, main, run_ingest_bench
 from vivy.storage.db import connect
 
@@ -135,3 +138,36 @@ def test_format_results_writes_counts_as_integers() -> None:
     """Counts are printed without decimals, measurements with three."""
     text = format_results({"messages": 15.0, "ack_p50_ms": 1.23456})
     assert text.splitlines() == ["messages: 15", "ack_p50_ms: 1.235"]
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+def test_postgres_run_reports_every_figure_and_leaves_the_server_as_it_was(
+    pg_server: Any,
+) -> None:
+    """On PostgreSQL every figure is reported (the raw baseline is psycopg's), every message
+    is stored, and the run's throwaway database is dropped afterwards."""
+    url = str(pg_server.get_uri())
+    before = databases(url)
+    results = run_ingest_bench(3, 5, db_url=url, runs=2)
+    raw = {"raw_sqlite_batched_rows_per_s"}
+    assert set(results) >= (FIGURES - raw) | {"raw_psycopg_batched_rows_per_s"}
+    assert not set(results) & raw
+    assert results["messages"] == results["rows_stored"] == results["stored_outcomes"] == 15
+    assert 0 < results["ratio_vs_raw"] < math.inf
+    assert databases(url) == before
+
+
+def databases(url: str) -> set[str]:
+    """The names of the databases on the server of ``url``."""
+    with psycopg.connect(url) as conn:
+        return {str(row[0]) for row in conn.execute("SELECT datname FROM pg_database")}
+
+
+def test_main_refuses_a_db_that_is_not_a_postgresql_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--db`` takes a PostgreSQL URL only; a path is a usage error."""
+    with pytest.raises(SystemExit) as info:
+        main(["--db", "vivy.db"])
+    assert info.value.code == 2
+    assert "postgresql://" in capsys.readouterr().err

@@ -10,6 +10,14 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import psycopg
+import pytest
+
+from tests.pg import embedded_postgres
+from vivy.cli import main
+from vivy.commands.demo import run_demo
+from vivy.storage.postgres.embedded import embedded_server
+
 
 def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
     """The demo's "Operator search API (URL): N hits" line holds a URL that gives N hits."""
@@ -42,3 +50,33 @@ def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
     finally:
         demo.terminate()
         demo.wait(timeout=30)
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+def test_the_demo_runs_on_postgresql(pg_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a PostgreSQL database the demo prints what it prints on SQLite: the notes, the
+    profiles, the memory context for the question with its answer, the operator search."""
+    assert run_demo(None, url=pg_uri, environ={}) == 0
+    out = capsys.readouterr().out
+    for heading in ("Notes", "Profiles", "Memory for a question"):
+        assert f"======== {heading} " in out
+    assert "Sam's dog Bento" in out
+    assert "Memory context (" in out and "Vivy would answer" in out
+    found = re.search(r"Operator search API \(http://\S+\): (\d+) hits", out)
+    assert found is not None and int(found[1]) > 0
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+def test_the_embedded_server_is_deleted_after_use(tmp_path: Path) -> None:
+    """``--postgres``'s server answers while in use; afterwards it is stopped and its
+    directory is gone."""
+    data = tmp_path / "postgres"
+    with embedded_server(data) as url, psycopg.connect(url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert not data.exists()
+
+
+def test_postgres_and_db_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--postgres`` starts its own server, so a ``--db`` beside it is a usage error."""
+    assert main(["demo", "--postgres", "--db", "vivy.db"]) == 2
+    assert "--postgres starts a server of its own" in capsys.readouterr().err

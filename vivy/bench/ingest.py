@@ -26,6 +26,14 @@ same pragmas (WAL, ``synchronous=NORMAL``):
   for every message (a buffer holds 100 messages, then its row starts over). It runs
   synchronously on one connection, with no event loop in the way: a generous baseline.
 
+With ``--db postgresql://…`` the same workload runs on PostgreSQL: the router on the
+PostgreSQL engine (:func:`~vivy.storage.postgres.stores.open_postgres_store`, psycopg on the
+owner's worker thread), the raw baseline plain psycopg's ``executemany``
+(``raw_psycopg_batched_rows_per_s``) and seed 002's JSON rewrite on the same server. Every
+database of a run is a fresh schema of one throwaway database, ``vivy_bench_<random>``,
+created on that server for the run and dropped after it, so the database the URL names is
+never changed (:mod:`vivy.storage.postgres.scratch`).
+
 The benchmark reads the real clock (``time.perf_counter``) to measure; Vivy itself still reads
 time only from its :class:`~vivy.clock.Clock`.
 """
@@ -39,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +58,16 @@ from prometheus_client import CollectorRegistry
 from vivy.actors.channel import Ack
 from vivy.actors.router import Router
 from vivy.clock import Clock
-from vivy.config import BufferSettings
+from vivy.config import BufferSettings, is_postgres_url
 from vivy.heap import settle_heap
 from vivy.metrics.observer import MetricsObserver
 from vivy.metrics.registry import Metrics
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
-from vivy.storage.baseline import JsonRewriteTable, RawMessageTable, count_buffered_messages
+from vivy.storage import baseline
+from vivy.storage.port import Store
+from vivy.storage.postgres import baseline as pg_baseline
+from vivy.storage.postgres.scratch import new_schema, scratch_database
+from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
@@ -82,6 +94,25 @@ GATEWAY_WINDOW = 4096
 AUTHORS_PER_CHANNEL = 5
 
 _FILLER = "the quick brown fox jumps over the lazy dog while the bot takes careful notes"
+
+#: Where one run's database lives: a SQLite file, or a PostgreSQL URL (a fresh schema).
+Target = Path | str
+#: Makes the fresh database of a run from its name (``vivy-ingest-0``, ``raw-batched-0``...).
+Targets = Callable[[str], Target]
+
+
+def _open_store(target: Target) -> Store:
+    """Vivy's store on ``target``, opened as ``vivy run`` opens it (worker thread)."""
+    if isinstance(target, Path):
+        return open_sqlite_store(target)
+    return open_postgres_store(target)
+
+
+def count_buffered_messages(target: Target) -> int:
+    """Buffered message rows in the database at ``target``, read on a fresh connection."""
+    if isinstance(target, Path):
+        return baseline.count_buffered_messages(target)
+    return pg_baseline.count_buffered_messages(target)
 
 
 @dataclass
@@ -146,9 +177,10 @@ class _Running:
 
 
 @asynccontextmanager
-async def _running_router(path: Path) -> AsyncIterator[_Running]:
-    """A router on a fresh thread-mode database at ``path``, served until the block ends."""
-    store = open_sqlite_store(path)
+async def _running_router(target: Target) -> AsyncIterator[_Running]:
+    """A router on the fresh database at ``target`` (its owner in thread mode), served until
+    the block ends."""
+    store = _open_store(target)
     observer = MetricsObserver(Metrics(CollectorRegistry()))  # what `vivy run` reports to
     hand_off = CountingHandOff()
     router = Router(
@@ -180,7 +212,7 @@ async def _settle(
         latencies.append(time.perf_counter() - submitted)
 
 
-async def _run_gateway(arrivals: list[IncomingMessage], path: Path, window: int) -> _RouterRun:
+async def _run_gateway(arrivals: list[IncomingMessage], target: Target, window: int) -> _RouterRun:
     """Submit every message in arrival order, as a gateway shard delivers them.
 
     At most ``window`` messages are in flight (submitted, not yet acknowledged); a message's
@@ -189,7 +221,7 @@ async def _run_gateway(arrivals: list[IncomingMessage], path: Path, window: int)
     """
     latencies: list[float] = []
     in_flight: deque[tuple[float, Ack]] = deque()
-    async with _running_router(path) as running:
+    async with _running_router(target) as running:
         started = time.perf_counter()
         for message in arrivals:
             in_flight.append((time.perf_counter(), await running.router.submit(message)))
@@ -210,10 +242,10 @@ async def _send_channel(
         latencies.append(time.perf_counter() - started)
 
 
-async def _run_lockstep(traffic: list[list[IncomingMessage]], path: Path) -> _RouterRun:
+async def _run_lockstep(traffic: list[list[IncomingMessage]], target: Target) -> _RouterRun:
     """One sender per channel, each waiting for a message's ack before sending the next."""
     latencies: list[float] = []
-    async with _running_router(path) as running:
+    async with _running_router(target) as running:
         started = time.perf_counter()
         async with anyio.create_task_group() as senders:
             for messages in traffic:
@@ -230,9 +262,13 @@ def _arrival_order(traffic: list[list[IncomingMessage]]) -> list[IncomingMessage
     return sorted((m for messages in traffic for m in messages), key=lambda m: m.message_id)
 
 
-def _raw_batched(arrivals: list[IncomingMessage], path: Path) -> float:
+def _raw_batched(arrivals: list[IncomingMessage], target: Target) -> float:
     """Rows per second of one ``executemany`` into a fresh ``buffer_messages`` table."""
-    table = RawMessageTable(path)
+    table: baseline.RawMessageTable | pg_baseline.PgRawMessageTable
+    if isinstance(target, Path):
+        table = baseline.RawMessageTable(target)
+    else:
+        table = pg_baseline.PgRawMessageTable(target)
     try:
         table.open_buffers(GUILD_ID, (m.channel_id for m in arrivals), WALL0)
         rows = table.bind(
@@ -258,9 +294,13 @@ def _raw_batched(arrivals: list[IncomingMessage], path: Path) -> float:
     return _rate(len(rows), seconds)
 
 
-def _json_rewrite(arrivals: list[IncomingMessage], path: Path) -> float:
+def _json_rewrite(arrivals: list[IncomingMessage], target: Target) -> float:
     """Messages per second stored the seed-002 way (a JSON array rewritten per message)."""
-    table = JsonRewriteTable(path, buffer_size=JSON_BUFFER_SIZE)
+    table: baseline.JsonRewriteTable | pg_baseline.PgJsonRewriteTable
+    if isinstance(target, Path):
+        table = baseline.JsonRewriteTable(target, buffer_size=JSON_BUFFER_SIZE)
+    else:
+        table = pg_baseline.PgJsonRewriteTable(target, buffer_size=JSON_BUFFER_SIZE)
     try:
         started = time.perf_counter()
         for m in arrivals:  # the entry is built per message, as seed 002 does
@@ -289,40 +329,61 @@ def run_ingest_bench(
     backend: str = "asyncio",
     window: int = GATEWAY_WINDOW,
     runs: int = RUNS,
+    db_url: str | None = None,
 ) -> dict[str, float]:
     """Run the ingest benchmark and its two baselines; return the figures by name.
 
-    Databases are created in ``db_dir`` (a temporary directory, removed afterwards, when None).
+    SQLite databases are created in ``db_dir`` (a temporary directory, removed afterwards,
+    when None). With ``db_url`` every database is a fresh schema of a throwaway database on
+    that PostgreSQL server, dropped afterwards; ``db_dir`` is then unused.
     """
     if min(channels, messages, window, runs) < 1:
         raise ValueError("channels, messages, window and runs must all be at least 1")
     traffic = _traffic(channels, messages)
+    if db_url is not None:
+        with scratch_database(db_url) as scratch:
+
+            def schema(name: str) -> Target:
+                return new_schema(scratch, name.replace("-", "_"))
+
+            return _run_all(traffic, schema, backend, window, runs, raw_name="psycopg")
     if db_dir is None:
         with tempfile.TemporaryDirectory(prefix="vivy-bench-") as tmp:
-            return _run_all(traffic, Path(tmp), backend, window, runs)
+            return _run_all(traffic, _files(Path(tmp)), backend, window, runs)
     db_dir.mkdir(parents=True, exist_ok=True)
-    return _run_all(traffic, db_dir, backend, window, runs)
+    return _run_all(traffic, _files(db_dir), backend, window, runs)
+
+
+def _files(db_dir: Path) -> Targets:
+    """Fresh SQLite files in ``db_dir``, named after their run."""
+    return lambda name: db_dir / f"{name}.db"
 
 
 def _run_all(
-    traffic: list[list[IncomingMessage]], db_dir: Path, backend: str, window: int, runs: int
+    traffic: list[list[IncomingMessage]],
+    targets: Targets,
+    backend: str,
+    window: int,
+    runs: int,
+    *,
+    raw_name: str = "sqlite",
 ) -> dict[str, float]:
     """Every run and baseline; the gateway figures are those of the median run."""
     arrivals = _arrival_order(traffic)
-    gateway: list[tuple[_RouterRun, Path]] = []
+    gateway: list[tuple[_RouterRun, Target]] = []
     raws: list[float] = []
     for n in range(runs):  # in turn, so that both see the same moments of a noisy machine
-        path = db_dir / f"vivy-ingest-{n}.db"
-        gateway.append((anyio.run(_run_gateway, arrivals, path, window, backend=backend), path))
-        raws.append(_raw_batched(arrivals, db_dir / f"raw-batched-{n}.db"))
-    run, vivy_path = sorted(gateway, key=lambda pair: pair[0].seconds)[runs // 2]
+        target = targets(f"vivy-ingest-{n}")
+        gateway.append((anyio.run(_run_gateway, arrivals, target, window, backend=backend), target))
+        raws.append(_raw_batched(arrivals, targets(f"raw-batched-{n}")))
+    run, vivy_target = sorted(gateway, key=lambda pair: pair[0].seconds)[runs // 2]
     raw = statistics.median(raws)
     # Each gateway run against the raw run right after it: a drift of the machine's speed
     # between runs then moves both sides of a ratio alike.
     ratios = [_rate(len(arrivals), g.seconds) / r for (g, _), r in zip(gateway, raws, strict=True)]
-    lockstep = anyio.run(_run_lockstep, traffic, db_dir / "vivy-lockstep.db", backend=backend)
-    rows_stored = count_buffered_messages(vivy_path)
-    rewrite = _json_rewrite(arrivals, db_dir / "json-rewrite.db")
+    lockstep = anyio.run(_run_lockstep, traffic, targets("vivy-lockstep"), backend=backend)
+    rows_stored = count_buffered_messages(vivy_target)
+    rewrite = _json_rewrite(arrivals, targets("json-rewrite"))
     total = len(arrivals)
     rate = _rate(total, run.seconds)
     latencies = sorted(run.latencies)
@@ -333,7 +394,7 @@ def _run_all(
         "messages_per_s": rate,
         "ack_p50_ms": _percentile(latencies, 0.50) * 1000,
         "ack_p99_ms": _percentile(latencies, 0.99) * 1000,
-        "raw_sqlite_batched_rows_per_s": raw,
+        f"raw_{raw_name}_batched_rows_per_s": raw,
         "ratio_vs_raw": statistics.median(ratios),
         "json_rewrite_rows_per_s": rewrite,
         "ratio_vs_json_rewrite": rate / rewrite,
@@ -371,7 +432,8 @@ def format_results(results: dict[str, float]) -> str:
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vivy bench ingest",
-        description="Measure ingestion throughput and acknowledgement latency against SQLite.",
+        description="Measure ingestion throughput and acknowledgement latency against SQLite,"
+        " or against PostgreSQL with --db.",
     )
     parser.add_argument("--channels", type=int, default=200, help="channels (default 200)")
     parser.add_argument("--messages", type=int, default=100, help="messages each (default 100)")
@@ -389,6 +451,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--backend", choices=("asyncio", "trio"), default="asyncio")
     parser.add_argument("--db-dir", type=Path, default=None, help="keep the databases here")
+    parser.add_argument(
+        "--db",
+        metavar="POSTGRESQL_URL",
+        default=None,
+        help="run on this PostgreSQL server instead of SQLite: the run creates a throwaway"
+        " database vivy_bench_<random> there (the role needs CREATEDB) and drops it"
+        " afterwards, so the database the URL names is left unchanged",
+    )
     return parser
 
 
@@ -398,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.channels, args.messages, args.window, args.runs) < 1:
         parser.error("--channels, --messages, --window and --runs must all be at least 1")
+    if args.db is not None and not is_postgres_url(args.db):
+        parser.error(f"--db {args.db}: expected a postgresql:// URL (SQLite needs no option)")
     settle_heap()  # as `vivy run` does once it has started
     results = run_ingest_bench(
         args.channels,
@@ -406,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         backend=args.backend,
         window=args.window,
         runs=args.runs,
+        db_url=args.db,
     )
     print(format_results(results))
     return 0

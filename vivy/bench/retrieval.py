@@ -12,6 +12,16 @@ quoted lines. The first search, which loads the guild's vectors into memory (onc
 process), is timed apart (``load_s``). Then ``recall_at_10_vs_exact`` compares the top 10 of
 the quantised search + re-rank with an exact float KNN over the same guild.
 
+With ``--db postgresql://…`` each size's SQLite database is built the same way and then
+copied into PostgreSQL (:func:`vivy.storage.postgres.synthetic.copy_synthetic`; ``fill_s``
+is then the copy with its index builds), so both engines answer exactly the same queries over
+the same notes. Each query is timed through :func:`~vivy.retrieval.ranked.ranked_notes` on
+the PostgreSQL engine as ``vivy run`` opens it (psycopg on the owner's worker thread); the
+first search (a cold cache) is timed apart, ``vector_p50_ms`` is the HNSW scan alone and
+``recall_at_10_vs_exact`` compares its top 10 with an exact scan. Every size lives in a fresh
+schema of one throwaway database, ``vivy_bench_<random>``, created on that server for the run
+and dropped after it, so the database the URL names is never changed.
+
 The benchmark reads the real clock (``time.perf_counter``); Vivy itself reads time only from
 its :class:`~vivy.clock.Clock`.
 """
@@ -30,10 +40,17 @@ from pathlib import Path
 
 import anyio
 
+from vivy.config import is_postgres_url
 from vivy.errors import ConfigError
 from vivy.retrieval.ranked import ranked_notes
 from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.storage.port import Store
+from vivy.storage.postgres.db import connect, migrate
+from vivy.storage.postgres.scratch import new_schema, scratch_database
+from vivy.storage.postgres.search import EF_SEARCH
+from vivy.storage.postgres.stores import open_postgres_store
+from vivy.storage.postgres.synthetic import copy_synthetic, exact_recall
 from vivy.storage.sqlite import open_sqlite_store
 from vivy.storage.synthetic import GUILD_ID, WALL0, build, quantised_recall
 
@@ -67,37 +84,79 @@ def run_retrieval_bench(
     db_dir: str | None = None,
     settings: RetrievalSettings = DEFAULT_SETTINGS,
     seed: int = 0,
+    db_url: str | None = None,
 ) -> list[BenchResult]:
-    """Fill, time and measure each size."""
-    results: list[BenchResult] = []
+    """Fill, time and measure each size, on SQLite, or on the PostgreSQL server of
+    ``db_url`` (in a throwaway database dropped afterwards)."""
     with tempfile.TemporaryDirectory(dir=db_dir) as tmp:
-        for size in sizes:
-            path = Path(tmp) / f"retrieval-{size}.db"
-            fill_s, workload = build(path, size, queries, seed)
-            load_s, timings = anyio.run(_time_searches, path, workload, settings)
-            vector_timings, recalls = quantised_recall(
-                path, workload, candidates=settings.candidates
-            )
-            results.append(
-                BenchResult(
-                    size=size,
-                    fill_s=fill_s,
-                    index_load_s=load_s,
-                    p50_ms=statistics.median(timings) * 1000,
-                    p99_ms=_percentile(timings, 0.99) * 1000,
-                    vector_p50_ms=statistics.median(vector_timings) * 1000,
-                    recall_at_10=statistics.fmean(recalls) if recalls else 0.0,
-                )
-            )
-    return results
+        if db_url is None:
+            return [_sqlite_size(Path(tmp), size, queries, settings, seed) for size in sizes]
+        with scratch_database(db_url) as scratch:
+            return [
+                _postgres_size(Path(tmp), scratch, size, queries, settings, seed) for size in sizes
+            ]
+
+
+def _sqlite_size(
+    tmp: Path, size: int, queries: int, settings: RetrievalSettings, seed: int
+) -> BenchResult:
+    """One size on SQLite."""
+    path = tmp / f"retrieval-{size}.db"
+    fill_s, workload = build(path, size, queries, seed)
+    load_s, timings = anyio.run(_time_searches, open_sqlite_store(path), workload, settings)
+    vector_timings, recalls = quantised_recall(path, workload, candidates=settings.candidates)
+    return _result(
+        size,
+        fill_s,
+        load_s,
+        timings,
+        statistics.median(vector_timings),
+        statistics.fmean(recalls) if recalls else 0.0,
+    )
+
+
+def _postgres_size(
+    tmp: Path, scratch: str, size: int, queries: int, settings: RetrievalSettings, seed: int
+) -> BenchResult:
+    """One size on PostgreSQL: the SQLite build copied into a fresh schema of ``scratch``."""
+    path = tmp / f"retrieval-{size}.db"
+    _, workload = build(path, size, queries, seed)
+    url = new_schema(scratch, f"retrieval_{size}")
+    with connect(url) as conn:
+        migrate(conn)
+        fill_s = copy_synthetic(path, conn)
+    path.unlink()
+    load_s, timings = anyio.run(_time_searches, open_postgres_store(url), workload, settings)
+    with connect(url) as conn:
+        vector_s, recall = exact_recall(conn, workload, candidates=settings.candidates)
+    return _result(size, fill_s, load_s, timings, vector_s, recall)
+
+
+def _result(
+    size: int,
+    fill_s: float,
+    load_s: float,
+    timings: Sequence[float],
+    vector_s: float,
+    recall: float,
+) -> BenchResult:
+    return BenchResult(
+        size=size,
+        fill_s=fill_s,
+        index_load_s=load_s,
+        p50_ms=statistics.median(timings) * 1000,
+        p99_ms=_percentile(timings, 0.99) * 1000,
+        vector_p50_ms=vector_s * 1000,
+        recall_at_10=recall,
+    )
 
 
 async def _time_searches(
-    path: Path, workload: Sequence[tuple[bytes, str]], settings: RetrievalSettings
+    store: Store, workload: Sequence[tuple[bytes, str]], settings: RetrievalSettings
 ) -> tuple[float, list[float]]:
-    """The first search's seconds (it loads the guild's vectors into memory, once per
-    process) and each workload search's, through the store as the bot opens it."""
-    store = open_sqlite_store(path)
+    """The first search's seconds (on SQLite it loads the guild's vectors into memory, once
+    per process) and each workload search's, through ``store`` as the bot opens it; closes
+    the store."""
     try:
 
         async def one(vector: bytes, text: str) -> float:
@@ -121,11 +180,18 @@ async def _time_searches(
         store.close()
 
 
-def format_results(results: Sequence[BenchResult], settings: RetrievalSettings) -> str:
+def format_results(
+    results: Sequence[BenchResult], settings: RetrievalSettings, *, postgres: bool = False
+) -> str:
     """The results as a table, one row per size."""
+    vectors = (
+        f"PostgreSQL, {settings.candidates} HNSW candidates (ef_search"
+        f" {max(EF_SEARCH, settings.candidates)}, iterative scan)"
+        if postgres
+        else f"{settings.candidates} binary-index candidates re-ranked exactly"
+    )
     lines = [
-        f"retrieval bench: search_notes without the embedding call, top 10,"
-        f" {settings.candidates} binary-index candidates re-ranked exactly",
+        f"retrieval bench: search_notes without the embedding call, top 10, {vectors}",
         f"{'size':>8} {'fill_s':>8} {'load_s':>7} {'p50_ms':>8} {'p99_ms':>8} {'vector_p50_ms':>14}"
         f" {'recall_at_10_vs_exact':>22}",
     ]
@@ -152,6 +218,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--db-dir", default=None, help="where the temporary databases go")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--db",
+        metavar="POSTGRESQL_URL",
+        default=None,
+        help="run on this PostgreSQL server instead of SQLite: the run creates a throwaway"
+        " database vivy_bench_<random> there (the role needs CREATEDB) and drops it"
+        " afterwards, so the database the URL names is left unchanged",
+    )
     return parser
 
 
@@ -167,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--sizes, --queries and --candidates must be positive")
     if args.db_dir is not None and not Path(args.db_dir).is_dir():
         raise ConfigError(f"--db-dir {args.db_dir}: no such directory; create it or leave it out")
+    if args.db is not None and not is_postgres_url(args.db):
+        parser.error(f"--db {args.db}: expected a postgresql:// URL (SQLite needs no option)")
     settings = RetrievalSettings(candidates=args.candidates)
     results = run_retrieval_bench(
         sizes,
@@ -174,8 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         db_dir=args.db_dir,
         settings=settings,
         seed=args.seed,
+        db_url=args.db,
     )
-    print(format_results(results, settings))
+    print(format_results(results, settings, postgres=args.db is not None))
     return 0
 
 

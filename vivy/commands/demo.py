@@ -1,13 +1,14 @@
 """``vivy demo``: what Vivy remembers of a bundled three-day conversation, in seconds.
 
 The bundled DiscordChatExporter export (``vivy/data/demo_export.json``) is replayed through
-the real pipeline — router, channel actors, NoteWriter, ProfileUpdaters, Scheduler — on SQLite,
-with virtual time (trio's MockClock) standing in for three days, so buffers close by
-inactivity and by max age and the nightly job runs for each day. It then prints the notes,
-each member's profile with sources, and the memory context Vivy would build for a member's
-question, with the answer. ``/metrics`` is served while it runs. Without a Gemini key the
-offline provider is used (offline quality); with ``GEMINI_API_KEY`` or
-``MEMORY_GEMINI_TOKEN`` set, Gemini.
+the real pipeline — router, channel actors, NoteWriter, ProfileUpdaters, Scheduler — on SQLite
+(or on PostgreSQL: ``--postgres`` starts a throwaway embedded server and deletes it
+afterwards; ``--db postgresql://…`` writes into a database you run), with virtual time
+(trio's MockClock) standing in for three days, so buffers close by inactivity and by max age
+and the nightly job runs for each day. It then prints the notes, each member's profile with
+sources, and the memory context Vivy would build for a member's question, with the answer.
+``/metrics`` is served while it runs. Without a Gemini key the offline provider is used
+(offline quality); with ``GEMINI_API_KEY`` or ``MEMORY_GEMINI_TOKEN`` set, Gemini.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlencode
@@ -28,17 +30,21 @@ from prometheus_client import CollectorRegistry
 
 from vivy.clock import Clock
 from vivy.commands.importer import format_report, llm_factory
-from vivy.commands.inspect import show_notes, show_profile
-from vivy.config import Settings
+from vivy.commands.inspect import print_notes, print_profile
+from vivy.config import Settings, is_postgres_url, shown_database
+from vivy.errors import ConfigError
 from vivy.importer import ExportMessage, import_exports, load_exports
 from vivy.llm import gemini_config_from_env
 from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
 from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.retrieval.operator import serving_operator_store
+from vivy.retrieval.operator import OperatorStore, serving_operator_store
+from vivy.storage.engines import open_store
+from vivy.storage.port import ReadOnlyStore
+from vivy.storage.postgres.embedded import embedded_server
+from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.readonly import SqliteReadOnlyStore
-from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -57,7 +63,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--db", default=None, help="database file (default: a temporary one)")
+    parser.add_argument(
+        "--db",
+        default=None,
+        help="database file, or a postgresql:// URL (default: a temporary SQLite file)",
+    )
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="run on a throwaway embedded PostgreSQL server, started and deleted by the demo",
+    )
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -71,60 +86,84 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="SECONDS",
         help="keep serving /metrics this long after the demo (for a scraper to look)",
     )
-    parser.set_defaults(
-        handler=lambda args: run_demo(args.db, port=args.metrics_port, linger=args.linger)
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``vivy demo`` with its command line."""
+    if args.postgres and args.db:
+        raise ConfigError("--postgres starts a server of its own: leave --db out")
+    url = args.db if args.db and is_postgres_url(args.db) else None
+    return run_demo(
+        None if url else args.db,
+        url=url,
+        postgres=args.postgres,
+        port=args.metrics_port,
+        linger=args.linger,
     )
 
 
 def run_demo(
     db_path: str | None,
     *,
+    url: str | None = None,
+    postgres: bool = False,
     port: int = 0,
     linger: float = 0.0,
     environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Run the demo; returns the exit code."""
+    """Run the demo on the SQLite file ``db_path`` (a temporary one when None), on the
+    PostgreSQL database at ``url``, or with ``postgres`` on a throwaway embedded server;
+    returns the exit code."""
     env = os.environ if environ is None else environ
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(db_path) if db_path else Path(tmp) / "demo.db"
-        settings = replace(Settings.from_env(env), database=path, database_url=None)
-        registry = CollectorRegistry()
-        batch = load_exports([DEMO_EXPORT])
-        make_model = llm_factory(env)
-        open_sqlite_store(
-            path, inline=True
-        ).close()  # created now, so the operator API can serve it
-        with (
-            serving_operator_store(path) as api,
-            MetricsServer(registry, api, host="127.0.0.1", port=port) as server,
-        ):
-            print(f"Vivy demo: metrics at {server.url}/metrics")
-            offline = gemini_config_from_env(env) is None
-            quality = "offline provider (offline quality)" if offline else "Gemini models"
-            print(
-                f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
-                f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
-                f"on virtual time, with the {quality}.\n"
-            )
-            report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
-            print(format_report(report, str(path)))
-            guild = batch.messages[0].guild_id
+        if postgres:
+            with embedded_server(Path(tmp) / "postgres") as server_url:
+                return _replay(path, server_url, port, linger, env)
+        return _replay(path, url, port, linger, env)
+
+
+def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[str, str]) -> int:
+    """The demo on the SQLite file ``path``, or on the PostgreSQL database at ``url``."""
+    settings = replace(Settings.from_env(env), database=path, database_url=url)
+    registry = CollectorRegistry()
+    batch = load_exports([DEMO_EXPORT])
+    make_model = llm_factory(env)
+    store, _ = open_store(path, url, inline=True)
+    store.close()  # created now, so the operator API can serve it
+    with (
+        _serving_operator_store(path, url) as api,
+        MetricsServer(registry, api, host="127.0.0.1", port=port) as server,
+    ):
+        print(f"Vivy demo: metrics at {server.url}/metrics")
+        offline = gemini_config_from_env(env) is None
+        quality = "offline provider (offline quality)" if offline else "Gemini models"
+        print(
+            f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
+            f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
+            f"on virtual time, with the {quality}.\n"
+        )
+        report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
+        print(format_report(report, shown_database(settings)))
+        guild = batch.messages[0].guild_id
+        with _read_only(path, url) as reader:
             _section("Notes")
-            show_notes(path, guild, limit=100)
+            print_notes(reader, guild, limit=100)
             _section("Profiles")
-            for user_id in _members(path, guild):
-                show_profile(path, guild, user_id, include_invalidated=False)
+            for user_id, _ in reader.guild_members(guild):
+                print_profile(reader, guild, user_id, include_invalidated=False)
                 print()
-            _section("Memory for a question")
-            anyio.run(_answer, path, batch.messages, make_model)
-            query = urlencode({"guild_id": guild, "q": "game night"})
-            url = f"{server.url}/api/memory/search?{query}"
-            with urlopen(url, timeout=10) as answer:
-                hits = json.load(answer)["results"]
-            print(f"\nOperator search API ({url}): {len(hits)} hits")
-            if linger > 0:
-                print(f"\nServing {server.url}/metrics for {linger:g} more seconds.")
-                time.sleep(linger)
+        _section("Memory for a question")
+        anyio.run(_answer, path, url, batch.messages, make_model)
+        query = urlencode({"guild_id": guild, "q": "game night"})
+        search_url = f"{server.url}/api/memory/search?{query}"
+        with urlopen(search_url, timeout=10) as answer:
+            hits = json.load(answer)["results"]
+        print(f"\nOperator search API ({search_url}): {len(hits)} hits")
+        if linger > 0:
+            print(f"\nServing {server.url}/metrics for {linger:g} more seconds.")
+            time.sleep(linger)
     return 0
 
 
@@ -132,19 +171,50 @@ def _section(title: str) -> None:
     print(f"\n{'=' * 8} {title} {'=' * (60 - len(title))}\n")
 
 
-def _members(path: Path, guild_id: int) -> list[int]:
-    with SqliteReadOnlyStore.open(path) as store:
-        return [user_id for user_id, _ in store.guild_members(guild_id)]
+@contextmanager
+def _read_only(path: Path, url: str | None) -> Iterator[ReadOnlyStore]:
+    """A read-only view of the demo's database on either engine."""
+    store: ReadOnlyStore = PgReadOnlyStore.open(url) if url else SqliteReadOnlyStore.open(path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def _serving_operator_store(path: Path, url: str | None) -> Iterator[OperatorStore]:
+    """The operator API's store over the demo's database: SQLite's from
+    :func:`~vivy.retrieval.operator.serving_operator_store`, PostgreSQL's made the same way
+    (its own event loop in a background thread)."""
+    if url is None:
+        with serving_operator_store(path) as api:
+            yield api
+        return
+    with anyio.from_thread.start_blocking_portal() as portal:
+        store, _ = open_store(path, url)
+        try:
+            clock = portal.call(_wall_clock)  # a Clock reads the loop's time: make it there
+            yield OperatorStore(store.search, portal.call, now=clock.now)
+        finally:
+            store.close()
+
+
+async def _wall_clock() -> Clock:
+    """The wall clock, made on the event loop it will be read on."""
+    return Clock.wall()
 
 
 async def _answer(
-    path: Path, messages: Sequence[ExportMessage], make_model: Callable[[], LLM]
+    path: Path,
+    url: str | None,
+    messages: Sequence[ExportMessage],
+    make_model: Callable[[], LLM],
 ) -> None:
     """Build the memory context for the member's question in the export, and answer it."""
     question = next(m for m in messages if QUESTION_MARKER in m.content)
     earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
     llm = make_model()
-    store = open_sqlite_store(path)
+    store, _ = open_store(path, url)
     try:
         clock = Clock.starting_at(question.timestamp + 3 * 86400)
         retriever = Retriever(store.search, llm, clock)

@@ -16,8 +16,17 @@ from vivy.commands.db import add_database_option, database_path, discord_id, rea
 from vivy.notes import NoteType
 from vivy.storage.inspection import FactRecord
 from vivy.storage.notes import Note, short_date
+from vivy.storage.port import ReadOnlyStore
 
-__all__ = ["format_fact", "format_note", "register", "show_notes", "show_profile"]
+__all__ = [
+    "format_fact",
+    "format_note",
+    "print_notes",
+    "print_profile",
+    "register",
+    "show_notes",
+    "show_profile",
+]
 
 NOTE_TYPES = tuple(NoteType)
 
@@ -104,8 +113,15 @@ def format_fact(fact: FactRecord) -> list[str]:
 def show_profile(path: Path, guild_id: int, user_id: int, *, include_invalidated: bool) -> int:
     """Print a member's profile; returns the exit code."""
     with read_only(path) as store:
-        name = store.member_name(guild_id, user_id)
-        facts = store.profile_records(guild_id, user_id, include_invalidated=include_invalidated)
+        return print_profile(store, guild_id, user_id, include_invalidated=include_invalidated)
+
+
+def print_profile(
+    store: ReadOnlyStore, guild_id: int, user_id: int, *, include_invalidated: bool
+) -> int:
+    """Print a member's profile read from ``store`` (either engine); returns the exit code."""
+    name = store.member_name(guild_id, user_id)
+    facts = store.profile_records(guild_id, user_id, include_invalidated=include_invalidated)
     if not facts:
         print(f"no facts remembered about user {user_id} in guild {guild_id}", file=sys.stderr)
         return 0
@@ -157,12 +173,24 @@ def show_notes(
 ) -> int:
     """Print a guild's notes; returns the exit code."""
     with read_only(path) as store:
-        notes = store.list_notes(
-            guild_id,
-            since=since.isoformat() if since else None,
-            note_type=note_type,
-            limit=limit,
-        )
+        return print_notes(store, guild_id, since=since, note_type=note_type, limit=limit)
+
+
+def print_notes(
+    store: ReadOnlyStore,
+    guild_id: int,
+    *,
+    since: date | None = None,
+    note_type: str | None = None,
+    limit: int = 20,
+) -> int:
+    """Print a guild's notes read from ``store`` (either engine); returns the exit code."""
+    notes = store.list_notes(
+        guild_id,
+        since=since.isoformat() if since else None,
+        note_type=note_type,
+        limit=limit,
+    )
     if not notes:
         print(f"no notes in guild {guild_id} match", file=sys.stderr)
         return 0

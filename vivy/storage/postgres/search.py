@@ -22,6 +22,7 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import psycopg
@@ -29,7 +30,6 @@ import psycopg
 from vivy.storage.evidence import EvidenceLine, WindowMatch
 from vivy.storage.notes import Note, note_date
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.postgres.evidence import blob_text
 from vivy.storage.postgres.notes import get_notes
 from vivy.storage.schema import VEC_KINDS
 from vivy.storage.search import (
@@ -59,15 +59,20 @@ __all__ = [
     "plan_terms",
     "search_notes",
     "tsquery_of",
+    "vector_param",
     "vector_search",
     "window_keyword_search",
     "window_lines",
     "window_similarities",
-    "window_texts",
 ]
 
 #: Candidates the HNSW scan keeps per step (pgvector's default is 40).
 EF_SEARCH = 100
+
+#: Most note postings one keyword search reads (SQLite's budget for now).
+NOTE_POSTINGS_BUDGET = KEYWORD_POSTINGS_BUDGET
+#: Most evidence-window postings one keyword search reads (SQLite's budget for now).
+WINDOW_POSTINGS_BUDGET = EVIDENCE_POSTINGS_BUDGET
 
 #: ``ts_rank_cd`` weights of the lexeme classes D, C, B, A of ``notes_fts``: summary 1,
 #: topics and entities 2, title 3 (SQLite's BM25 column weights), scaled to at most 1.
@@ -85,14 +90,18 @@ def vector_search(
     """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob) by cosine,
     best first; ``note_type`` None searches both types. Runs inside the caller's transaction
     (its scan settings are local to it)."""
-    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-    conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}".encode())
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+        " set_config('hnsw.ef_search', %s, true)",
+        (str(max(EF_SEARCH, int(limit))),),
+    )
     rows = conn.execute(
-        "SELECT note_id, embedding <=> %(v)s::vector FROM vec_notes WHERE guild_id = %(g)s"
+        "SELECT note_id, embedding <=> %(v)b::float8[]::vector FROM vec_notes"
+        " WHERE guild_id = %(g)s"
         " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
-        " ORDER BY embedding <=> %(v)s::vector LIMIT %(n)s",
+        " ORDER BY embedding <=> %(v)b::float8[]::vector LIMIT %(n)s",
         {
-            "v": blob_text(vector),
+            "v": vector_param(vector),
             "g": guild_id,
             "k": None if note_type is None else VEC_KINDS[note_type],
             "n": limit,
@@ -101,6 +110,12 @@ def vector_search(
     found = [VectorMatch(int(r[0]), 1.0 - float(r[1])) for r in rows]
     found.sort(key=lambda match: (-match.similarity, match.note_id))
     return found
+
+
+def vector_param(blob: bytes) -> list[float]:
+    """A float32 blob as the floats psycopg sends as a binary ``float8[]`` (bound as
+    ``%b::float8[]::vector``): a tenth of the time of pgvector's text form, on both sides."""
+    return array("f", blob).tolist()
 
 
 def tsquery_of(terms: Sequence[str]) -> str | None:
@@ -155,24 +170,42 @@ def plan_terms(
     index: str = "notes",
 ) -> TermPlan:
     """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
-    plans them on SQLite: each term's count (capped at ``budget + 1``) read from the index,
-    the rarest kept within the budget, the total the newest row id."""
-    if not terms:
+    plans them on SQLite: each term's count (capped at ``budget + 1``), the rarest kept
+    within the budget, the total the newest row id; read in one statement.
+
+    Counting a common term in PostgreSQL reads a heap row per match (a GIN index cannot
+    answer a count alone), up to 40 ms for a term in every note at 100k notes, so a term
+    among the column's most common lexemes, which ``ANALYZE`` samples into ``pg_stats``,
+    takes its count from there (its sampled share times the table's rows; a term in 0.5 %
+    of 100k notes is counted within about 8 %, which moves its idf by less than 0.1). Only
+    the rarer terms, and every term of a table not analysed yet, are counted, cheaply
+    since they match few rows. The statistics are read once per statement (``MATERIALIZED``:
+    inlined, the view was read again for every term, twice the time).
+    """
+    queries = {term: query for term in dict.fromkeys(terms) if (query := tsquery_of([term]))}
+    if not queries:
         return TermPlan({})
     table, column, config = _INDEXES[index]
-    row = conn.execute(f"SELECT MAX(id) FROM {table}".encode()).fetchone()
-    total = int(row[0] or 0) if row else 0
-    counts: dict[str, int] = {}
-    for term in dict.fromkeys(terms):
-        query = tsquery_of([term])
-        if query is None:
-            continue
-        counted = conn.execute(
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}"
-            f" WHERE {column} @@ to_tsquery('{config}', %s) LIMIT %s) AS found".encode(),
-            (query, budget + 1),
-        ).fetchone()
-        counts[term] = int(counted[0]) if counted else 0
+    rows = conn.execute(
+        (
+            "WITH s AS MATERIALIZED (SELECT s0.most_common_elems::text::text[] AS elems,"
+            " s0.most_common_elem_freqs AS freqs, c.reltuples FROM pg_class AS c"
+            " JOIN pg_stats AS s0 ON s0.schemaname = c.relnamespace::regnamespace::text"
+            f" AND s0.tablename = c.relname AND s0.attname = '{column}'"
+            f" WHERE c.oid = '{table}'::regclass AND c.reltuples > 0)"
+            " SELECT t.term, COALESCE("
+            "  (SELECT round(s.freqs[array_position(s.elems,"
+            f"   (tsvector_to_array(to_tsvector('{config}', t.term)))[1])] * s.reltuples)"
+            "   FROM s),"
+            f"  (SELECT COUNT(*) FROM (SELECT 1 FROM {table}"
+            f"   WHERE {column} @@ to_tsquery('{config}', t.query) LIMIT %(cap)s) AS found)),"
+            f" (SELECT MAX(id) FROM {table})"
+            " FROM unnest(%(terms)s::text[], %(queries)s::text[]) AS t(term, query)"
+        ).encode(),
+        {"cap": budget + 1, "terms": list(queries), "queries": list(queries.values())},
+    ).fetchall()
+    counts = {str(r[0]): min(budget + 1, int(r[1])) for r in rows}
+    total = int(rows[0][2] or 0) if rows else 0
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
 
@@ -197,32 +230,29 @@ def window_keyword_search(
 
 
 def window_similarities(
-    conn: PgConnection, guild_id: int, note_ids: Sequence[int], vector: bytes
-) -> list[WindowMatch]:
-    """The cosine similarity of ``vector`` (a float32 blob) to every embedded window of the
-    guild's notes ``note_ids``, best first; windows embedded at another dimension are
-    skipped."""
+    conn: PgConnection, guild_id: int, note_ids: Sequence[int], vector: bytes | None
+) -> tuple[list[WindowMatch], dict[int, str]]:
+    """The cosine similarity of ``vector`` (a float32 blob; None: no similarities) to every
+    embedded window of the guild's notes ``note_ids``, best first (windows embedded at
+    another dimension are skipped), and the text of every window of those notes, which
+    holds every window a candidate can show; one statement."""
     if not note_ids:
-        return []
+        return [], {}
     rows = conn.execute(
-        "SELECT id, note_id, 1 - (embedding <=> %(v)s::vector) FROM evidence_windows"
-        " WHERE note_id = ANY(%(ids)s) AND guild_id = %(g)s AND embedding IS NOT NULL"
-        " AND vector_dims(embedding) = %(d)s",
-        {"v": blob_text(vector), "ids": list(note_ids), "g": guild_id, "d": len(vector) // 4},
+        "SELECT id, note_id, text, CASE WHEN %(v)b::float8[] IS NOT NULL"
+        " AND embedding IS NOT NULL AND vector_dims(embedding) = %(d)s"
+        " THEN 1 - (embedding <=> %(v)b::float8[]::vector) END FROM evidence_windows"
+        " WHERE note_id = ANY(%(ids)s) AND guild_id = %(g)s",
+        {
+            "v": None if vector is None else vector_param(vector),
+            "ids": list(note_ids),
+            "g": guild_id,
+            "d": 0 if vector is None else len(vector) // 4,
+        },
     ).fetchall()
-    found = [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
+    found = [WindowMatch(int(r[0]), int(r[1]), float(r[3])) for r in rows if r[3] is not None]
     found.sort(key=lambda match: (-match.score, match.window_id))
-    return found
-
-
-def window_texts(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, str]:
-    """The indexed text of windows by id."""
-    if not window_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, text FROM evidence_windows WHERE id = ANY(%s)", (list(window_ids),)
-    ).fetchall()
-    return {int(r[0]): str(r[1]) for r in rows}
+    return found, {int(r[0]): str(r[2]) for r in rows}
 
 
 def window_lines(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
@@ -281,22 +311,17 @@ def candidate_details(
     """Channel, start and end, searchable text and participants of the guild's notes."""
     if not note_ids:
         return {}
-    ids = list(note_ids)
-    people: dict[int, set[int]] = {}
-    for note_id, user_id in conn.execute(
-        "SELECT note_id, user_id FROM note_participants WHERE note_id = ANY(%s)", (ids,)
-    ).fetchall():
-        people.setdefault(int(note_id), set()).add(int(user_id))
     rows = conn.execute(
-        "SELECT id, channel_id, COALESCE(started_at, created_at),"
-        " COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
-        " || entities || ' ' || decisions FROM interaction_notes"
-        " WHERE id = ANY(%s) AND guild_id = %s",
-        (ids, guild_id),
+        "SELECT n.id, n.channel_id, COALESCE(n.started_at, n.created_at),"
+        " COALESCE(n.ended_at, n.created_at), n.title || ' ' || n.summary || ' ' || n.topics"
+        " || ' ' || n.entities || ' ' || n.decisions,"
+        " ARRAY(SELECT p.user_id FROM note_participants AS p WHERE p.note_id = n.id)"
+        " FROM interaction_notes AS n WHERE n.id = ANY(%s) AND n.guild_id = %s",
+        (list(note_ids), guild_id),
     ).fetchall()
     return {
         int(r[0]): CandidateDetails(
-            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(int(u) for u in r[5])
         )
         for r in rows
     }
@@ -325,7 +350,7 @@ def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
     keywords: list[KeywordMatch] = []
     note_plan = TermPlan({})
     if search.terms:
-        note_plan = plan_terms(conn, search.terms)
+        note_plan = plan_terms(conn, search.terms, budget=NOTE_POSTINGS_BUDGET)
         keywords = keyword_search(
             conn,
             guild_id,
@@ -337,7 +362,7 @@ def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
     window_plan = TermPlan({})
     if search.terms and with_evidence:
         window_plan = plan_terms(
-            conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence"
+            conn, search.terms, budget=WINDOW_POSTINGS_BUDGET, index="evidence"
         )
         windows = window_keyword_search(
             conn, guild_id, window_plan.terms, limit=search.window_candidates
@@ -363,10 +388,12 @@ def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
     )
     note_ids = hits.note_ids
     similar: list[WindowMatch] = []
-    if with_evidence and search.vector is not None and not vector_failed:
-        similar = window_similarities(conn, guild_id, note_ids, search.vector)
+    texts: dict[int, str] = {}
+    if with_evidence:
+        similar, texts = window_similarities(
+            conn, guild_id, note_ids, None if vector_failed else search.vector
+        )
     details = candidate_details(conn, guild_id, note_ids)
     shown = shown_windows(hits.windows, similar)
-    texts = window_texts(conn, [w for ids in shown.values() for w in ids])
     named = members_named(conn, guild_id, list(search.name_grams))
     return assemble_candidates(search, hits, similar, details, shown, texts, named)

@@ -1,0 +1,50 @@
+"""The retrieval benchmark on a tiny size, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.pg import embedded_postgres
+from vivy.bench.retrieval import format_results, main, run_retrieval_bench
+from vivy.retrieval.settings import DEFAULT_SETTINGS
+
+
+def test_sqlite_run_reports_a_row_per_size() -> None:
+    """Two small sizes give two rows of timings, with the quantised search's recall."""
+    results = run_retrieval_bench([60, 120], 5)
+    assert [r.size for r in results] == [60, 120]
+    for r in results:
+        assert 0 < r.p50_ms <= r.p99_ms
+        assert r.vector_p50_ms > 0
+        assert 0.0 <= r.recall_at_10 <= 1.0
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+def test_postgres_run_searches_the_same_notes_and_drops_its_database(pg_server: Any) -> None:
+    """On PostgreSQL the copied notes are found (the HNSW scan's top 10 is the exact one on a
+    small guild), and the throwaway database is gone afterwards."""
+    url = str(pg_server.get_uri())
+    with psycopg.connect(url) as conn:
+        before = conn.execute("SELECT datname FROM pg_database").fetchall()
+    results = run_retrieval_bench([80], 5, db_url=url)
+    assert len(results) == 1
+    assert 0 < results[0].p50_ms <= results[0].p99_ms
+    assert results[0].recall_at_10 == 1.0
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT datname FROM pg_database").fetchall() == before
+    table = format_results(results, DEFAULT_SETTINGS, postgres=True)
+    assert "PostgreSQL" in table.splitlines()[0]
+    assert table.splitlines()[2].split()[0] == "80"
+
+
+def test_main_refuses_a_db_that_is_not_a_postgresql_url(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--db`` takes a PostgreSQL URL only; a path is a usage error."""
+    with pytest.raises(SystemExit) as info:
+        main(["--db", "notes.db"])
+    assert info.value.code == 2
+    assert "postgresql://" in capsys.readouterr().err
