@@ -48,6 +48,7 @@ from .conftest import (
     TOKEN,
     VIVY,
     VIVY_USER,
+    Engine,
     buffered_texts,
     make_settings,
     quiet_bot,
@@ -408,11 +409,11 @@ async def test_no_history_is_read_with_the_catch_up_off(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_catch_up_filters_counts_and_stops_at_the_cap(tmp_path: Path) -> None:
+async def test_catch_up_filters_counts_and_stops_at_the_cap(engine: Engine) -> None:
     """The catch-up goes through the live filters (bots, opted-out members), counts what it
     stored in ``vivy_catchup_messages_total``, reads at most ``VIVY_CATCHUP_MESSAGES`` and
     releases the channel's hold."""
-    async with running_harness(tmp_path, catchup_messages=4) as h:
+    async with running_harness(engine, catchup_messages=4) as h:
         await h.say(ALEX, "before")
         await h.command(SAM, "opt-out")
         history = [
@@ -431,17 +432,17 @@ async def test_catch_up_filters_counts_and_stops_at_the_cap(tmp_path: Path) -> N
         assert h.gateway.holds.statistics() == HoldStatistics(channels=0, held_events=0)
         registry = h.app.metrics.registry
         assert registry.get_sample_value("vivy_catchup_messages_total") == 2.0
-        assert await h.read(buffered_texts) == ["before", "one", "two"]
+        assert await buffered_texts(h.probe) == ["before", "one", "two"]
         assert h.fake.sent() == []
         assert not h.fake.history_reads(OTHER_CHANNEL), "a channel never stored is not read"
 
 
 @pytest.mark.anyio
-async def test_held_creates_edits_and_deletes_are_released_in_order(tmp_path: Path) -> None:
+async def test_held_creates_edits_and_deletes_are_released_in_order(engine: Engine) -> None:
     """Live creates, edits and deletes of a channel catching up reach nothing until its
     catch-up ends, then the router in arrival order (an edit after its create, a delete
     after both)."""
-    async with running_harness(tmp_path) as h:
+    async with running_harness(engine) as h:
         owner = object()
         assert h.gateway.holds.hold([CHANNEL], owner) == [CHANNEL]
         kept = await h.say(ALEX, "first draft")
@@ -449,19 +450,20 @@ async def test_held_creates_edits_and_deletes_are_released_in_order(tmp_path: Pa
         await h.edit(ALEX, kept, "final words")
         await h.delete(dropped)
         assert h.gateway.holds.statistics() == HoldStatistics(channels=1, held_events=4)
-        assert await h.read(buffered_texts) == []
+        assert await buffered_texts(h.probe) == []
         summary = await h.gateway.catch_up_guild(GUILD, [CHANNEL])
         assert summary.channels == 0, "nothing of the channel was stored: no history is read"
-        assert await h.read(buffered_texts) == ["final words"]
+        assert await buffered_texts(h.probe) == ["final words"]
         assert h.gateway.holds.statistics() == HoldStatistics(channels=0, held_events=0)
 
 
+@pytest.mark.engines("sqlite")  # the fake's paging through hikari's REST: no storage involved
 @pytest.mark.anyio
-async def test_hikari_pages_the_fakes_history_as_discords(tmp_path: Path) -> None:
+async def test_hikari_pages_the_fakes_history_as_discords(engine: Engine) -> None:
     """The fake serves history as Discord does, so hikari's paging holds: ``after`` walks
     forward 100 at a time (each page newest first, which hikari reverses), ``before`` walks
     back, and a limit above 100 is refused."""
-    async with running_harness(tmp_path) as h:
+    async with running_harness(engine) as h:
         history = [said(ALEX, f"m{n}", CHANNEL) for n in range(250)]
         for message in reversed(history):  # insertion order does not matter, ids do
             h.fake.add_history(message)

@@ -24,12 +24,12 @@ from vivy.storage.postgres.stores import open_postgres_store
 from . import payloads
 from .conftest import (
     ALEX,
+    BUFFERED_TEXTS,
     CHANNEL,
     GUILD,
     TOKEN,
     VIVY,
     VIVY_USER,
-    buffered_texts,
     make_settings,
     quiet_bot,
 )
@@ -87,7 +87,7 @@ def _stored_texts(path: Path) -> list[str]:
     """Buffered texts in the database at ``path`` (opened after the bot stopped)."""
     db = Database.open(path, inline=True)
     try:
-        return db.read_sync(buffered_texts)
+        return db.read_sync(lambda conn: [str(r[0]) for r in conn.execute(BUFFERED_TEXTS)])
     finally:
         db.close()
 
