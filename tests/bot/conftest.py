@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import anyio
 import hikari
 import pytest
 from hikari.impl import GatewayShardImpl, RESTClientImpl
 from prometheus_client import CollectorRegistry
+from psycopg.conninfo import conninfo_to_dict
 
 from tests.pg import embedded_postgres
 from tests.storage import PgProbe, Probe, SqliteProbe
@@ -37,6 +39,7 @@ from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMUnavailable
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import ChatAnswer, ChatRequest, Usage
+from vivy.storage.db import Database
 from vivy.storage.postgres.db import PgDatabase
 
 from . import payloads
@@ -103,7 +106,6 @@ class Engine:
     """Where a test's app keeps its data: a SQLite file under ``tmp_path``, or a fresh
     PostgreSQL schema at ``url``."""
 
-    name: str
     tmp_path: Path
     url: str | None = None
 
@@ -111,14 +113,24 @@ class Engine:
         """Test settings on this engine's database (see :func:`make_settings`)."""
         return make_settings(self.tmp_path, database_url=self.url, **changes)
 
+    def vivy_db(self) -> str:
+        """The database as ``VIVY_DB`` names it to a child process: the SQLite file's path, or
+        a ``postgresql://`` URL carrying the schema's connection parameters."""
+        if self.url is None:
+            return str(self.settings().database)
+        params = conninfo_to_dict(self.url)
+        user = quote(str(params.pop("user", "")), safe="")
+        dbname = quote(str(params.pop("dbname")), safe="")
+        return f"postgresql://{user}@/{dbname}?{urlencode(params, quote_via=quote)}"
+
 
 @pytest.fixture
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
     """The engine named by the test's parameter, on a fresh database."""
     if request.param == "postgres":
-        return Engine("postgres", tmp_path, request.getfixturevalue("pg_uri"))
+        return Engine(tmp_path, request.getfixturevalue("pg_uri"))
     assert request.param == "sqlite"
-    return Engine("sqlite", tmp_path)
+    return Engine(tmp_path)
 
 
 @dataclass
@@ -255,19 +267,40 @@ def quiet_bot(fake: FakeDiscord) -> hikari.GatewayBot:
     )
 
 
-@asynccontextmanager
-async def probing(app: App, engine: Engine) -> AsyncIterator[Probe]:
-    """A probe into the app's database: the app's own SQLite owner, or a second connection
-    to its PostgreSQL schema."""
-    if app.db is not None:
-        yield SqliteProbe(app.db)
+@contextmanager
+def probe_into(engine: Engine) -> Iterator[Probe]:
+    """A probe with a connection of its own into the engine's database (created and migrated
+    if need be), which outlives the apps a test starts and stops on it."""
+    if engine.url is None:
+        db = Database.open(engine.settings().database)
+        try:
+            yield SqliteProbe(db)
+        finally:
+            db.close()
         return
-    assert engine.url is not None
     pg = PgDatabase.open(engine.url)
     try:
         yield PgProbe(pg)
     finally:
         pg.close()
+
+
+@pytest.fixture
+def probe(engine: Engine) -> Iterator[Probe]:
+    """A probe of its own into the engine's database, for tests that run ``vivy run``."""
+    with probe_into(engine) as opened:
+        yield opened
+
+
+@contextmanager
+def probing(app: App, engine: Engine) -> Iterator[Probe]:
+    """A probe into the running app's database: through the app's own SQLite owner, or a
+    second connection to its PostgreSQL schema."""
+    if app.db is not None:
+        yield SqliteProbe(app.db)
+        return
+    with probe_into(engine) as probe:
+        yield probe
 
 
 @asynccontextmanager
@@ -296,18 +329,15 @@ async def running_harness(
         assert isinstance(rest, RESTClientImpl)
         rest.start()  # REST without the gateway: the shards are never started
         try:
-            async with (
-                running_app(
-                    engine.settings(**settings),
-                    clock=Clock.starting_at(time.time()),
-                    inline_db=False,
-                    llm=model,
-                    registry=CollectorRegistry(),
-                    own_user_id=VIVY,
-                    scheduler=False,
-                ) as app,
-                probing(app, engine) as probe,
-            ):
+            async with running_app(
+                engine.settings(**settings),
+                clock=Clock.starting_at(time.time()),
+                inline_db=False,
+                llm=model,
+                registry=CollectorRegistry(),
+                own_user_id=VIVY,
+                scheduler=False,
+            ) as app:
                 gateway = Gateway(
                     bot.rest,
                     app,
@@ -315,7 +345,8 @@ async def running_harness(
                     limiter=ReplyRateLimiter(limit) if limit else None,
                 )
                 gateway.subscribe(bot.event_manager)
-                yield Harness(bot, fake, app, gateway, model, shard, probe)
+                with probing(app, engine) as probe:
+                    yield Harness(bot, fake, app, gateway, model, shard, probe)
                 gateway.unsubscribe(bot.event_manager)
         finally:
             await bot.rest.close()
