@@ -235,13 +235,10 @@ class Harness:
                 await anyio.sleep(0.02)
 
 
-#: Texts of every buffered message, in id order.
-BUFFERED_TEXTS = "SELECT text FROM buffer_messages ORDER BY message_id"
-
-
 async def buffered_texts(probe: Probe) -> list[str]:
     """Texts of every buffered message, in id order."""
-    return [str(text) for (text,) in await probe.rows(BUFFERED_TEXTS)]
+    rows = await probe.rows("SELECT text FROM buffer_messages ORDER BY message_id")
+    return [str(text) for (text,) in rows]
 
 
 def make_settings(tmp_path: Path, **changes: Any) -> Settings:
