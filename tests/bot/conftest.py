@@ -3,24 +3,34 @@
 Events are built from raw gateway payloads by the bot's own event factory and dispatched
 through its event manager to the subscribed :class:`~vivy.bot.gateway.Gateway`. The app is
 the real one (thread-mode database, offline LLM) on asyncio, as in production.
+
+Like the storage suite, the harness runs on every engine: a test taking ``engine`` runs once
+on SQLite and once on PostgreSQL (the session's embedded server, a fresh schema per test),
+unless it names fewer with ``pytest.mark.engines("sqlite")`` and says why. It reads what the
+bot stored through a :class:`~tests.storage.Probe` (plain SQL with ``?`` placeholders) into
+the same database.
 """
 
 from __future__ import annotations
 
 import base64
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+from urllib.parse import quote, urlencode
 
 import anyio
 import hikari
 import pytest
 from hikari.impl import GatewayShardImpl, RESTClientImpl
 from prometheus_client import CollectorRegistry
+from psycopg.conninfo import conninfo_to_dict
 
+from tests.pg import embedded_postgres
+from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.app import App, running_app
 from vivy.bot.gateway import INTENTS, Gateway
 from vivy.bot.reply import RateLimit, ReplyRateLimiter
@@ -29,12 +39,14 @@ from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMUnavailable
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import ChatAnswer, ChatRequest, Usage
-from vivy.storage.db import Connection
+from vivy.storage.db import Database
+from vivy.storage.postgres.db import PgDatabase
 
 from . import payloads
 from .fake_discord import FakeDiscord
 
-T = TypeVar("T")
+#: The engines every harness test runs on.
+ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
 
 VIVY = 1_000_000_000_000_000_001
 GUILD = 2_000_000_000_000_000_002
@@ -73,9 +85,64 @@ class ScriptedLLM(OfflineLLM):
         return await super().chat(request)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``engines`` marker (as the storage suite does)."""
+    config.addinivalue_line(
+        "markers", "engines(*names): the storage engines a test runs on (default: all)"
+    )
+
+
+def pytest_report_header() -> str:
+    """Name the engines the bot's end-to-end tests run on, so a missing one is never silent."""
+    missing = "" if embedded_postgres else " (postgres: embedded_postgres is not installed)"
+    return f"bot test engines: {', '.join(ENGINES)}{missing}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test that takes ``engine`` on every engine its marker allows."""
+    if "engine" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("engines")
+    names = ENGINES if marker is None else [name for name in marker.args if name in ENGINES]
+    metafunc.parametrize("engine", names, indirect=True)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where a test's app keeps its data: a SQLite file under ``tmp_path``, or a fresh
+    PostgreSQL schema at ``url``."""
+
+    tmp_path: Path
+    url: str | None = None
+
+    def settings(self, **changes: Any) -> Settings:
+        """Test settings on this engine's database (see :func:`make_settings`)."""
+        return make_settings(self.tmp_path, database_url=self.url, **changes)
+
+    def vivy_db(self) -> str:
+        """The database as ``VIVY_DB`` names it to a child process: the SQLite file's path, or
+        a ``postgresql://`` URL carrying the schema's connection parameters."""
+        if self.url is None:
+            return str(self.settings().database)
+        params = conninfo_to_dict(self.url)
+        user = quote(str(params.pop("user", "")), safe="")
+        dbname = quote(str(params.pop("dbname")), safe="")
+        return f"postgresql://{user}@/{dbname}?{urlencode(params, quote_via=quote)}"
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Engine:
+    """The engine named by the test's parameter, on a fresh database."""
+    if request.param == "postgres":
+        return Engine(tmp_path, request.getfixturevalue("pg_uri"))
+    assert request.param == "sqlite"
+    return Engine(tmp_path)
+
+
 @dataclass
 class Harness:
-    """A running app, a fake Discord, and the real hikari bot between them."""
+    """A running app, a fake Discord, and the real hikari bot between them; ``probe`` reads
+    the app's database."""
 
     bot: hikari.GatewayBot
     fake: FakeDiscord
@@ -83,6 +150,7 @@ class Harness:
     gateway: Gateway
     llm: ScriptedLLM
     shard: GatewayShardImpl
+    probe: Probe
     seen: list[int] = field(default_factory=list)
 
     async def dispatch(self, event: hikari.Event) -> None:
@@ -164,22 +232,19 @@ class Harness:
         assert len(callbacks) == before + 1, "the interaction was not answered"
         return callbacks[-1]
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a read on the app's database."""
-        return await self.app.db.read(fn, *args)
-
-    async def wait_for(self, fn: Callable[[Connection], bool]) -> None:
-        """Poll the database until ``fn`` holds, for at most ten seconds."""
+    async def wait_for(self, condition: Callable[[Probe], Awaitable[bool]]) -> None:
+        """Poll the database until ``condition`` holds, for at most ten seconds."""
         with anyio.fail_after(10):
             while True:
-                if await self.app.db.read(fn):
+                if await condition(self.probe):
                     return
                 await anyio.sleep(0.02)
 
 
-def buffered_texts(conn: Connection) -> list[str]:
+async def buffered_texts(probe: Probe) -> list[str]:
     """Texts of every buffered message, in id order."""
-    return [r[0] for r in conn.execute("SELECT text FROM buffer_messages ORDER BY message_id")]
+    rows = await probe.rows("SELECT text FROM buffer_messages ORDER BY message_id")
+    return [str(text) for (text,) in rows]
 
 
 def make_settings(tmp_path: Path, **changes: Any) -> Settings:
@@ -205,15 +270,52 @@ def quiet_bot(fake: FakeDiscord) -> hikari.GatewayBot:
     )
 
 
+@contextmanager
+def probe_into(engine: Engine) -> Iterator[Probe]:
+    """A probe with a connection of its own into the engine's database (created and migrated
+    if need be), which outlives the apps a test starts and stops on it."""
+    if engine.url is None:
+        db = Database.open(engine.settings().database)
+        try:
+            yield SqliteProbe(db)
+        finally:
+            db.close()
+        return
+    pg = PgDatabase.open(engine.url)
+    try:
+        yield PgProbe(pg)
+    finally:
+        pg.close()
+
+
+@pytest.fixture
+def probe(engine: Engine) -> Iterator[Probe]:
+    """A probe of its own into the engine's database, for tests that run ``vivy run``."""
+    with probe_into(engine) as opened:
+        yield opened
+
+
+@contextmanager
+def probing(app: App, engine: Engine) -> Iterator[Probe]:
+    """A probe into the running app's database: through the app's own SQLite owner, or a
+    second connection to its PostgreSQL schema."""
+    if app.db is not None:
+        yield SqliteProbe(app.db)
+        return
+    with probe_into(engine) as probe:
+        yield probe
+
+
 @asynccontextmanager
 async def running_harness(
-    tmp_path: Path,
+    engine: Engine,
     *,
     llm: ScriptedLLM | None = None,
     limit: RateLimit | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
-    """Start the fake Discord, a hikari bot pointed at it, the app and the gateway."""
+    """Start the fake Discord, a hikari bot pointed at it, the app on ``engine`` and the
+    gateway."""
     model = llm or ScriptedLLM()
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
         bot = quiet_bot(fake)
@@ -231,7 +333,7 @@ async def running_harness(
         rest.start()  # REST without the gateway: the shards are never started
         try:
             async with running_app(
-                make_settings(tmp_path, **settings),
+                engine.settings(**settings),
                 clock=Clock.starting_at(time.time()),
                 inline_db=False,
                 llm=model,
@@ -246,7 +348,8 @@ async def running_harness(
                     limiter=ReplyRateLimiter(limit) if limit else None,
                 )
                 gateway.subscribe(bot.event_manager)
-                yield Harness(bot, fake, app, gateway, model, shard)
+                with probing(app, engine) as probe:
+                    yield Harness(bot, fake, app, gateway, model, shard, probe)
                 gateway.unsubscribe(bot.event_manager)
         finally:
             await bot.rest.close()

@@ -13,11 +13,11 @@ import anyio
 import pytest
 
 from tests.pg import embedded_postgres
+from tests.storage import Probe
 from vivy.commands import run
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.shards import parse_shard_ids
-from vivy.storage.db import Database
 from vivy.storage.port import Store
 from vivy.storage.postgres.stores import open_postgres_store
 
@@ -29,6 +29,7 @@ from .conftest import (
     TOKEN,
     VIVY,
     VIVY_USER,
+    Engine,
     buffered_texts,
     make_settings,
     quiet_bot,
@@ -83,19 +84,10 @@ async def until(condition: Callable[[], bool]) -> None:
         await anyio.sleep(0.01)
 
 
-def _stored_texts(path: Path) -> list[str]:
-    """Buffered texts in the database at ``path`` (opened after the bot stopped)."""
-    db = Database.open(path, inline=True)
-    try:
-        return db.read_sync(buffered_texts)
-    finally:
-        db.close()
-
-
 @pytest.mark.anyio
-async def test_serve_runs_the_bot_until_sigterm(tmp_path: Path) -> None:
+async def test_serve_runs_the_bot_until_sigterm(engine: Engine, probe: Probe) -> None:
     """``serve`` connects, registers commands, captures and answers, and stops on SIGTERM."""
-    settings = make_settings(tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
+    settings = engine.settings(discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
     before = signal.getsignal(signal.SIGTERM)
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
         bot = quiet_bot(fake)
@@ -133,15 +125,16 @@ async def test_serve_runs_the_bot_until_sigterm(tmp_path: Path) -> None:
     assert put.path == f"/applications/{VIVY}/commands"
     [reply] = fake.sent(CHANNEL)
     assert reply["message_reference"]["message_id"] == str(message_id)
-    assert _stored_texts(settings.database) == [f"<@{VIVY}> hello from the gateway"]
+    assert await buffered_texts(probe) == [f"<@{VIVY}> hello from the gateway"]
 
 
 @pytest.mark.anyio
-async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(tmp_path: Path) -> None:
+async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(
+    engine: Engine, probe: Probe
+) -> None:
     """With ``VIVY_SHARD_COUNT=3`` the bot identifies as shards 0, 1 and 2 of 3 (Discord
     recommends 1), and messages of guilds on different shards reach the same store."""
-    settings = make_settings(
-        tmp_path,
+    settings = engine.settings(
         discord_token=TOKEN,
         metrics_port=0,
         shutdown_grace_s=5.0,
@@ -166,12 +159,15 @@ async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(tmp_path
                             guild_id=guild,
                         ),
                     )
-                await until(lambda: len(_stored_texts(settings.database)) == 3)
+                while True:  # each message is stored before its gateway acks it
+                    if len(await buffered_texts(probe)) == 3:
+                        break
+                    await anyio.sleep(0.01)
                 os.kill(os.getpid(), signal.SIGTERM)
         await fake.gateway_closed.wait()
     assert sorted(fake.identified) == [(0, 3), (1, 3), (2, 3)]
     assert sorted(s for s, name in fake.dispatched if name == "MESSAGE_CREATE") == [0, 1, 2]
-    assert sorted(_stored_texts(settings.database)) == [
+    assert sorted(await buffered_texts(probe)) == [
         f"hello on shard {(guild >> 22) % 3} ({n})" for n, guild in enumerate(guilds)
     ]
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
+from psycopg import sql as pgsql
+
 from vivy.storage import buffers as store
 from vivy.storage import evidence
 from vivy.storage.db import Connection, Database
 from vivy.storage.postgres import evidence as pg_evidence
-from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.postgres.db import PgConnection, PgDatabase
 
 __all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers"]
 
@@ -47,6 +49,10 @@ class Probe(Protocol):
     async def evidence_problems(self) -> list[str]:
         """What ``vivy db check`` reports of the evidence rows (the read-only view's check)."""
 
+    async def every_value(self) -> list[tuple[str, str, object]]:
+        """(table, column, value) for every value of every table of the database, so a test
+        can look for what a deletion left behind anywhere."""
+
 
 class SqliteProbe:
     """Plain SQL on the database behind a SQLite store: what a test checks or arranges that
@@ -78,6 +84,11 @@ class SqliteProbe:
     async def evidence_problems(self) -> list[str]:
         """What ``vivy db check`` reports of the evidence rows."""
         return await self._db.read(evidence.evidence_problems)
+
+    async def every_value(self) -> list[tuple[str, str, object]]:
+        """(table, column, value) for every value of every table ``sqlite_master`` lists
+        (virtual tables and their shadow tables included)."""
+        return await self._db.read(_sqlite_values)
 
     async def read(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -123,6 +134,41 @@ class PgProbe:
     async def evidence_problems(self) -> list[str]:
         """What ``vivy db check`` reports of the evidence rows."""
         return await self._db.read(pg_evidence.evidence_problems)
+
+    async def every_value(self) -> list[tuple[str, str, object]]:
+        """(table, column, value) for every value of every table of the store's schema."""
+        return await self._db.read(_pg_values)
+
+
+def _sqlite_values(conn: Connection) -> list[tuple[str, str, object]]:
+    """Every value of every SQLite table, with its table and column."""
+    found: list[tuple[str, str, object]] = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        cursor = conn.execute(f'SELECT * FROM "{table}"')
+        columns = [d[0] for d in cursor.description]
+        for row in cursor.fetchall():
+            found.extend((table, column, value) for column, value in zip(columns, row, strict=True))
+    return found
+
+
+def _pg_values(conn: PgConnection) -> list[tuple[str, str, object]]:
+    """Every value of every table of the connection's current schema, with its table and
+    column."""
+    found: list[tuple[str, str, object]] = []
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        )
+    ]
+    for table in tables:
+        cursor = conn.execute(pgsql.SQL("SELECT * FROM {}").format(pgsql.Identifier(table)))
+        columns = [d.name for d in cursor.description or ()]
+        for row in cursor.fetchall():
+            found.extend((table, column, value) for column, value in zip(columns, row, strict=True))
+    return found
 
 
 def _pg(sql: str) -> bytes:
