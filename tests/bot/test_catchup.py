@@ -296,23 +296,25 @@ async def test_messages_sent_while_vivy_is_down_are_stored_once_in_order(
 
 
 @pytest.mark.anyio
-async def test_a_channel_first_written_while_vivy_is_down_is_caught_up(tmp_path: Path) -> None:
+async def test_a_channel_first_written_while_vivy_is_down_is_caught_up(
+    engine: Engine, probe: Probe
+) -> None:
     """A channel Vivy never stored a message of, whose first messages came while it was down,
     is read from the guild's last stored message on (GUILD_CREATE names its newest message)."""
-    settings = settings_for(tmp_path)
+    settings = settings_for(engine)
     async with FakeDiscord(
         VIVY_USER, guild_id=GUILD, guilds={GUILD: [CHANNEL, OTHER_CHANNEL]}
     ) as fake:
         async with vivy_running(settings, fake):
             assert await fake.post(said(ALEX, "in the known channel", CHANNEL))
-            await until(lambda: len(stored(settings.database, CHANNEL)) == 1)
+            await until_kept(probe, messages={CHANNEL: 1})
         down = [said(SAM, f"a new channel's line {n}", OTHER_CHANNEL) for n in range(3)]
         for message in down:
             assert not await fake.post(message)
         async with vivy_running(settings, fake):
-            await until(lambda: len(stored(settings.database, OTHER_CHANNEL)) == 3)
-    assert stored(settings.database, OTHER_CHANNEL) == ids(down)
-    assert len(stored(settings.database, CHANNEL)) == 1
+            await until_kept(probe, messages={OTHER_CHANNEL: 3})
+    assert await stored(probe, OTHER_CHANNEL) == ids(down)
+    assert len(await stored(probe, CHANNEL)) == 1
 
 
 @pytest.mark.anyio

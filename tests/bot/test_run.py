@@ -282,10 +282,12 @@ async def test_two_processes_share_postgresql_each_leasing_its_shards(
 
 
 @pytest.mark.anyio
-async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(tmp_path: Path) -> None:
+async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(
+    engine: Engine, probe: Probe
+) -> None:
     """Discord's RECONNECT (op 7): hikari resumes the session on a new socket (no second
     IDENTIFY), the fake replays what was dispatched meanwhile, and Vivy stores it."""
-    settings = make_settings(tmp_path, discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
+    settings = engine.settings(discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
     texts = ["before the reconnect", "during the reconnect", "after the resume"]
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
         bot = quiet_bot(fake)
@@ -301,13 +303,19 @@ async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(tmp_path: Pa
                 tg.start_soon(partial(run.serve, settings, environ={}, bot=bot))
                 await fake.ready.wait()
                 await post(texts[0])
-                await until(lambda: len(_stored_texts(settings.database)) == 1)
+                while True:  # each message is stored before its gateway acks it
+                    if len(await buffered_texts(probe)) == 1:
+                        break
+                    await anyio.sleep(0.01)
                 await fake.request_reconnect(0)
                 await post(texts[1])  # queued in the session until the bot resumes it
                 await until(lambda: fake.resumed == [0])
                 await post(texts[2])
-                await until(lambda: len(_stored_texts(settings.database)) == 3)
+                while True:  # each message is stored before its gateway acks it
+                    if len(await buffered_texts(probe)) == 3:
+                        break
+                    await anyio.sleep(0.01)
                 os.kill(os.getpid(), signal.SIGTERM)
         await fake.gateway_closed.wait()
     assert fake.identified == [(0, 1)]
-    assert _stored_texts(settings.database) == texts
+    assert await buffered_texts(probe) == texts
