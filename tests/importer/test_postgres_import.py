@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.pg import embedded_postgres
+from vivy.clock import system_now
 from vivy.config import Settings
+from vivy.errors import ConfigError
 from vivy.importer import import_exports
 from vivy.llm.offline import OfflineLLM
+from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.postgres.leases import acquire_lease, release_leases
 
 DEMO = Path(__file__).parents[2] / "vivy" / "data" / "demo_export.json"
 
@@ -33,3 +37,23 @@ def test_an_import_into_postgresql_matches_one_into_sqlite(tmp_path: Path, pg_ur
     assert again.stored == again.notes_written == again.llm_calls == 0
     assert again.duplicates == again.messages == on_postgres.messages
     assert not (tmp_path / "unused.db").exists()
+
+
+def test_an_import_beside_a_running_fleet_is_refused(tmp_path: Path, pg_uri: str) -> None:
+    """While a vivy run holds shard leases in the database, an import (whose store serves
+    every guild) is refused with one line and writes no message; once the lease is released
+    it runs."""
+    postgres = replace(Settings(), database=tmp_path / "unused.db", database_url=pg_uri)
+    database = PgDatabase.open(pg_uri)
+    try:
+        epoch = database.write_sync(acquire_lease, 0, 2, "host:4242:abc", system_now(), 600.0)
+        assert epoch == 1
+        with pytest.raises(ConfigError, match=r"host:4242:abc .* hold shard leases"):
+            import_exports([DEMO], postgres, llm=OfflineLLM)
+        assert database.read_sync(
+            lambda c: c.execute("SELECT COUNT(*) FROM buffer_messages").fetchone()
+        ) == (0,)
+        database.write_sync(release_leases, "host:4242:abc", {0: 1})
+        assert import_exports([DEMO], postgres, llm=OfflineLLM).notes_written > 0
+    finally:
+        database.close()

@@ -36,8 +36,9 @@ from prometheus_client import CollectorRegistry
 from trio.testing import MockClock
 
 from vivy.app import App, running_app
-from vivy.clock import Clock
+from vivy.clock import Clock, system_now
 from vivy.config import Settings
+from vivy.errors import ConfigError
 from vivy.importer.export import ExportBatch, ExportMessage, load_exports
 from vivy.importer.nightly import run_nightly
 from vivy.llm.bridge import RealTimeLLM, WrappedLLM
@@ -231,6 +232,12 @@ async def replay(
     tally = _Tally()
     peek, _ = open_store(settings.database, settings.database_url, inline=True)
     try:
+        if peek.leases is not None and (running := await peek.leases.live(system_now())):
+            raise ConfigError(
+                f"{running[0].owner} and any other vivy run sharing this PostgreSQL database "
+                "hold shard leases: stop them before importing (the import notes every "
+                "guild's conversations and would work beside them)"
+            )
         stored = _Stored(await peek.imports.fed_high_marks(sorted(batch.channel_ids)))
     finally:
         peek.close()

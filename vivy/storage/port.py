@@ -464,6 +464,9 @@ class LeaseStore(Protocol):
     async def other_fleet(self, shard_count: int, now: float) -> list[LeaseHolder]:
         """Live leases taken with another shard count."""
 
+    async def live(self, now: float) -> list[LeaseHolder]:
+        """Every live lease: the processes of a fleet running on this database."""
+
 
 class Closer(Protocol):
     """Releases an engine's connections."""
