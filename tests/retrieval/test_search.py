@@ -10,9 +10,9 @@ import pytest
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
 from vivy.retrieval import search
-from vivy.storage import context_reads, search_types
+from vivy.storage import context_reads, evidence, search_types
 from vivy.storage import search as note_search
-from vivy.storage.db import Database
+from vivy.storage.db import Connection, Database
 from vivy.storage.notes import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
@@ -168,6 +168,54 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
         (note_search.term_weight(16, 36) * 2)
         / (note_search.term_weight(16, 36) * 2 + note_search.term_weight(15, 36))
     )
+
+
+def test_keyword_search_reads_past_many_batches_of_another_guild(db: Database) -> None:
+    """A guild's match ranked below hundreds of another guild's is still found, by type."""
+    for i in range(300):
+        db.write_sync(add_note, new_note(GUILD_A, f"Otter otter {i}", "Otter otter otter"))
+    chat = db.write_sync(add_note, new_note(GUILD_B, "Dinner", "An otter"))
+    cluster = db.write_sync(
+        add_note, new_note(GUILD_B, "Lunch", "One otter", note_type="topic_cluster")
+    )
+
+    def found(note_type: str | None) -> list[int]:
+        return [
+            match.note_id
+            for match in db.read_sync(
+                lambda conn: note_search.keyword_search(
+                    conn,
+                    GUILD_B,
+                    note_search.plan_terms(conn, ["otter"], budget=1000),
+                    note_type=note_type,
+                    limit=1,
+                )
+            )
+        ]
+
+    assert found(None) == [chat]
+    assert found("topic_cluster") == [cluster]
+    assert found("conversation") == [chat]
+
+
+def test_window_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None:
+    """Evidence windows of another guild that rank higher never crowd out the guild's own."""
+    other = db.write_sync(add_note, new_note(GUILD_A, "Other", "Other"))
+    mine = db.write_sync(add_note, new_note(GUILD_B, "Mine", "Mine"))
+
+    def windows(conn: Connection) -> None:
+        rows = [(other, GUILD_A, i, i, "heron heron heron") for i in range(300)]
+        rows.append((mine, GUILD_B, 999, 999, "a heron among many words of a long line"))
+        conn.executemany(
+            "INSERT INTO evidence_windows (note_id, guild_id, first_message_id,"
+            " last_message_id, text) VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    db.write_sync(windows)
+    found = db.read_sync(evidence.window_keyword_search, GUILD_B, '"heron"', limit=2)
+    assert [(match.note_id, match.score > 0) for match in found] == [(mine, True)]
+    assert len(db.read_sync(evidence.window_keyword_search, GUILD_A, '"heron"', limit=250)) == 250
 
 
 @pytest.mark.parametrize("text", ['"', "NEAR(", "title:x", "a*", "-", "AND OR NOT", "^"])

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.storage.db import Connection
+from vivy.storage.fts import best_of_guild
 
 __all__ = [
     "WINDOW_SIZE",
@@ -303,13 +304,18 @@ def window_keyword_search(
     ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
     The guild filter is in the query, before the ``LIMIT``.
     """
-    rows = conn.execute(
-        "SELECT f.rowid, w.note_id, bm25(evidence_fts) AS score FROM evidence_fts AS f"
-        " JOIN evidence_windows AS w ON w.id = f.rowid"
-        " WHERE evidence_fts MATCH ? AND w.guild_id = ? ORDER BY score, f.rowid LIMIT ?",
-        (match, guild_id, limit),
-    ).fetchall()
-    return [WindowMatch(int(r[0]), int(r[1]), max(0.0, -float(r[2]))) for r in rows]
+    found = best_of_guild(
+        conn,
+        "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
+        " WHERE evidence_fts MATCH ? ORDER BY score, rowid",
+        (match,),
+        "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
+        (guild_id,),
+        limit,
+    )
+    return [
+        WindowMatch(window_id, note_id, max(0.0, -score)) for window_id, note_id, score in found
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ import sqlean
 from vivy.notes import NoteType
 from vivy.storage import evidence
 from vivy.storage.db import Connection
+from vivy.storage.fts import best_of_guild
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 from vivy.storage.search_types import (
@@ -238,19 +239,19 @@ def keyword_search(
     if match is None:
         return []
     weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
-    type_filter = "" if note_type is None else " AND n.note_type = ?"
-    params: list[object] = [match, guild_id]
-    if note_type is not None:
-        params.append(note_type)
-    rows = conn.execute(
-        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score"
-        f" FROM notes_fts AS f JOIN interaction_notes AS n ON n.id = f.rowid"
-        f" WHERE notes_fts MATCH ? AND n.guild_id = ?{type_filter}"
-        f" ORDER BY score, f.rowid LIMIT ?",
-        (*params, limit),
-    ).fetchall()
+    type_filter = "" if note_type is None else " AND note_type = ?"
+    found = best_of_guild(
+        conn,
+        f"SELECT rowid, bm25(notes_fts, {weights}) AS score FROM notes_fts"
+        " WHERE notes_fts MATCH ? ORDER BY score, rowid",
+        (match,),
+        "SELECT id, id FROM interaction_notes WHERE id IN ({marks}) AND +guild_id = ?"
+        + type_filter,
+        (guild_id,) if note_type is None else (guild_id, note_type),
+        limit,
+    )
     # FTS5's bm25() is negative, lower is better; flip it so that higher is better.
-    return [KeywordMatch(int(note_id), max(0.0, -float(score))) for note_id, score in rows]
+    return [KeywordMatch(note_id, max(0.0, -score)) for note_id, _, score in found]
 
 
 def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
