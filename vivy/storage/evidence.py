@@ -35,6 +35,7 @@ __all__ = [
     "EvidenceWindow",
     "WindowMatch",
     "WindowText",
+    "compared_windows",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
@@ -46,7 +47,6 @@ __all__ = [
     "set_window_embeddings",
     "window_keyword_search",
     "window_lines",
-    "window_similarities",
     "window_text",
     "window_texts",
     "windows_of",
@@ -364,22 +364,23 @@ def set_window_embeddings(conn: Connection, vectors: Sequence[tuple[int, bytes]]
     )
 
 
-def window_similarities(
+def compared_windows(
     conn: Connection, guild_id: int, note_ids: Sequence[int], vector: bytes
-) -> list[WindowMatch]:
+) -> tuple[list[WindowMatch], dict[int, str]]:
     """The cosine similarity of ``vector`` to every embedded window of the guild's notes
-    ``note_ids``, best first. Windows embedded at another dimension are skipped."""
+    ``note_ids``, best first, and those windows' texts by id (a window's text sits on the
+    page its embedding is read from). Windows embedded at another dimension are skipped."""
     if not note_ids:
-        return []
+        return [], {}
     marks = ",".join("?" * len(note_ids))
     rows = conn.execute(
-        f"SELECT id, note_id, vec_distance_cosine(embedding, ?) FROM evidence_windows"
+        f"SELECT id, note_id, vec_distance_cosine(embedding, ?), text FROM evidence_windows"
         f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
         (vector, *note_ids, guild_id, len(vector)),
     ).fetchall()
     found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
     found.sort(key=lambda match: (-match.score, match.window_id))
-    return found
+    return found, {int(r[0]): str(r[3]) for r in rows}
 
 
 def evidence_problems(conn: Connection) -> list[str]:

@@ -350,7 +350,7 @@ def search_notes_sync(
             )
         early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
         compare = with_evidence and search.vector is not None and not vector_failed
-        early_similar = _window_similarities(conn, search, early) if compare else []
+        early_similar, texts = _compared_windows(conn, search, early) if compare else ([], {})
         rows = candidate_details(conn, search.guild_id, early)
         named = members_named(conn, search.guild_id, list(search.name_grams))
     finally:
@@ -386,10 +386,14 @@ def search_notes_sync(
     )
     known = set(early)
     later = [note_id for note_id in hits.note_ids if note_id not in known]
-    similar = [*early_similar, *(_window_similarities(conn, search, later) if compare else [])]
+    later_similar, later_texts = _compared_windows(conn, search, later) if compare else ([], {})
+    similar = [*early_similar, *later_similar]
+    texts.update(later_texts)
     rows.update(candidate_details(conn, search.guild_id, later))
     shown = shown_windows(hits.windows, similar)
-    texts = evidence.window_texts(conn, [w for ids in shown.values() for w in ids])
+    wanted = [w for ids in shown.values() for w in ids]
+    # Windows found by keyword but not compared (no embedding yet) are read by id.
+    texts.update(evidence.window_texts(conn, [w for w in wanted if w not in texts]))
     return assemble_candidates(search, hits, similar, rows, shown, texts, named)
 
 
@@ -507,13 +511,14 @@ def assemble_candidates(
 WINDOWS_SHOWN = 2
 
 
-def _window_similarities(
+def _compared_windows(
     conn: Connection, search: NoteSearch, note_ids: Sequence[int]
-) -> list[evidence.WindowMatch]:
-    """The search vector's exact similarity to each embedded window of ``note_ids``."""
+) -> tuple[list[evidence.WindowMatch], dict[int, str]]:
+    """The search vector's exact similarity to each embedded window of ``note_ids``, and
+    those windows' texts (read with their embeddings, on the same page)."""
     if search.vector is None:
-        return []
-    return evidence.window_similarities(conn, search.guild_id, note_ids, search.vector)
+        return [], {}
+    return evidence.compared_windows(conn, search.guild_id, note_ids, search.vector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -534,24 +539,23 @@ def candidate_details(
     if not note_ids:
         return {}
     marks = ",".join("?" * len(note_ids))
-    people: dict[int, set[int]] = {}
-    for note_id, user_id in conn.execute(
-        f"SELECT note_id, user_id FROM note_participants WHERE note_id IN ({marks})",
-        list(note_ids),
-    ).fetchall():
-        people.setdefault(int(note_id), set()).add(int(user_id))
     # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
     # otherwise scan the guild's whole (guild_id, ...) index.
     rows = conn.execute(
         f"SELECT id, channel_id, COALESCE(started_at, created_at),"
         f" COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
-        f" || entities || ' ' || decisions FROM interaction_notes"
+        f" || entities || ' ' || decisions, (SELECT group_concat(user_id)"
+        f" FROM note_participants AS p WHERE p.note_id = n.id) FROM interaction_notes AS n"
         f" WHERE id IN ({marks}) AND +guild_id = ?",
         (*note_ids, guild_id),
     ).fetchall()
     return {
         int(r[0]): CandidateDetails(
-            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+            int(r[1]),
+            float(r[2]),
+            float(r[3]),
+            str(r[4]),
+            frozenset(int(user) for user in str(r[5]).split(",")) if r[5] else frozenset(),
         )
         for r in rows
     }
