@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlean
 
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
@@ -254,3 +255,34 @@ def test_memory_version_changes_with_notes_facts_and_lore(db: Database) -> None:
     )
     third = db.read_sync(context_reads.memory_version, GUILD_A)
     assert len({first, second, third}) == 3
+
+
+def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
+    db: Database, tmp_path: Path
+) -> None:
+    """Side connections without sqlite-vec find keywords but fail to compare windows; the
+    main connection compares them, so the candidates equal a search without sides."""
+    for title, line in (("Baking", "rye flour and a sourdough starter"), ("Chess", "rye openings")):
+        note_id = db.write_sync(add_note, new_note(GUILD_A, title, "A chat"))
+        windows = evidence.windows_of([(note_id * 10, "Sam", line)])
+        vectors = [serialize_vector(hash_embedding(w.text)) for w in windows]
+        db.write_sync(evidence.insert_windows, note_id, GUILD_A, windows, vectors)
+    query = search_types.NoteSearch(
+        GUILD_A,
+        vector_of("rye flour sourdough"),
+        ("rye", "flour"),
+        None,
+        candidates=1,  # the vector search finds one note; the other only by keyword
+        keyword_candidates=5,
+    )
+    plain = [sqlean.connect(str(tmp_path / "vivy.db"), check_same_thread=False) for _ in range(2)]
+    try:
+        with_sides = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query, plain)
+    finally:
+        for conn in plain:
+            conn.close()
+    alone = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query)
+    assert with_sides == alone
+    assert len(with_sides.candidates) == 2
+    assert all(c.window_similarity is not None for c in with_sides.candidates)
+    assert {c.window_bm25 is not None for c in with_sides.candidates} == {True}

@@ -290,6 +290,51 @@ def _window_keywords(
     return found, plan
 
 
+@dataclass(frozen=True, slots=True)
+class _NoteReads:
+    """What ranking reads of some found notes: their details, their windows' similarity to
+    the question (best first; None when comparing failed) and those windows' texts."""
+
+    details: dict[int, CandidateDetails]
+    similar: list[evidence.WindowMatch] | None
+    texts: dict[int, str]
+
+
+def _read_notes(
+    conn: Connection, search: NoteSearch, note_ids: Sequence[int], *, compare: bool
+) -> _NoteReads:
+    """The details of the guild's notes ``note_ids`` and, with ``compare``, their windows'
+    similarity to the question; a failing comparison (sqlite-vec missing) gives None."""
+    similar: list[evidence.WindowMatch] | None = []
+    texts: dict[int, str] = {}
+    if compare:
+        try:
+            similar, texts = _compared_windows(conn, search, note_ids)
+        except sqlean.Error:
+            similar = None
+    return _NoteReads(candidate_details(conn, search.guild_id, note_ids), similar, texts)
+
+
+def _note_side(
+    search: NoteSearch, conn: Connection, compare: bool
+) -> tuple[list[KeywordMatch], TermPlan, _NoteReads]:
+    """On a side connection: the notes' own keyword search, then what ranking reads of the
+    notes it found, so that the main connection need not read them after the join."""
+    found, plan = _note_keywords(search, conn)
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids, compare=compare)
+
+
+def _window_side(
+    search: NoteSearch, conn: Connection, compare: bool
+) -> tuple[list[evidence.WindowMatch], TermPlan, _NoteReads]:
+    """On a side connection: the evidence keyword search, then what ranking reads of the
+    notes whose windows it found."""
+    found, plan = _window_keywords(search, conn)
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids, compare=compare)
+
+
 def search_notes_sync(
     conn: Connection,
     index: BinaryIndex,
@@ -301,23 +346,27 @@ def search_notes_sync(
     Notes are found by their own text (vector and keyword), by their evidence windows
     (keyword; conversation notes only) and by the time the question names; the windows of
     the notes found are then compared with the question's vector exactly. With ``sides``
-    (more connections to the same database) the two keyword searches run in worker threads
-    while the vector search runs here; SQLite releases the GIL. A failing vector query
-    (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword searches
-    still serve; a failing keyword query raises. The terms' weights are their idf among the
-    evidence windows; where no window holds any of them (evidence off, or notes older than
-    it) among the notes.
+    (more connections to the same database) each keyword search runs in a worker thread,
+    and reads the details and window similarities of the notes it found, while the vector
+    search runs here; SQLite releases the GIL. A failing vector query (sqlite-vec missing or
+    its index damaged) is reported, not raised, so the keyword searches still serve; a
+    failing keyword query raises. The terms' weights are their idf among the evidence
+    windows; where no window holds any of them (evidence off, or notes older than it) among
+    the notes.
     """
     with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
     wanted_windows = bool(search.terms) and with_evidence
+    # Side threads compare windows as soon as they found their notes; if the vector search
+    # then fails, what they compared is dropped.
+    may_compare = with_evidence and search.vector is not None
     note_side, window_side = (*sides[:2], None, None)[:2]
     notes_ahead = (
-        _KEYWORD_THREADS.submit(_note_keywords, search, note_side)
+        _KEYWORD_THREADS.submit(_note_side, search, note_side, may_compare)
         if search.terms and note_side is not None
         else None
     )
     windows_ahead = (
-        _KEYWORD_THREADS.submit(_window_keywords, search, window_side)
+        _KEYWORD_THREADS.submit(_window_side, search, window_side, may_compare)
         if wanted_windows and window_side is not None
         else None
     )
@@ -349,9 +398,8 @@ def search_notes_sync(
                 limit=search.time_candidates,
             )
         early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
-        compare = with_evidence and search.vector is not None and not vector_failed
-        early_similar, texts = _compared_windows(conn, search, early) if compare else ([], {})
-        rows = candidate_details(conn, search.guild_id, early)
+        compare = may_compare and not vector_failed
+        reads = [_read_notes(conn, search, early, compare=compare)]
         named = members_named(conn, search.guild_id, list(search.name_grams))
     finally:
         # Never leave a side connection busy: the next search will use it.
@@ -359,22 +407,20 @@ def search_notes_sync(
             futures.wait([notes_ahead])
         if windows_ahead is not None:
             futures.wait([windows_ahead])
-    nothing: tuple[list[KeywordMatch], TermPlan] = ([], TermPlan({}))
-    no_windows: tuple[list[evidence.WindowMatch], TermPlan] = ([], TermPlan({}))
-    keywords, note_plan = (
-        notes_ahead.result()
-        if notes_ahead is not None
-        else _note_keywords(search, conn)
-        if search.terms
-        else nothing
-    )
-    window_keywords, window_plan = (
-        windows_ahead.result()
-        if windows_ahead is not None
-        else _window_keywords(search, conn)
-        if wanted_windows
-        else no_windows
-    )
+    keywords: list[KeywordMatch] = []
+    note_plan = TermPlan({})
+    if notes_ahead is not None:
+        keywords, note_plan, side_reads = notes_ahead.result()
+        reads.append(side_reads)
+    elif search.terms:
+        keywords, note_plan = _note_keywords(search, conn)
+    window_keywords: list[evidence.WindowMatch] = []
+    window_plan = TermPlan({})
+    if windows_ahead is not None:
+        window_keywords, window_plan, side_reads = windows_ahead.result()
+        reads.append(side_reads)
+    elif wanted_windows:
+        window_keywords, window_plan = _window_keywords(search, conn)
     hits = SearchHits(
         vectors=tuple(vectors),
         vector_failed=vector_failed,
@@ -384,17 +430,37 @@ def search_notes_sync(
         note_weights=note_plan.weights,
         window_weights=window_plan.weights,
     )
-    known = set(early)
-    later = [note_id for note_id in hits.note_ids if note_id not in known]
-    later_similar, later_texts = _compared_windows(conn, search, later) if compare else ([], {})
-    similar = [*early_similar, *later_similar]
-    texts.update(later_texts)
-    rows.update(candidate_details(conn, search.guild_id, later))
+    details: dict[int, CandidateDetails] = {}
+    compared: dict[int, evidence.WindowMatch] = {}
+    texts: dict[int, str] = {}
+    complete: set[int] = set()  # notes read with everything ranking needs of them
+    for read in reads:
+        details.update(read.details)
+        texts.update(read.texts)
+        if read.similar is not None:
+            compared.update((match.window_id, match) for match in read.similar)
+        if read.similar is not None or not compare:
+            complete.update(read.details)
+    # Notes no side read (no sides), or whose windows could not be compared: read here,
+    # where a failing comparison raises as any other query of the search would.
+    later = [note_id for note_id in hits.note_ids if note_id not in complete]
+    if later:
+        details.update(candidate_details(conn, search.guild_id, later))
+        if compare:
+            more, more_texts = _compared_windows(conn, search, later)
+            compared.update((match.window_id, match) for match in more)
+            texts.update(more_texts)
+    # Best first: each note's windows in the order of their similarity to the question.
+    similar = (
+        sorted(compared.values(), key=lambda match: (-match.score, match.window_id))
+        if compare
+        else []
+    )
     shown = shown_windows(hits.windows, similar)
     wanted = [w for ids in shown.values() for w in ids]
     # Windows found by keyword but not compared (no embedding yet) are read by id.
     texts.update(evidence.window_texts(conn, [w for w in wanted if w not in texts]))
-    return assemble_candidates(search, hits, similar, rows, shown, texts, named)
+    return assemble_candidates(search, hits, similar, details, shown, texts, named)
 
 
 @dataclass(frozen=True, slots=True)
