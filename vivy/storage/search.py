@@ -138,18 +138,19 @@ def plan_terms(
     if not terms:
         return TermPlan({})
     table, fts = _INDEXES[index]
-    row = conn.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    expressions = {
+        term: expression
+        for term in dict.fromkeys(terms)
+        if (expression := match_expression([term])) is not None
+    }
+    # One statement for the total and every term's count, instead of one per term.
+    counted = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+    row = conn.execute(
+        f"SELECT (SELECT MAX(id) FROM {table}){''.join(', ' + counted for _ in expressions)}",
+        [value for expression in expressions.values() for value in (expression, budget + 1)],
+    ).fetchone()
     total = int(row[0] or 0)
-    counts: dict[str, int] = {}
-    for term in dict.fromkeys(terms):
-        expression = match_expression([term])
-        if expression is None:
-            continue
-        counted = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-            (expression, budget + 1),
-        ).fetchone()
-        counts[term] = int(counted[0])
+    counts = {term: int(count) for term, count in zip(expressions, row[1:], strict=True)}
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
 
