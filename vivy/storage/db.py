@@ -47,7 +47,7 @@ Connection = sqlite3.Connection
 
 BUSY_TIMEOUT_MS = 5000
 #: Bytes of the database file mapped into memory for reads.
-MMAP_BYTES = 1 << 36
+MMAP_BYTES = 1 << 30
 #: Page cache of the connection, in KiB.
 CACHE_KIB = 65536
 #: Rows changed between checkpoints in thread mode; a row is about a page of the WAL, so this is
