@@ -4,8 +4,9 @@ Rules of this module:
 
 * Every query is scoped to one guild *inside* the index or before any ``LIMIT``: the vector
   KNN runs over the guild's own binary vectors (:mod:`vivy.storage.vector_index`), the
-  keyword search joins ``interaction_notes`` and filters by guild before ordering and
-  limiting. Nothing read here can belong to another guild, whatever the caller passes.
+  keyword searches take FTS5's ranked matches in batches and keep the guild's until they
+  have enough (:func:`vivy.storage.fts.best_of_guild`). Nothing read here can belong to
+  another guild, whatever the caller passes.
 * Vector search runs in two steps. A hamming KNN over the binary-quantised vectors finds
   ``candidates`` notes of the guild; the exact cosine distance of their float vectors
   (``vec_distance_cosine``) re-ranks them. Neither step sees another guild's notes, so the
