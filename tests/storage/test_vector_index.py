@@ -102,5 +102,5 @@ def test_ties_at_the_cut_go_to_the_lowest_ids(db: Database) -> None:
         db.write_sync(add_note, new_note(GUILD, "Same title", "same summary" if i % 3 else f"{i}"))
     query = db.read_sync(_bits, "Same title same summary")
     for k in (1, 3, 7, 20, 30):
-        found = db.read_sync(lambda conn: index.nearest(conn, GUILD, query, k, kind=None))
+        found = db.read_sync(index.nearest, GUILD, query, k, kind=None)
         assert found == db.read_sync(_exact, GUILD, query, k)
