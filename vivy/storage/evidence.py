@@ -307,7 +307,7 @@ def window_keyword_search(
     found = best_of_guild(
         conn,
         "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
-        " WHERE evidence_fts MATCH ? ORDER BY score, rowid",
+        " WHERE evidence_fts MATCH ? ORDER BY score, rowid LIMIT ?",
         (match,),
         "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
         (guild_id,),

@@ -245,7 +245,7 @@ def keyword_search(
     found = best_of_guild(
         conn,
         f"SELECT rowid, bm25(notes_fts, {weights}) AS score FROM notes_fts"
-        " WHERE notes_fts MATCH ? ORDER BY score, rowid",
+        " WHERE notes_fts MATCH ? ORDER BY score, rowid LIMIT ?",
         (match,),
         "SELECT id, id FROM interaction_notes WHERE id IN ({marks}) AND +guild_id = ?"
         + type_filter,
