@@ -6,13 +6,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlean
 
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
 from vivy.retrieval import search
-from vivy.storage import context_reads, search_types
+from vivy.storage import context_reads, evidence, search_types
 from vivy.storage import search as note_search
-from vivy.storage.db import Database
+from vivy.storage.db import Connection, Database
 from vivy.storage.notes import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
@@ -170,6 +171,54 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     )
 
 
+def test_keyword_search_reads_past_many_batches_of_another_guild(db: Database) -> None:
+    """A guild's match ranked below hundreds of another guild's is still found, by type."""
+    for i in range(300):
+        db.write_sync(add_note, new_note(GUILD_A, f"Otter otter {i}", "Otter otter otter"))
+    chat = db.write_sync(add_note, new_note(GUILD_B, "Dinner", "An otter"))
+    cluster = db.write_sync(
+        add_note, new_note(GUILD_B, "Lunch", "One otter", note_type="topic_cluster")
+    )
+
+    def found(note_type: str | None) -> list[int]:
+        return [
+            match.note_id
+            for match in db.read_sync(
+                lambda conn: note_search.keyword_search(
+                    conn,
+                    GUILD_B,
+                    note_search.plan_terms(conn, ["otter"], budget=1000),
+                    note_type=note_type,
+                    limit=1,
+                )
+            )
+        ]
+
+    assert found(None) == [chat]
+    assert found("topic_cluster") == [cluster]
+    assert found("conversation") == [chat]
+
+
+def test_window_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None:
+    """Evidence windows of another guild that rank higher never crowd out the guild's own."""
+    other = db.write_sync(add_note, new_note(GUILD_A, "Other", "Other"))
+    mine = db.write_sync(add_note, new_note(GUILD_B, "Mine", "Mine"))
+
+    def windows(conn: Connection) -> None:
+        rows = [(other, GUILD_A, i, i, "heron heron heron") for i in range(300)]
+        rows.append((mine, GUILD_B, 999, 999, "a heron among many words of a long line"))
+        conn.executemany(
+            "INSERT INTO evidence_windows (note_id, guild_id, first_message_id,"
+            " last_message_id, text) VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    db.write_sync(windows)
+    found = db.read_sync(evidence.window_keyword_search, GUILD_B, '"heron"', limit=2)
+    assert [(match.note_id, match.score > 0) for match in found] == [(mine, True)]
+    assert len(db.read_sync(evidence.window_keyword_search, GUILD_A, '"heron"', limit=250)) == 250
+
+
 @pytest.mark.parametrize("text", ['"', "NEAR(", "title:x", "a*", "-", "AND OR NOT", "^"])
 def test_keyword_search_survives_fts_syntax(db: Database, text: str) -> None:
     """Messages full of FTS5 operators never reach FTS5 as syntax."""
@@ -206,3 +255,34 @@ def test_memory_version_changes_with_notes_facts_and_lore(db: Database) -> None:
     )
     third = db.read_sync(context_reads.memory_version, GUILD_A)
     assert len({first, second, third}) == 3
+
+
+def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
+    db: Database, tmp_path: Path
+) -> None:
+    """Side connections without sqlite-vec find keywords but fail to compare windows; the
+    main connection compares them, so the candidates equal a search without sides."""
+    for title, line in (("Baking", "rye flour and a sourdough starter"), ("Chess", "rye openings")):
+        note_id = db.write_sync(add_note, new_note(GUILD_A, title, "A chat"))
+        windows = evidence.windows_of([(note_id * 10, "Sam", line)])
+        vectors = [serialize_vector(hash_embedding(w.text)) for w in windows]
+        db.write_sync(evidence.insert_windows, note_id, GUILD_A, windows, vectors)
+    query = search_types.NoteSearch(
+        GUILD_A,
+        vector_of("rye flour sourdough"),
+        ("rye", "flour"),
+        None,
+        candidates=1,  # the vector search finds one note; the other only by keyword
+        keyword_candidates=5,
+    )
+    plain = [sqlean.connect(str(tmp_path / "vivy.db"), check_same_thread=False) for _ in range(2)]
+    try:
+        with_sides = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query, plain)
+    finally:
+        for conn in plain:
+            conn.close()
+    alone = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query)
+    assert with_sides == alone
+    assert len(with_sides.candidates) == 2
+    assert all(c.window_similarity is not None for c in with_sides.candidates)
+    assert {c.window_bm25 is not None for c in with_sides.candidates} == {True}

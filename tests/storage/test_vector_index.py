@@ -93,3 +93,14 @@ def test_kind_filter_and_small_k(db: Database) -> None:
     assert len(nearest(None, 1)) == 1
     assert nearest(None, 0) == []
     assert db.read_sync(lambda conn: index.nearest(conn, 99, query, 5, kind=None)) == []
+
+
+def test_ties_at_the_cut_go_to_the_lowest_ids(db: Database) -> None:
+    """With many notes at the k-th distance, the cut keeps the lowest ids, as the SQL scan."""
+    index = BinaryIndex()
+    for i in range(30):
+        db.write_sync(add_note, new_note(GUILD, "Same title", "same summary" if i % 3 else f"{i}"))
+    query = db.read_sync(_bits, "Same title same summary")
+    for k in (1, 3, 7, 20, 30):
+        found = db.read_sync(index.nearest, GUILD, query, k, kind=None)
+        assert found == db.read_sync(_exact, GUILD, query, k)

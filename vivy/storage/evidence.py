@@ -5,7 +5,7 @@ A summary drops the details people later ask about, so a note keeps its human me
 (``evidence_windows``). Each window is keyword-indexed (``evidence_fts``, porter-stemmed
 BM25) and embedded (a float32 blob on its row). Windows outnumber notes several times, so
 they get no nearest-neighbour index of their own: the windows of the notes a search found are
-compared with the question exactly (:func:`window_similarities`), which at 100k notes costs a
+compared with the question exactly (:func:`compared_windows`), which at 100k notes costs a
 fraction of another KNN scan.
 
 Rules of this module:
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.storage.db import Connection
+from vivy.storage.fts import best_of_guild
 
 __all__ = [
     "WINDOW_SIZE",
@@ -34,6 +35,7 @@ __all__ = [
     "EvidenceWindow",
     "WindowMatch",
     "WindowText",
+    "compared_windows",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
@@ -45,7 +47,6 @@ __all__ = [
     "set_window_embeddings",
     "window_keyword_search",
     "window_lines",
-    "window_similarities",
     "window_text",
     "window_texts",
     "windows_of",
@@ -303,13 +304,18 @@ def window_keyword_search(
     ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
     The guild filter is in the query, before the ``LIMIT``.
     """
-    rows = conn.execute(
-        "SELECT f.rowid, w.note_id, bm25(evidence_fts) AS score FROM evidence_fts AS f"
-        " JOIN evidence_windows AS w ON w.id = f.rowid"
-        " WHERE evidence_fts MATCH ? AND w.guild_id = ? ORDER BY score, f.rowid LIMIT ?",
-        (match, guild_id, limit),
-    ).fetchall()
-    return [WindowMatch(int(r[0]), int(r[1]), max(0.0, -float(r[2]))) for r in rows]
+    found = best_of_guild(
+        conn,
+        "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
+        " WHERE evidence_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+        (match,),
+        "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
+        (guild_id,),
+        limit,
+    )
+    return [
+        WindowMatch(window_id, note_id, max(0.0, -score)) for window_id, note_id, score in found
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,22 +364,23 @@ def set_window_embeddings(conn: Connection, vectors: Sequence[tuple[int, bytes]]
     )
 
 
-def window_similarities(
+def compared_windows(
     conn: Connection, guild_id: int, note_ids: Sequence[int], vector: bytes
-) -> list[WindowMatch]:
+) -> tuple[list[WindowMatch], dict[int, str]]:
     """The cosine similarity of ``vector`` to every embedded window of the guild's notes
-    ``note_ids``, best first. Windows embedded at another dimension are skipped."""
+    ``note_ids``, best first, and those windows' texts by id (a window's text sits on the
+    page its embedding is read from). Windows embedded at another dimension are skipped."""
     if not note_ids:
-        return []
+        return [], {}
     marks = ",".join("?" * len(note_ids))
     rows = conn.execute(
-        f"SELECT id, note_id, vec_distance_cosine(embedding, ?) FROM evidence_windows"
+        f"SELECT id, note_id, vec_distance_cosine(embedding, ?), text FROM evidence_windows"
         f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
         (vector, *note_ids, guild_id, len(vector)),
     ).fetchall()
     found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
     found.sort(key=lambda match: (-match.score, match.window_id))
-    return found
+    return found, {int(r[0]): str(r[3]) for r in rows}
 
 
 def evidence_problems(conn: Connection) -> list[str]:

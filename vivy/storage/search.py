@@ -4,8 +4,9 @@ Rules of this module:
 
 * Every query is scoped to one guild *inside* the index or before any ``LIMIT``: the vector
   KNN runs over the guild's own binary vectors (:mod:`vivy.storage.vector_index`), the
-  keyword search joins ``interaction_notes`` and filters by guild before ordering and
-  limiting. Nothing read here can belong to another guild, whatever the caller passes.
+  keyword searches take FTS5's ranked matches in batches and keep the guild's until they
+  have enough (:func:`vivy.storage.fts.best_of_guild`). Nothing read here can belong to
+  another guild, whatever the caller passes.
 * Vector search runs in two steps. A hamming KNN over the binary-quantised vectors finds
   ``candidates`` notes of the guild; the exact cosine distance of their float vectors
   (``vec_distance_cosine``) re-ranks them. Neither step sees another guild's notes, so the
@@ -33,6 +34,7 @@ import sqlean
 from vivy.notes import NoteType
 from vivy.storage import evidence
 from vivy.storage.db import Connection
+from vivy.storage.fts import best_of_guild
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 from vivy.storage.search_types import (
@@ -137,18 +139,19 @@ def plan_terms(
     if not terms:
         return TermPlan({})
     table, fts = _INDEXES[index]
-    row = conn.execute(f"SELECT MAX(id) FROM {table}").fetchone()
+    expressions = {
+        term: expression
+        for term in dict.fromkeys(terms)
+        if (expression := match_expression([term])) is not None
+    }
+    # One statement for the total and every term's count, instead of one per term.
+    counted = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+    row = conn.execute(
+        f"SELECT (SELECT MAX(id) FROM {table}){''.join(', ' + counted for _ in expressions)}",
+        [value for expression in expressions.values() for value in (expression, budget + 1)],
+    ).fetchone()
     total = int(row[0] or 0)
-    counts: dict[str, int] = {}
-    for term in dict.fromkeys(terms):
-        expression = match_expression([term])
-        if expression is None:
-            continue
-        counted = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-            (expression, budget + 1),
-        ).fetchone()
-        counts[term] = int(counted[0])
+    counts = {term: int(count) for term, count in zip(expressions, row[1:], strict=True)}
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
 
@@ -238,19 +241,19 @@ def keyword_search(
     if match is None:
         return []
     weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
-    type_filter = "" if note_type is None else " AND n.note_type = ?"
-    params: list[object] = [match, guild_id]
-    if note_type is not None:
-        params.append(note_type)
-    rows = conn.execute(
-        f"SELECT f.rowid, bm25(notes_fts, {weights}) AS score"
-        f" FROM notes_fts AS f JOIN interaction_notes AS n ON n.id = f.rowid"
-        f" WHERE notes_fts MATCH ? AND n.guild_id = ?{type_filter}"
-        f" ORDER BY score, f.rowid LIMIT ?",
-        (*params, limit),
-    ).fetchall()
+    type_filter = "" if note_type is None else " AND note_type = ?"
+    found = best_of_guild(
+        conn,
+        f"SELECT rowid, bm25(notes_fts, {weights}) AS score FROM notes_fts"
+        " WHERE notes_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+        (match,),
+        "SELECT id, id FROM interaction_notes WHERE id IN ({marks}) AND +guild_id = ?"
+        + type_filter,
+        (guild_id,) if note_type is None else (guild_id, note_type),
+        limit,
+    )
     # FTS5's bm25() is negative, lower is better; flip it so that higher is better.
-    return [KeywordMatch(int(note_id), max(0.0, -float(score))) for note_id, score in rows]
+    return [KeywordMatch(note_id, max(0.0, -score)) for note_id, _, score in found]
 
 
 def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
@@ -289,6 +292,51 @@ def _window_keywords(
     return found, plan
 
 
+@dataclass(frozen=True, slots=True)
+class _NoteReads:
+    """What ranking reads of some found notes: their details, their windows' similarity to
+    the question (best first; None when comparing failed) and those windows' texts."""
+
+    details: dict[int, CandidateDetails]
+    similar: list[evidence.WindowMatch] | None
+    texts: dict[int, str]
+
+
+def _read_notes(
+    conn: Connection, search: NoteSearch, note_ids: Sequence[int], *, compare: bool
+) -> _NoteReads:
+    """The details of the guild's notes ``note_ids`` and, with ``compare``, their windows'
+    similarity to the question; a failing comparison (sqlite-vec missing) gives None."""
+    similar: list[evidence.WindowMatch] | None = []
+    texts: dict[int, str] = {}
+    if compare:
+        try:
+            similar, texts = _compared_windows(conn, search, note_ids)
+        except sqlean.Error:
+            similar = None
+    return _NoteReads(candidate_details(conn, search.guild_id, note_ids), similar, texts)
+
+
+def _note_side(
+    search: NoteSearch, conn: Connection, compare: bool
+) -> tuple[list[KeywordMatch], TermPlan, _NoteReads]:
+    """On a side connection: the notes' own keyword search, then what ranking reads of the
+    notes it found, so that the main connection need not read them after the join."""
+    found, plan = _note_keywords(search, conn)
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids, compare=compare)
+
+
+def _window_side(
+    search: NoteSearch, conn: Connection, compare: bool
+) -> tuple[list[evidence.WindowMatch], TermPlan, _NoteReads]:
+    """On a side connection: the evidence keyword search, then what ranking reads of the
+    notes whose windows it found."""
+    found, plan = _window_keywords(search, conn)
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids, compare=compare)
+
+
 def search_notes_sync(
     conn: Connection,
     index: BinaryIndex,
@@ -300,23 +348,27 @@ def search_notes_sync(
     Notes are found by their own text (vector and keyword), by their evidence windows
     (keyword; conversation notes only) and by the time the question names; the windows of
     the notes found are then compared with the question's vector exactly. With ``sides``
-    (more connections to the same database) the two keyword searches run in worker threads
-    while the vector search runs here; SQLite releases the GIL. A failing vector query
-    (sqlite-vec missing or its index damaged) is reported, not raised, so the keyword searches
-    still serve; a failing keyword query raises. The terms' weights are their idf among the
-    evidence windows; where no window holds any of them (evidence off, or notes older than
-    it) among the notes.
+    (more connections to the same database) each keyword search runs in a worker thread,
+    and reads the details and window similarities of the notes it found, while the vector
+    search runs here; SQLite releases the GIL. A failing vector query (sqlite-vec missing or
+    its index damaged) is reported, not raised, so the keyword searches still serve; a
+    failing keyword query raises. The terms' weights are their idf among the evidence
+    windows; where no window holds any of them (evidence off, or notes older than it) among
+    the notes.
     """
     with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
     wanted_windows = bool(search.terms) and with_evidence
+    # Side threads compare windows as soon as they found their notes; if the vector search
+    # then fails, what they compared is dropped.
+    may_compare = with_evidence and search.vector is not None
     note_side, window_side = (*sides[:2], None, None)[:2]
     notes_ahead = (
-        _KEYWORD_THREADS.submit(_note_keywords, search, note_side)
+        _KEYWORD_THREADS.submit(_note_side, search, note_side, may_compare)
         if search.terms and note_side is not None
         else None
     )
     windows_ahead = (
-        _KEYWORD_THREADS.submit(_window_keywords, search, window_side)
+        _KEYWORD_THREADS.submit(_window_side, search, window_side, may_compare)
         if wanted_windows and window_side is not None
         else None
     )
@@ -348,9 +400,8 @@ def search_notes_sync(
                 limit=search.time_candidates,
             )
         early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
-        compare = with_evidence and search.vector is not None and not vector_failed
-        early_similar = _window_similarities(conn, search, early) if compare else []
-        rows = candidate_details(conn, search.guild_id, early)
+        compare = may_compare and not vector_failed
+        reads = [_read_notes(conn, search, early, compare=compare)]
         named = members_named(conn, search.guild_id, list(search.name_grams))
     finally:
         # Never leave a side connection busy: the next search will use it.
@@ -358,22 +409,20 @@ def search_notes_sync(
             futures.wait([notes_ahead])
         if windows_ahead is not None:
             futures.wait([windows_ahead])
-    nothing: tuple[list[KeywordMatch], TermPlan] = ([], TermPlan({}))
-    no_windows: tuple[list[evidence.WindowMatch], TermPlan] = ([], TermPlan({}))
-    keywords, note_plan = (
-        notes_ahead.result()
-        if notes_ahead is not None
-        else _note_keywords(search, conn)
-        if search.terms
-        else nothing
-    )
-    window_keywords, window_plan = (
-        windows_ahead.result()
-        if windows_ahead is not None
-        else _window_keywords(search, conn)
-        if wanted_windows
-        else no_windows
-    )
+    keywords: list[KeywordMatch] = []
+    note_plan = TermPlan({})
+    if notes_ahead is not None:
+        keywords, note_plan, side_reads = notes_ahead.result()
+        reads.append(side_reads)
+    elif search.terms:
+        keywords, note_plan = _note_keywords(search, conn)
+    window_keywords: list[evidence.WindowMatch] = []
+    window_plan = TermPlan({})
+    if windows_ahead is not None:
+        window_keywords, window_plan, side_reads = windows_ahead.result()
+        reads.append(side_reads)
+    elif wanted_windows:
+        window_keywords, window_plan = _window_keywords(search, conn)
     hits = SearchHits(
         vectors=tuple(vectors),
         vector_failed=vector_failed,
@@ -383,13 +432,37 @@ def search_notes_sync(
         note_weights=note_plan.weights,
         window_weights=window_plan.weights,
     )
-    known = set(early)
-    later = [note_id for note_id in hits.note_ids if note_id not in known]
-    similar = [*early_similar, *(_window_similarities(conn, search, later) if compare else [])]
-    rows.update(candidate_details(conn, search.guild_id, later))
+    details: dict[int, CandidateDetails] = {}
+    compared: dict[int, evidence.WindowMatch] = {}
+    texts: dict[int, str] = {}
+    complete: set[int] = set()  # notes read with everything ranking needs of them
+    for read in reads:
+        details.update(read.details)
+        texts.update(read.texts)
+        if read.similar is not None:
+            compared.update((match.window_id, match) for match in read.similar)
+        if read.similar is not None or not compare:
+            complete.update(read.details)
+    # Notes no side read (no sides), or whose windows could not be compared: read here,
+    # where a failing comparison raises as any other query of the search would.
+    later = [note_id for note_id in hits.note_ids if note_id not in complete]
+    if later:
+        details.update(candidate_details(conn, search.guild_id, later))
+        if compare:
+            more, more_texts = _compared_windows(conn, search, later)
+            compared.update((match.window_id, match) for match in more)
+            texts.update(more_texts)
+    # Best first: each note's windows in the order of their similarity to the question.
+    similar = (
+        sorted(compared.values(), key=lambda match: (-match.score, match.window_id))
+        if compare
+        else []
+    )
     shown = shown_windows(hits.windows, similar)
-    texts = evidence.window_texts(conn, [w for ids in shown.values() for w in ids])
-    return assemble_candidates(search, hits, similar, rows, shown, texts, named)
+    wanted = [w for ids in shown.values() for w in ids]
+    # Windows found by keyword but not compared (no embedding yet) are read by id.
+    texts.update(evidence.window_texts(conn, [w for w in wanted if w not in texts]))
+    return assemble_candidates(search, hits, similar, details, shown, texts, named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,13 +579,14 @@ def assemble_candidates(
 WINDOWS_SHOWN = 2
 
 
-def _window_similarities(
+def _compared_windows(
     conn: Connection, search: NoteSearch, note_ids: Sequence[int]
-) -> list[evidence.WindowMatch]:
-    """The search vector's exact similarity to each embedded window of ``note_ids``."""
+) -> tuple[list[evidence.WindowMatch], dict[int, str]]:
+    """The search vector's exact similarity to each embedded window of ``note_ids``, and
+    those windows' texts (read with their embeddings, on the same page)."""
     if search.vector is None:
-        return []
-    return evidence.window_similarities(conn, search.guild_id, note_ids, search.vector)
+        return [], {}
+    return evidence.compared_windows(conn, search.guild_id, note_ids, search.vector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,24 +607,23 @@ def candidate_details(
     if not note_ids:
         return {}
     marks = ",".join("?" * len(note_ids))
-    people: dict[int, set[int]] = {}
-    for note_id, user_id in conn.execute(
-        f"SELECT note_id, user_id FROM note_participants WHERE note_id IN ({marks})",
-        list(note_ids),
-    ).fetchall():
-        people.setdefault(int(note_id), set()).add(int(user_id))
     # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
     # otherwise scan the guild's whole (guild_id, ...) index.
     rows = conn.execute(
         f"SELECT id, channel_id, COALESCE(started_at, created_at),"
         f" COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
-        f" || entities || ' ' || decisions FROM interaction_notes"
+        f" || entities || ' ' || decisions, (SELECT group_concat(user_id)"
+        f" FROM note_participants AS p WHERE p.note_id = n.id) FROM interaction_notes AS n"
         f" WHERE id IN ({marks}) AND +guild_id = ?",
         (*note_ids, guild_id),
     ).fetchall()
     return {
         int(r[0]): CandidateDetails(
-            int(r[1]), float(r[2]), float(r[3]), str(r[4]), frozenset(people.get(int(r[0]), ()))
+            int(r[1]),
+            float(r[2]),
+            float(r[3]),
+            str(r[4]),
+            frozenset(int(user) for user in str(r[5]).split(",")) if r[5] else frozenset(),
         )
         for r in rows
     }

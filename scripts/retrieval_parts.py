@@ -1,0 +1,172 @@
+"""Time each part of one note search on one thread, at one size of ``vivy bench retrieval``.
+
+``vivy bench retrieval`` times whole searches, with the keyword searches on side threads;
+this script runs the same parts one after another on one connection, so that each part's
+cost can be read apart, and takes for every query the fastest of ``--passes`` runs (the
+machine is shared: the minimum is the least disturbed run). The database is the
+benchmark's synthetic one (:mod:`vivy.storage.synthetic`), built once into ``--db-dir`` and
+reused by later runs with the same size and seed.
+
+Usage::
+
+    python scripts/retrieval_parts.py --size 100000 --db-dir /tmp/vivy-parts
+
+Each line is ``part: milliseconds`` (the median over queries of each query's fastest run).
+It reads the real clock (``time.perf_counter``); Vivy itself reads time from its Clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vivy.retrieval.query import name_grams
+from vivy.retrieval.ranked import _matching_lines
+from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
+from vivy.retrieval.search import query_terms
+from vivy.retrieval.settings import DEFAULT_SETTINGS
+from vivy.storage import evidence
+from vivy.storage import search as note_search
+from vivy.storage.db import connect
+from vivy.storage.evidence import EvidenceLine
+from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermMatcher
+from vivy.storage.synthetic import GUILD_ID, WALL0, build
+from vivy.storage.vector_index import BinaryIndex
+
+T = TypeVar("T")
+
+
+def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[bytes, str]]]:
+    """The benchmark's database and queries for ``size``, built on first use."""
+    path = db_dir / f"parts-{size}-{seed}.db"
+    queries = db_dir / f"parts-{size}-{seed}.queries"
+    if not queries.exists():
+        for stale in db_dir.glob(path.name + "*"):
+            stale.unlink()
+        _, workload = build(path, size, 200, seed)
+        queries.write_bytes(pickle.dumps(workload))
+    loaded: list[tuple[bytes, str]] = pickle.loads(queries.read_bytes())
+    return path, loaded
+
+
+def _quoted(
+    found: NoteSearchResult,
+    spans: Mapping[int, Sequence[EvidenceLine]],
+    chosen: Sequence[int],
+) -> list[tuple[EvidenceLine, ...]]:
+    """The lines each chosen note would quote, as :func:`ranked_notes` picks them."""
+    matcher = TermMatcher.of(found.term_weights)
+    return [
+        _matching_lines(
+            [line for w in found.windows.get(note_id, ()) for line in spans[w]],
+            matcher,
+            DEFAULT_SETTINGS.evidence_lines,
+        )
+        for note_id in chosen
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print each part's time; returns the exit code."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--db-dir", type=Path, required=True)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    path, workload = _workload(args.db_dir, args.size, args.seed)
+    conn = connect(path)
+    index = BinaryIndex()
+    fastest: dict[str, list[float]] = {}
+
+    def timed(query: int, part: str, fn: Callable[..., T], *fn_args: Any, **kwargs: Any) -> T:
+        started = time.perf_counter()
+        result = fn(*fn_args, **kwargs)
+        spent = time.perf_counter() - started
+        best = fastest.setdefault(part, [float("inf")] * len(workload))
+        best[query] = min(best[query], spent)
+        return result
+
+    for _ in range(args.passes):
+        for query, (vector, text) in enumerate(workload):
+            search = NoteSearch(
+                GUILD_ID,
+                vector,
+                tuple(query_terms(text)),
+                None,
+                candidates=DEFAULT_SETTINGS.candidates,
+                keyword_candidates=DEFAULT_SETTINGS.keyword_candidates,
+                window_candidates=DEFAULT_SETTINGS.window_candidates,
+                name_grams=tuple(name_grams(text)),
+            )
+            found = timed(
+                query,
+                "find: every part on one thread",
+                note_search.search_notes_sync,
+                conn,
+                index,
+                search,
+            )
+            timed(
+                query,
+                "  vector search (binary KNN, exact re-rank)",
+                note_search.vector_search,
+                conn,
+                index,
+                GUILD_ID,
+                vector,
+                note_type=None,
+                limit=DEFAULT_SETTINGS.candidates,
+                candidates=DEFAULT_SETTINGS.candidates,
+            )
+            timed(query, "  notes' BM25 (plan, search)", note_search._note_keywords, search, conn)
+            timed(
+                query,
+                "  evidence BM25 (plan, search)",
+                note_search._window_keywords,
+                search,
+                conn,
+            )
+            timed(
+                query,
+                "  candidates' details and window similarities",
+                note_search._read_notes,
+                conn,
+                search,
+                [c.note_id for c in found.candidates],
+                compare=True,
+            )
+            ranked = timed(
+                query,
+                "rank",
+                rank,
+                found.candidates,
+                now=WALL0,
+                channel_id=1000,
+                calibration=GEMINI_CALIBRATION,
+                weights=DEFAULT_SETTINGS.weights,
+                gate=DEFAULT_SETTINGS.gate,
+                limit=10,
+                term_weights=found.term_weights,
+            )
+            chosen = [one.note_id for one in ranked]
+            windows = [w for note_id in chosen for w in found.windows.get(note_id, ())]
+            timed(query, "chosen notes", note_search.guild_notes, conn, GUILD_ID, chosen)
+            spans = timed(query, "their windows' lines", evidence.window_lines, conn, windows)
+            timed(
+                query, "quoted lines (term match, instruction guard)", _quoted, found, spans, chosen
+            )
+    conn.close()
+    for part, times in fastest.items():
+        print(f"{part}: {statistics.median(times) * 1000:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
