@@ -1,0 +1,129 @@
+"""What ``vivy db copy`` moves: the tables in copy order with their keys, what is left out,
+and how a target records an unfinished copy (see :mod:`vivy.storage.copy`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vivy.storage.postgres.readonly import shown_url
+from vivy.storage.postgres.schema import VERSION_TABLE
+from vivy.storage.reembed import REEMBED_STAGING
+
+__all__ = [
+    "BATCH_ROWS",
+    "COPIED_TABLES",
+    "NOT_COPIED",
+    "PROGRESS_KEY",
+    "ROWID_COLUMNS",
+    "SQLITE_DERIVED",
+    "CopiedTable",
+    "Database",
+    "Progress",
+    "shown",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CopiedTable:
+    """A table ``vivy db copy`` copies, and how."""
+
+    name: str
+    #: The columns batches are ordered and resumed by (the primary key, or a unique rowid).
+    key: tuple[str, ...]
+    #: float32 vectors: a blob on SQLite, a pgvector ``vector`` on PostgreSQL.
+    vectors: tuple[str, ...] = ()
+    #: References to rows of the same table, written once every row of it is copied.
+    deferred: tuple[str, ...] = ()
+
+
+#: Every table a copy moves, parents before children. Runtime-only state (shard leases) and
+#: what an engine derives are left out: see :data:`NOT_COPIED`.
+COPIED_TABLES: tuple[CopiedTable, ...] = (
+    CopiedTable("meta", ("key",)),
+    CopiedTable("users", ("id",)),
+    CopiedTable("guild_members", ("guild_id", "user_id")),
+    CopiedTable("member_names", ("guild_id", "name", "user_id")),
+    CopiedTable("channel_watermarks", ("channel_id",)),
+    CopiedTable("channel_buffers", ("id",)),
+    CopiedTable("buffer_messages", ("message_id",)),
+    CopiedTable("interaction_notes", ("id",)),
+    CopiedTable("note_participants", ("position",)),
+    CopiedTable("note_lines", ("message_id",)),
+    CopiedTable("vec_notes", ("note_id",), vectors=("embedding",)),
+    CopiedTable("evidence_windows", ("id",), vectors=("embedding",)),
+    CopiedTable("vector_generations", ("guild_id",)),
+    CopiedTable("user_profiles", ("guild_id", "user_id")),
+    CopiedTable("profile_facts", ("id",), deferred=("superseded_by",)),
+    CopiedTable("profile_updates", ("id",)),
+    CopiedTable("server_lore", ("id",)),
+    CopiedTable("memory_job_log", ("guild_id", "job_date", "pass")),
+    CopiedTable("scheduler_runs", ("job_date",)),
+)
+
+
+#: Tables of either schema that are not copied: the schema version (each engine's migrations
+#: write their own), a ``vivy reembed`` in progress (finish it before copying), shard leases
+#: (runtime state of the processes running on a database), SQLite's own bookkeeping, and the
+#: FTS5 keyword indexes, which SQLite's triggers fill as rows arrive (their shadow tables
+#: are named after them: ``notes_fts_data``, ...).
+NOT_COPIED: frozenset[str] = frozenset(
+    {
+        VERSION_TABLE,
+        REEMBED_STAGING,
+        "shard_leases",
+        "shard_epochs",
+        "sqlite_sequence",
+        "sqlite_stat1",
+        "notes_fts",
+        "evidence_fts",
+    }
+)
+
+
+#: The ``meta`` key a target keeps its copy's progress under until the copy is done.
+PROGRESS_KEY = "copy_progress"
+
+
+#: The PostgreSQL column that keeps SQLite's rowid of the same table.
+ROWID_COLUMNS: dict[str, str] = {"note_participants": "position"}
+
+
+#: Columns only SQLite stores, derived from other columns as a row is written.
+SQLITE_DERIVED: dict[str, frozenset[str]] = {"vec_notes": frozenset({"embedding_bits"})}
+
+
+#: Rows a batch moves unless told otherwise.
+BATCH_ROWS = 500
+
+
+#: A database: a SQLite file, or a PostgreSQL connection string (a ``postgresql://`` URL).
+Database = Path | str
+
+
+def shown(database: Database) -> str:
+    """``database`` as a message may name it (a PostgreSQL URL without its password)."""
+    return str(database) if isinstance(database, Path) else shown_url(database)
+
+
+@dataclass(slots=True)
+class Progress:
+    """What a target records of its unfinished copy: the source, the last key each step
+    copied, and the definitions of the vector indexes set aside until the rows are in."""
+
+    source: str
+    keys: dict[str, list[Any]] = field(default_factory=dict)
+    indexes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        """The ``meta`` value recording it."""
+        return json.dumps({"source": self.source, "tables": self.keys, "indexes": self.indexes})
+
+    @classmethod
+    def from_json(cls, text: str) -> Progress:
+        """The progress a ``meta`` value records."""
+        found = json.loads(text)
+        keys = {str(step): list(key) for step, key in found.get("tables", {}).items()}
+        return cls(str(found.get("source")), keys, [str(i) for i in found.get("indexes", [])])
