@@ -36,6 +36,7 @@ from vivy.bot.catchup import (
     channels_to_catch_up,
 )
 from vivy.bot.commands import COMMAND_NAME, MemoryCommands
+from vivy.bot.messages import author_name, incoming_edit, incoming_message, reference_id
 from vivy.bot.reply import (
     APOLOGY,
     MAX_CHAIN,
@@ -53,14 +54,10 @@ from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, IngestOutcome
 
 __all__ = [
-    "CAPTURED_TYPES",
     "CATCHUP_ACK_WINDOW",
     "INTENTS",
     "TYPING_REFRESH_S",
     "Gateway",
-    "author_name",
-    "incoming_edit",
-    "incoming_message",
 ]
 
 log = structlog.get_logger(__name__)
@@ -71,83 +68,11 @@ INTENTS = hikari.Intents.GUILDS | hikari.Intents.GUILD_MESSAGES | hikari.Intents
 #: Discord shows typing for 10 s; it is triggered again a little before that.
 TYPING_REFRESH_S = 8.0
 
-#: Message types people write (system messages such as joins and pins are ignored).
-CAPTURED_TYPES = frozenset({hikari.MessageType.DEFAULT, hikari.MessageType.REPLY})
-
 #: Caught-up messages queued to the router before their acks are collected.
 CATCHUP_ACK_WINDOW = 100
 
 #: What a live capture event becomes for the router (held while its channel catches up).
 Capture = IncomingMessage | IncomingEdit | IncomingDelete
-
-
-def author_name(message: hikari.PartialMessage) -> str:
-    """The name members see: server nickname, else global name, else username."""
-    member = message.member
-    if isinstance(member, hikari.Member):
-        return member.display_name
-    author = message.author
-    if isinstance(author, hikari.User):
-        return author.global_name or author.username
-    return "someone"
-
-
-def _is_bot(message: hikari.PartialMessage) -> bool:
-    author = message.author
-    return message.webhook_id not in (None, hikari.UNDEFINED) or (
-        isinstance(author, hikari.User) and author.is_bot is True
-    )
-
-
-def _reference_id(message: hikari.PartialMessage) -> int | None:
-    """The id of the message this one replies to (forwards are not replies)."""
-    ref = message.message_reference
-    if not isinstance(ref, hikari.MessageReference) or ref.id is None:
-        return None
-    if ref.type != hikari.messages.MessageReferenceType.DEFAULT:
-        return None
-    return int(ref.id)
-
-
-def incoming_message(
-    message: hikari.Message, channel_name: str = "", *, guild_id: int | None = None
-) -> IncomingMessage | None:
-    """The router's view of a guild message; None for DMs and system messages.
-
-    ``guild_id`` names the guild of a message read from a channel's history: Discord's REST
-    messages do not carry it (gateway events do).
-    """
-    guild = guild_id if guild_id is not None else message.guild_id
-    if guild is None or message.type not in CAPTURED_TYPES:
-        return None
-    return IncomingMessage(
-        guild_id=int(guild),
-        channel_id=int(message.channel_id),
-        message_id=int(message.id),
-        author_id=int(message.author.id),
-        author_name=author_name(message),
-        text=message.content or "",
-        created_at=message.created_at.timestamp(),
-        author_is_bot=_is_bot(message),
-        channel_name=channel_name,
-        reply_to=_reference_id(message),
-        mentions=tuple(int(user) for user in message.user_mentions_ids or ()),
-    )
-
-
-def incoming_edit(message: hikari.PartialMessage) -> IncomingEdit | None:
-    """The router's view of an edit; None for DMs and updates that did not touch the text."""
-    if message.guild_id is None or not isinstance(message.content, str):
-        return None
-    author = message.author
-    return IncomingEdit(
-        guild_id=int(message.guild_id),
-        channel_id=int(message.channel_id),
-        message_id=int(message.id),
-        text=message.content,
-        author_id=int(author.id) if isinstance(author, hikari.User) else None,
-        author_is_bot=_is_bot(message),
-    )
 
 
 #: Guild channel types whose GUILD_CREATE entry names their newest message.
@@ -572,7 +497,7 @@ class Gateway:
         chain: list[hikari.PartialMessage] = [message]
         seen = {int(message.id)}
         embedded: hikari.PartialMessage | hikari.UndefinedType | None = message.referenced_message
-        next_id = _reference_id(message)
+        next_id = reference_id(message)
         while next_id is not None and next_id not in seen and len(chain) <= MAX_CHAIN:
             if isinstance(embedded, hikari.PartialMessage) and int(embedded.id) == next_id:
                 found: hikari.PartialMessage = embedded
@@ -584,7 +509,7 @@ class Gateway:
             chain.append(found)
             seen.add(next_id)
             embedded = found.referenced_message
-            next_id = _reference_id(found)
+            next_id = reference_id(found)
         names = {self._own: "Vivy"}
         for item in chain:
             for user_id, user in (item.user_mentions or {}).items():

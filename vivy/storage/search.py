@@ -33,15 +33,21 @@ import sqlean
 
 from vivy.notes import NoteType
 from vivy.storage import evidence
+from vivy.storage.candidates import (
+    CandidateDetails,
+    KeywordMatch,
+    SearchHits,
+    VectorMatch,
+    assemble_candidates,
+    shown_windows,
+)
 from vivy.storage.db import Connection
 from vivy.storage.fts import best_of_guild
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 from vivy.storage.search_types import (
-    Candidate,
     NoteSearch,
     NoteSearchResult,
-    TermMatcher,
 )
 from vivy.storage.vector_index import BinaryIndex
 
@@ -49,13 +55,7 @@ __all__ = [
     "CONVERSATION",
     "EVIDENCE_POSTINGS_BUDGET",
     "KEYWORD_POSTINGS_BUDGET",
-    "WINDOWS_SHOWN",
-    "CandidateDetails",
-    "KeywordMatch",
-    "SearchHits",
     "TermPlan",
-    "VectorMatch",
-    "assemble_candidates",
     "candidate_details",
     "guild_notes",
     "keyword_search",
@@ -63,7 +63,6 @@ __all__ = [
     "plan_terms",
     "prune_terms",
     "search_notes_sync",
-    "shown_windows",
     "term_weight",
     "vector_search",
 ]
@@ -161,22 +160,6 @@ _INDEXES = {
     "notes": ("interaction_notes", "notes_fts"),
     "evidence": ("evidence_windows", "evidence_fts"),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class VectorMatch:
-    """A note found by vector search, with the exact cosine similarity of its float vector."""
-
-    note_id: int
-    similarity: float
-
-
-@dataclass(frozen=True, slots=True)
-class KeywordMatch:
-    """A note found by keyword search, with its BM25 strength (higher is better)."""
-
-    note_id: int
-    bm25: float
 
 
 def vector_search(
@@ -465,120 +448,6 @@ def search_notes_sync(
     return assemble_candidates(search, hits, similar, details, shown, texts, named)
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHits:
-    """What the searches of one :class:`NoteSearch` found, before the found notes are read:
-    the note vector and keyword matches, the evidence windows found by keyword, the notes in
-    the question's time range (each in its search's order), and the planned terms' idf among
-    notes and among evidence windows. Both engines fill one and join it with
-    :func:`assemble_candidates`."""
-
-    vectors: tuple[VectorMatch, ...]
-    vector_failed: bool
-    keywords: tuple[KeywordMatch, ...]
-    windows: tuple[evidence.WindowMatch, ...]
-    in_time: tuple[int, ...]
-    note_weights: Mapping[str, float]
-    window_weights: Mapping[str, float]
-
-    @property
-    def note_ids(self) -> list[int]:
-        """Every note found, once: by vector, by keyword, by evidence, then by time."""
-        return list(
-            dict.fromkeys(
-                [
-                    *(match.note_id for match in self.vectors),
-                    *(match.note_id for match in self.keywords),
-                    *(match.note_id for match in self.windows),
-                    *self.in_time,
-                ]
-            )
-        )
-
-    @property
-    def weights(self) -> dict[str, float]:
-        """The terms' weights: their idf among the evidence windows, or among the notes
-        where no window holds any of them (evidence off, or notes older than it)."""
-        return dict(self.window_weights or self.note_weights)
-
-
-def shown_windows(
-    windows: Sequence[evidence.WindowMatch], similar: Sequence[evidence.WindowMatch]
-) -> dict[int, tuple[int, ...]]:
-    """Each note's best windows, best first: those found by keyword, then those most similar
-    to the question (``similar`` best first within each note), at most :data:`WINDOWS_SHOWN`."""
-    best: dict[int, list[int]] = {}
-    for found in windows:
-        best.setdefault(found.note_id, []).append(found.window_id)
-    for found in similar:
-        ids = best.setdefault(found.note_id, [])
-        if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
-            ids.append(found.window_id)
-    return {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best.items()}
-
-
-def assemble_candidates(
-    search: NoteSearch,
-    hits: SearchHits,
-    similar: Sequence[evidence.WindowMatch],
-    details: Mapping[int, CandidateDetails],
-    shown: Mapping[int, tuple[int, ...]],
-    texts: Mapping[int, str],
-    named: frozenset[int],
-) -> NoteSearchResult:
-    """Join what the searches found into ranking candidates, one per note of the guild.
-
-    Pure: the engine reads, for the notes of ``hits.note_ids``, the windows' similarity to the
-    question (``similar``, best first within each note), the notes' ``details`` (notes missing
-    from it are not the guild's and are dropped), the texts of their ``shown`` windows
-    (:func:`shown_windows`) and the members the question names (``named``).
-    """
-    weights = hits.weights
-    similarity = {match.note_id: match.similarity for match in hits.vectors}
-    strength = {match.note_id: match.bm25 for match in hits.keywords}
-    window_strength: dict[int, float] = {}
-    for found in hits.windows:
-        window_strength.setdefault(found.note_id, found.score)
-    window_similarity: dict[int, float] = {}
-    for found in similar:
-        window_similarity.setdefault(found.note_id, found.score)
-    matcher = TermMatcher.of(weights)
-    total = math.fsum(weights.values())
-    candidates: list[Candidate] = []
-    for note_id in hits.note_ids:
-        note = details.get(note_id)
-        if note is None:
-            continue
-        # One scan of the note's text and its shown windows, a line apart: a term found in
-        # any of them is found in the joined text, and in no other place.
-        matched = matcher.found(
-            "\n".join([note.text, *(texts.get(w, "") for w in shown.get(note_id, ()))])
-        )
-        candidates.append(
-            Candidate(
-                note_id=note_id,
-                channel_id=note.channel_id,
-                at=note.ended,
-                similarity=similarity.get(note_id),
-                bm25=strength.get(note_id),
-                coverage=math.fsum(weights[t] for t in matched) / total if total > 0 else 0.0,
-                started=note.started,
-                window_similarity=window_similarity.get(note_id),
-                window_bm25=window_strength.get(note_id),
-                terms=matched,
-                named=bool(named & note.participants),
-                time_distance_s=(
-                    None if search.time is None else search.time.distance(note.started, note.ended)
-                ),
-            )
-        )
-    return NoteSearchResult(tuple(candidates), hits.vector_failed, weights, shown)
-
-
-#: Evidence windows kept per note for coverage and for the reply's quoted lines.
-WINDOWS_SHOWN = 2
-
-
 def _compared_windows(
     conn: Connection, search: NoteSearch, note_ids: Sequence[int]
 ) -> tuple[list[evidence.WindowMatch], dict[int, str]]:
@@ -587,17 +456,6 @@ def _compared_windows(
     if search.vector is None:
         return [], {}
     return evidence.compared_windows(conn, search.guild_id, note_ids, search.vector)
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateDetails:
-    """What ranking reads of a found note: channel, time, text and participants."""
-
-    channel_id: int
-    started: float
-    ended: float
-    text: str
-    participants: frozenset[int]
 
 
 def candidate_details(

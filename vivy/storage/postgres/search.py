@@ -27,6 +27,14 @@ from collections.abc import Sequence
 
 import psycopg
 
+from vivy.storage.candidates import (
+    CandidateDetails,
+    KeywordMatch,
+    SearchHits,
+    VectorMatch,
+    assemble_candidates,
+    shown_windows,
+)
 from vivy.storage.evidence import EvidenceLine, WindowMatch
 from vivy.storage.notes import Note, note_date
 from vivy.storage.postgres.db import PgConnection
@@ -36,14 +44,8 @@ from vivy.storage.search import (
     CONVERSATION,
     EVIDENCE_POSTINGS_BUDGET,
     KEYWORD_POSTINGS_BUDGET,
-    CandidateDetails,
-    KeywordMatch,
-    SearchHits,
     TermPlan,
-    VectorMatch,
-    assemble_candidates,
     prune_terms,
-    shown_windows,
     term_weight,
 )
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
