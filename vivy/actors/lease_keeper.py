@@ -21,7 +21,7 @@ import structlog
 
 from vivy.clock import Clock
 from vivy.errors import ConfigError, LeaseLost, StorageError
-from vivy.shards import Fence, Shards
+from vivy.shards import Fence
 from vivy.storage.port import LeaseStore
 
 __all__ = ["LeaseKeeper", "LeaseObserver"]
@@ -56,11 +56,6 @@ class LeaseKeeper:
         self._clock = clock
         self._ttl_s = ttl_s
         self._observer = observer
-
-    @property
-    def shards(self) -> Shards:
-        """The shards this process runs."""
-        return self._fence.shards
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED

@@ -29,7 +29,7 @@ __all__ = [
     "epoch_history",
     "in_scope",
     "lease_holders",
-    "live_foreign_counts",
+    "live_leases",
     "release_leases",
     "renew_leases",
 ]
@@ -123,12 +123,16 @@ def lease_holders(conn: PgConnection, shard_ids: Sequence[int]) -> list[LeaseHol
     return [LeaseHolder(int(r[0]), int(r[1]), str(r[2]), int(r[3]), float(r[4])) for r in rows]
 
 
-def live_foreign_counts(conn: PgConnection, shard_count: int, now: float) -> list[LeaseHolder]:
-    """Live leases taken with another shard count: a fleet of another size still runs."""
+def live_leases(
+    conn: PgConnection, now: float, other_than_count: int | None = None
+) -> list[LeaseHolder]:
+    """Live leases (those taken with a shard count other than ``other_than_count``, when
+    given: a fleet of another size still runs)."""
     rows = conn.execute(
         "SELECT shard_id, shard_count, owner, epoch, expires_at FROM shard_leases"
-        " WHERE shard_count <> %s AND expires_at > %s ORDER BY shard_id",
-        (shard_count, now),
+        " WHERE expires_at > %s AND (%s::integer IS NULL OR shard_count <> %s)"
+        " ORDER BY shard_id",
+        (now, other_than_count, other_than_count),
     ).fetchall()
     return [LeaseHolder(int(r[0]), int(r[1]), str(r[2]), int(r[3]), float(r[4])) for r in rows]
 

@@ -593,8 +593,8 @@ class PgLeaseStore:
 
     async def other_fleet(self, shard_count: int, now: float) -> list[LeaseHolder]:
         """Live leases taken with another shard count."""
-        return await self._db.read(leases.live_foreign_counts, shard_count, now)
+        return await self._db.read(leases.live_leases, now, shard_count)
 
     async def live(self, now: float) -> list[LeaseHolder]:
         """Every live lease: the processes of a fleet running on this database."""
-        return await self._db.read(leases.live_foreign_counts, 0, now)
+        return await self._db.read(leases.live_leases, now)
