@@ -108,3 +108,14 @@ async def test_pending_work_resumes_after_restart(tmp_path: Path) -> None:
         await anyio.sleep(10)
         assert p3.observer.notes == {}
         assert await p3.db.read(count, "interaction_notes") == 1
+
+
+async def test_a_note_committed_while_stopping_leaves_its_update_for_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """Once the ProfileUpdaters stopped, a notify (a note's commit finishing during shutdown)
+    starts nothing and raises nothing; the pending update is applied by the next start."""
+    async with running_pipeline(tmp_path / "v.db") as p:
+        profiles = p.profiles
+    profiles.notify(GUILD, 7)  # after run() ended
+    assert profiles.active == 0

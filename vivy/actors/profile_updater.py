@@ -102,6 +102,8 @@ class ProfileUpdaters:
         #: Set (and replaced) whenever an actor finishes a round of updates.
         self._progress = anyio.Event()
         self._tg: TaskGroup | None = None
+        #: Whether :meth:`run` has ended (the app is stopping).
+        self._stopped = False
 
     @property
     def active(self) -> int:
@@ -120,7 +122,13 @@ class ProfileUpdaters:
         return len(self._due)
 
     def notify(self, guild_id: int, user_id: int) -> None:
-        """A pending update for the member was committed: wake or start their actor."""
+        """A pending update for the member was committed: wake or start their actor.
+
+        After :meth:`run` ended (a note committed while the app was stopping), nothing is
+        started: the update is durable and the next start's scan applies it.
+        """
+        if self._stopped:
+            return
         member = _Member(guild_id, user_id)
         wake = self._wake.get(member)
         if wake is not None:
@@ -146,12 +154,15 @@ class ProfileUpdaters:
     ) -> None:
         """Start an actor for every member with pending updates, then serve until cancelled."""
         pending = await self._profiles.pending_updates()
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            for update in pending:
-                self.notify(update.guild_id, update.user_id)
-            task_status.started()
-            await anyio.sleep_forever()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for update in pending:
+                    self.notify(update.guild_id, update.user_id)
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            self._stopped = True
 
     async def _member_actor(self, member: _Member) -> None:
         bound = log.bind(guild_id=member.guild_id, user_id=member.user_id)
