@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,7 +36,7 @@ from vivy.storage.context_reads import MemberCard, PeopleReads
 from vivy.storage.db import Connection, Database
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
-from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import sqlite_store
 
 pytestmark = pytest.mark.anyio
@@ -114,6 +114,16 @@ class FlakySearch:
         """Fail on request, else read."""
         self._check("note_hits")
         return await self.inner.note_hits(guild_id, note_ids, window_ids)
+
+    async def find_and_load(
+        self,
+        guild_id: int,
+        searches: Sequence[NoteSearch],
+        choose: Callable[[list[NoteSearchResult]], Chosen[T]],
+    ) -> Loaded[T]:
+        """Fail on request, else search, choose and load."""
+        self._check("find_and_load")
+        return await self.inner.find_and_load(guild_id, searches, choose)
 
     async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
         """Fail on request, else read."""
@@ -349,7 +359,7 @@ async def test_failing_embedder_falls_back_to_keywords(tmp_path: Path) -> None:
 async def test_failing_note_search_falls_back_to_profiles(tmp_path: Path) -> None:
     """When notes cannot be searched, profiles, activity and lore still come (profiles_only)."""
     world = make_world(tmp_path)
-    world.search.failing = {"find_notes"}
+    world.search.failing = {"find_and_load"}
     context = await world.retriever.build_context(ask("What tricks can Bento do now?"))
     assert context.path == "profiles_only"
     assert context.note_ids == ()
@@ -466,7 +476,7 @@ async def test_search_notes(tmp_path: Path) -> None:
 async def test_search_notes_raises_on_storage_failure(tmp_path: Path) -> None:
     """Search for commands and operators reports a broken database instead of hiding it."""
     world = make_world(tmp_path)
-    world.search.failing = {"find_notes"}
+    world.search.failing = {"find_and_load"}
     with pytest.raises(StorageError):
         await world.retriever.search_notes(GUILD, "Bento")
 

@@ -13,7 +13,7 @@ from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage import evidence
 from vivy.storage.notes import NewNote, Participant, note_date, serialize_vector
 from vivy.storage.port import Store
-from vivy.storage.search_types import NoteSearch, TimeRange
+from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult, TimeRange
 
 pytestmark = pytest.mark.anyio
 
@@ -196,6 +196,29 @@ async def test_searches_are_answered_in_order(store: Store) -> None:
     theirs = await add_note(store, OTHER_GUILD, "Biscuit", embedding=QUERY)
     found = await store.search.find_notes([search(OTHER_GUILD), search(GUILD), search(3)])
     assert [[c.note_id for c in r.candidates] for r in found] == [[theirs], [mine], []]
+
+
+async def test_find_and_load_chooses_on_the_results_and_loads_only_the_guilds(
+    store: Store,
+) -> None:
+    """One call searches, lets the caller choose from the results, and loads what it chose:
+    the same results as :meth:`find_notes`, the chosen value as returned, the chosen notes
+    of the guild only (another guild's id is dropped) and the chosen windows' lines."""
+    mine = await add_note(store, GUILD, "Biscuit", embedding=QUERY, lines=("biscuit", "yes"))
+    theirs = await add_note(store, OTHER_GUILD, "Biscuit", embedding=QUERY)
+    seen: list[list[NoteSearchResult]] = []
+
+    def choose(results: list[NoteSearchResult]) -> Chosen[str]:
+        seen.append(results)
+        (result,) = results
+        return Chosen("picked", (theirs, mine), tuple(result.windows[mine]))
+
+    loaded = await store.search.find_and_load(GUILD, [search(GUILD)], choose)
+    assert list(loaded.results) == seen[0] == await store.search.find_notes([search(GUILD)])
+    assert loaded.value == "picked"
+    assert [note.id for note in loaded.notes] == [mine]
+    (window,) = loaded.results[0].windows[mine]
+    assert [line.text for line in loaded.lines[window]] == ["biscuit", "yes"]
 
 
 async def test_an_opted_out_member_is_hidden_in_their_guild_only(store: Store) -> None:

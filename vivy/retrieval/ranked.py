@@ -2,8 +2,9 @@
 
 Everything a note search does but the embedding call, over the storage port's ``search``
 area: one call finds every search's candidates (:mod:`vivy.storage.search`), ranking is pure
-(:mod:`vivy.retrieval.ranking`), and one more call loads the chosen notes and their evidence
-lines. The retriever, the operator API, ``vivy search`` and the benchmark all search through
+(:mod:`vivy.retrieval.ranking`) and runs inside that same call, on the storage owner's
+thread, which then loads the chosen notes and their evidence lines (one hand-off, not two).
+The retriever, the operator API, ``vivy search`` and the benchmark all search through
 :func:`ranked_notes`.
 """
 
@@ -13,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.retrieval.query import name_grams, time_range
-from vivy.retrieval.ranking import Calibration, rank
+from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
 from vivy.state.guards import looks_like_instruction
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.notes import Note
 from vivy.storage.port import SearchStore
-from vivy.storage.search_types import NoteSearch, TermMatcher
+from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult, TermMatcher
 
 __all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
 
@@ -68,48 +69,53 @@ async def ranked_notes(
     span = time_range(text, now, settings.timezone)
     terms = tuple(query_terms(text))
     grams = tuple(name_grams(text))
-    found = await store.find_notes(
-        [
-            NoteSearch(
-                guild_id=guild_id,
-                vector=vector,
-                terms=terms,
-                note_type=note_type,
-                candidates=max(settings.candidates, limit),
-                keyword_candidates=max(settings.keyword_candidates, limit),
-                evidence=settings.evidence,
-                window_candidates=settings.window_candidates,
-                name_grams=grams,
-                time=span,
-            )
-            for note_type, limit in limits
-        ]
-    )
-    ranked = [
-        rank(
-            result.candidates,
-            now=now,
-            channel_id=channel_id,
-            calibration=calibration,
-            weights=settings.weights,
-            gate=settings.gate,
-            limit=limit,
-            term_weights=result.term_weights,
-            time_span_s=(span.end - span.start) if span is not None else 86400.0,
+    searches = [
+        NoteSearch(
+            guild_id=guild_id,
+            vector=vector,
+            terms=terms,
+            note_type=note_type,
+            candidates=max(settings.candidates, limit),
+            keyword_candidates=max(settings.keyword_candidates, limit),
+            evidence=settings.evidence,
+            window_candidates=settings.window_candidates,
+            name_grams=grams,
+            time=span,
         )
-        for result, (_, limit) in zip(found, limits, strict=True)
+        for note_type, limit in limits
     ]
-    chosen = [s.note_id for scored in ranked for s in scored]
-    windows = [
-        w
-        for result, scored in zip(found, ranked, strict=True)
-        for s in scored
-        for w in result.windows.get(s.note_id, ())
-    ]
-    loaded, spans = await store.note_hits(guild_id, chosen, windows)
-    notes = {note.id: note for note in loaded}
+
+    def choose(found: list[NoteSearchResult]) -> Chosen[list[list[Scored]]]:
+        """Rank and gate each search's candidates; the best notes and their windows."""
+        ranked = [
+            rank(
+                result.candidates,
+                now=now,
+                channel_id=channel_id,
+                calibration=calibration,
+                weights=settings.weights,
+                gate=settings.gate,
+                limit=limit,
+                term_weights=result.term_weights,
+                time_span_s=(span.end - span.start) if span is not None else 86400.0,
+            )
+            for result, (_, limit) in zip(found, limits, strict=True)
+        ]
+        return Chosen(
+            ranked,
+            tuple(s.note_id for scored in ranked for s in scored),
+            tuple(
+                w
+                for result, scored in zip(found, ranked, strict=True)
+                for s in scored
+                for w in result.windows.get(s.note_id, ())
+            ),
+        )
+
+    loaded = await store.find_and_load(guild_id, searches, choose)
+    notes = {note.id: note for note in loaded.notes}
     answers: list[RankedNotes] = []
-    for result, scored in zip(found, ranked, strict=True):
+    for result, scored in zip(loaded.results, loaded.value, strict=True):
         matcher = TermMatcher.of(result.term_weights)
         hits = tuple(
             NoteHit(
@@ -118,7 +124,11 @@ async def ranked_notes(
                 s.similarity,
                 s.bm25,
                 _matching_lines(
-                    [line for w in result.windows.get(s.note_id, ()) for line in spans.get(w, ())],
+                    [
+                        line
+                        for w in result.windows.get(s.note_id, ())
+                        for line in loaded.lines.get(w, ())
+                    ],
                     matcher,
                     settings.evidence_lines,
                 ),

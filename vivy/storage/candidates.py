@@ -5,16 +5,22 @@ details and window similarities it takes)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from vivy.storage import evidence
+from vivy.storage.notes import Note
 from vivy.storage.search_types import (
     Candidate,
+    Chosen,
+    Loaded,
     NoteSearch,
     NoteSearchResult,
     TermMatcher,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "WINDOWS_SHOWN",
@@ -23,6 +29,7 @@ __all__ = [
     "SearchHits",
     "VectorMatch",
     "assemble_candidates",
+    "chosen_and_loaded",
     "shown_windows",
 ]
 
@@ -166,3 +173,23 @@ class CandidateDetails:
     ended: float
     text: str
     participants: frozenset[int]
+
+
+def chosen_and_loaded(
+    results: list[NoteSearchResult],
+    choose: Callable[[list[NoteSearchResult]], Chosen[T]],
+    load: Callable[
+        [Sequence[int], Sequence[int]],
+        tuple[list[Note], Mapping[int, Sequence[evidence.EvidenceLine]]],
+    ],
+) -> Loaded[T]:
+    """Both engines' ``find_and_load`` after the searches: ``choose`` picks from
+    ``results``, ``load`` reads the chosen notes and windows' lines (on the same connection)."""
+    chosen = choose(results)
+    notes, lines = load(chosen.note_ids, chosen.window_ids)
+    return Loaded(
+        tuple(results),
+        chosen.value,
+        tuple(notes),
+        {window_id: tuple(found) for window_id, found in lines.items()},
+    )

@@ -16,10 +16,10 @@ SQLite engine behind them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from vivy.storage.postgres.leases import LeaseHolder
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
-    from vivy.storage.search_types import NoteSearch, NoteSearchResult
+    from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
+
+#: The value a search caller chooses (see :meth:`SearchStore.find_and_load`).
+T = TypeVar("T")
 
 __all__ = [
     "BufferStore",
@@ -345,6 +348,16 @@ class SearchStore(Protocol):
         self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
     ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
         """The guild's notes by id in the order given, and the lines of each evidence window."""
+
+    async def find_and_load(
+        self,
+        guild_id: int,
+        searches: Sequence[NoteSearch],
+        choose: Callable[[list[NoteSearchResult]], Chosen[T]],
+    ) -> Loaded[T]:
+        """:meth:`find_notes` of ``searches`` (all of the guild), then ``choose`` (pure: it
+        runs on the storage owner's thread) picks from the results, then :meth:`note_hits`
+        of what it picked, in one call of the owner: one hand-off instead of two."""
 
     async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
         """The members among ``user_ids`` who opted out of memory in this guild."""

@@ -59,6 +59,7 @@ __all__ = [
     "candidate_details",
     "guild_notes",
     "keyword_search",
+    "load_hits",
     "match_expression",
     "plan_terms",
     "prune_terms",
@@ -242,6 +243,13 @@ def keyword_search(
 def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
     """Notes by id in the order given, keeping only the guild's own."""
     return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
+
+
+def load_hits(
+    conn: Connection, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+) -> tuple[list[Note], dict[int, list[evidence.EvidenceLine]]]:
+    """The guild's notes ``note_ids`` in the order given, and the lines of each window."""
+    return guild_notes(conn, guild_id, note_ids), evidence.window_lines(conn, window_ids)
 
 
 #: Threads for the keyword searches of a search (see :func:`search_notes_sync`).

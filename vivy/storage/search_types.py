@@ -10,8 +10,24 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-__all__ = ["Candidate", "NoteSearch", "NoteSearchResult", "TermMatcher", "TimeRange", "fold"]
+if TYPE_CHECKING:
+    from vivy.storage.evidence import EvidenceLine
+    from vivy.storage.notes import Note
+
+__all__ = [
+    "Candidate",
+    "Chosen",
+    "Loaded",
+    "NoteSearch",
+    "NoteSearchResult",
+    "TermMatcher",
+    "TimeRange",
+    "fold",
+]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +172,25 @@ class NoteSearchResult:
     vector_failed: bool
     term_weights: Mapping[str, float] = field(default_factory=dict)
     windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen(Generic[T]):
+    """What a caller picked from search results: its own ``value`` (a ranking, say) and the
+    notes and evidence windows to load for it (see :meth:`SearchStore.find_and_load`)."""
+
+    value: T
+    note_ids: tuple[int, ...]
+    window_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded(Generic[T]):
+    """The answer of :meth:`SearchStore.find_and_load`: every search's result, the caller's
+    chosen ``value``, the chosen notes of the guild (in the order chosen) and the lines of
+    each chosen evidence window."""
+
+    results: tuple[NoteSearchResult, ...]
+    value: T
+    notes: tuple[Note, ...]
+    lines: Mapping[int, tuple[EvidenceLine, ...]]

@@ -7,10 +7,10 @@ method as one :meth:`~Database.write` (one transaction, group-committed with its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from vivy.storage import (
     buffers,
@@ -25,6 +25,7 @@ from vivy.storage import (
     reembed,
     search,
 )
+from vivy.storage.candidates import chosen_and_loaded
 from vivy.storage.db import Connection, Database
 from vivy.storage.port import Store
 from vivy.storage.vector_index import BinaryIndex
@@ -47,7 +48,10 @@ if TYPE_CHECKING:
     from vivy.storage.notes import NewNote, Note, PlannedUpdate
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
-    from vivy.storage.search_types import NoteSearch, NoteSearchResult
+    from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
+
+#: The value a search caller chooses (see :meth:`SqliteSearchStore.find_and_load`).
+T = TypeVar("T")
 
 __all__ = ["open_sqlite_store", "sqlite_store"]
 
@@ -482,11 +486,29 @@ class SqliteSearchStore:
         """The guild's notes by id in the order given, and the lines of each evidence window."""
 
         def read(conn: Connection) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
-            found = search.guild_notes(conn, guild_id, note_ids)
-            lines = evidence.window_lines(conn, window_ids)
+            found, lines = search.load_hits(conn, guild_id, note_ids, window_ids)
             return found, {w: tuple(ls) for w, ls in lines.items()}
 
         return await self._db.read(read)
+
+    async def find_and_load(
+        self,
+        guild_id: int,
+        searches: Sequence[NoteSearch],
+        choose: Callable[[list[NoteSearchResult]], Chosen[T]],
+    ) -> Loaded[T]:
+        """Search, choose and load in one owner call (see the port)."""
+        vectors = self._vectors
+
+        def find(conn: Connection, sides: tuple[Connection, ...]) -> Loaded[T]:
+            results = [search.search_notes_sync(conn, vectors, s, sides) for s in searches]
+            return chosen_and_loaded(
+                results,
+                choose,
+                lambda notes, windows: search.load_hits(conn, guild_id, notes, windows),
+            )
+
+        return await self._db.read_with_sides(find)
 
     async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
         """The members among ``user_ids`` who opted out of memory in this guild."""

@@ -56,6 +56,7 @@ __all__ = [
     "candidate_details",
     "guild_notes",
     "keyword_search",
+    "load_hits",
     "members_named",
     "notes_in_range",
     "plan_terms",
@@ -280,6 +281,13 @@ def window_lines(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, lis
 def guild_notes(conn: PgConnection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
     """Notes by id in the order given, keeping only the guild's own."""
     return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
+
+
+def load_hits(
+    conn: PgConnection, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+) -> tuple[list[Note], dict[int, list[EvidenceLine]]]:
+    """The guild's notes ``note_ids`` in the order given, and the lines of each window."""
+    return guild_notes(conn, guild_id, note_ids), window_lines(conn, window_ids)
 
 
 def members_named(conn: PgConnection, guild_id: int, names: Sequence[str]) -> frozenset[int]:

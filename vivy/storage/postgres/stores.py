@@ -9,11 +9,12 @@ it runs in a fleet.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from vivy.shards import ALL_SHARDS, Fence, Shards
+from vivy.storage.candidates import chosen_and_loaded
 from vivy.storage.port import Store
 from vivy.storage.postgres import (
     buffers,
@@ -49,7 +50,10 @@ if TYPE_CHECKING:
     from vivy.storage.postgres.leases import LeaseHolder
     from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
     from vivy.storage.reembed import NoteText
-    from vivy.storage.search_types import NoteSearch, NoteSearchResult
+    from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
+
+#: The value a search caller chooses (see :meth:`PgSearchStore.find_and_load`).
+T = TypeVar("T")
 
 __all__ = [
     "PgBufferStore",
@@ -527,11 +531,28 @@ class PgSearchStore:
         """The guild's notes by id in the order given, and the lines of each evidence window."""
 
         def read(conn: PgConnection) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
-            found = search.guild_notes(conn, guild_id, note_ids)
-            lines = search.window_lines(conn, window_ids)
+            found, lines = search.load_hits(conn, guild_id, note_ids, window_ids)
             return found, {w: tuple(ls) for w, ls in lines.items()}
 
         return await self._db.read(read)
+
+    async def find_and_load(
+        self,
+        guild_id: int,
+        searches: Sequence[NoteSearch],
+        choose: Callable[[list[NoteSearchResult]], Chosen[T]],
+    ) -> Loaded[T]:
+        """Search, choose and load in one read (see the port)."""
+
+        def find(conn: PgConnection) -> Loaded[T]:
+            results = [search.search_notes(conn, s) for s in searches]
+            return chosen_and_loaded(
+                results,
+                choose,
+                lambda notes, windows: search.load_hits(conn, guild_id, notes, windows),
+            )
+
+        return await self._db.read(find)
 
     async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
         """The members among ``user_ids`` who opted out of memory in this guild."""
