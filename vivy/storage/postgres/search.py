@@ -22,10 +22,13 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Sequence
 
 import psycopg
+from psycopg import pq
+from psycopg.adapt import Dumper
 
 from vivy.storage.candidates import (
     CandidateDetails,
@@ -53,6 +56,7 @@ from vivy.storage.search_types import NoteSearch, NoteSearchResult
 __all__ = [
     "EF_SEARCH",
     "NOTE_WEIGHTS",
+    "PgVector",
     "candidate_details",
     "guild_notes",
     "keyword_search",
@@ -62,6 +66,7 @@ __all__ = [
     "plan_terms",
     "search_notes",
     "tsquery_of",
+    "vector_bytes",
     "vector_param",
     "vector_search",
     "window_keyword_search",
@@ -69,8 +74,10 @@ __all__ = [
     "window_similarities",
 ]
 
-#: Candidates the HNSW scan keeps per step (pgvector's default is 40).
-EF_SEARCH = 100
+#: Candidates the HNSW scan keeps per step at least (pgvector's default; a search asking for
+#: more raises it to its limit). At 100k synthetic notes, 100 instead found 0.450 rather than
+#: 0.437 of an exact scan's top 10 and took 5.9 rather than 4.6 ms (warm; 8.0 / 4.7 cold).
+EF_SEARCH = 40
 
 #: Most note postings one keyword search reads (SQLite's budget for now).
 NOTE_POSTINGS_BUDGET = KEYWORD_POSTINGS_BUDGET
@@ -99,10 +106,10 @@ def vector_search(
         (str(max(EF_SEARCH, int(limit))),),
     )
     rows = conn.execute(
-        "SELECT note_id, embedding <=> %(v)b::float8[]::vector FROM vec_notes"
+        "SELECT note_id, embedding <=> %(v)b::vector FROM vec_notes"
         " WHERE guild_id = %(g)s"
         " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
-        " ORDER BY embedding <=> %(v)b::float8[]::vector LIMIT %(n)s",
+        " ORDER BY embedding <=> %(v)b::vector LIMIT %(n)s",
         {
             "v": vector_param(vector),
             "g": guild_id,
@@ -115,10 +122,38 @@ def vector_search(
     return found
 
 
-def vector_param(blob: bytes) -> list[float]:
-    """A float32 blob as the floats psycopg sends as a binary ``float8[]`` (bound as
-    ``%b::float8[]::vector``): a tenth of the time of pgvector's text form, on both sides."""
-    return array("f", blob).tolist()
+class PgVector(bytes):
+    """A float32 blob (little-endian, SQLite's form) bound as a pgvector ``vector``: psycopg
+    sends it in pgvector's binary form (:class:`_VectorDumper`), bound as ``%b::vector``."""
+
+
+def vector_bytes(blob: bytes) -> bytes:
+    """pgvector's binary ``vector`` of a float32 blob: the dimension count, a zero, then the
+    floats big-endian (``vector_recv``'s input)."""
+    values = array("f", blob)
+    values.byteswap()
+    return struct.pack(">HH", len(values), 0) + values.tobytes()
+
+
+class _VectorDumper(Dumper):
+    """Dumps a :class:`PgVector` in binary; its type comes from the ``::vector`` cast (oid 0),
+    so no connection needs to look the extension's type up first."""
+
+    format = pq.Format.BINARY
+
+    def dump(self, obj: object) -> bytes:
+        """``obj``, a :class:`PgVector`, in pgvector's binary form."""
+        assert isinstance(obj, bytes)
+        return vector_bytes(obj)
+
+
+psycopg.adapters.register_dumper(PgVector, _VectorDumper)
+
+
+def vector_param(blob: bytes) -> PgVector:
+    """A float32 blob as a query parameter bound as ``%b::vector``: a third of the time of
+    psycopg's binary ``float8[]`` of the floats, and no cast on the server."""
+    return PgVector(blob)
 
 
 def tsquery_of(terms: Sequence[str]) -> str | None:
@@ -242,9 +277,9 @@ def window_similarities(
     if not note_ids:
         return [], {}
     rows = conn.execute(
-        "SELECT id, note_id, text, CASE WHEN %(v)b::float8[] IS NOT NULL"
+        "SELECT id, note_id, text, CASE WHEN %(v)b::vector IS NOT NULL"
         " AND embedding IS NOT NULL AND vector_dims(embedding) = %(d)s"
-        " THEN 1 - (embedding <=> %(v)b::float8[]::vector) END FROM evidence_windows"
+        " THEN 1 - (embedding <=> %(v)b::vector) END FROM evidence_windows"
         " WHERE note_id = ANY(%(ids)s) AND guild_id = %(g)s",
         {
             "v": None if vector is None else vector_param(vector),

@@ -16,9 +16,7 @@ it finds.
 from __future__ import annotations
 
 import statistics
-import struct
 import time
-from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import blob_text
-from vivy.storage.postgres.search import vector_search
+from vivy.storage.postgres.search import vector_bytes, vector_search
 from vivy.storage.synthetic import EXACT_QUERIES, GUILD_ID
 
 __all__ = ["SYNTHETIC_TABLES", "copy_synthetic", "exact_recall"]
@@ -49,16 +47,14 @@ BUILD_MEMORY = "1GB"
 
 
 class _VectorBinaryDumper(Dumper):
-    """pgvector's binary input form of a float32 blob: dimensions, a zero, big-endian floats."""
+    """pgvector's binary input form of a float32 blob (for ``COPY``, which needs the oid)."""
 
     format = pq.Format.BINARY
 
     def dump(self, obj: object) -> bytes:
         """``obj`` (little-endian float32 bytes) as pgvector's ``vector_recv`` reads it."""
         assert isinstance(obj, bytes)
-        values = array("f", obj)
-        values.byteswap()
-        return struct.pack(">HH", len(values), 0) + values.tobytes()
+        return vector_bytes(obj)
 
 
 def copy_synthetic(source: Path, conn: PgConnection) -> float:
