@@ -163,6 +163,7 @@ async def test_a_delete_after_the_note_removes_the_line_and_its_words(
     assert await count(probe, "note_lines") == 5
     assert await embedded(probe) == 0  # both windows held message 3: their vectors go
     assert not await store.buffers.delete_message(3)
+    assert await probe.evidence_problems() == []
 
 
 async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: Probe) -> None:
@@ -174,9 +175,10 @@ async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: Pro
     first, _ = await window_ids(probe)
     _, lines = await store.search.note_hits(GUILD, [note_id], [first])
     assert [line.text for line in lines[first] if line.message_id == 3] == ["we went with Waffles"]
+    assert await probe.evidence_problems() == []
 
 
-async def test_forget_me_and_opt_out_remove_a_members_lines(store: Store) -> None:
+async def test_forget_me_and_opt_out_remove_a_members_lines(store: Store, probe: Probe) -> None:
     """Opting out removes the member's lines; the other member's stay searchable."""
     await store_note(store)
     await store_note(store, OTHER_GUILD, channel_id=2, base=100)
@@ -186,6 +188,7 @@ async def test_forget_me_and_opt_out_remove_a_members_lines(store: Store) -> Non
     assert await keyword(store, OTHER_GUILD, "biscuit") != []  # another guild is not touched
     await store.members.forget_member(OTHER_GUILD, 7)
     assert await keyword(store, OTHER_GUILD, "biscuit") == []
+    assert await probe.evidence_problems() == []
 
 
 async def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_needs(
@@ -200,6 +203,7 @@ async def test_retention_prunes_old_evidence_but_keeps_lines_a_pending_update_ne
     pending = [update.id for update in await store.profiles.pending_updates()]
     await store.profiles.mark_updates_applied(pending, WALL0 + 20)
     assert await count(probe, "note_lines") == 0
+    assert await probe.evidence_problems() == []
 
 
 async def test_applied_updates_leave_the_lines_of_a_note_with_evidence(
@@ -218,6 +222,28 @@ async def test_db_check_finds_evidence_of_another_guild(store: Store, probe: Pro
     await probe.execute("UPDATE evidence_windows SET guild_id = 999")
     problems = await probe.evidence_problems()
     assert any("filed under guild 999" in problem for problem in problems)
+
+
+@pytest.mark.engines("postgres")
+async def test_db_check_finds_keyword_postings_that_differ_from_their_text(
+    store: Store, probe: Probe
+) -> None:
+    """PostgreSQL's postings (kept by triggers) are checked against the text they index: a
+    lost posting and a stray one are both reported, by the row they belong to."""
+    note_id = await store_note(store)
+    first, _ = await window_ids(probe)
+    assert await probe.evidence_problems() == []
+    await probe.execute(
+        "DELETE FROM note_postings WHERE note_id = ? AND lexeme ="
+        " (SELECT min(lexeme) FROM note_postings WHERE note_id = ?)",
+        note_id,
+        note_id,
+    )
+    await probe.execute("UPDATE window_postings SET tf = tf + 1 WHERE window_id = ?", first)
+    assert await probe.evidence_problems() == [
+        f"keyword postings of note {note_id} differ from its text",
+        f"keyword postings of evidence window {first} differ from its text",
+    ]
 
 
 async def test_windows_without_embeddings_are_listed_then_embedded(

@@ -38,7 +38,8 @@ pytestmark = pytest.mark.skipif(
 #: PostgreSQL's generated ``tsvector`` columns are SQLite's FTS5 tables, its identity
 #: ``position`` is SQLite's rowid order, and its HNSW index replaces sqlite-vec's bit copy.
 #: The shard leases are coordination state of a PostgreSQL fleet (a SQLite file has one
-#: process), not data.
+#: process), not data. The postings tables are PostgreSQL's keyword index, kept by triggers
+#: (SQLite's FTS5 tables keep theirs).
 LEASE_COLUMNS = {
     ("shard_leases", column)
     for column in ("shard_id", "shard_count", "owner", "epoch", "expires_at", "heartbeat_at")
@@ -55,11 +56,22 @@ LEASE_COLUMNS = {
         "last_write_seq",
     )
 }
-ONLY_POSTGRES = {
-    ("interaction_notes", "notes_fts"),
-    ("evidence_windows", "evidence_fts"),
-    ("note_participants", "position"),
-} | LEASE_COLUMNS
+POSTINGS_COLUMNS = {
+    ("note_postings", column)
+    for column in ("lexeme", "guild_id", "note_type", "note_id", "tf", "length")
+} | {
+    ("window_postings", column)
+    for column in ("lexeme", "guild_id", "window_id", "note_id", "tf", "length")
+}
+ONLY_POSTGRES = (
+    {
+        ("interaction_notes", "notes_fts"),
+        ("evidence_windows", "evidence_fts"),
+        ("note_participants", "position"),
+    }
+    | LEASE_COLUMNS
+    | POSTINGS_COLUMNS
+)
 ONLY_SQLITE = {("vec_notes", "embedding_bits")}
 
 

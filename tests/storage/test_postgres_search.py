@@ -19,7 +19,7 @@ from vivy.storage.port import Store
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.evidence import vector_text
-from vivy.storage.postgres.search import keyword_search, tsquery_of, vector_search
+from vivy.storage.postgres.search import keyword_search, plan_terms, tsquery_of, vector_search
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
 from vivy.storage.sqlite import open_sqlite_store
@@ -124,11 +124,13 @@ def test_keyword_search_weighs_titles_and_stays_in_the_guild(db: PgDatabase) -> 
     in_summary = db.write_sync(commit, "Weekend", "They planned a chess night.", MINE)
     in_title = db.write_sync(commit, "Chess night", "They planned the weekend.", MINE)
     db.write_sync(commit, "Chess club", "Chess all day.", CROWD)
-    found = db.read_sync(keyword_search, MINE, ["chess"], note_type=None, limit=10)
+    chess = db.read_sync(plan_terms, ["chess"])
+    found = db.read_sync(keyword_search, MINE, chess, note_type=None, limit=10)
     assert [match.note_id for match in found] == [in_title, in_summary]
     assert found[0].bm25 > found[1].bm25 > 0
-    assert db.read_sync(keyword_search, MINE, ["chess"], note_type="topic_cluster", limit=10) == []
-    assert db.read_sync(keyword_search, MINE, ["nothing"], note_type=None, limit=10) == []
+    assert db.read_sync(keyword_search, MINE, chess, note_type="topic_cluster", limit=10) == []
+    nothing = db.read_sync(plan_terms, ["nothing"])
+    assert db.read_sync(keyword_search, MINE, nothing, note_type=None, limit=10) == []
 
 
 def test_terms_never_become_query_syntax() -> None:

@@ -1,4 +1,4 @@
-"""PostgreSQL's term plan: counts from ``pg_stats`` for common terms, exact for rare ones."""
+"""PostgreSQL's term plan: counts from the postings tables, capped at the budget."""
 
 from __future__ import annotations
 
@@ -41,30 +41,17 @@ def add_notes(conn: PgConnection, count: int, summary: str) -> None:
         notes.commit_conversation_note(conn, buffer_id, note)
 
 
-def sampled_lexemes(conn: PgConnection) -> set[str]:
-    """The most common lexemes of the notes' keyword column that ``ANALYZE`` sampled."""
-    row = conn.execute(
-        "SELECT most_common_elems::text::text[] FROM pg_stats"
-        " WHERE tablename = 'interaction_notes' AND attname = 'notes_fts'"
-        " AND schemaname = current_schema()"
-    ).fetchone()
-    return set(row[0]) if row and row[0] else set()
-
-
-@pytest.mark.parametrize("analysed", [False, True])
 def test_common_terms_go_over_the_budget_and_rare_ones_keep_their_count(
-    db: PgDatabase, analysed: bool
+    db: PgDatabase,
 ) -> None:
     """A term in every note is over a budget of 10 and dropped, and a term in two notes is
-    kept with the idf of its exact count, whether the common term's count comes from
-    ``pg_stats`` (analysed before the rare term came) or from counting."""
+    kept with the idf of its exact count; an evidence stop word has no lexeme and is
+    dropped too."""
     db.write_sync(add_notes, 60, "chess")
-    if analysed:
-        db.write_sync(lambda conn: conn.execute("ANALYZE interaction_notes"))
     db.write_sync(add_notes, 2, "chess and bento")
-    sampled = db.read_sync(sampled_lexemes)
-    assert ("chess" in sampled) is analysed and "bento" not in sampled
     plan = db.read_sync(plan_terms, ["chess", "bento"], budget=10)
     newest = db.read_sync(lambda conn: conn.execute("SELECT MAX(id) FROM interaction_notes"))
     total = int(newest.fetchone()[0])
     assert dict(plan.weights) == {"bento": pytest.approx(term_weight(2, total))}
+    assert plan.lexeme_weights == {"bento": pytest.approx(term_weight(2, total))}
+    assert db.read_sync(plan_terms, ["the"], index="evidence").weights == {}

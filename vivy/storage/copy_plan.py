@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vivy.storage.postgres.readonly import shown_url
-from vivy.storage.postgres.schema import VERSION_TABLE
+from vivy.storage.postgres.schema import POSTINGS_TABLES, VERSION_TABLE
 from vivy.storage.reembed import REEMBED_STAGING
 
 __all__ = [
@@ -67,8 +67,9 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
 #: Tables of either schema that are not copied: the schema version (each engine's migrations
 #: write their own), a ``vivy reembed`` in progress (finish it before copying), shard leases
 #: (runtime state of the processes running on a database), SQLite's own bookkeeping, and the
-#: FTS5 keyword indexes, which SQLite's triggers fill as rows arrive (their shadow tables
-#: are named after them: ``notes_fts_data``, ...).
+#: keyword indexes, which each engine's triggers fill as rows arrive: SQLite's FTS5 tables
+#: (their shadow tables are named after them: ``notes_fts_data``, ...) and PostgreSQL's
+#: postings.
 NOT_COPIED: frozenset[str] = frozenset(
     {
         VERSION_TABLE,
@@ -79,6 +80,7 @@ NOT_COPIED: frozenset[str] = frozenset(
         "sqlite_stat1",
         "notes_fts",
         "evidence_fts",
+        *POSTINGS_TABLES,
     }
 )
 

@@ -38,6 +38,7 @@ from vivy.storage.postgres.db import migrate as pg_migrate
 from vivy.storage.postgres.db import schema_version as pg_schema_version
 from vivy.storage.postgres.readonly import connection_error, shown_url
 from vivy.storage.postgres.reembed import note_vector_dimension
+from vivy.storage.postgres.schema import POSTINGS_TABLES
 from vivy.storage.postgres.schema import vec_notes_ddl as pg_vec_notes_ddl
 from vivy.storage.reembed import REEMBED_STAGING
 from vivy.storage.schema import binary_dimensions
@@ -406,7 +407,9 @@ class PgSide:
         pg_migrate(self._conn)
 
     def clear(self, names: Sequence[str]) -> None:
-        tables = sql.SQL(", ").join(sql.Identifier(name) for name in names)
+        # The keyword postings go with the rows they index: TRUNCATE fires no row trigger.
+        emptied = [*names, *POSTINGS_TABLES]
+        tables = sql.SQL(", ").join(sql.Identifier(name) for name in emptied)
 
         def work(conn: PgConnection) -> None:
             conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(tables))

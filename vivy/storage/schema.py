@@ -350,8 +350,13 @@ DROP TABLE scheduler_runs;
 ALTER TABLE scheduler_runs_v4 RENAME TO scheduler_runs;
 """
 
+#: Version 5: PostgreSQL's keyword postings (:mod:`vivy.storage.postgres.schema`). SQLite's
+#: FTS5 tables keep their own postings already, so nothing changes here; the version is
+#: taken so that both engines keep stepping through the same numbers.
+_V5 = ""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

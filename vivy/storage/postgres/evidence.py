@@ -23,6 +23,7 @@ __all__ = [
     "evidence_problems",
     "forget_lines",
     "insert_windows",
+    "postings_problems",
     "prune_evidence",
     "set_window_embeddings",
     "vector_text",
@@ -182,7 +183,8 @@ def forget_lines(conn: PgConnection, guild_id: int, user_id: int) -> int:
 
 
 def evidence_problems(conn: PgConnection) -> list[str]:
-    """Evidence rows that belong to no note, or to a note of another guild (``db check``)."""
+    """Evidence rows that belong to no note, or to a note of another guild, and keyword
+    postings that differ from the text of their note or window (``db check``)."""
     problems = [
         f"evidence window {int(r[0])} belongs to no note"
         for r in conn.execute(
@@ -206,4 +208,41 @@ def evidence_problems(conn: PgConnection) -> list[str]:
             " ON n.id = l.note_id WHERE n.id IS NULL ORDER BY l.message_id"
         ).fetchall()
     ]
+    return problems + postings_problems(conn)
+
+
+#: Each postings table: what it is of, its rows' id column, its stored columns, and the
+#: same columns derived from the rows' ``tsvector`` as the triggers derive them.
+_POSTINGS_CHECKS = (
+    (
+        "note",
+        "note_id",
+        "SELECT lexeme, guild_id, note_type, note_id, tf, length FROM note_postings",
+        "SELECT f.lexeme, n.guild_id, n.note_type, n.id, f.tf, f.length"
+        " FROM interaction_notes AS n, vivy_lexeme_frequencies(n.notes_fts) AS f",
+    ),
+    (
+        "evidence window",
+        "window_id",
+        "SELECT lexeme, guild_id, window_id, note_id, tf, length FROM window_postings",
+        "SELECT f.lexeme, w.guild_id, w.id, w.note_id, f.tf, f.length"
+        " FROM evidence_windows AS w, vivy_lexeme_frequencies(w.evidence_fts) AS f",
+    ),
+)
+
+
+def postings_problems(conn: PgConnection, *, limit: int = 20) -> list[str]:
+    """The notes and windows (at most ``limit`` of each) whose keyword postings differ from
+    their text: missing, left behind after the row went, or stale after an edit."""
+    problems: list[str] = []
+    for kind, column, stored, derived in _POSTINGS_CHECKS:
+        rows = conn.execute(
+            (
+                f"SELECT DISTINCT {column} FROM (({stored} EXCEPT ALL {derived})"
+                f" UNION ALL ({derived} EXCEPT ALL {stored})) AS differing"
+                f" ORDER BY {column} LIMIT %s"
+            ).encode(),
+            (limit,),
+        ).fetchall()
+        problems += [f"keyword postings of {kind} {int(r[0])} differ from its text" for r in rows]
     return problems

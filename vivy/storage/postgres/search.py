@@ -4,9 +4,11 @@ These are the engine-specific reads :class:`~vivy.storage.postgres.stores.PgSear
 runs (:func:`search_notes`); what they found is joined into ranking candidates by the pure
 :func:`vivy.storage.search.assemble_candidates`, the same function the SQLite engine calls.
 Term plans use the same postings budget and idf (:func:`vivy.storage.search.prune_terms`,
-:func:`~vivy.storage.search.term_weight`); the keyword strength is ``ts_rank_cd`` where
-SQLite has BM25, so ``bm25`` and ``window_bm25`` differ in scale between the engines while
-the candidates found and their other fields mean the same.
+:func:`~vivy.storage.search.term_weight`). Keyword search reads the postings tables that
+triggers keep beside the ``tsvector`` columns (schema version 5), in index-only scans, and
+sums a textbook BM25 there (SQLite's is FTS5's own), so ``bm25`` and ``window_bm25`` differ
+somewhat in scale between the engines while the candidates found and their other fields
+mean the same.
 
 Rules, as for SQLite (:mod:`vivy.storage.search`):
 
@@ -14,7 +16,8 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
   on its own returns ``hnsw.ef_search`` candidates and filters them afterwards, so a guild
   whose notes are not among the nearest of all guilds would get too few; with
   ``hnsw.iterative_scan`` the scan goes on until ``limit`` rows of the guild are found.
-* User text never reaches ``to_tsquery`` as syntax: each term is quoted as one lexeme.
+* User text never reaches a query as syntax: a term is a bound parameter, turned into its
+  lexeme by ``to_tsvector`` (and ``to_tsquery`` sees it quoted, :func:`tsquery_of`).
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
 * A failing vector query (a question embedded at another dimension) is reported in the
   result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
@@ -24,7 +27,8 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import pq
@@ -54,8 +58,10 @@ from vivy.storage.search import (
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
 __all__ = [
+    "BM25_B",
+    "BM25_K1",
     "EF_SEARCH",
-    "NOTE_WEIGHTS",
+    "LexemePlan",
     "PgVector",
     "candidate_details",
     "guild_notes",
@@ -83,10 +89,6 @@ EF_SEARCH = 40
 NOTE_POSTINGS_BUDGET = KEYWORD_POSTINGS_BUDGET
 #: Most evidence-window postings one keyword search reads (SQLite's budget for now).
 WINDOW_POSTINGS_BUDGET = EVIDENCE_POSTINGS_BUDGET
-
-#: ``ts_rank_cd`` weights of the lexeme classes D, C, B, A of ``notes_fts``: summary 1,
-#: topics and entities 2, title 3 (SQLite's BM25 column weights), scaled to at most 1.
-NOTE_WEIGHTS = "{0.333, 0, 0.667, 1}"
 
 
 def vector_search(
@@ -167,37 +169,43 @@ def tsquery_of(terms: Sequence[str]) -> str | None:
     return " | ".join(quoted) if quoted else None
 
 
-def keyword_search(
-    conn: PgConnection,
-    guild_id: int,
-    terms: Sequence[str],
-    *,
-    note_type: str | None,
-    limit: int,
-) -> list[KeywordMatch]:
-    """The ``limit`` notes of the guild matching any of ``terms`` best (``ts_rank_cd`` over
-    the weighted ``notes_fts``, higher is better); the guild and type filters apply before
-    the ``LIMIT``."""
-    query = tsquery_of(terms)
-    if query is None:
-        return []
-    rows = conn.execute(
-        "SELECT n.id, ts_rank_cd(%(w)s::float4[], n.notes_fts, q) AS score"
-        " FROM interaction_notes n, to_tsquery('simple', %(q)s) q"
-        " WHERE n.notes_fts @@ q AND n.guild_id = %(g)s"
-        " AND (%(t)s::text IS NULL OR n.note_type = %(t)s)"
-        " ORDER BY score DESC, n.id LIMIT %(n)s",
-        {"w": NOTE_WEIGHTS, "q": query, "g": guild_id, "t": note_type, "n": limit},
-    ).fetchall()
-    return [KeywordMatch(int(r[0]), float(r[1])) for r in rows]
+#: BM25's term-frequency saturation and length normalisation: the textbook values, which
+#: FTS5's ``bm25()`` uses too.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
-#: The keyword indexes: the table, its ``tsvector`` column and the text search
-#: configuration its column was built with (queries must use the same one).
-_INDEXES = {
-    "notes": ("interaction_notes", "notes_fts", "simple"),
-    "evidence": ("evidence_windows", "evidence_fts", "english"),
+@dataclass(frozen=True, slots=True)
+class _Postings:
+    """A postings table: its name, the rows it indexes, the text search configuration of
+    their ``tsvector`` (a term's lexeme must be made the same way), and its rows' average
+    length (BM25's length norm: the long-conversation eval set's, 46 for a note's weighted
+    text and 14 for a window, measured on its PostgreSQL store)."""
+
+    table: str
+    rows: str
+    config: str
+    average_length: float
+
+
+#: The keyword indexes: notes' own text and their evidence windows.
+_POSTINGS = {
+    "notes": _Postings("note_postings", "interaction_notes", "simple", 46.0),
+    "evidence": _Postings("window_postings", "evidence_windows", "english", 14.0),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class LexemePlan(TermPlan):
+    """A term plan with each kept term's lexeme in its postings table."""
+
+    lexemes: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def lexeme_weights(self) -> dict[str, float]:
+        """Each kept lexeme once with its idf (terms stemmed to one lexeme share its count,
+        hence its idf)."""
+        return {self.lexemes[term]: weight for term, weight in self.weights.items()}
 
 
 def plan_terms(
@@ -206,63 +214,110 @@ def plan_terms(
     *,
     budget: int = KEYWORD_POSTINGS_BUDGET,
     index: str = "notes",
-) -> TermPlan:
+) -> LexemePlan:
     """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
-    plans them on SQLite: each term's count (capped at ``budget + 1``), the rarest kept
-    within the budget, the total the newest row id; read in one statement.
+    plans them on SQLite: each term's count of rows (capped at ``budget + 1``), the rarest
+    kept within the budget, the total the newest row id; one statement. A term without a
+    lexeme (a stop word of the evidence's English configuration) counts 0 and is dropped.
 
-    Counting a common term in PostgreSQL reads a heap row per match (a GIN index cannot
-    answer a count alone), up to 40 ms for a term in every note at 100k notes, so a term
-    among the column's most common lexemes, which ``ANALYZE`` samples into ``pg_stats``,
-    takes its count from there (its sampled share times the table's rows; a term in 0.5 %
-    of 100k notes is counted within about 8 %, which moves its idf by less than 0.1). Only
-    the rarer terms, and every term of a table not analysed yet, are counted, cheaply
-    since they match few rows. The statistics are read once per statement (``MATERIALIZED``:
-    inlined, the view was read again for every term, twice the time).
+    A lexeme among the postings' most common values, which ``ANALYZE`` samples into
+    ``pg_stats``, takes its count from there (its sampled share times the table's rows);
+    the others are counted in the postings' primary key (an index-only scan), cheaply since
+    they are rarer. Counting a common lexeme up to the cap read 2,500 index entries, about
+    0.5 ms. The statistics are read once per statement (``MATERIALIZED``).
     """
-    queries = {term: query for term in dict.fromkeys(terms) if (query := tsquery_of([term]))}
-    if not queries:
-        return TermPlan({})
-    table, column, config = _INDEXES[index]
+    wanted = [term for term in dict.fromkeys(terms) if term.strip()]
+    if not wanted:
+        return LexemePlan({})
+    postings = _POSTINGS[index]
     rows = conn.execute(
         (
-            "WITH s AS MATERIALIZED (SELECT s0.most_common_elems::text::text[] AS elems,"
-            " s0.most_common_elem_freqs AS freqs, c.reltuples FROM pg_class AS c"
+            "WITH s AS MATERIALIZED (SELECT s0.most_common_vals::text::text[] AS vals,"
+            " s0.most_common_freqs AS freqs, c.reltuples FROM pg_class AS c"
             " JOIN pg_stats AS s0 ON s0.schemaname = c.relnamespace::regnamespace::text"
-            f" AND s0.tablename = c.relname AND s0.attname = '{column}'"
-            f" WHERE c.oid = '{table}'::regclass AND c.reltuples > 0)"
-            " SELECT t.term, COALESCE("
-            "  (SELECT round(s.freqs[array_position(s.elems,"
-            f"   (tsvector_to_array(to_tsvector('{config}', t.term)))[1])] * s.reltuples)"
-            "   FROM s),"
-            f"  (SELECT COUNT(*) FROM (SELECT 1 FROM {table}"
-            f"   WHERE {column} @@ to_tsquery('{config}', t.query) LIMIT %(cap)s) AS found)),"
-            f" (SELECT MAX(id) FROM {table})"
-            " FROM unnest(%(terms)s::text[], %(queries)s::text[]) AS t(term, query)"
+            " AND s0.tablename = c.relname AND s0.attname = 'lexeme'"
+            f" WHERE c.oid = '{postings.table}'::regclass AND c.reltuples > 0)"
+            " SELECT t.term, t.lexeme, CASE WHEN t.lexeme IS NULL THEN 0 ELSE COALESCE("
+            "  (SELECT round(s.freqs[array_position(s.vals, t.lexeme)] * s.reltuples) FROM s),"
+            f"  (SELECT count(*) FROM (SELECT 1 FROM {postings.table} AS p"
+            "   WHERE p.lexeme = t.lexeme LIMIT %(cap)s) AS found)) END,"
+            f" (SELECT MAX(id) FROM {postings.rows})"
+            " FROM (SELECT term, (tsvector_to_array("
+            f"   to_tsvector('{postings.config}', term)))[1] AS lexeme"
+            "  FROM unnest(%(terms)s::text[]) AS term) AS t"
         ).encode(),
-        {"cap": budget + 1, "terms": list(queries), "queries": list(queries.values())},
+        {"cap": budget + 1, "terms": wanted},
     ).fetchall()
-    counts = {str(r[0]): min(budget + 1, int(r[1])) for r in rows}
-    total = int(rows[0][2] or 0) if rows else 0
+    counts = {str(r[0]): min(budget + 1, int(r[2])) for r in rows}
+    lexemes = {str(r[0]): str(r[1]) for r in rows if r[1] is not None}
+    total = int(rows[0][3] or 0) if rows else 0
     kept = prune_terms(list(counts), counts, budget)
-    return TermPlan({term: term_weight(counts[term], total) for term in kept})
+    return LexemePlan(
+        {term: term_weight(counts[term], total) for term in kept},
+        {term: lexemes[term] for term in kept},
+    )
+
+
+def _bm25(postings: _Postings) -> str:
+    """The SQL of one posting's BM25 share (``k.idf`` its lexeme's weight, ``p`` the row)."""
+    return (
+        f"k.idf * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1}"
+        f" * ({1 - BM25_B} + {BM25_B} * p.length / {postings.average_length}))"
+    )
+
+
+def keyword_search(
+    conn: PgConnection,
+    guild_id: int,
+    plan: LexemePlan,
+    *,
+    note_type: str | None,
+    limit: int,
+) -> list[KeywordMatch]:
+    """The ``limit`` notes of the guild matching the planned terms best (BM25 over the
+    weighted note text, higher is better), read from the postings' primary key; the guild
+    and type are part of the key, so they filter before the ``LIMIT``."""
+    weights = plan.lexeme_weights
+    if not weights:
+        return []
+    postings = _POSTINGS["notes"]
+    rows = conn.execute(
+        (
+            f"SELECT p.note_id, sum({_bm25(postings)}) AS score"
+            " FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS k(lexeme, idf)"
+            " JOIN note_postings AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s"
+            " WHERE %(t)s::text IS NULL OR p.note_type = %(t)s"
+            " GROUP BY p.note_id ORDER BY score DESC, p.note_id LIMIT %(n)s"
+        ).encode(),
+        {
+            "lexemes": list(weights),
+            "idf": list(weights.values()),
+            "g": guild_id,
+            "t": note_type,
+            "n": limit,
+        },
+    ).fetchall()
+    return [KeywordMatch(int(r[0]), float(r[1])) for r in rows]
 
 
 def window_keyword_search(
-    conn: PgConnection, guild_id: int, terms: Sequence[str], *, limit: int
+    conn: PgConnection, guild_id: int, plan: LexemePlan, *, limit: int
 ) -> list[WindowMatch]:
-    """The ``limit`` evidence windows of the guild matching any of ``terms`` best
-    (``ts_rank_cd`` over the stemmed ``evidence_fts``); the guild filter applies before the
-    ``LIMIT``."""
-    query = tsquery_of(terms)
-    if query is None:
+    """The ``limit`` evidence windows of the guild matching the planned terms best (BM25
+    over the stemmed window text), read from the postings' primary key; the guild filter
+    applies before the ``LIMIT``."""
+    weights = plan.lexeme_weights
+    if not weights:
         return []
+    postings = _POSTINGS["evidence"]
     rows = conn.execute(
-        "SELECT w.id, w.note_id, ts_rank_cd(w.evidence_fts, q) AS score"
-        " FROM evidence_windows w, to_tsquery('english', %(q)s) q"
-        " WHERE w.evidence_fts @@ q AND w.guild_id = %(g)s"
-        " ORDER BY score DESC, w.id LIMIT %(n)s",
-        {"q": query, "g": guild_id, "n": limit},
+        (
+            f"SELECT p.window_id, min(p.note_id), sum({_bm25(postings)}) AS score"
+            " FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS k(lexeme, idf)"
+            " JOIN window_postings AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s"
+            " GROUP BY p.window_id ORDER BY score DESC, p.window_id LIMIT %(n)s"
+        ).encode(),
+        {"lexemes": list(weights), "idf": list(weights.values()), "g": guild_id, "n": limit},
     ).fetchall()
     return [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
 
@@ -393,25 +448,23 @@ def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
         except psycopg.Error:
             vector_failed = True
     keywords: list[KeywordMatch] = []
-    note_plan = TermPlan({})
+    note_plan = LexemePlan({})
     if search.terms:
         note_plan = plan_terms(conn, search.terms, budget=NOTE_POSTINGS_BUDGET)
         keywords = keyword_search(
             conn,
             guild_id,
-            note_plan.terms,
+            note_plan,
             note_type=search.note_type,
             limit=search.keyword_candidates,
         )
     windows: list[WindowMatch] = []
-    window_plan = TermPlan({})
+    window_plan = LexemePlan({})
     if search.terms and with_evidence:
         window_plan = plan_terms(
             conn, search.terms, budget=WINDOW_POSTINGS_BUDGET, index="evidence"
         )
-        windows = window_keyword_search(
-            conn, guild_id, window_plan.terms, limit=search.window_candidates
-        )
+        windows = window_keyword_search(conn, guild_id, window_plan, limit=search.window_candidates)
     in_time: list[int] = []
     if search.time is not None:
         in_time = notes_in_range(
