@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TypeVar
 
 import anyio
@@ -23,8 +24,10 @@ from vivy.storage.postgres import members as pg_members
 from vivy.storage.postgres import notes as pg_notes
 from vivy.storage.postgres import profiles as pg_profiles
 from vivy.storage.postgres.db import PgConnection, PgDatabase, connect, schema_version
+from vivy.storage.postgres.evidence import evidence_problems
 from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
+from vivy.storage.postgres.search import keyword_search, plan_terms
 from vivy.storage.postgres.stores import PgBufferStore
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -129,13 +132,45 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
 
 
 def test_vectors_have_hnsw_and_keywords_gin_indexes(pg: PgConnection) -> None:
-    """Note vectors are in an HNSW index on cosine distance; both keyword columns in GIN."""
+    """Note vectors are in an HNSW index over their binary quantisation; both keyword
+    columns in GIN."""
     rows = pg.execute(
         "SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
         " AND (indexdef LIKE '%USING hnsw%' OR indexdef LIKE '%USING gin%') ORDER BY tablename"
     ).fetchall()
     assert [table for table, _ in rows] == ["evidence_windows", "interaction_notes", "vec_notes"]
-    assert "vector_cosine_ops" in rows[2][1]
+    assert "bit_hamming_ops" in rows[2][1] and "binary_quantize(embedding)" in rows[2][1]
+
+
+def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: str) -> None:
+    """Upgrading a database of version 4 makes the postings of the notes and windows it
+    holds (the triggers only see rows written after them) and rebuilds the vector index
+    over the binary quantisation; the keyword search then finds the old note."""
+    conn = connect(pg_uri)
+    try:
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+        conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (0)")
+        for number, script in enumerate(PG_MIGRATIONS[:4], start=1):
+            conn.execute(script.encode())
+            conn.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (number,))
+        buffer_id = pg_buffers.open_buffer(conn, GUILD, 1, "general", 100.0, 1500.0)
+        pg_buffers.close_buffer(conn, buffer_id, 200.0, CloseReason.INACTIVITY)
+        note = replace(new_note(7), title="Chess night", summary="They planned chess.")
+        note_id = pg_notes.commit_conversation_note(conn, buffer_id, note)
+        assert conn.execute("SELECT to_regclass('note_postings')").fetchone() == (None,)
+        PgDatabase.open(pg_uri).close()
+        assert schema_version(conn) == SCHEMA_VERSION
+        plan = plan_terms(conn, ["chess"])
+        found = keyword_search(conn, GUILD, plan, note_type=None, limit=5)
+        assert [match.note_id for match in found] == [note_id]
+        assert evidence_problems(conn) == []
+        (index,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'vec_notes_hnsw'"
+            " AND schemaname = current_schema()"
+        ).fetchone()
+        assert "binary_quantize(embedding)" in index
+    finally:
+        conn.close()
 
 
 def test_opening_again_migrates_nothing_and_a_newer_schema_is_refused(

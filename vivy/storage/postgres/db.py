@@ -8,8 +8,10 @@ and trio alike. Every call is one transaction: a write commits before it returns
 a whole; a read runs in a read-only ``REPEATABLE READ`` transaction, so the statements of one
 read see one snapshot.
 
-One connection serves this first part of the engine; a ``psycopg_pool.ConnectionPool`` is the
-next step once a benchmark shows reads waiting behind writes.
+One connection serves every call. A note search also reads on two side connections
+(:class:`PgSide`, opened on first use), where its keyword searches run in other threads
+beside its vector search (:meth:`PgDatabase.read_with_sides`); a ``psycopg_pool.ConnectionPool``
+is the next step once a benchmark shows reads waiting behind writes.
 
 psycopg's exceptions are translated into :class:`~vivy.errors.StorageError` here; integrity
 violations are named in the words the SQLite engine uses (``UNIQUE constraint failed``,
@@ -18,6 +20,7 @@ violations are named in the words the SQLite engine uses (``UNIQUE constraint fa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -30,7 +33,15 @@ import structlog
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 
-__all__ = ["PgConnection", "PgDatabase", "connect", "migrate", "schema_version"]
+__all__ = [
+    "SIDE_CONNECTIONS",
+    "PgConnection",
+    "PgDatabase",
+    "PgSide",
+    "connect",
+    "migrate",
+    "schema_version",
+]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -51,12 +62,21 @@ MIGRATION_LOCK = 0x76697679
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 
 
+#: How pgvector's HNSW scans go on past ``hnsw.ef_search`` candidates until a query's
+#: ``LIMIT`` is filled with rows that pass its filter (the guild): set for the session, since
+#: every HNSW scan of Vivy's is a filtered note search.
+HNSW_ITERATIVE_SCAN = "strict_order"
+
+
 def connect(uri: str) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
     transactions itself)."""
     try:
         conn = psycopg.connect(uri, autocommit=True)
-        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}'")
+        conn.execute(
+            f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}';"
+            f" SET hnsw.iterative_scan = '{HNSW_ITERATIVE_SCAN}'"
+        )
     except psycopg.Error as exc:
         raise StorageError(f"cannot open database {_safe(uri)}: {exc}") from exc
     return conn
@@ -117,6 +137,45 @@ def _storage_error(exc: psycopg.Error) -> StorageError:
     return StorageError(f"database: {exc}")
 
 
+#: Read-only connections beside the owner's one, for the keyword searches of a note search.
+SIDE_CONNECTIONS = 2
+
+
+class PgSide:
+    """A read-only connection beside the owner's, for a part of one read that runs in another
+    thread. Its statements run outside any transaction, each in a snapshot of its own (no
+    ``BEGIN``, ``SET TRANSACTION`` and ``COMMIT`` round trips): a search's side reads only
+    find and describe notes, and a note gone in between is dropped by the read that misses
+    it. It connects on first use and again after the server dropped it, refuses writes, and
+    translates errors as the owner does."""
+
+    def __init__(self, uri: str) -> None:
+        self._uri = uri
+        self._conn: PgConnection | None = None
+        self._lock = threading.Lock()
+
+    def read(self, fn: Callable[[PgConnection], T]) -> T:
+        """Run ``fn(conn)`` on this side connection."""
+        with self._lock:
+            conn = self._conn
+            if conn is None or conn.closed or conn.broken:
+                if conn is not None:
+                    conn.close()
+                conn = self._conn = connect(self._uri)
+                conn.execute("SET default_transaction_read_only = on")
+            try:
+                return fn(conn)
+            except psycopg.Error as exc:
+                raise _storage_error(exc) from exc
+
+    def close(self) -> None:
+        """Close the connection if it was opened."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
 class PgDatabase:
     """Owns the connection; every read and write of the PostgreSQL engine goes through
     :meth:`read` / :meth:`write`, each running one synchronous storage function of
@@ -133,6 +192,7 @@ class PgDatabase:
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
+        self._sides = tuple(PgSide(uri) for _ in range(SIDE_CONNECTIONS)) if uri else ()
 
     @classmethod
     def open(cls, uri: str, *, inline: bool = False) -> PgDatabase:
@@ -166,6 +226,13 @@ class PgDatabase:
         an exception undoes all of the call's changes and is re-raised here."""
         return await self._run(lambda: self._transaction(fn, False, *args, **kwargs))
 
+    async def read_with_sides(self, fn: Callable[[PgConnection, tuple[PgSide, ...]], T]) -> T:
+        """Run ``fn(conn, sides)`` in a read-only transaction, where ``sides`` are more
+        connections to the same database (none without a URI) that ``fn`` may read on from
+        other threads (:class:`PgSide`: each statement in a snapshot of its own)."""
+        sides = self._sides
+        return await self._run(lambda: self._transaction(fn, True, sides))
+
     def read_sync(
         self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
@@ -185,6 +252,8 @@ class PgDatabase:
         if not self._closed:
             self._closed = True
             self._conn.close()
+            for side in self._sides:
+                side.close()
 
     async def _run(self, work: Callable[[], T]) -> T:
         """Run ``work`` inline or on the owner's worker thread, one call at a time."""

@@ -16,6 +16,9 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
   on its own returns ``hnsw.ef_search`` candidates and filters them afterwards, so a guild
   whose notes are not among the nearest of all guilds would get too few; with
   ``hnsw.iterative_scan`` the scan goes on until ``limit`` rows of the guild are found.
+* Vector search runs in two steps, as on SQLite: the HNSW index over the binary-quantised
+  vectors finds the candidates by hamming distance, their float vectors re-rank them by
+  exact cosine.
 * User text never reaches a query as syntax: a term is a bound parameter, turned into its
   lexeme by ``to_tsvector`` (and ``to_tsquery`` sees it quoted, :func:`tsquery_of`).
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
@@ -27,8 +30,12 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TypeVar
 
 import psycopg
 from psycopg import pq
@@ -44,7 +51,7 @@ from vivy.storage.candidates import (
 )
 from vivy.storage.evidence import EvidenceLine, WindowMatch
 from vivy.storage.notes import Note, note_date
-from vivy.storage.postgres.db import PgConnection
+from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.notes import get_notes
 from vivy.storage.schema import VEC_KINDS
 from vivy.storage.search import (
@@ -80,9 +87,13 @@ __all__ = [
     "window_similarities",
 ]
 
-#: Candidates the HNSW scan keeps per step at least (pgvector's default; a search asking for
-#: more raises it to its limit). At 100k synthetic notes, 100 instead found 0.450 rather than
-#: 0.437 of an exact scan's top 10 and took 5.9 rather than 4.6 ms (warm; 8.0 / 4.7 cold).
+#: A keyword search's match type (notes or evidence windows).
+M = TypeVar("M")
+
+#: Candidates the HNSW scan keeps per step at least (pgvector's default, so a search of at
+#: most this many sets nothing; one asking for more raises it to its limit). At 100k
+#: synthetic notes, 100 instead found 0.450 rather than 0.437 of an exact scan's top 10 and
+#: took 5.9 rather than 4.6 ms (warm; 8.0 / 4.7 cold), measured on the float index.
 EF_SEARCH = 40
 
 #: Most note postings one keyword search reads (SQLite's budget for now).
@@ -100,18 +111,24 @@ def vector_search(
     limit: int,
 ) -> list[VectorMatch]:
     """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob) by cosine,
-    best first; ``note_type`` None searches both types. Runs inside the caller's transaction
-    (its scan settings are local to it)."""
-    conn.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-        " set_config('hnsw.ef_search', %s, true)",
-        (str(max(EF_SEARCH, int(limit))),),
-    )
+    best first; ``note_type`` None searches both types. The HNSW index over the binary
+    quantisation finds the ``limit`` nearest by hamming distance (the guild filtered inside
+    the scan: the session's ``hnsw.iterative_scan``, set by
+    :func:`~vivy.storage.postgres.db.connect`), and their float vectors re-rank them
+    exactly, as on SQLite. Runs inside the caller's
+    transaction (a raised ``ef_search`` is local to it); a question of another dimension
+    than the stored vectors raises."""
+    if limit > EF_SEARCH:  # the session's iterative scan goes on; each step keeps this many
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(limit)),))
+    bits = f"bit({len(vector) // 4})"  # a float32 blob: four bytes a dimension
     rows = conn.execute(
-        "SELECT note_id, embedding <=> %(v)b::vector FROM vec_notes"
-        " WHERE guild_id = %(g)s"
-        " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
-        " ORDER BY embedding <=> %(v)b::vector LIMIT %(n)s",
+        (
+            "SELECT note_id, embedding <=> %(v)b::vector FROM (SELECT note_id, embedding"
+            " FROM vec_notes WHERE guild_id = %(g)s"
+            " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
+            f" ORDER BY binary_quantize(embedding)::{bits}"
+            f" <~> binary_quantize(%(v)b::vector)::{bits} LIMIT %(n)s) AS near"
+        ).encode(),
         {
             "v": vector_param(vector),
             "g": guild_id,
@@ -216,31 +233,21 @@ def plan_terms(
     index: str = "notes",
 ) -> LexemePlan:
     """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
-    plans them on SQLite: each term's count of rows (capped at ``budget + 1``), the rarest
-    kept within the budget, the total the newest row id; one statement. A term without a
-    lexeme (a stop word of the evidence's English configuration) counts 0 and is dropped.
-
-    A lexeme among the postings' most common values, which ``ANALYZE`` samples into
-    ``pg_stats``, takes its count from there (its sampled share times the table's rows);
-    the others are counted in the postings' primary key (an index-only scan), cheaply since
-    they are rarer. Counting a common lexeme up to the cap read 2,500 index entries, about
-    0.5 ms. The statistics are read once per statement (``MATERIALIZED``).
-    """
+    plans them on SQLite: each term's count of rows (capped at ``budget + 1``, counted in the
+    postings' primary key alone: an index-only scan of at most ``budget + 1`` entries), the
+    rarest kept within the budget, the total the newest row id; one statement. A term
+    without a lexeme (a stop word of the evidence's English configuration) counts 0 and is
+    dropped. (Taking common lexemes' counts from ``pg_stats`` instead was slower: 1.2-1.8
+    against 0.9 ms a plan at 100k notes.)"""
     wanted = [term for term in dict.fromkeys(terms) if term.strip()]
     if not wanted:
         return LexemePlan({})
     postings = _POSTINGS[index]
     rows = conn.execute(
         (
-            "WITH s AS MATERIALIZED (SELECT s0.most_common_vals::text::text[] AS vals,"
-            " s0.most_common_freqs AS freqs, c.reltuples FROM pg_class AS c"
-            " JOIN pg_stats AS s0 ON s0.schemaname = c.relnamespace::regnamespace::text"
-            " AND s0.tablename = c.relname AND s0.attname = 'lexeme'"
-            f" WHERE c.oid = '{postings.table}'::regclass AND c.reltuples > 0)"
-            " SELECT t.term, t.lexeme, CASE WHEN t.lexeme IS NULL THEN 0 ELSE COALESCE("
-            "  (SELECT round(s.freqs[array_position(s.vals, t.lexeme)] * s.reltuples) FROM s),"
-            f"  (SELECT count(*) FROM (SELECT 1 FROM {postings.table} AS p"
-            "   WHERE p.lexeme = t.lexeme LIMIT %(cap)s) AS found)) END,"
+            "SELECT t.term, t.lexeme, CASE WHEN t.lexeme IS NULL THEN 0 ELSE"
+            f" (SELECT count(*) FROM (SELECT 1 FROM {postings.table} AS p"
+            "   WHERE p.lexeme = t.lexeme LIMIT %(cap)s) AS found) END,"
             f" (SELECT MAX(id) FROM {postings.rows})"
             " FROM (SELECT term, (tsvector_to_array("
             f"   to_tsvector('{postings.config}', term)))[1] AS lexeme"
@@ -427,54 +434,149 @@ def candidate_details(
     }
 
 
-def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
+#: Threads for the keyword searches of a search (see :func:`search_notes`).
+_KEYWORD_THREADS = ThreadPoolExecutor(max_workers=SIDE_CONNECTIONS, thread_name_prefix="vivy-pg")
+
+
+@dataclass(frozen=True, slots=True)
+class _NoteReads:
+    """What ranking reads of some found notes: their details, and their windows' similarity
+    to the question (best first) with those windows' texts."""
+
+    details: dict[int, CandidateDetails]
+    similar: list[WindowMatch]
+    texts: dict[int, str]
+
+
+def _read_notes(conn: PgConnection, search: NoteSearch, note_ids: Sequence[int]) -> _NoteReads:
+    """The details of the guild's notes ``note_ids`` and, for a search with evidence, their
+    windows' similarity to the question's vector (none without one)."""
+    similar: list[WindowMatch] = []
+    texts: dict[int, str] = {}
+    if _with_evidence(search):
+        similar, texts = window_similarities(conn, search.guild_id, note_ids, search.vector)
+    return _NoteReads(candidate_details(conn, search.guild_id, note_ids), similar, texts)
+
+
+def _with_evidence(search: NoteSearch) -> bool:
+    """Whether ``search`` reads evidence windows (conversations only)."""
+    return search.evidence and search.note_type in (None, CONVERSATION)
+
+
+def _note_keywords(
+    conn: PgConnection, search: NoteSearch
+) -> tuple[list[KeywordMatch], LexemePlan, _NoteReads]:
+    """The notes whose own text matches the planned terms, the plan (idf among notes), and
+    what ranking reads of the notes found."""
+    plan = plan_terms(conn, search.terms, budget=NOTE_POSTINGS_BUDGET)
+    found = keyword_search(
+        conn,
+        search.guild_id,
+        plan,
+        note_type=search.note_type,
+        limit=search.keyword_candidates,
+    )
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids)
+
+
+def _window_keywords(
+    conn: PgConnection, search: NoteSearch
+) -> tuple[list[WindowMatch], LexemePlan, _NoteReads]:
+    """The evidence windows that match the planned terms, the plan (idf among windows), and
+    what ranking reads of their notes."""
+    plan = plan_terms(conn, search.terms, budget=WINDOW_POSTINGS_BUDGET, index="evidence")
+    found = window_keyword_search(conn, search.guild_id, plan, limit=search.window_candidates)
+    ids = list(dict.fromkeys(match.note_id for match in found))
+    return found, plan, _read_notes(conn, search, ids)
+
+
+def _keywords_of(
+    conn: PgConnection,
+    search: NoteSearch,
+    ahead: Future[tuple[list[M], LexemePlan, _NoteReads]] | None,
+    wanted: bool,
+    here: Callable[[PgConnection, NoteSearch], tuple[list[M], LexemePlan, _NoteReads]],
+) -> tuple[list[M], LexemePlan, list[_NoteReads]]:
+    """A keyword search's answer: from its side thread, or run here without one."""
+    if ahead is not None:
+        found, plan, reads = ahead.result()
+        return found, plan, [reads]
+    if not wanted:
+        return [], LexemePlan({}), []
+    found, plan, reads = here(conn, search)
+    return found, plan, [reads]
+
+
+def search_notes(
+    conn: PgConnection, search: NoteSearch, sides: Sequence[PgSide] = ()
+) -> NoteSearchResult:
     """Run every search of ``search`` and join them into ranking candidates, one per note,
-    as :func:`vivy.storage.search.search_notes_sync` does on SQLite (one after the other, on
-    the read's one connection and snapshot)."""
+    as :func:`vivy.storage.search.search_notes_sync` does on SQLite.
+
+    With ``sides`` (more connections to the database) the notes' and the windows' keyword
+    searches each run on one in another thread, and read what ranking needs of the notes
+    they found, while the vector search runs here: the server works on three statements at
+    once. A side's statements each read a snapshot of their own; a note deleted in between
+    is simply not found by the read of its details, and dropped.
+    """
     guild_id = search.guild_id
-    with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
-    vectors: list[VectorMatch] = []
-    vector_failed = False
-    if search.vector is not None:
-        try:
-            with conn.transaction():  # a savepoint: a failure leaves the read usable
-                vectors = vector_search(
-                    conn,
-                    guild_id,
-                    search.vector,
-                    note_type=search.note_type,
-                    limit=search.candidates,
-                )
-        except psycopg.Error:
-            vector_failed = True
-    keywords: list[KeywordMatch] = []
-    note_plan = LexemePlan({})
-    if search.terms:
-        note_plan = plan_terms(conn, search.terms, budget=NOTE_POSTINGS_BUDGET)
-        keywords = keyword_search(
-            conn,
-            guild_id,
-            note_plan,
-            note_type=search.note_type,
-            limit=search.keyword_candidates,
-        )
-    windows: list[WindowMatch] = []
-    window_plan = LexemePlan({})
-    if search.terms and with_evidence:
-        window_plan = plan_terms(
-            conn, search.terms, budget=WINDOW_POSTINGS_BUDGET, index="evidence"
-        )
-        windows = window_keyword_search(conn, guild_id, window_plan, limit=search.window_candidates)
-    in_time: list[int] = []
-    if search.time is not None:
-        in_time = notes_in_range(
-            conn,
-            guild_id,
-            search.time.start,
-            search.time.end,
-            note_type=search.note_type or CONVERSATION,
-            limit=search.time_candidates,
-        )
+    wanted_windows = bool(search.terms) and _with_evidence(search)
+    note_side, window_side = (*sides[:2], None, None)[:2]
+    notes_ahead = (
+        _KEYWORD_THREADS.submit(note_side.read, partial(_keyword_side, _note_keywords, search))
+        if search.terms and note_side is not None
+        else None
+    )
+    windows_ahead = (
+        _KEYWORD_THREADS.submit(window_side.read, partial(_keyword_side, _window_keywords, search))
+        if wanted_windows and window_side is not None
+        else None
+    )
+    try:
+        vectors: list[VectorMatch] = []
+        vector_failed = False
+        if search.vector is not None:
+            try:
+                with conn.transaction():  # a savepoint: a failure leaves the read usable
+                    vectors = vector_search(
+                        conn,
+                        guild_id,
+                        search.vector,
+                        note_type=search.note_type,
+                        limit=search.candidates,
+                    )
+            except psycopg.Error:
+                vector_failed = True
+        in_time: list[int] = []
+        if search.time is not None:
+            in_time = notes_in_range(
+                conn,
+                guild_id,
+                search.time.start,
+                search.time.end,
+                note_type=search.note_type or CONVERSATION,
+                limit=search.time_candidates,
+            )
+        reads = [
+            _read_notes(
+                conn, search, list(dict.fromkeys([*(m.note_id for m in vectors), *in_time]))
+            )
+        ]
+        named = members_named(conn, guild_id, list(search.name_grams))
+    finally:
+        # Never leave a side busy: the next search will use it.
+        if notes_ahead is not None:
+            futures.wait([notes_ahead])
+        if windows_ahead is not None:
+            futures.wait([windows_ahead])
+    keywords, note_plan, note_reads = _keywords_of(
+        conn, search, notes_ahead, bool(search.terms), _note_keywords
+    )
+    windows, window_plan, window_reads = _keywords_of(
+        conn, search, windows_ahead, wanted_windows, _window_keywords
+    )
+    reads += note_reads + window_reads
     hits = SearchHits(
         vectors=tuple(vectors),
         vector_failed=vector_failed,
@@ -484,14 +586,33 @@ def search_notes(conn: PgConnection, search: NoteSearch) -> NoteSearchResult:
         note_weights=note_plan.weights,
         window_weights=window_plan.weights,
     )
-    note_ids = hits.note_ids
-    similar: list[WindowMatch] = []
+    details: dict[int, CandidateDetails] = {}
+    compared: dict[int, WindowMatch] = {}
     texts: dict[int, str] = {}
-    if with_evidence:
-        similar, texts = window_similarities(
-            conn, guild_id, note_ids, None if vector_failed else search.vector
-        )
-    details = candidate_details(conn, guild_id, note_ids)
+    for read in reads:
+        details.update(read.details)
+        texts.update(read.texts)
+        compared.update((match.window_id, match) for match in read.similar)
+    later = [note_id for note_id in hits.note_ids if note_id not in details]
+    if later:  # found by no read: read here
+        more = _read_notes(conn, search, later)
+        details.update(more.details)
+        texts.update(more.texts)
+        compared.update((match.window_id, match) for match in more.similar)
+    # A question the note vectors could not take (another dimension) compares no window.
+    similar = (
+        []
+        if vector_failed
+        else sorted(compared.values(), key=lambda match: (-match.score, match.window_id))
+    )
     shown = shown_windows(hits.windows, similar)
-    named = members_named(conn, guild_id, list(search.name_grams))
     return assemble_candidates(search, hits, similar, details, shown, texts, named)
+
+
+def _keyword_side(
+    branch: Callable[[PgConnection, NoteSearch], tuple[list[M], LexemePlan, _NoteReads]],
+    search: NoteSearch,
+    conn: PgConnection,
+) -> tuple[list[M], LexemePlan, _NoteReads]:
+    """``branch`` of ``search`` on a side connection (the argument order ``partial`` needs)."""
+    return branch(conn, search)

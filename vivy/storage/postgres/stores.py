@@ -29,7 +29,7 @@ from vivy.storage.postgres import (
     reembed,
     search,
 )
-from vivy.storage.postgres.db import PgConnection, PgDatabase
+from vivy.storage.postgres.db import PgConnection, PgDatabase, PgSide
 
 if TYPE_CHECKING:
     from vivy.state.buffer import BufferedMessage, CloseReason, Effect
@@ -520,10 +520,10 @@ class PgSearchStore:
     async def find_notes(self, searches: Sequence[NoteSearch]) -> list[NoteSearchResult]:
         """Run each search and return its ranking candidates, in order (one read)."""
 
-        def find(conn: PgConnection) -> list[NoteSearchResult]:
-            return [search.search_notes(conn, s) for s in searches]
+        def find(conn: PgConnection, sides: tuple[PgSide, ...]) -> list[NoteSearchResult]:
+            return [search.search_notes(conn, s, sides) for s in searches]
 
-        return await self._db.read(find)
+        return await self._db.read_with_sides(find)
 
     async def note_hits(
         self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
@@ -544,15 +544,15 @@ class PgSearchStore:
     ) -> Loaded[T]:
         """Search, choose and load in one read (see the port)."""
 
-        def find(conn: PgConnection) -> Loaded[T]:
-            results = [search.search_notes(conn, s) for s in searches]
+        def find(conn: PgConnection, sides: tuple[PgSide, ...]) -> Loaded[T]:
+            results = [search.search_notes(conn, s, sides) for s in searches]
             return chosen_and_loaded(
                 results,
                 choose,
                 lambda notes, windows: search.load_hits(conn, guild_id, notes, windows),
             )
 
-        return await self._db.read(find)
+        return await self._db.read_with_sides(find)
 
     async def opted_out(self, guild_id: int, user_ids: Sequence[int]) -> set[int]:
         """The members among ``user_ids`` who opted out of memory in this guild."""
