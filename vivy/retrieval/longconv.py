@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -348,11 +348,22 @@ async def _store_all(store: Store, data: LongEval, llm: LLM, *, evidence: bool) 
     return keys
 
 
+def memory_store() -> Store:
+    """The eval's default store: an in-memory SQLite database, its calls run inline."""
+    return open_sqlite_store(":memory:", inline=True)
+
+
 async def search_questions(
-    data: LongEval, llm: LLM, settings: RetrievalSettings, *, evidence: bool
+    data: LongEval,
+    llm: LLM,
+    settings: RetrievalSettings,
+    *,
+    evidence: bool,
+    open_store: Callable[[], Store] = memory_store,
 ) -> list[Searched]:
-    """Store the sessions in a temporary database and run each question's searches once."""
-    store = open_sqlite_store(":memory:", inline=True)
+    """Store the sessions in a fresh database of ``open_store`` and run each question's
+    searches once."""
+    store = open_store()
     try:
         keys = await _store_all(store, data, llm, evidence=evidence)
         questions = [q for guild in data.guilds for q in guild.questions]
@@ -464,13 +475,17 @@ async def run_longconv(
     data: LongEval | None = None,
     *,
     settings: RetrievalSettings = DEFAULT_SETTINGS,
+    open_store: Callable[[], Store] = memory_store,
 ) -> LongReport:
-    """Score the shipped retriever, notes only and the BM25 baseline on ``data``."""
+    """Score the shipped retriever, notes only and the BM25 baseline on ``data``, each
+    method's notes stored in a fresh database of ``open_store`` (in-memory SQLite)."""
     llm = llm if llm is not None else OfflineLLM()
     data = data if data is not None else load_longconv()
     calibration = settings.calibration or calibration_for(llm.embedding_model)
-    with_evidence = await search_questions(data, llm, settings, evidence=True)
-    notes_only = await search_questions(data, llm, settings, evidence=False)
+    with_evidence = await search_questions(
+        data, llm, settings, evidence=True, open_store=open_store
+    )
+    notes_only = await search_questions(data, llm, settings, evidence=False, open_store=open_store)
     indexes = {guild.guild_id: bm25_index(guild) for guild in data.guilds}
     whole = {guild.guild_id: bm25_index(guild, whole=True) for guild in data.guilds}
     guild_of = {q.id: guild.guild_id for guild in data.guilds for q in guild.questions}
