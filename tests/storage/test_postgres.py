@@ -23,7 +23,14 @@ from vivy.storage.postgres import buffers as pg_buffers
 from vivy.storage.postgres import members as pg_members
 from vivy.storage.postgres import notes as pg_notes
 from vivy.storage.postgres import profiles as pg_profiles
-from vivy.storage.postgres.db import PgConnection, PgDatabase, connect, schema_version
+from vivy.storage.postgres.db import (
+    SIDE_CONNECTIONS,
+    PgConnection,
+    PgDatabase,
+    PgSide,
+    connect,
+    schema_version,
+)
 from vivy.storage.postgres.evidence import evidence_problems
 from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
@@ -240,6 +247,39 @@ def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(pg_uri:
         assert again != pid
     finally:
         db.close()
+
+
+def test_a_dropped_side_connection_fails_one_read_and_the_next_reconnects(pg_uri: str) -> None:
+    """The side connections a search reads on behave as the owner's: opened on first use,
+    read-only, and after the server dropped one, the read that finds it broken fails with
+    StorageError and the next one connects again."""
+    db = PgDatabase.open(pg_uri)
+
+    def side_pids(conn: PgConnection, sides: tuple[PgSide, ...]) -> list[int]:
+        return [
+            int(side.read(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0]))
+            for side in sides
+        ]
+
+    try:
+        pids = anyio.run(db.read_with_sides, side_pids)
+        assert len(set(pids)) == SIDE_CONNECTIONS
+        (side, *_) = db_sides(db)
+        with pytest.raises(StorageError, match="read-only"):
+            side.read(lambda c: c.execute("INSERT INTO meta (key, value) VALUES ('a', 'b')"))
+        with connect(pg_uri) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pids[0],))
+        with pytest.raises(StorageError):
+            side.read(lambda c: c.execute("SELECT 1").fetchone())
+        again = side.read(lambda c: c.execute("SELECT pg_backend_pid()").fetchone()[0])
+        assert again not in pids
+    finally:
+        db.close()
+
+
+def db_sides(db: PgDatabase) -> tuple[PgSide, ...]:
+    """The side connections of ``db``, as a search receives them."""
+    return anyio.run(db.read_with_sides, lambda conn, sides: sides)
 
 
 def race(uri: str, first: Callable[[PgConnection], object], second: Callable[[], T]) -> T:
