@@ -35,7 +35,7 @@ from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import pq
@@ -194,21 +194,23 @@ BM25_B = 0.75
 
 @dataclass(frozen=True, slots=True)
 class _Postings:
-    """A postings table: its name, the rows it indexes, the text search configuration of
-    their ``tsvector`` (a term's lexeme must be made the same way), and its rows' average
-    length (BM25's length norm: the long-conversation eval set's, 46 for a note's weighted
-    text and 14 for a window, measured on its PostgreSQL store)."""
+    """A postings table: its name, the rows it indexes, the posting column naming the row,
+    the text search configuration of their ``tsvector`` (a term's lexeme must be made the
+    same way), and its rows' average length (BM25's length norm: the long-conversation eval
+    set's, 46 for a note's weighted text and 14 for a window, measured on its PostgreSQL
+    store)."""
 
     table: str
     rows: str
+    key: str
     config: str
     average_length: float
 
 
 #: The keyword indexes: notes' own text and their evidence windows.
 _POSTINGS = {
-    "notes": _Postings("note_postings", "interaction_notes", "simple", 46.0),
-    "evidence": _Postings("window_postings", "evidence_windows", "english", 14.0),
+    "notes": _Postings("note_postings", "interaction_notes", "p.note_id", "simple", 46.0),
+    "evidence": _Postings("window_postings", "evidence_windows", "p.window_id", "english", 14.0),
 }
 
 
@@ -284,26 +286,15 @@ def keyword_search(
     """The ``limit`` notes of the guild matching the planned terms best (BM25 over the
     weighted note text, higher is better), read from the postings' primary key; the guild
     and type are part of the key, so they filter before the ``LIMIT``."""
-    weights = plan.lexeme_weights
-    if not weights:
-        return []
-    postings = _POSTINGS["notes"]
-    rows = conn.execute(
-        (
-            f"SELECT p.note_id, sum({_bm25(postings)}) AS score"
-            " FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS k(lexeme, idf)"
-            " JOIN note_postings AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s"
-            " WHERE %(t)s::text IS NULL OR p.note_type = %(t)s"
-            " GROUP BY p.note_id ORDER BY score DESC, p.note_id LIMIT %(n)s"
-        ).encode(),
-        {
-            "lexemes": list(weights),
-            "idf": list(weights.values()),
-            "g": guild_id,
-            "t": note_type,
-            "n": limit,
-        },
-    ).fetchall()
+    rows = _best_postings(
+        conn,
+        "notes",
+        "p.note_id",
+        plan,
+        guild_id,
+        limit,
+        ("AND (%(t)s::text IS NULL OR p.note_type = %(t)s)", {"t": note_type}),
+    )
     return [KeywordMatch(int(r[0]), float(r[1])) for r in rows]
 
 
@@ -313,20 +304,42 @@ def window_keyword_search(
     """The ``limit`` evidence windows of the guild matching the planned terms best (BM25
     over the stemmed window text), read from the postings' primary key; the guild filter
     applies before the ``LIMIT``."""
+    rows = _best_postings(conn, "evidence", "p.window_id, min(p.note_id)", plan, guild_id, limit)
+    return [WindowMatch(int(r[0]), int(r[1]), float(r[-1])) for r in rows]
+
+
+def _best_postings(
+    conn: PgConnection,
+    index: str,
+    key: str,
+    plan: LexemePlan,
+    guild_id: int,
+    limit: int,
+    condition: tuple[str, dict[str, object]] = ("", {}),
+) -> list[tuple[Any, ...]]:
+    """The ``limit`` rows of the guild's postings in ``index`` with the highest BM25 sums
+    over the plan's lexemes, as ``key`` columns (the row id first) then the sum; none for
+    an empty plan. ``condition`` adds a filter and its parameters."""
     weights = plan.lexeme_weights
     if not weights:
         return []
-    postings = _POSTINGS["evidence"]
-    rows = conn.execute(
+    postings = _POSTINGS[index]
+    extra, parameters = condition
+    return conn.execute(
         (
-            f"SELECT p.window_id, min(p.note_id), sum({_bm25(postings)}) AS score"
+            f"SELECT {key}, sum({_bm25(postings)}) AS score"
             " FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS k(lexeme, idf)"
-            " JOIN window_postings AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s"
-            " GROUP BY p.window_id ORDER BY score DESC, p.window_id LIMIT %(n)s"
+            f" JOIN {postings.table} AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s {extra}"
+            f" GROUP BY {postings.key} ORDER BY score DESC, {postings.key} LIMIT %(n)s"
         ).encode(),
-        {"lexemes": list(weights), "idf": list(weights.values()), "g": guild_id, "n": limit},
+        {
+            "lexemes": list(weights),
+            "idf": list(weights.values()),
+            "g": guild_id,
+            "n": limit,
+            **parameters,
+        },
     ).fetchall()
-    return [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
 
 
 def window_similarities(
