@@ -19,7 +19,7 @@ from vivy.storage.port import Store
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.evidence import vector_text
-from vivy.storage.postgres.search import keyword_search, plan_terms, tsquery_of, vector_search
+from vivy.storage.postgres.search import keyword_search, plan_terms, vector_search
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
 from vivy.storage.sqlite import open_sqlite_store
@@ -137,10 +137,24 @@ def test_keyword_search_weighs_titles_and_stays_in_the_guild(db: PgDatabase) -> 
     assert db.read_sync(keyword_search, MINE, nothing, note_type=None, limit=10) == []
 
 
-def test_terms_never_become_query_syntax() -> None:
-    """Quotes, operators and backslashes in a term stay inside one quoted lexeme."""
-    assert tsquery_of(["it's", "a|b", "x\\"]) == "'it''s' | 'a|b' | 'x'"
-    assert tsquery_of(["", "'"]) is None
+def test_terms_never_become_query_syntax(db: PgDatabase) -> None:
+    """Quotes, operators and backslashes in a term are bound parameters: planning and
+    searching them runs, and finds only a note that holds their words."""
+
+    def commit(conn: PgConnection) -> int:
+        buffer_id = buffers.open_buffer(conn, MINE, 1, "general", 100.0, 1500.0)
+        buffers.close_buffer(conn, buffer_id, 200.0, CloseReason.INACTIVITY)
+        note = replace(new_note(7), guild_id=MINE, title="It's a plan", summary="Nothing else.")
+        note_id = notes.commit_conversation_note(conn, buffer_id, note)
+        assert note_id is not None
+        return note_id
+
+    note_id = db.write_sync(commit)
+    odd = db.read_sync(plan_terms, ["it's", "a|b", "x\\", "'", "plan)"])
+    # "x" is in no note and "'" makes no lexeme: both are dropped, as any unmatched term.
+    assert set(odd.lexeme_weights) == {"it", "a", "plan"}
+    found = db.read_sync(keyword_search, MINE, odd, note_type=None, limit=5)
+    assert [match.note_id for match in found] == [note_id]
 
 
 #: Words of the cross-engine corpus: plain nouns that every stemmer leaves alone and no

@@ -20,7 +20,7 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
   vectors finds the candidates by hamming distance, their float vectors re-rank them by
   exact cosine.
 * User text never reaches a query as syntax: a term is a bound parameter, turned into its
-  lexeme by ``to_tsvector`` (and ``to_tsquery`` sees it quoted, :func:`tsquery_of`).
+  lexeme by ``to_tsvector``.
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
 * A failing vector query (a question embedded at another dimension) is reported in the
   result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
@@ -78,7 +78,6 @@ __all__ = [
     "notes_in_range",
     "plan_terms",
     "search_notes",
-    "tsquery_of",
     "vector_bytes",
     "vector_param",
     "vector_search",
@@ -173,17 +172,6 @@ def vector_param(blob: bytes) -> PgVector:
     """A float32 blob as a query parameter bound as ``%b::vector``: a third of the time of
     psycopg's binary ``float8[]`` of the floats, and no cast on the server."""
     return PgVector(blob)
-
-
-def tsquery_of(terms: Sequence[str]) -> str | None:
-    """A ``to_tsquery`` expression matching any of ``terms``, each quoted as one lexeme;
-    None without terms."""
-    quoted = [
-        "'" + term.replace("\\", "").replace("'", "''") + "'"
-        for term in dict.fromkeys(terms)
-        if term.replace("\\", "").replace("'", "").strip()
-    ]
-    return " | ".join(quoted) if quoted else None
 
 
 #: BM25's term-frequency saturation and length normalisation: the textbook values, which
