@@ -138,15 +138,20 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
     assert postgres - ONLY_POSTGRES == sqlite - ONLY_SQLITE
 
 
-def test_vectors_have_hnsw_and_keywords_gin_indexes(pg: PgConnection) -> None:
-    """Note vectors are in an HNSW index over their binary quantisation; both keyword
-    columns in GIN."""
+def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection) -> None:
+    """Note vectors are in an HNSW index over their binary quantisation; keywords are in the
+    postings tables' primary keys, and no GIN index is left to keep up."""
     rows = pg.execute(
-        "SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-        " AND (indexdef LIKE '%USING hnsw%' OR indexdef LIKE '%USING gin%') ORDER BY tablename"
+        "SELECT tablename, indexname, indexdef FROM pg_indexes"
+        " WHERE schemaname = current_schema() AND (indexdef LIKE '%USING hnsw%'"
+        " OR indexdef LIKE '%USING gin%' OR tablename LIKE '%postings') ORDER BY tablename"
     ).fetchall()
-    assert [table for table, _ in rows] == ["evidence_windows", "interaction_notes", "vec_notes"]
-    assert "bit_hamming_ops" in rows[2][1] and "binary_quantize(embedding)" in rows[2][1]
+    assert [(table, name) for table, name, _ in rows] == [
+        ("note_postings", "note_postings_pkey"),
+        ("vec_notes", "vec_notes_hnsw"),
+        ("window_postings", "window_postings_pkey"),
+    ]
+    assert "bit_hamming_ops" in rows[1][2] and "binary_quantize(embedding)" in rows[1][2]
 
 
 def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: str) -> None:

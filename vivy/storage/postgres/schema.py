@@ -14,7 +14,9 @@ Where SQLite needs an extension's virtual table, PostgreSQL has a native equival
 * ``notes_fts`` and ``evidence_fts`` are ``tsvector`` columns generated from the indexed text
   (``simple`` configuration for notes, its title weighted ``A``, topics and entities ``B``,
   summary ``D`` as SQLite's BM25 column weights do; ``english`` stemming for evidence like
-  FTS5's porter tokenizer), each with a GIN index;
+  FTS5's porter tokenizer); from version 5, triggers keep their postings in
+  ``note_postings`` and ``window_postings``, which keyword search reads (their GIN indexes
+  of versions 1-4 are dropped then);
 * ``note_participants.position`` keeps the order participants were listed in (SQLite's rowid);
 * ``evidence_windows.embedding`` is a ``vector`` (float32 like SQLite's blob).
 
@@ -341,6 +343,7 @@ INSERT INTO window_postings (lexeme, guild_id, window_id, note_id, tf, length)
 #: the row (in a note weighted as its BM25 columns: title 3, topics and entities 2, summary
 #: 1), ``length`` the row's total; ``note_type`` lets a search of one type stay in the key.
 #:
+#: The GIN indexes of the ``tsvector`` columns go: nothing searches them any more.
 #: The note vectors' HNSW index becomes one over their binary quantisation (hamming), whose
 #: candidates a search re-ranks by exact cosine: 38 MB instead of 391 MB at 100k notes of
 #: 768 dimensions, so it stays in a default ``shared_buffers`` (128 MB); a search at 100k
@@ -426,6 +429,8 @@ CREATE TRIGGER window_postings_changed AFTER UPDATE ON evidence_windows
 CREATE TRIGGER window_postings_removed AFTER DELETE ON evidence_windows
     FOR EACH ROW EXECUTE FUNCTION vivy_window_postings();
 
+DROP INDEX IF EXISTS interaction_notes_fts;
+DROP INDEX IF EXISTS evidence_windows_fts;
 DROP INDEX IF EXISTS vec_notes_hnsw;
 DO $$
 BEGIN
