@@ -140,7 +140,8 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
 
 def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection) -> None:
     """Note vectors are in an HNSW index over their binary quantisation; keywords are in the
-    postings tables' primary keys, and no GIN index is left to keep up."""
+    postings tables' primary keys, and no GIN index is left to keep up; the note and window
+    vectors are kept in their rows."""
     rows = pg.execute(
         "SELECT tablename, indexname, indexdef FROM pg_indexes"
         " WHERE schemaname = current_schema() AND (indexdef LIKE '%USING hnsw%'"
@@ -152,6 +153,13 @@ def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection
         ("window_postings", "window_postings_pkey"),
     ]
     assert "bit_hamming_ops" in rows[1][2] and "binary_quantize(embedding)" in rows[1][2]
+    stored = pg.execute(
+        "SELECT attrelid::regclass::text, attstorage FROM pg_attribute"
+        " WHERE attname = 'embedding'"
+        " AND attrelid = ANY('{vec_notes,evidence_windows}'::regclass[])"
+        " ORDER BY 1"
+    ).fetchall()
+    assert stored == [("evidence_windows", "m"), ("vec_notes", "m")]  # in the row, not TOAST
 
 
 def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: str) -> None:
