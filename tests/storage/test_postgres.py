@@ -32,9 +32,9 @@ from vivy.storage.postgres.db import (
     schema_version,
 )
 from vivy.storage.postgres.evidence import evidence_problems
+from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.readonly import PgReadOnlyStore
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from vivy.storage.postgres.search import keyword_search, plan_terms
 from vivy.storage.postgres.stores import PgBufferStore
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 

@@ -19,7 +19,8 @@ from vivy.storage.port import Store
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.evidence import vector_text
-from vivy.storage.postgres.search import keyword_search, plan_terms, vector_search
+from vivy.storage.postgres.keywords import keyword_search, plan_terms
+from vivy.storage.postgres.search import vector_search
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
 from vivy.storage.sqlite import open_sqlite_store

@@ -12,7 +12,7 @@ from tests.storage.test_profiles import new_note
 from vivy.state.buffer import CloseReason
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
-from vivy.storage.postgres.search import plan_terms
+from vivy.storage.postgres.keywords import plan_terms
 from vivy.storage.search import term_weight
 
 pytestmark = pytest.mark.skipif(

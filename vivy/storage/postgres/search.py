@@ -3,12 +3,7 @@
 These are the engine-specific reads :class:`~vivy.storage.postgres.stores.PgSearchStore`
 runs (:func:`search_notes`); what they found is joined into ranking candidates by the pure
 :func:`vivy.storage.search.assemble_candidates`, the same function the SQLite engine calls.
-Term plans use the same postings budget and idf (:func:`vivy.storage.search.prune_terms`,
-:func:`~vivy.storage.search.term_weight`). Keyword search reads the postings tables that
-triggers keep beside the ``tsvector`` columns (schema version 5), in index-only scans, and
-sums a textbook BM25 there (SQLite's is FTS5's own), so ``bm25`` and ``window_bm25`` differ
-somewhat in scale between the engines while the candidates found and their other fields
-mean the same.
+Keyword search and its term plans are in :mod:`vivy.storage.postgres.keywords`.
 
 Rules, as for SQLite (:mod:`vivy.storage.search`):
 
@@ -19,8 +14,6 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
 * Vector search runs in two steps, as on SQLite: the HNSW index over the binary-quantised
   vectors finds the candidates by hamming distance, their float vectors re-rank them by
   exact cosine.
-* User text never reaches a query as syntax: a term is a bound parameter, turned into its
-  lexeme by ``to_tsvector``.
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
 * A failing vector query (a question embedded at another dimension) is reported in the
   result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
@@ -30,12 +23,11 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 import psycopg
 from psycopg import pq
@@ -52,36 +44,29 @@ from vivy.storage.candidates import (
 from vivy.storage.evidence import EvidenceLine, WindowMatch
 from vivy.storage.notes import Note, note_date
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
+from vivy.storage.postgres.keywords import (
+    LexemePlan,
+    keyword_search,
+    plan_terms,
+    window_keyword_search,
+)
 from vivy.storage.postgres.notes import get_notes
 from vivy.storage.schema import VEC_KINDS
-from vivy.storage.search import (
-    CONVERSATION,
-    EVIDENCE_POSTINGS_BUDGET,
-    KEYWORD_POSTINGS_BUDGET,
-    TermPlan,
-    prune_terms,
-    term_weight,
-)
+from vivy.storage.search import CONVERSATION, EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
 __all__ = [
-    "BM25_B",
-    "BM25_K1",
     "EF_SEARCH",
-    "LexemePlan",
     "PgVector",
     "candidate_details",
     "guild_notes",
-    "keyword_search",
     "load_hits",
     "members_named",
     "notes_in_range",
-    "plan_terms",
     "search_notes",
     "vector_bytes",
     "vector_param",
     "vector_search",
-    "window_keyword_search",
     "window_lines",
     "window_similarities",
 ]
@@ -94,11 +79,6 @@ M = TypeVar("M")
 #: synthetic notes, 100 instead found 0.450 rather than 0.437 of an exact scan's top 10 and
 #: took 5.9 rather than 4.6 ms (warm; 8.0 / 4.7 cold), measured on the float index.
 EF_SEARCH = 40
-
-#: Most note postings one keyword search reads (SQLite's budget for now).
-NOTE_POSTINGS_BUDGET = KEYWORD_POSTINGS_BUDGET
-#: Most evidence-window postings one keyword search reads (SQLite's budget for now).
-WINDOW_POSTINGS_BUDGET = EVIDENCE_POSTINGS_BUDGET
 
 
 def vector_search(
@@ -172,162 +152,6 @@ def vector_param(blob: bytes) -> PgVector:
     """A float32 blob as a query parameter bound as ``%b::vector``: a third of the time of
     psycopg's binary ``float8[]`` of the floats, and no cast on the server."""
     return PgVector(blob)
-
-
-#: BM25's term-frequency saturation and length normalisation: the textbook values, which
-#: FTS5's ``bm25()`` uses too.
-BM25_K1 = 1.2
-BM25_B = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class _Postings:
-    """A postings table: its name, the rows it indexes, the posting column naming the row,
-    the text search configuration of their ``tsvector`` (a term's lexeme must be made the
-    same way), and its rows' average length (BM25's length norm: the long-conversation eval
-    set's, 46 for a note's weighted text and 14 for a window, measured on its PostgreSQL
-    store)."""
-
-    table: str
-    rows: str
-    key: str
-    config: str
-    average_length: float
-
-
-#: The keyword indexes: notes' own text and their evidence windows.
-_POSTINGS = {
-    "notes": _Postings("note_postings", "interaction_notes", "p.note_id", "simple", 46.0),
-    "evidence": _Postings("window_postings", "evidence_windows", "p.window_id", "english", 14.0),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class LexemePlan(TermPlan):
-    """A term plan with each kept term's lexeme in its postings table."""
-
-    lexemes: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def lexeme_weights(self) -> dict[str, float]:
-        """Each kept lexeme once with its idf (terms stemmed to one lexeme share its count,
-        hence its idf)."""
-        return {self.lexemes[term]: weight for term, weight in self.weights.items()}
-
-
-def plan_terms(
-    conn: PgConnection,
-    terms: Sequence[str],
-    *,
-    budget: int = KEYWORD_POSTINGS_BUDGET,
-    index: str = "notes",
-) -> LexemePlan:
-    """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
-    plans them on SQLite: each term's count of rows (capped at ``budget + 1``, counted in the
-    postings' primary key alone: an index-only scan of at most ``budget + 1`` entries), the
-    rarest kept within the budget, the total the newest row id; one statement. A term
-    without a lexeme (a stop word of the evidence's English configuration) counts 0 and is
-    dropped. (Taking common lexemes' counts from ``pg_stats`` instead was slower: 1.2-1.8
-    against 0.9 ms a plan at 100k notes.)"""
-    wanted = [term for term in dict.fromkeys(terms) if term.strip()]
-    if not wanted:
-        return LexemePlan({})
-    postings = _POSTINGS[index]
-    rows = conn.execute(
-        (
-            "SELECT t.term, t.lexeme, CASE WHEN t.lexeme IS NULL THEN 0 ELSE"
-            f" (SELECT count(*) FROM (SELECT 1 FROM {postings.table} AS p"
-            "   WHERE p.lexeme = t.lexeme LIMIT %(cap)s) AS found) END,"
-            f" (SELECT MAX(id) FROM {postings.rows})"
-            " FROM (SELECT term, (tsvector_to_array("
-            f"   to_tsvector('{postings.config}', term)))[1] AS lexeme"
-            "  FROM unnest(%(terms)s::text[]) AS term) AS t"
-        ).encode(),
-        {"cap": budget + 1, "terms": wanted},
-    ).fetchall()
-    counts = {str(r[0]): min(budget + 1, int(r[2])) for r in rows}
-    lexemes = {str(r[0]): str(r[1]) for r in rows if r[1] is not None}
-    total = int(rows[0][3] or 0) if rows else 0
-    kept = prune_terms(list(counts), counts, budget)
-    return LexemePlan(
-        {term: term_weight(counts[term], total) for term in kept},
-        {term: lexemes[term] for term in kept},
-    )
-
-
-def _bm25(postings: _Postings) -> str:
-    """The SQL of one posting's BM25 share (``k.idf`` its lexeme's weight, ``p`` the row)."""
-    return (
-        f"k.idf * p.tf * {BM25_K1 + 1} / (p.tf + {BM25_K1}"
-        f" * ({1 - BM25_B} + {BM25_B} * p.length / {postings.average_length}))"
-    )
-
-
-def keyword_search(
-    conn: PgConnection,
-    guild_id: int,
-    plan: LexemePlan,
-    *,
-    note_type: str | None,
-    limit: int,
-) -> list[KeywordMatch]:
-    """The ``limit`` notes of the guild matching the planned terms best (BM25 over the
-    weighted note text, higher is better), read from the postings' primary key; the guild
-    and type are part of the key, so they filter before the ``LIMIT``."""
-    rows = _best_postings(
-        conn,
-        "notes",
-        "p.note_id",
-        plan,
-        guild_id,
-        limit,
-        ("AND (%(t)s::text IS NULL OR p.note_type = %(t)s)", {"t": note_type}),
-    )
-    return [KeywordMatch(int(r[0]), float(r[1])) for r in rows]
-
-
-def window_keyword_search(
-    conn: PgConnection, guild_id: int, plan: LexemePlan, *, limit: int
-) -> list[WindowMatch]:
-    """The ``limit`` evidence windows of the guild matching the planned terms best (BM25
-    over the stemmed window text), read from the postings' primary key; the guild filter
-    applies before the ``LIMIT``."""
-    rows = _best_postings(conn, "evidence", "p.window_id, min(p.note_id)", plan, guild_id, limit)
-    return [WindowMatch(int(r[0]), int(r[1]), float(r[-1])) for r in rows]
-
-
-def _best_postings(
-    conn: PgConnection,
-    index: str,
-    key: str,
-    plan: LexemePlan,
-    guild_id: int,
-    limit: int,
-    condition: tuple[str, dict[str, object]] = ("", {}),
-) -> list[tuple[Any, ...]]:
-    """The ``limit`` rows of the guild's postings in ``index`` with the highest BM25 sums
-    over the plan's lexemes, as ``key`` columns (the row id first) then the sum; none for
-    an empty plan. ``condition`` adds a filter and its parameters."""
-    weights = plan.lexeme_weights
-    if not weights:
-        return []
-    postings = _POSTINGS[index]
-    extra, parameters = condition
-    return conn.execute(
-        (
-            f"SELECT {key}, sum({_bm25(postings)}) AS score"
-            " FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS k(lexeme, idf)"
-            f" JOIN {postings.table} AS p ON p.lexeme = k.lexeme AND p.guild_id = %(g)s {extra}"
-            f" GROUP BY {postings.key} ORDER BY score DESC, {postings.key} LIMIT %(n)s"
-        ).encode(),
-        {
-            "lexemes": list(weights),
-            "idf": list(weights.values()),
-            "g": guild_id,
-            "n": limit,
-            **parameters,
-        },
-    ).fetchall()
 
 
 def window_similarities(
@@ -469,7 +293,7 @@ def _note_keywords(
 ) -> tuple[list[KeywordMatch], LexemePlan, _NoteReads]:
     """The notes whose own text matches the planned terms, the plan (idf among notes), and
     what ranking reads of the notes found."""
-    plan = plan_terms(conn, search.terms, budget=NOTE_POSTINGS_BUDGET)
+    plan = plan_terms(conn, search.terms, budget=KEYWORD_POSTINGS_BUDGET)
     found = keyword_search(
         conn,
         search.guild_id,
@@ -486,7 +310,7 @@ def _window_keywords(
 ) -> tuple[list[WindowMatch], LexemePlan, _NoteReads]:
     """The evidence windows that match the planned terms, the plan (idf among windows), and
     what ranking reads of their notes."""
-    plan = plan_terms(conn, search.terms, budget=WINDOW_POSTINGS_BUDGET, index="evidence")
+    plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
     found = window_keyword_search(conn, search.guild_id, plan, limit=search.window_candidates)
     ids = list(dict.fromkeys(match.note_id for match in found))
     return found, plan, _read_notes(conn, search, ids)
@@ -525,12 +349,12 @@ def search_notes(
     wanted_windows = bool(search.terms) and _with_evidence(search)
     note_side, window_side = (*sides[:2], None, None)[:2]
     notes_ahead = (
-        _KEYWORD_THREADS.submit(note_side.read, partial(_keyword_side, _note_keywords, search))
+        _KEYWORD_THREADS.submit(note_side.read, lambda conn: _note_keywords(conn, search))
         if search.terms and note_side is not None
         else None
     )
     windows_ahead = (
-        _KEYWORD_THREADS.submit(window_side.read, partial(_keyword_side, _window_keywords, search))
+        _KEYWORD_THREADS.submit(window_side.read, lambda conn: _window_keywords(conn, search))
         if wanted_windows and window_side is not None
         else None
     )
@@ -608,12 +432,3 @@ def search_notes(
     )
     shown = shown_windows(hits.windows, similar)
     return assemble_candidates(search, hits, similar, details, shown, texts, named)
-
-
-def _keyword_side(
-    branch: Callable[[PgConnection, NoteSearch], tuple[list[M], LexemePlan, _NoteReads]],
-    search: NoteSearch,
-    conn: PgConnection,
-) -> tuple[list[M], LexemePlan, _NoteReads]:
-    """``branch`` of ``search`` on a side connection (the argument order ``partial`` needs)."""
-    return branch(conn, search)
