@@ -90,6 +90,23 @@ def _keyset(keys: Sequence[str], marks: Sequence[str], after: Sequence[Any] | No
     return f" WHERE ({', '.join(keys)}) > ({', '.join(marks)})"
 
 
+def _update_by_key(
+    table: CopiedTable,
+    rows: Sequence[tuple[Any, ...]],
+    key_column: Callable[[str], str],
+    *,
+    mark: str,
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The UPDATE that sets ``table``'s deferred columns by its key (each key named by
+    ``key_column``, parameters written ``mark``), and its parameters from ``rows`` (each the
+    key's values, then the deferred columns')."""
+    keys = " AND ".join(f"{key_column(k)} = {mark}" for k in table.key)
+    sets = ", ".join(f"{_quoted(c)} = {mark}" for c in table.deferred)
+    width = len(table.key)
+    values = [(*row[width:], *row[:width]) for row in rows]
+    return f"UPDATE {_quoted(table.name)} SET {sets} WHERE {keys}", values
+
+
 def _quoted(name: str) -> str:
     """An identifier quoted for SQL (both engines quote with double quotes)."""
     return '"' + name.replace('"', '""') + '"'
@@ -253,11 +270,9 @@ class SqliteSide:
         self._transaction(work)
 
     def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str) -> None:
-        keys = " AND ".join(f"{self._column(table.name, k)} = ?" for k in table.key)
-        sets = ", ".join(f"{_quoted(c)} = ?" for c in table.deferred)
-        width = len(table.key)
-        values = [(*row[width:], *row[:width]) for row in rows]
-        update = f"UPDATE {_quoted(table.name)} SET {sets} WHERE {keys}"
+        update, values = _update_by_key(
+            table, rows, lambda key: self._column(table.name, key), mark="?"
+        )
 
         def work(conn: Connection) -> None:
             conn.executemany(update, values)
@@ -469,11 +484,7 @@ class PgSide:
         self._vectors_sent = True
 
     def update(self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str) -> None:
-        keys = " AND ".join(f"{_quoted(k)} = %s" for k in table.key)
-        sets = ", ".join(f"{_quoted(c)} = %s" for c in table.deferred)
-        width = len(table.key)
-        values = [(*row[width:], *row[:width]) for row in rows]
-        update = f"UPDATE {_quoted(table.name)} SET {sets} WHERE {keys}"
+        update, values = _update_by_key(table, rows, _quoted, mark="%s")
 
         def work(conn: PgConnection) -> None:
             with conn.cursor() as cursor:
