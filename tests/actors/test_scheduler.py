@@ -188,3 +188,8 @@ async def test_nightly_job_prunes_evidence_past_retention(tmp_path: Path) -> Non
         assert await count(app, "SELECT COUNT(*) FROM evidence_windows") == 0
         assert [r.evidence_pruned for r in app.scheduler.reports] == [0, 3]
         assert await count(app, "SELECT COUNT(*) FROM interaction_notes") >= 3
+        # Each night also merged the keyword indexes the day's writes left in segments
+        # (the evidence index is empty once retention dropped every window).
+        assert all(r.index_steps >= 1 for r in app.scheduler.reports)
+        for index, segments in (("notes_fts", 1), ("evidence_fts", 0)):
+            assert await count(app, f"SELECT COUNT(DISTINCT segid) FROM {index}_idx") == segments

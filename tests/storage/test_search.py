@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.storage import Probe, SqliteProbe
 from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage import evidence
 from vivy.storage.notes import NewNote, Participant, note_date, serialize_vector
@@ -280,3 +281,33 @@ async def test_a_failing_vector_search_is_reported_and_keywords_still_serve(stor
         (mine, None, None)
     ]
     assert found.candidates[0].bm25 is not None
+
+
+async def test_tidying_the_keyword_indexes_keeps_every_search_result(
+    store: Store, probe: Probe
+) -> None:
+    """The nightly upkeep of the keyword indexes changes how they are stored, never what a
+    search finds: after it, every search gives the same candidates and scores. On SQLite
+    it merges the FTS5 segments that notes written one at a time left into one per index,
+    in steps, until a step finds nothing to merge; PostgreSQL has nothing to merge."""
+    for i in range(12):
+        await add_note(
+            store,
+            GUILD,
+            f"Biscuit day {i}",
+            embedding=vector(1.0, i / 12),
+            lines=(f"biscuit number {i} was great", f"other talk {i}"),
+        )
+    searches = [search(GUILD), search(GUILD, terms=("biscuit", "great", "talk"))]
+    before = await store.search.find_notes(searches)
+    steps = 0
+    while await store.jobs.tidy_keyword_indexes():
+        steps += 1
+    assert await store.search.find_notes(searches) == before
+    assert not await store.jobs.tidy_keyword_indexes()
+    if isinstance(probe, SqliteProbe):
+        assert steps >= 1
+        for index in ("notes_fts", "evidence_fts"):
+            assert await probe.count(f"SELECT count(DISTINCT segid) FROM {index}_idx") == 1
+    else:
+        assert steps == 0

@@ -8,7 +8,9 @@ The job for a day has two passes per guild, each recorded in ``memory_job_log`` 
 crash resumes where it stopped: pass 1 clusters the day's conversation notes into topic
 clusters with the pro model (sources validated to be that day's notes); pass 2 consolidates
 the profile of every member active that day with the pro model, through the same operation
-checks as per-note updates. The job only reads and writes through the database owner, so
+checks as per-note updates. Then retention prunes old evidence, and the keyword indexes are
+merged step by step (notes written one at a time leave SQLite's index in many segments,
+which every search probes). The job only reads and writes through the database owner, so
 message ingestion never waits for it.
 """
 
@@ -83,6 +85,8 @@ class JobReport:
     consolidated: int = 0
     #: Evidence windows removed by the retention setting.
     evidence_pruned: int = 0
+    #: Steps of keyword-index upkeep that found work (merges on SQLite).
+    index_steps: int = 0
     skipped_passes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -161,6 +165,9 @@ class Scheduler:
                 # lose their evidence (their lines wait for pending profile updates).
                 before = end - self._evidence_days * 86400.0
                 report.evidence_pruned = await self._store.evidence.prune_evidence(before)
+            # A step at a time, so that messages are stored between steps.
+            while await self._store.jobs.tidy_keyword_indexes():
+                report.index_steps += 1
             if report.complete:
                 now = self._clock.now()
                 await self._store.jobs.record_run(day, now)
@@ -170,6 +177,7 @@ class Scheduler:
                 day=day.isoformat(),
                 clusters=report.clusters,
                 consolidated=report.consolidated,
+                index_steps=report.index_steps,
                 failures=report.failures,
             )
             self.reports.append(report)

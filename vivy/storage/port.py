@@ -289,6 +289,10 @@ class JobStore(Protocol):
     async def record_run(self, day: date, now: float) -> None:
         """Record the day's job complete."""
 
+    async def tidy_keyword_indexes(self) -> bool:
+        """One bounded step of the keyword indexes' nightly upkeep, so that searches stay
+        fast as they grow; True while another step has work to do."""
+
 
 class MetaStore(Protocol):
     """Facts about the database itself."""

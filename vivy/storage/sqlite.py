@@ -16,6 +16,7 @@ from vivy.storage import (
     buffers,
     context_reads,
     evidence,
+    fts,
     jobs,
     maintenance,
     members,
@@ -394,6 +395,11 @@ class SqliteJobStore:
     async def record_run(self, day: date, now: float) -> None:
         """Record the day's job complete."""
         await self._db.write(jobs.record_run, day, now)
+
+    async def tidy_keyword_indexes(self) -> bool:
+        """Merge the FTS5 indexes' segments by one bounded step (:func:`fts.merge_step`);
+        each step is a write of its own, so messages are stored between steps."""
+        return await self._db.write(fts.merge_step)
 
 
 class SqliteMetaStore:

@@ -432,6 +432,12 @@ class PgJobStore:
         """Record the day's job complete."""
         await self._db.write(meta.record_run, day, now, self._scope)
 
+    async def tidy_keyword_indexes(self) -> bool:
+        """Nothing to do: PostgreSQL's keyword postings are B-tree tables, which need no
+        merging (SQLite's FTS5 segments do); autovacuum keeps their statistics and
+        visibility maps, as ``ops/README.md`` says."""
+        return False
+
 
 class PgMetaStore:
     """Meta storage on PostgreSQL: :mod:`vivy.storage.postgres.meta` through the owner."""
