@@ -21,17 +21,24 @@ def test_sqlite_run_reports_a_row_per_size() -> None:
         assert r.vector_p50_ms > 0
         assert 0.0 <= r.recall_at_10 <= 1.0
         assert r.warm_p50_ms is None  # one pass: nothing warm to report
-    assert [
-        line.split()[-1] for line in format_results(results, DEFAULT_SETTINGS).splitlines()[2:]
-    ] == ["-", "-"]
+    table = format_results(results, DEFAULT_SETTINGS).splitlines()
+    warm = table[1].split().index("warm_p50_ms")
+    assert [line.split()[warm] for line in table[2:]] == ["-", "-"]
+    # Each row says how fast the machine was when it was timed.
+    loop = table[1].split().index("loop_ms")
+    for r, line in zip(results, table[2:], strict=True):
+        assert r.loop_ms > 0
+        assert float(line.split()[loop]) == pytest.approx(r.loop_ms, abs=0.05)
 
 
 def test_later_passes_give_the_warm_median() -> None:
     """With three passes the first is reported as p50/p99 and the other two as warm_p50_ms."""
     (result,) = run_retrieval_bench([60], 4, passes=3)
     assert result.warm_p50_ms is not None and result.warm_p50_ms > 0
-    row = format_results([result], DEFAULT_SETTINGS).splitlines()[2].split()
-    assert float(row[-1]) == pytest.approx(result.warm_p50_ms, abs=0.01)
+    header, row = (
+        line.split() for line in format_results([result], DEFAULT_SETTINGS).splitlines()[1:]
+    )
+    assert float(row[header.index("warm_p50_ms")]) == pytest.approx(result.warm_p50_ms, abs=0.01)
 
 
 def test_main_refuses_zero_passes(capsys: pytest.CaptureFixture[str]) -> None:

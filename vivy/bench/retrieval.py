@@ -29,6 +29,10 @@ first search (a cold cache) is timed apart, ``vector_p50_ms`` is the HNSW scan a
 schema of one throwaway database, ``vivy_bench_<random>``, created on that server for the run
 and dropped after it, so the database the URL names is never changed.
 
+``loop_ms`` is the machine's speed when the size was timed: a million-step Python loop run
+just before its queries (:func:`loop_ms`). Compare rows and runs by it: on a shared machine
+the same code's ``p50_ms`` moves with it.
+
 The benchmark reads the real clock (``time.perf_counter``); Vivy itself reads time only from
 its :class:`~vivy.clock.Clock`.
 """
@@ -61,7 +65,7 @@ from vivy.storage.postgres.synthetic import copy_synthetic, exact_recall
 from vivy.storage.sqlite import open_sqlite_store
 from vivy.storage.synthetic import GUILD_ID, WALL0, build, quantised_recall
 
-__all__ = ["BenchResult", "format_results", "main", "run_retrieval_bench"]
+__all__ = ["BenchResult", "format_results", "loop_ms", "main", "run_retrieval_bench"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,26 @@ class BenchResult:
     recall_at_10: float
     #: The median of the passes after the first (None with one pass).
     warm_p50_ms: float | None = None
+    #: The machine's speed when the size was timed (:func:`loop_ms`).
+    loop_ms: float = 0.0
+
+
+#: Steps of the loop :func:`loop_ms` times.
+LOOP_STEPS = 1_000_000
+
+
+def loop_ms() -> float:
+    """Milliseconds a million-step Python loop takes (median of three), timed just before a
+    size's queries: searches are CPU-bound, and a shared machine's speed moves by two to
+    three times within an hour, so each row says how fast the machine was when it was timed."""
+    runs = []
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for step in range(LOOP_STEPS):
+            total += step
+        runs.append(time.perf_counter() - started)
+    return statistics.median(runs) * 1000
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
@@ -116,6 +140,7 @@ def _sqlite_size(
     """One size on SQLite."""
     path = tmp / f"retrieval-{size}.db"
     fill_s, workload = build(path, size, queries, seed)
+    speed = loop_ms()
     load_s, timings = anyio.run(_time_searches, open_sqlite_store(path), workload, settings, passes)
     vector_timings, recalls = quantised_recall(path, workload, candidates=settings.candidates)
     return _result(
@@ -125,6 +150,7 @@ def _sqlite_size(
         timings,
         statistics.median(vector_timings),
         statistics.fmean(recalls) if recalls else 0.0,
+        speed,
     )
 
 
@@ -145,12 +171,13 @@ def _postgres_size(
         migrate(conn)
         fill_s = copy_synthetic(path, conn)
     path.unlink()
+    speed = loop_ms()
     load_s, timings = anyio.run(
         _time_searches, open_postgres_store(url), workload, settings, passes
     )
     with connect(url) as conn:
         vector_s, recall = exact_recall(conn, workload, candidates=settings.candidates)
-    return _result(size, fill_s, load_s, timings, vector_s, recall)
+    return _result(size, fill_s, load_s, timings, vector_s, recall, speed)
 
 
 def _result(
@@ -160,6 +187,7 @@ def _result(
     timings: Sequence[Sequence[float]],
     vector_s: float,
     recall: float,
+    speed_ms: float,
 ) -> BenchResult:
     """One size's row from its passes' timings (the first pass, then the warm ones)."""
     first, *warm = timings
@@ -174,6 +202,7 @@ def _result(
         warm_p50_ms=statistics.median([t for later in warm for t in later]) * 1000
         if warm
         else None,
+        loop_ms=speed_ms,
     )
 
 
@@ -221,13 +250,13 @@ def format_results(
     lines = [
         f"retrieval bench: search_notes without the embedding call, top 10, {vectors}",
         f"{'size':>8} {'fill_s':>8} {'load_s':>7} {'p50_ms':>8} {'p99_ms':>8} {'vector_p50_ms':>14}"
-        f" {'recall_at_10_vs_exact':>22} {'warm_p50_ms':>12}",
+        f" {'recall_at_10_vs_exact':>22} {'warm_p50_ms':>12} {'loop_ms':>8}",
     ]
     for r in results:
         warm = "-" if r.warm_p50_ms is None else f"{r.warm_p50_ms:.2f}"
         lines.append(
             f"{r.size:>8} {r.fill_s:>8.1f} {r.index_load_s:>7.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f}"
-            f" {r.vector_p50_ms:>14.2f} {r.recall_at_10:>22.3f} {warm:>12}"
+            f" {r.vector_p50_ms:>14.2f} {r.recall_at_10:>22.3f} {warm:>12} {r.loop_ms:>8.1f}"
         )
     return "\n".join(lines)
 
