@@ -19,8 +19,12 @@ __all__ = ["KEYWORD_INDEXES", "MAX_BATCH", "MERGE_PAGES", "best_of_guild", "merg
 #: Most ranked matches checked against the guild in one query.
 MAX_BATCH = 1000
 
-#: The FTS5 indexes the nightly job merges.
-KEYWORD_INDEXES = ("notes_fts", "evidence_fts")
+#: The keyword indexes by name, each with the table whose rows it indexes and its FTS5
+#: table: searched by :mod:`vivy.storage.search`, merged by the nightly job.
+KEYWORD_INDEXES = {
+    "notes": ("interaction_notes", "notes_fts"),
+    "evidence": ("evidence_windows", "evidence_fts"),
+}
 
 #: Pages of merged index one :func:`merge_step` writes per index (4 MB at SQLite's 4 KiB
 #: pages), so that a step holds the database for a fraction of a second.
@@ -85,7 +89,7 @@ def merge_step(conn: Connection, pages: int = MERGE_PAGES) -> bool:
     fewer than two rows found nothing to merge (FTS5's documented test).
     """
     merged = False
-    for table in KEYWORD_INDEXES:
+    for _, table in KEYWORD_INDEXES.values():
         before = conn.total_changes
         conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (-pages,))
         merged = merged or conn.total_changes - before >= 2

@@ -42,7 +42,7 @@ from vivy.storage.candidates import (
     shown_windows,
 )
 from vivy.storage.db import Connection
-from vivy.storage.fts import best_of_guild
+from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild
 from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions
 from vivy.storage.search_types import (
@@ -138,7 +138,7 @@ def plan_terms(
     """
     if not terms:
         return TermPlan({})
-    table, fts = _INDEXES[index]
+    table, fts = KEYWORD_INDEXES[index]
     expressions = {
         term: expression
         for term in dict.fromkeys(terms)
@@ -154,13 +154,6 @@ def plan_terms(
     counts = {term: int(count) for term, count in zip(expressions, row[1:], strict=True)}
     kept = prune_terms(list(counts), counts, budget)
     return TermPlan({term: term_weight(counts[term], total) for term in kept})
-
-
-#: The keyword indexes and the tables whose rows they index.
-_INDEXES = {
-    "notes": ("interaction_notes", "notes_fts"),
-    "evidence": ("evidence_windows", "evidence_fts"),
-}
 
 
 def vector_search(
