@@ -29,6 +29,14 @@ def test_sqlite_run_reports_a_row_per_size() -> None:
     for r, line in zip(results, table[2:], strict=True):
         assert r.loop_ms > 0
         assert float(line.split()[loop]) == pytest.approx(r.loop_ms, abs=0.05)
+    # ... and how much of its CPU time other work took meanwhile.
+    others = table[1].split().index("others_pct")
+    for r, line in zip(results, table[2:], strict=True):
+        if r.others_pct is None:
+            assert line.split()[others] == "-"
+        else:
+            assert 0.0 <= r.others_pct <= 100.0
+            assert float(line.split()[others]) == pytest.approx(r.others_pct, abs=0.05)
 
 
 def test_later_passes_give_the_warm_median() -> None:

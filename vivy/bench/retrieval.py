@@ -29,9 +29,12 @@ first search (a cold cache) is timed apart, ``vector_p50_ms`` is the HNSW scan a
 schema of one throwaway database, ``vivy_bench_<random>``, created on that server for the run
 and dropped after it, so the database the URL names is never changed.
 
-``loop_ms`` is the machine's speed when the size was timed: a million-step Python loop run
-just before its queries (:func:`loop_ms`). Compare rows and runs by it: on a shared machine
-the same code's ``p50_ms`` moves with it.
+Two columns say what the machine was doing when a size was timed (:mod:`vivy.bench.machine`):
+``loop_ms``, a million-step Python loop run just before its queries, and ``others_pct``, the
+share of the machine's CPU time (every core, the hypervisor's steal included) that went to
+anything but this process while the queries ran. The latency targets hold on an idle machine:
+a row with ``others_pct`` above a few percent was timed beside other work. On PostgreSQL the
+server's own processes count as others, so there it says less.
 
 The benchmark reads the real clock (``time.perf_counter``); Vivy itself reads time only from
 its :class:`~vivy.clock.Clock`.
@@ -51,6 +54,7 @@ from pathlib import Path
 
 import anyio
 
+from vivy.bench.machine import BusyMeter, loop_ms
 from vivy.config import is_postgres_url
 from vivy.errors import ConfigError
 from vivy.retrieval.ranked import ranked_notes
@@ -65,7 +69,7 @@ from vivy.storage.postgres.synthetic import copy_synthetic, exact_recall
 from vivy.storage.sqlite import open_sqlite_store
 from vivy.storage.synthetic import GUILD_ID, WALL0, build, quantised_recall
 
-__all__ = ["BenchResult", "format_results", "loop_ms", "main", "run_retrieval_bench"]
+__all__ = ["BenchResult", "format_results", "main", "run_retrieval_bench"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,26 +85,11 @@ class BenchResult:
     recall_at_10: float
     #: The median of the passes after the first (None with one pass).
     warm_p50_ms: float | None = None
-    #: The machine's speed when the size was timed (:func:`loop_ms`).
+    #: The machine's speed when the size was timed (:func:`~vivy.bench.machine.loop_ms`).
     loop_ms: float = 0.0
-
-
-#: Steps of the loop :func:`loop_ms` times.
-LOOP_STEPS = 1_000_000
-
-
-def loop_ms() -> float:
-    """Milliseconds a million-step Python loop takes (median of three), timed just before a
-    size's queries: searches are CPU-bound, and a shared machine's speed moves by two to
-    three times within an hour, so each row says how fast the machine was when it was timed."""
-    runs = []
-    for _ in range(3):
-        started = time.perf_counter()
-        total = 0
-        for step in range(LOOP_STEPS):
-            total += step
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs) * 1000
+    #: The share of the machine's CPU time others used while the queries ran (None where it
+    #: cannot be read): :class:`~vivy.bench.machine.BusyMeter`.
+    others_pct: float | None = None
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
@@ -141,13 +130,12 @@ def _sqlite_size(
     path = tmp / f"retrieval-{size}.db"
     fill_s, workload = build(path, size, queries, seed)
     speed = loop_ms()
-    load_s, timings = anyio.run(_time_searches, open_sqlite_store(path), workload, settings, passes)
+    timed = anyio.run(_time_searches, open_sqlite_store(path), workload, settings, passes)
     vector_timings, recalls = quantised_recall(path, workload, candidates=settings.candidates)
     return _result(
         size,
         fill_s,
-        load_s,
-        timings,
+        timed,
         statistics.median(vector_timings),
         statistics.fmean(recalls) if recalls else 0.0,
         speed,
@@ -172,29 +160,26 @@ def _postgres_size(
         fill_s = copy_synthetic(path, conn)
     path.unlink()
     speed = loop_ms()
-    load_s, timings = anyio.run(
-        _time_searches, open_postgres_store(url), workload, settings, passes
-    )
+    timed = anyio.run(_time_searches, open_postgres_store(url), workload, settings, passes)
     with connect(url) as conn:
         vector_s, recall = exact_recall(conn, workload, candidates=settings.candidates)
-    return _result(size, fill_s, load_s, timings, vector_s, recall, speed)
+    return _result(size, fill_s, timed, vector_s, recall, speed)
 
 
 def _result(
     size: int,
     fill_s: float,
-    load_s: float,
-    timings: Sequence[Sequence[float]],
+    timed: _Timed,
     vector_s: float,
     recall: float,
     speed_ms: float,
 ) -> BenchResult:
     """One size's row from its passes' timings (the first pass, then the warm ones)."""
-    first, *warm = timings
+    first, *warm = timed.passes
     return BenchResult(
         size=size,
         fill_s=fill_s,
-        index_load_s=load_s,
+        index_load_s=timed.load_s,
         p50_ms=statistics.median(first) * 1000,
         p99_ms=_percentile(first, 0.99) * 1000,
         vector_p50_ms=vector_s * 1000,
@@ -203,15 +188,26 @@ def _result(
         if warm
         else None,
         loop_ms=speed_ms,
+        others_pct=timed.others_pct,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Timed:
+    """One size's timings: the first search's seconds, each pass's search seconds, and the
+    share of the machine's CPU time others used during the passes."""
+
+    load_s: float
+    passes: list[list[float]]
+    others_pct: float | None
 
 
 async def _time_searches(
     store: Store, workload: Sequence[tuple[bytes, str]], settings: RetrievalSettings, passes: int
-) -> tuple[float, list[list[float]]]:
+) -> _Timed:
     """The first search's seconds (on SQLite it loads the guild's vectors into memory, once
-    per process) and each workload search's in each of ``passes`` passes, through ``store``
-    as the bot opens it; closes the store."""
+    per process), each workload search's in each of ``passes`` passes through ``store`` as the
+    bot opens it, and how busy others kept the machine meanwhile; closes the store."""
     try:
 
         async def one(vector: bytes, text: str) -> float:
@@ -230,9 +226,10 @@ async def _time_searches(
             return time.perf_counter() - started
 
         first = await one(*workload[0]) if workload else 0.0
-        return first, [
-            [await one(vector, text) for vector, text in workload] for _ in range(passes)
-        ]
+        meter = BusyMeter()
+        meter.start()
+        timings = [[await one(vector, text) for vector, text in workload] for _ in range(passes)]
+        return _Timed(first, timings, meter.stop())
     finally:
         store.close()
 
@@ -250,13 +247,15 @@ def format_results(
     lines = [
         f"retrieval bench: search_notes without the embedding call, top 10, {vectors}",
         f"{'size':>8} {'fill_s':>8} {'load_s':>7} {'p50_ms':>8} {'p99_ms':>8} {'vector_p50_ms':>14}"
-        f" {'recall_at_10_vs_exact':>22} {'warm_p50_ms':>12} {'loop_ms':>8}",
+        f" {'recall_at_10_vs_exact':>22} {'warm_p50_ms':>12} {'loop_ms':>8} {'others_pct':>10}",
     ]
     for r in results:
         warm = "-" if r.warm_p50_ms is None else f"{r.warm_p50_ms:.2f}"
+        others = "-" if r.others_pct is None else f"{r.others_pct:.1f}"
         lines.append(
             f"{r.size:>8} {r.fill_s:>8.1f} {r.index_load_s:>7.2f} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f}"
             f" {r.vector_p50_ms:>14.2f} {r.recall_at_10:>22.3f} {warm:>12} {r.loop_ms:>8.1f}"
+            f" {others:>10}"
         )
     return "\n".join(lines)
 
