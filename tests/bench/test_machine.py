@@ -13,8 +13,8 @@ STAT = "cpu  4000 100 900 20000 500 0 300 200 0 0\ncpu0 2000 50 450 10000 250 0 
 
 def test_cpu_line_is_split_into_busy_and_total_seconds() -> None:
     """Idle and iowait are idle; user, nice, system, irq, softirq and steal are busy."""
-    times = parse_cpu_times(STAT, ticks_per_second=100.0)
-    assert times == CpuTimes(busy=55.0, total=260.0)
+    times = parse_cpu_times(STAT, ticks_per_second=100.0, own=2.5)
+    assert times == CpuTimes(busy=55.0, total=260.0, own=2.5)
 
 
 @pytest.mark.parametrize("text", ["", "intr 1 2 3\n", "cpu 1 2 3\n"])
@@ -26,12 +26,14 @@ def test_text_of_another_shape_is_refused(text: str) -> None:
 
 def test_others_share_leaves_out_this_process() -> None:
     """Of 10 machine seconds, 6 busy of which 4 were ours: others used 20 %."""
-    before = CpuTimes(busy=100.0, total=1000.0)
-    after = CpuTimes(busy=106.0, total=1010.0)
-    assert others_percent(before, after, own_seconds=4.0) == pytest.approx(20.0)
+    before = CpuTimes(busy=100.0, total=1000.0, own=1.0)
+    after = CpuTimes(busy=106.0, total=1010.0, own=5.0)
+    assert others_percent(before, after) == pytest.approx(20.0)
     # All the busy time ours, or counters that did not move: nobody else.
-    assert others_percent(before, after, own_seconds=6.5) == 0.0
-    assert others_percent(before, before, own_seconds=0.0) == 0.0
+    assert others_percent(before, CpuTimes(busy=106.0, total=1010.0, own=7.5)) == 0.0
+    assert others_percent(before, before) == 0.0
+    # Without a reading (no /proc/stat) there is no share to give.
+    assert others_percent(None, after) is None
 
 
 def test_counters_of_this_machine_only_grow() -> None:

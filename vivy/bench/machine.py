@@ -3,8 +3,9 @@
 Latency targets hold "on an idle machine", and a shared VM is seldom idle for an hour: the same
 code's p50 moved by a third between runs. So a benchmark row carries two witnesses taken when
 its timings were: :func:`loop_ms`, the speed of one core on a fixed Python loop, and
-:class:`BusyMeter`, the share of the machine's CPU time that went to anything but this
-process (other processes and the hypervisor's steal) while the row was timed.
+:func:`others_percent` between two :func:`read_cpu_times`, the share of the machine's CPU
+time that went to anything but this process (other processes and the hypervisor's steal)
+while the row was timed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from pathlib import Path
 
 __all__ = [
     "LOOP_STEPS",
-    "BusyMeter",
     "CpuTimes",
     "loop_ms",
     "others_percent",
@@ -47,14 +47,17 @@ def loop_ms() -> float:
 
 @dataclass(frozen=True, slots=True)
 class CpuTimes:
-    """CPU seconds since boot, summed over every core: busy (steal included) and in all."""
+    """CPU seconds: the machine's since boot, summed over every core (busy, steal included,
+    and in all), and this process's own (all its threads)."""
 
     busy: float
     total: float
+    own: float = 0.0
 
 
-def parse_cpu_times(stat: str, ticks_per_second: float) -> CpuTimes:
-    """The machine's CPU times from the text of ``/proc/stat`` (its first, ``cpu`` line).
+def parse_cpu_times(stat: str, ticks_per_second: float, own: float = 0.0) -> CpuTimes:
+    """The machine's CPU times from the text of ``/proc/stat`` (its first, ``cpu`` line),
+    with ``own`` as this process's seconds.
 
     Idle and iowait are the idle time; user, nice, system, irq, softirq and steal are busy
     (guest time is already inside user). Raises ValueError on text of another shape.
@@ -64,52 +67,27 @@ def parse_cpu_times(stat: str, ticks_per_second: float) -> CpuTimes:
         raise ValueError("the first line of /proc/stat is not the machine's cpu line")
     user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
     busy = user + nice + system + irq + softirq + steal
-    return CpuTimes(busy / ticks_per_second, (busy + idle + iowait) / ticks_per_second)
+    return CpuTimes(busy / ticks_per_second, (busy + idle + iowait) / ticks_per_second, own)
 
 
 def read_cpu_times() -> CpuTimes | None:
-    """The machine's CPU times now; None where ``/proc/stat`` cannot be read (not Linux)."""
+    """The CPU times now; None where ``/proc/stat`` cannot be read (not Linux)."""
+    times = os.times()
     try:
-        return parse_cpu_times(PROC_STAT.read_text(), float(os.sysconf("SC_CLK_TCK")))
+        stat = PROC_STAT.read_text()
+        return parse_cpu_times(stat, float(os.sysconf("SC_CLK_TCK")), times.user + times.system)
     except (OSError, ValueError):
         return None
 
 
-def others_percent(before: CpuTimes, after: CpuTimes, own_seconds: float) -> float:
+def others_percent(before: CpuTimes | None, after: CpuTimes | None) -> float | None:
     """The share (percent) of the machine's CPU time between two readings that went to
-    anything but the ``own_seconds`` this process used: 0 on an idle machine."""
+    anything but this process: 0 on an idle machine; None without both readings. The
+    counters tick a hundred times a second, so a few seconds read to about a percent."""
+    if before is None or after is None:
+        return None
     total = after.total - before.total
     if total <= 0:
         return 0.0
-    others = (after.busy - before.busy) - own_seconds
+    others = (after.busy - before.busy) - (after.own - before.own)
     return min(100.0, max(0.0, 100.0 * others / total))
-
-
-def _own_seconds() -> float:
-    """CPU seconds this process (all its threads) has used."""
-    times = os.times()
-    return times.user + times.system
-
-
-class BusyMeter:
-    """Measures :func:`others_percent` over a stretch of work: ``start()``, then ``stop()``.
-
-    ``stop()`` gives None where the machine's counters cannot be read. The counters tick a
-    hundred times a second, so a stretch of a few seconds reads to about a percent.
-    """
-
-    def __init__(self) -> None:
-        self._before: CpuTimes | None = None
-        self._own = 0.0
-
-    def start(self) -> None:
-        """Read the counters at the start of the work."""
-        self._before = read_cpu_times()
-        self._own = _own_seconds()
-
-    def stop(self) -> float | None:
-        """The share of the machine's CPU time others used since :meth:`start`."""
-        after = read_cpu_times()
-        if self._before is None or after is None:
-            return None
-        return others_percent(self._before, after, _own_seconds() - self._own)

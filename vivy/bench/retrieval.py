@@ -54,7 +54,7 @@ from pathlib import Path
 
 import anyio
 
-from vivy.bench.machine import BusyMeter, loop_ms
+from vivy.bench.machine import loop_ms, others_percent, read_cpu_times
 from vivy.config import is_postgres_url
 from vivy.errors import ConfigError
 from vivy.retrieval.ranked import ranked_notes
@@ -88,7 +88,7 @@ class BenchResult:
     #: The machine's speed when the size was timed (:func:`~vivy.bench.machine.loop_ms`).
     loop_ms: float = 0.0
     #: The share of the machine's CPU time others used while the queries ran (None where it
-    #: cannot be read): :class:`~vivy.bench.machine.BusyMeter`.
+    #: cannot be read): :func:`~vivy.bench.machine.others_percent`.
     others_pct: float | None = None
 
 
@@ -226,10 +226,9 @@ async def _time_searches(
             return time.perf_counter() - started
 
         first = await one(*workload[0]) if workload else 0.0
-        meter = BusyMeter()
-        meter.start()
+        before = read_cpu_times()
         timings = [[await one(vector, text) for vector, text in workload] for _ in range(passes)]
-        return _Timed(first, timings, meter.stop())
+        return _Timed(first, timings, others_percent(before, read_cpu_times()))
     finally:
         store.close()
 
