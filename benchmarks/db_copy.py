@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import sqlean
 
-from vivy.storage.synthetic import build
+from vivy_lab.synthetic.sqlite import build
 
 with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")

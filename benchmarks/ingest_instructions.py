@@ -19,8 +19,8 @@ from pathlib import Path
 
 import anyio
 
-from vivy.bench.ingest import GATEWAY_WINDOW, _arrival_order, _run_gateway, _traffic
 from vivy.heap import settle_heap
+from vivy_lab.bench.ingest import GATEWAY_WINDOW, _arrival_order, _run_gateway, _traffic
 
 
 def main(count: int) -> None:

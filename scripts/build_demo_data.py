@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "vivy" / "data" / "demo_export.json"
-EVAL_SET = ROOT / "vivy" / "data" / "eval_set.json"
+EVAL_SET = ROOT / "lab" / "vivy_lab" / "data" / "eval_set.json"
 
 DISCORD_EPOCH_MS = 1420070400000
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Build the long-conversation retrieval eval set (issue 13, Build item 4).
 
-It writes ``vivy/data/longconv_eval.json`` (the full set: ~8 guilds, ~5,000 messages, ~500
-questions) and ``tests/retrieval/longconv_small.json`` (the first 2 guilds with ~30 questions
+It writes ``lab/vivy_lab/data/longconv_eval.json`` (the full set: ~8 guilds, ~5,000 messages, ~500
+questions) and ``tests/lab/eval/longconv_small.json`` (the first 2 guilds with ~30 questions
 each, for the test suite). Each guild is a small group (2 or 3 members) chatting in one
 channel over 6-16 weeks, in 15-25 sessions days apart; each session carries the "ideal LLM
 summary" note it would become. Each question carries the ids of the messages that answer it,
@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = ROOT / "vivy" / "data" / "longconv_eval.json"
-DEFAULT_SMALL_OUT = ROOT / "tests" / "retrieval" / "longconv_small.json"
+DEFAULT_OUT = ROOT / "lab" / "vivy_lab" / "data" / "longconv_eval.json"
+DEFAULT_SMALL_OUT = ROOT / "tests" / "lab" / "eval" / "longconv_small.json"
 DEFAULT_SEED = 7
 DEFAULT_GUILDS = 8
 KINDS = ("single-hop", "multi-hop", "temporal", "open-domain")

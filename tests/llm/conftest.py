@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vivy.llm.fake_gemini import FakeGemini
+from vivy_lab.fakes.gemini import FakeGemini
 
 
 @pytest.fixture(params=["asyncio", "trio"])

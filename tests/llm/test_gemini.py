@@ -11,17 +11,6 @@ from typing import Any
 import pytest
 
 from vivy.errors import ConfigError, LLMError, LLMInvalidOutput, LLMUnavailable
-from vivy.llm.fake_gemini import (
-    FakeGemini,
-    answer,
-    conversation_answer,
-    embeddings,
-    error,
-    prompt_blocked,
-    safety_block,
-    slow,
-    text_answer,
-)
 from vivy.llm.gemini import (
     GeminiConfig,
     GeminiLLM,
@@ -52,6 +41,17 @@ from vivy.llm.schemas import (
     ProfileInput,
     ProfileOperations,
     TranscriptLine,
+)
+from vivy_lab.fakes.gemini import (
+    FakeGemini,
+    answer,
+    conversation_answer,
+    embeddings,
+    error,
+    prompt_blocked,
+    safety_block,
+    slow,
+    text_answer,
 )
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,6 @@ import trio
 from trio.testing import MockClock
 
 from vivy.errors import LLMUnavailable
-from vivy.llm.fake_gemini import FakeGemini, Reply, answer
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import (
     MAX_RETRY_AFTER_S,
@@ -18,6 +17,7 @@ from vivy.llm.retry import (
     call_with_retries,
     retry_after,
 )
+from vivy_lab.fakes.gemini import FakeGemini, Reply, answer
 
 from .test_gemini import NOTE, gemini, note_payload
 

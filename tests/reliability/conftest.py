@@ -25,10 +25,10 @@ import pytest
 import trio
 import trio.testing
 
-from vivy.llm.fake_gemini import FakeGemini, RecordedRequest, Reply, answer, error, slow
 from vivy.llm.prompts import CLUSTER_SYSTEM, CONSOLIDATION_SYSTEM, NOTE_SYSTEM
 from vivy.llm.prompts import PROFILE_UPDATE_SYSTEM as PROFILE_SYSTEM
 from vivy.state.gate import IncomingMessage
+from vivy_lab.fakes.gemini import FakeGemini, RecordedRequest, Reply, answer, error, slow
 
 #: The request header through which a test tells the fake server how to answer one request.
 PLAN_HEADER = "x-fake-reply"

@@ -30,7 +30,6 @@ from vivy.app import App, running_app
 from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMInvalidOutput
-from vivy.llm.fake_gemini import RecordedRequest, Reply, answer, text_answer
 from vivy.llm.gemini import GeminiConfig, GeminiLLM
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation
@@ -56,6 +55,7 @@ from vivy.state.gate import IncomingMessage
 from vivy.state.guards import looks_like_instruction
 from vivy.state.profile import FactSource, plan_operations
 from vivy.storage.db import Connection
+from vivy_lab.fakes.gemini import RecordedRequest, Reply, answer, text_answer
 
 from .conftest import (
     VALID_NOTE,

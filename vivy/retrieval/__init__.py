@@ -4,8 +4,7 @@
 :class:`OperatorStore` serves the operator API's searches through the app's storage owner.
 The searches' SQL lives in :mod:`vivy.storage.search` (behind the port's ``search`` area),
 one ranked search in :mod:`~vivy.retrieval.ranked`, the fusion and gate in
-:mod:`~vivy.retrieval.ranking`, the XML in :mod:`~vivy.retrieval.context`, and the offline
-recall@k evaluation in :mod:`~vivy.retrieval.eval`.
+:mod:`~vivy.retrieval.ranking`, and the XML in :mod:`~vivy.retrieval.context`.
 """
 
 from __future__ import annotations

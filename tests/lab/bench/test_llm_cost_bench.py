@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from vivy.bench.llm_cost import CountingLLM, format_results, spaced_export
 from vivy.importer import load_exports
 from vivy.llm.prompts import note_request
 from vivy.llm.schemas import MemberFacts, NoteInput, TranscriptLine
+from vivy_lab.bench.llm_cost import CountingLLM, format_results, spaced_export
 
 
 def test_spaced_history_is_two_member_conversations_days_apart(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vivy.bench import retrieval as bench
+from vivy_lab.bench import retrieval as bench
 
 
 def test_bench_prints_every_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vivy.retrieval.longconv import (
+from vivy_lab.eval.longconv import (
     KINDS,
     LongReport,
     below_baseline,

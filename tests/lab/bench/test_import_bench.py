@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vivy.bench.importer import YEAR_S, generate, main, write_exports
 from vivy.importer import load_exports
-from vivy.llm.fake_gemini import minimal_instance
+from vivy_lab.bench.importer import YEAR_S, generate, main, write_exports
+from vivy_lab.fakes.gemini import minimal_instance
 
 FIGURES = {
     f"{run}_{name}"

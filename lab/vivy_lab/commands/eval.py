@@ -1,9 +1,9 @@
 """``vivy eval``: offline retrieval evaluation.
 
-First the long-conversation eval (:func:`vivy.retrieval.longconv.run_longconv` on the bundled
+First the long-conversation eval (:func:`vivy_lab.eval.longconv.run_longconv` on the bundled
 set, or ``--long-set``): session recall@1/3/5/10 per question kind of the shipped retriever,
 of notes only, and of plain BM25 over the raw conversation text, in one run. Then the note
-eval (:func:`vivy.retrieval.eval.run_eval` on ``--eval-set``): recall@k of vector, keyword
+eval (:func:`vivy_lab.eval.notes.run_eval` on ``--eval-set``): recall@k of vector, keyword
 and fused search over note summaries. Embeddings come from the offline provider unless
 ``--provider auto`` picks Gemini when a key is set. With ``--check`` the exit code is 1 when
 the shipped retriever's recall at 1, 5 or 10, overall or in a question kind, is below the
@@ -52,8 +52,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(handler=run)
 
 
-_NOTES_SHAPE = "guild_id, notes and questions, as in vivy/data/eval_set.json"
-_LONG_SHAPE = "guilds of sessions and questions, as in vivy/data/longconv_eval.json"
+_NOTES_SHAPE = "guild_id, notes and questions, as in lab/vivy_lab/data/eval_set.json"
+_LONG_SHAPE = "guilds of sessions and questions, as in lab/vivy_lab/data/longconv_eval.json"
 
 
 def _eval_set(option: str, path: str | None, load: Callable[[str | None], T], shape: str) -> T:
@@ -77,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
     from vivy.llm import make_llm
     from vivy.llm.offline import OfflineLLM
     from vivy.llm.port import LLM
-    from vivy.retrieval.eval import EvalReport, format_report, load_eval_set, run_eval
-    from vivy.retrieval.longconv import (
+    from vivy_lab.eval.longconv import (
         LongReport,
         below_baseline,
         format_long_report,
         load_longconv,
         run_longconv,
     )
+    from vivy_lab.eval.notes import EvalReport, format_report, load_eval_set, run_eval
 
     eval_set = _eval_set("--eval-set", args.eval_set, load_eval_set, _NOTES_SHAPE)
     long_set = _eval_set("--long-set", args.long_set, load_longconv, _LONG_SHAPE)

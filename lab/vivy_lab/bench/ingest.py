@@ -32,7 +32,7 @@ owner's worker thread), the raw baseline plain psycopg's ``executemany``
 (``raw_psycopg_batched_rows_per_s``) and seed 002's JSON rewrite on the same server. Every
 database of a run is a fresh schema of one throwaway database, ``vivy_bench_<random>``,
 created on that server for the run and dropped after it, so the database the URL names is
-never changed (:mod:`vivy.storage.postgres.scratch`).
+never changed (:mod:`vivy_lab.scratch`).
 
 The benchmark reads the real clock (``time.perf_counter``) to measure; Vivy itself still reads
 time only from its :class:`~vivy.clock.Clock`.
@@ -63,12 +63,12 @@ from vivy.heap import settle_heap
 from vivy.metrics.observer import MetricsObserver
 from vivy.metrics.registry import Metrics
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
-from vivy.storage import baseline
 from vivy.storage.port import Store
-from vivy.storage.postgres import baseline as pg_baseline
-from vivy.storage.postgres.scratch import new_schema, scratch_database
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.sqlite import open_sqlite_store
+from vivy_lab.baseline import postgres as pg_baseline
+from vivy_lab.baseline import sqlite as baseline
+from vivy_lab.scratch import new_schema, scratch_database
 
 __all__ = [
     "CountingHandOff",

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "build_longconv_eval.py"
-FULL = ROOT / "vivy" / "data" / "longconv_eval.json"
-SMALL = ROOT / "tests" / "retrieval" / "longconv_small.json"
+FULL = ROOT / "lab" / "vivy_lab" / "data" / "longconv_eval.json"
+SMALL = ROOT / "tests" / "lab" / "eval" / "longconv_small.json"
 KINDS = {"single-hop", "multi-hop", "temporal", "open-domain"}
 
 

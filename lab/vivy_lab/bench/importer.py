@@ -32,10 +32,10 @@ from vivy.commands.db import quiet_logs
 from vivy.config import Settings
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
 from vivy.llm import GeminiLLM
-from vivy.llm.fake_gemini import FakeGemini, schema_route
 from vivy.llm.gemini import GeminiConfig
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM
+from vivy_lab.fakes.gemini import FakeGemini, schema_route
 
 __all__ = ["History", "generate", "main", "write_exports"]
 

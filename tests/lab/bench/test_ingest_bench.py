@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from tests.pg import embedded_postgres
-from vivy.bench.ingest import format_results, main, run_ingest_bench
 from vivy.storage.db import connect
+from vivy_lab.bench.ingest import format_results, main, run_ingest_bench
 
 FIGURES = {
     "messages",

@@ -1,11 +1,11 @@
 """The raw PostgreSQL baselines ``vivy bench ingest --db postgresql://…`` measures against.
 
-The PostgreSQL side of :mod:`vivy.storage.baseline`, storage operations of the benchmark
+The PostgreSQL side of :mod:`vivy_lab.baseline.sqlite`, storage operations of the benchmark
 only: :class:`PgRawMessageTable` is plain psycopg's ceiling (one ``executemany`` of the rows
 into Vivy's own ``buffer_messages`` table in one transaction, pipelined by psycopg) and
 :class:`PgJsonRewriteTable` is seed 002's design (a JSON array per channel, rewritten per
 message in its own transaction). Each works in a fresh schema of its own (a URL from
-:func:`vivy.storage.postgres.scratch.new_schema`); the benchmark times their calls.
+:func:`vivy_lab.scratch.new_schema`); the benchmark times their calls.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from vivy.storage.baseline import RawMessageRow
 from vivy.storage.postgres.db import connect, migrate
+from vivy_lab.baseline.sqlite import RawMessageRow
 
 __all__ = ["PgJsonRewriteTable", "PgRawMessageTable", "count_buffered_messages"]
 

@@ -1,7 +1,7 @@
 """The retrieval benchmark's synthetic notes, copied from SQLite into PostgreSQL.
 
 ``vivy bench retrieval --db postgresql://…`` measures PostgreSQL on exactly the notes, vectors,
-evidence and queries the SQLite run measures: :func:`vivy.storage.synthetic.build` makes the
+evidence and queries the SQLite run measures: :func:`vivy_lab.synthetic.sqlite.build` makes the
 SQLite database, and :func:`copy_synthetic` copies its filled tables into a migrated
 PostgreSQL database with binary ``COPY`` (float32 blobs become pgvector values). The tables'
 secondary indexes (HNSW, GIN, b-trees) are dropped first and built again from their own
@@ -9,7 +9,7 @@ definitions afterwards, as a bulk load does; the keyword postings are made in on
 the copy (their triggers off during it), the tables are vacuumed and analysed, and a
 checkpoint writes the load out before any search is timed.
 
-:func:`exact_recall` is the PostgreSQL side of :func:`vivy.storage.synthetic.quantised_recall`:
+:func:`exact_recall` is the PostgreSQL side of :func:`vivy_lab.synthetic.sqlite.quantised_recall`:
 the time of the vector search alone (the HNSW scan of the engine's
 :func:`~vivy.storage.postgres.search.vector_search`) and the share of an exact scan's top 10
 it finds.
@@ -34,11 +34,11 @@ from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import blob_text
 from vivy.storage.postgres.schema import POSTINGS_BACKFILL, POSTINGS_TABLES
 from vivy.storage.postgres.search import vector_bytes, vector_search
-from vivy.storage.synthetic import EXACT_QUERIES, GUILD_ID
+from vivy_lab.synthetic.sqlite import EXACT_QUERIES, GUILD_ID
 
 __all__ = ["SYNTHETIC_TABLES", "copy_synthetic", "exact_recall"]
 
-#: The tables :func:`vivy.storage.synthetic.build` fills, parents first.
+#: The tables :func:`vivy_lab.synthetic.sqlite.build` fills, parents first.
 SYNTHETIC_TABLES = (
     "interaction_notes",
     "note_participants",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vivy.bench.machine import CpuTimes, others_percent, parse_cpu_times, read_cpu_times
+from vivy_lab.bench.machine import CpuTimes, others_percent, parse_cpu_times, read_cpu_times
 
 #: A real first line of /proc/stat (user nice system idle iowait irq softirq steal guest
 #: guest_nice), then a per-core line that must not be read.

@@ -9,10 +9,10 @@ __all__ = ["BENCHMARKS", "register"]
 
 #: Benchmark name -> module with ``main(argv) -> int``.
 BENCHMARKS = {
-    "ingest": "vivy.bench.ingest",
-    "import": "vivy.bench.importer",
-    "llm-cost": "vivy.bench.llm_cost",
-    "retrieval": "vivy.bench.retrieval",
+    "ingest": "vivy_lab.bench.ingest",
+    "import": "vivy_lab.bench.importer",
+    "llm-cost": "vivy_lab.bench.llm_cost",
+    "retrieval": "vivy_lab.bench.retrieval",
 }
 
 

@@ -1,6 +1,6 @@
 """Offline retrieval evaluation: recall@k of vector, keyword and fused search (seed 001).
 
-The bundled eval set (``vivy/data/eval_set.json``, described in ``vivy/data/README.md``)
+The eval set (``data/eval_set.json``, described in ``data/README.md`` of this package)
 holds 40 synthetic notes and 33 questions, each with the keys of its relevant notes. The
 notes are stored through the real write path (a closed buffer committed as a note, its
 embedding computed from the same contextual text the note writer embeds) in a temporary
@@ -112,7 +112,9 @@ class EvalReport:
 def load_eval_set(path: str | Path | None = None) -> EvalSet:
     """The eval set at ``path``, or the bundled one."""
     if path is None:
-        text = resources.files("vivy.data").joinpath("eval_set.json").read_text(encoding="utf-8")
+        text = (
+            resources.files("vivy_lab.data").joinpath("eval_set.json").read_text(encoding="utf-8")
+        )
     else:
         text = Path(path).read_text(encoding="utf-8")
     raw: dict[str, Any] = json.loads(text)

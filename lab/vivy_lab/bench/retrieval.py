@@ -1,7 +1,7 @@
 """``vivy bench retrieval``: note search latency and quantised-search recall at scale.
 
 For each size N, a fresh database gets one guild with N synthetic notes and their evidence
-(:mod:`vivy.storage.synthetic` says how they are made). The database is then opened as the
+(:mod:`vivy_lab.synthetic.sqlite` says how they are made). The database is then opened as the
 bot opens it (:func:`vivy.storage.sqlite.open_sqlite_store`: production pragmas, the storage
 owner's worker thread and second connection), and each query is timed through
 :func:`vivy.retrieval.ranked.ranked_notes`, everything ``Retriever.search_notes`` does
@@ -20,7 +20,7 @@ differ most where the machine evicts file pages it has not touched for a while (
 cache of a small VM), which the first pass after a long build then reads from disk.
 
 With ``--db postgresql://…`` each size's SQLite database is built the same way and then
-copied into PostgreSQL (:func:`vivy.storage.postgres.synthetic.copy_synthetic`; ``fill_s``
+copied into PostgreSQL (:func:`vivy_lab.synthetic.postgres.copy_synthetic`; ``fill_s``
 is then the copy with its index builds), so both engines answer exactly the same queries over
 the same notes. Each query is timed through :func:`~vivy.retrieval.ranked.ranked_notes` on
 the PostgreSQL engine as ``vivy run`` opens it (psycopg on the owner's worker thread); the
@@ -29,7 +29,7 @@ first search (a cold cache) is timed apart, ``vector_p50_ms`` is the HNSW scan a
 schema of one throwaway database, ``vivy_bench_<random>``, created on that server for the run
 and dropped after it, so the database the URL names is never changed.
 
-Two columns say what the machine was doing when a size was timed (:mod:`vivy.bench.machine`):
+Two columns say what the machine was doing when a size was timed (:mod:`vivy_lab.bench.machine`):
 ``loop_ms``, a million-step Python loop run just before its queries, and ``others_pct``, the
 share of the machine's CPU time (every core, the hypervisor's steal included) that went to
 anything but this process while the queries ran. The latency targets hold on an idle machine:
@@ -54,7 +54,6 @@ from pathlib import Path
 
 import anyio
 
-from vivy.bench.machine import loop_ms, others_percent, read_cpu_times
 from vivy.config import is_postgres_url
 from vivy.errors import ConfigError
 from vivy.retrieval.ranked import ranked_notes
@@ -62,12 +61,13 @@ from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
 from vivy.storage.postgres.db import connect, migrate
-from vivy.storage.postgres.scratch import new_schema, scratch_database
 from vivy.storage.postgres.search import EF_SEARCH
 from vivy.storage.postgres.stores import open_postgres_store
-from vivy.storage.postgres.synthetic import copy_synthetic, exact_recall
 from vivy.storage.sqlite import open_sqlite_store
-from vivy.storage.synthetic import GUILD_ID, WALL0, build, quantised_recall
+from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times
+from vivy_lab.scratch import new_schema, scratch_database
+from vivy_lab.synthetic.postgres import copy_synthetic, exact_recall
+from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build, quantised_recall
 
 __all__ = ["BenchResult", "format_results", "main", "run_retrieval_bench"]
 
@@ -85,10 +85,10 @@ class BenchResult:
     recall_at_10: float
     #: The median of the passes after the first (None with one pass).
     warm_p50_ms: float | None = None
-    #: The machine's speed when the size was timed (:func:`~vivy.bench.machine.loop_ms`).
+    #: The machine's speed when the size was timed (:func:`~vivy_lab.bench.machine.loop_ms`).
     loop_ms: float = 0.0
     #: The share of the machine's CPU time others used while the queries ran (None where it
-    #: cannot be read): :func:`~vivy.bench.machine.others_percent`.
+    #: cannot be read): :func:`~vivy_lab.bench.machine.others_percent`.
     others_pct: float | None = None
 
 

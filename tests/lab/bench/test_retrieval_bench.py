@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from tests.pg import embedded_postgres
-from vivy.bench.retrieval import format_results, main, run_retrieval_bench
 from vivy.retrieval.settings import DEFAULT_SETTINGS
+from vivy_lab.bench.retrieval import format_results, main, run_retrieval_bench
 
 
 def test_sqlite_run_reports_a_row_per_size() -> None:

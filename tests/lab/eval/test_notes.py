@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from vivy.commands import eval as eval_command
-from vivy.retrieval.eval import KS, METHODS, EvalReport, format_report, recall_at, run_eval
+from vivy_lab.commands import eval as eval_command
+from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +70,7 @@ def test_check_fails_when_fusion_loses(monkeypatch: pytest.MonkeyPatch) -> None:
     async def fake_run(*args: object, **kwargs: object) -> EvalReport:
         return bad
 
-    monkeypatch.setattr("vivy.retrieval.eval.run_eval", fake_run)
+    monkeypatch.setattr("vivy_lab.eval.notes.run_eval", fake_run)
     parser = argparse.ArgumentParser()
     eval_command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["eval", "--check"])
