@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import re
 from pathlib import Path
 
 import pytest
 
+import vivy
 import vivy.cli
 from vivy.errors import ConfigError, StorageError
+from vivy_lab.commands.bench import BENCHMARKS
 
 
 def _command(error: BaseException) -> argparse.ArgumentParser:
@@ -94,3 +98,61 @@ def test_the_product_imports_nothing_from_the_lab() -> None:
         if "vivy_lab" in path.read_text(encoding="utf-8")
     ]
     assert offenders == []
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``vivy --version`` prints ``vivy X.Y.Z`` and exits 0."""
+    with pytest.raises(SystemExit) as exited:
+        vivy.cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"vivy {vivy.__version__}\n"
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every (sub)command's parser under ``parser``, with its command words."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += [((*path, name), sub), *_parsers(sub, (*path, name))]
+    return found
+
+
+def _bench_parsers() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """The parsers of ``vivy bench NAME``, which each benchmark builds on its own."""
+    found = []
+    for name in BENCHMARKS:
+        try:
+            importlib.import_module(BENCHMARKS[name]).main(["--help"])
+        except _Captured as captured:
+            found.append((("bench", name), captured.parser))
+    return found
+
+
+class _Captured(Exception):
+    """Raised instead of printing a benchmark's help, carrying its parser."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        super().__init__()
+        self.parser = parser
+
+
+MARKUP = re.compile(r"`|:(func|class|data|mod):|\bseed \d{3}", re.IGNORECASE)
+
+
+def test_every_command_has_a_plain_description(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command and subcommand says what it does, in plain text: no markup, no seed names."""
+
+    def capture(self: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        raise _Captured(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help", capture)
+    parsers = _parsers(vivy.cli.build_parser()) + _bench_parsers()
+    assert {words for words, _ in parsers} >= {("run",), ("eval",), ("job", "run")}
+    for words, parser in parsers:
+        assert parser.description, words
+        texts = [parser.description, *(action.help or "" for action in parser._actions)]
+        for text in texts:
+            assert not MARKUP.search(text), (words, text)

@@ -26,6 +26,7 @@ from importlib.metadata import entry_points
 
 import structlog
 
+from vivy import __version__
 from vivy.config import Settings
 from vivy.errors import ConfigError, VivyError
 from vivy.logs import configure_logging
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vivy", description="Long-term memory for Discord communities."
     )
+    parser.add_argument("--version", action="version", version=f"vivy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(commands)

@@ -198,7 +198,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="copy the database between SQLite and PostgreSQL",
         description="Copy every row of SOURCE into TARGET, each a SQLite file or a "
         "postgresql:// URL, in batches of one transaction each; then compare the row counts "
-        "and run `vivy db check`'s checks on both. The source is only read. An interrupted "
+        "and run vivy db check's checks on both. The source is only read. An interrupted "
         "copy continues when run again with the same arguments. A TARGET holding rows is "
         "refused unless --replace. Stop Vivy on SOURCE first.",
     )

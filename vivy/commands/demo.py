@@ -60,8 +60,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "demo",
         help="replay a bundled conversation and show what Vivy remembers (offline by default)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Replay a bundled three-day conversation of six members through Vivy's "
+        "real pipeline on virtual time, then print the notes, each member's profile with the "
+        "source of every fact, and the memory Vivy would use to answer a question. Runs on a "
+        "temporary SQLite file, or on PostgreSQL (--postgres starts a throwaway embedded "
+        "server; --db postgresql://... uses yours). /metrics is served while it runs. Offline "
+        "without a Gemini key; with GEMINI_API_KEY set, it uses Gemini.",
     )
     parser.add_argument(
         "--db",

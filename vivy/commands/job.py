@@ -36,9 +36,20 @@ def _day(text: str) -> date:
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy job run``."""
-    parser = commands.add_parser("job", help="run the nightly memory job by hand")
+    parser = commands.add_parser(
+        "job",
+        help="run the nightly memory job by hand",
+        description="Run the nightly memory job by hand (vivy run does it every midnight).",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    run = actions.add_parser("run", help="run (or resume) the job for one day", description=__doc__)
+    run = actions.add_parser(
+        "run",
+        help="run (or resume) the job for one day",
+        description="Run (or resume) the nightly memory job for one day of VIVY_TIMEZONE, "
+        "yesterday by default: topic clusters for each guild, then consolidation of each changed "
+        "profile. Running it twice for a day does nothing the second time. The database must "
+        "exist and the day must have ended.",
+    )
     run.add_argument("--date", type=_day, default=None, help="local day (default: yesterday)")
     add_database_option(run)
     run.set_defaults(handler=lambda args: run_job(database_path(args), args.date))

@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "migrate-v1",
         help="turn the v1 bot's active facts into profile facts of a guild",
-        description="Copy the v1 bot's active facts (seed 000 `facts` table) into the profiles "
+        description="Copy the v1 bot's active facts (its facts table) into the profiles "
         "of one guild, section 'other', citing 'migrated from v1 fact #ID'. Facts that fail the "
         "guards are skipped and counted. Running it again adds nothing.",
     )

@@ -48,7 +48,12 @@ NO_TOKEN_MESSAGE = (
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy run``."""
     parser = commands.add_parser(
-        "run", help="connect to Discord and remember conversations (needs DISCORD_TOKEN)"
+        "run",
+        help="connect to Discord and remember conversations (needs DISCORD_TOKEN)",
+        description="Run the Discord bot with memory: capture conversations, write notes and "
+        "profiles, run the nightly job at midnight, and answer mentions with what it remembers. "
+        "Serves /metrics and the operator API on VIVY_METRICS_HOST:VIVY_METRICS_PORT. On SQLite "
+        "one process runs every shard; on PostgreSQL each process leases the shards it runs.",
     )
     parser.add_argument(
         "--guild",

@@ -38,7 +38,14 @@ def _limit(text: str) -> int:
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy search``."""
-    parser = commands.add_parser("search", help="search a guild's notes", description=__doc__)
+    parser = commands.add_parser(
+        "search",
+        help="search a guild's notes",
+        description="Search a guild's notes for a question as replies do, and print the hits "
+        "with their scores and, under each, the messages that matched. The question is embedded "
+        "with the configured embedding model (the offline one without a key). The database is "
+        "only read.",
+    )
     parser.add_argument("--guild", type=discord_id, required=True, help="guild id")
     parser.add_argument("--limit", type=_limit, default=10, help="hits to show (1-50)")
     parser.add_argument("query", nargs="+", help="what to look for")

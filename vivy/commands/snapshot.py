@@ -1,4 +1,4 @@
-"""``vivy snapshot``: one Markdown file per guild, for operators (seed 003's snapshot).
+"""``vivy snapshot``: one Markdown file per guild, for operators.
 
 Each file lists the people Vivy remembers with their facts and sources, the recent
 conversation notes and the recent topic clusters, and server lore. It is written from a
@@ -25,7 +25,11 @@ RECENT_DAYS = 7
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy snapshot``."""
     parser = commands.add_parser(
-        "snapshot", help="write one Markdown snapshot per guild", description=__doc__
+        "snapshot",
+        help="write one Markdown snapshot per guild",
+        description="Write one Markdown file per guild into a folder, for operators: the "
+        "members Vivy remembers with their facts and sources, the recent notes and topic "
+        "clusters, and server lore. The database is only read.",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("snapshots"), help="directory (default: ./snapshots)"

@@ -371,7 +371,10 @@ def format_results(name: str, results: dict[str, float]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print both replays' figures, one ``name: value`` a line."""
-    parser = argparse.ArgumentParser(prog="vivy bench llm-cost", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="vivy bench llm-cost",
+        description="Count LLM calls and tokens per 1,000 human messages over two offline replays.",
+    )
     parser.add_argument("paths", nargs="*", type=Path, help="exports (default: the bundled one)")
     parser.add_argument(
         "--conversations",

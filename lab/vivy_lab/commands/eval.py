@@ -27,7 +27,12 @@ T = TypeVar("T")
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``vivy eval``."""
     parser = commands.add_parser(
-        "eval", help="measure retrieval recall@k on the bundled eval set (offline by default)"
+        "eval",
+        help="measure retrieval recall@k on the bundled eval set (offline by default)",
+        description="Measure the memory search on the bundled eval sets: first session "
+        "recall@1/3/5/10 per question kind on the long-conversation set, against notes only and "
+        "plain BM25 over the raw conversations; then recall@k of vector, keyword and fused "
+        "search on the small note set. Offline embeddings unless --provider auto.",
     )
     parser.add_argument(
         "--eval-set", default=None, help="eval set JSON file (default: the bundled one)"
