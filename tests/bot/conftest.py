@@ -13,7 +13,6 @@ the same database.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -44,20 +43,24 @@ from vivy.storage.postgres.db import PgDatabase
 
 from . import payloads
 from .fake_discord import FakeDiscord
+from .people import ALEX, CHANNEL, GUILD, JO, OTHER_BOT, OTHER_CHANNEL, SAM, TOKEN, VIVY, VIVY_USER
+
+#: The bot's people are defined in ``people.py`` (the fleet benchmark uses them too) and
+#: re-exported here for the bot tests.
+__all__ = [
+    "ALEX",
+    "CHANNEL",
+    "GUILD",
+    "JO",
+    "OTHER_BOT",
+    "OTHER_CHANNEL",
+    "SAM",
+    "TOKEN",
+    "VIVY",
+    "VIVY_USER",
+]
 
 #: The engines every harness test runs on.
-
-VIVY = 1_000_000_000_000_000_001
-GUILD = 2_000_000_000_000_000_002
-CHANNEL = 3_000_000_000_000_000_003
-OTHER_CHANNEL = 3_000_000_000_000_000_004
-TOKEN = base64.b64encode(str(VIVY).encode()).decode().rstrip("=") + ".fake.token"
-
-VIVY_USER = payloads.user(VIVY, "vivy", bot=True, global_name="Vivy")
-ALEX = payloads.user(4_000_000_000_000_000_011, "alex_a", global_name="Alex")
-SAM = payloads.user(4_000_000_000_000_000_012, "sam_s", global_name="Sam")
-JO = payloads.user(4_000_000_000_000_000_013, "jo_j", global_name="Jo")
-OTHER_BOT = payloads.user(4_000_000_000_000_000_099, "helper", bot=True)
 
 
 def uid(user: dict[str, Any]) -> int:
