@@ -1,4 +1,5 @@
-"""The README's two commands work from a fresh clone: the demo, and the checks."""
+"""The README's two commands work from a fresh clone: the demo, and the checks; and the
+scripts the docs name run in the environment of the first."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import re
 import subprocess
 from pathlib import Path
+
+from tests.test_docs import BENCHMARK_SETUP, documented_scripts, quick_run, shell_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +41,9 @@ def test_readme_opens_with_two_commands() -> None:
 
 
 def test_readme_commands_succeed_in_a_fresh_clone(tmp_path: Path) -> None:
-    """In a fresh clone the demo runs to its end, and the check script passes on a small test."""
+    """In a fresh clone the demo runs to its end, every documented script starts in its
+    environment with the benchmarks' documented additions, and the check script passes on a
+    small test."""
     clone = tmp_path / "vivy"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     demo, check = readme_commands()
@@ -53,6 +58,28 @@ def test_readme_commands_succeed_in_a_fresh_clone(tmp_path: Path) -> None:
     )
     assert first.returncode == 0, first.stderr[-3000:]
     assert "Memory context" in first.stdout and "Vivy would answer" in first.stdout
+    assert BENCHMARK_SETUP in shell_lines()
+    setup = subprocess.run(
+        ["bash", "-c", BENCHMARK_SETUP],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean_environment(),
+        check=False,
+    )
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    for script in sorted(documented_scripts()):
+        started = subprocess.run(
+            quick_run(".venv/bin/python", script),
+            cwd=clone,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=clean_environment(),
+            check=False,
+        )
+        assert started.returncode == 0, (script, started.stderr[-3000:])
     second = subprocess.run(
         ["bash", "-c", f"{check} tests/state/test_gate.py"],
         cwd=clone,

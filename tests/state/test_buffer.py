@@ -481,10 +481,10 @@ def test_an_edit_after_the_cap_closed_the_buffer_in_the_same_batch_is_planned() 
 
 
 def test_state_diagram_is_generated_from_the_table() -> None:
-    """Every table entry appears in the generated diagram, which the README shows as it is."""
+    """Every table entry appears in the generated diagram, which the docs show as it is."""
     diagram = state_diagram()
-    readme = Path(__file__).resolve().parents[2] / "README.md"
-    assert f"```mermaid\n{diagram}\n```" in readme.read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+    assert f"```mermaid\n{diagram}\n```" in page.read_text(encoding="utf-8")
     for source, by_trigger in TRANSITIONS.items():
         for trigger, target in by_trigger.items():
             assert f"{source.name} --> {target.name}: {trigger.name}" in diagram

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.importer import TWO_DAYS
 from vivy.importer import load_exports
 from vivy.llm.prompts import note_request
 from vivy.llm.schemas import MemberFacts, NoteInput, TranscriptLine
-from vivy_lab.bench.llm_cost import CountingLLM, format_results, spaced_export
+from vivy_lab.bench.llm_cost import CountingLLM, format_results, main, spaced_export
 
 
 def test_spaced_history_is_two_member_conversations_days_apart(tmp_path: Path) -> None:
@@ -54,3 +55,13 @@ async def test_counting_llm_keeps_tokens_per_operation() -> None:
     assert llm.tokens_in == llm.tokens_in_by["note"] > 0
     assert llm.tokens_out == llm.tokens_out_by["note"] > 0
     assert format_results("x", {"calls": 2, "rate": 1.5}) == ["x.calls: 2", "x.rate: 1.5"]
+
+
+def test_main_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    """``vivy bench llm-cost`` prints both replays' calls and tokens per 1,000 messages."""
+    assert main([str(TWO_DAYS), "--conversations", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    figures = dict(line.split(": ", 1) for line in out if ": " in line)
+    for replay in ("bundled", "spaced"):
+        assert float(figures[f"{replay}.llm_calls_per_1000_messages"]) > 0
+        assert float(figures[f"{replay}.tokens_in_per_1000_messages"]) > 0
