@@ -199,3 +199,12 @@ def test_readme_explains_every_ops_file() -> None:
         if name == "README.md":
             continue
         assert name in readme, name
+
+
+def test_readme_alert_table_lists_every_alert() -> None:
+    """ops/README.md's alert table has a row for every alert rule in alerts.yml."""
+    readme = (OPS / "README.md").read_text()
+    rules = re.findall(r"- alert: (\w+)", (OPS / "prometheus" / "alerts.yml").read_text())
+    assert rules
+    for name in rules:
+        assert f"| `{name}` |" in readme, name
