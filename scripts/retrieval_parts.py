@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vivy.memory.evidence import EvidenceLine
 from vivy.retrieval.query import name_grams
 from vivy.retrieval.ranked import _matching_lines
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
@@ -34,7 +35,7 @@ from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy.storage import evidence
 from vivy.storage import search as note_search
 from vivy.storage.db import connect
-from vivy.storage.evidence import EvidenceLine
+from vivy.storage.schema import serialize_vector
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermMatcher
 from vivy.storage.vector_index import BinaryIndex
 from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
@@ -42,7 +43,7 @@ from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
 T = TypeVar("T")
 
 
-def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[bytes, str]]]:
+def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[list[float], str]]]:
     """The benchmark's database and queries for ``size``, built on first use."""
     path = db_dir / f"parts-{size}-{seed}.db"
     queries = db_dir / f"parts-{size}-{seed}.queries"
@@ -51,7 +52,7 @@ def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[byte
             stale.unlink()
         _, workload = build(path, size, 200, seed)
         queries.write_bytes(pickle.dumps(workload))
-    loaded: list[tuple[bytes, str]] = pickle.loads(queries.read_bytes())
+    loaded: list[tuple[list[float], str]] = pickle.loads(queries.read_bytes())
     return path, loaded
 
 
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conn,
                 index,
                 GUILD_ID,
-                vector,
+                serialize_vector(vector),
                 note_type=None,
                 limit=DEFAULT_SETTINGS.candidates,
                 candidates=DEFAULT_SETTINGS.candidates,

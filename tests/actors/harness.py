@@ -13,7 +13,7 @@ import anyio
 from vivy.actors.router import Router
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.state.buffer import CloseReason
+from vivy.memory.buffers import CloseReason
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage.db import Database
 from vivy.storage.sqlite import sqlite_store

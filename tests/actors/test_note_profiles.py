@@ -11,7 +11,8 @@ import pytest
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation, T
 from vivy.llm.schemas import ConversationDraft, NoteDraft, NoteInput
-from vivy.state.profile import NOTE_FACTS_CAP, NewFact, ProfilePlan
+from vivy.memory.facts import NewFact
+from vivy.state.profile import NOTE_FACTS_CAP, ProfilePlan
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Connection, Database
 

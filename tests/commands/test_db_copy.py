@@ -33,9 +33,11 @@ from tests.pg import embedded_postgres
 from vivy.cli import EXIT_RUNTIME, EXIT_USAGE
 from vivy.errors import StorageError
 from vivy.llm.offline.embeddings import hash_embedding
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.facts import NewFact, RetiredFact
+from vivy.memory.notes import NewNote, Participant, PlannedUpdate
 from vivy.retrieval.search import query_terms
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
+from vivy.state.profile import ProfilePlan
 from vivy.storage.checks import open_readonly
 from vivy.storage.copy import (
     COPIED_TABLES,
@@ -45,7 +47,6 @@ from vivy.storage.copy import (
     copy_database,
 )
 from vivy.storage.db import Database
-from vivy.storage.notes import NewNote, Participant, PlannedUpdate, serialize_vector
 from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -317,7 +318,7 @@ async def test_the_postgresql_copy_finds_the_notes_the_original_finds(
     searches = [
         NoteSearch(
             guild_id=GUILD,
-            vector=serialize_vector(hash_embedding(question)),
+            vector=hash_embedding(question),
             terms=tuple(query_terms(question)),
             note_type=None,
             candidates=10,

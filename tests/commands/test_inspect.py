@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.importer import BEN, CLEO, GUILD, TWO_DAYS, import_files
-from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
+from vivy.memory.facts import NewFact, RetiredFact
+from vivy.state.profile import ProfilePlan
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 

@@ -9,10 +9,10 @@ import sqlean
 import sqlite_vec
 
 from tests.importer import snapshot
+from vivy.memory.facts import Fact
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
-from vivy.storage.notes import serialize_vector
-from vivy.storage.profiles import Fact
+from vivy.storage.schema import serialize_vector
 
 from . import run_cli
 

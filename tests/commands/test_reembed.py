@@ -27,7 +27,7 @@ from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection, Database
 from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta
-from vivy.storage.notes import serialize_vector
+from vivy.storage.schema import serialize_vector
 from vivy.storage.sqlite import sqlite_store
 
 from . import run_cli

@@ -21,6 +21,8 @@ from vivy.importer import (
 )
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import EmbeddingTask, Generation, GenerationRequest, Operation, T
+from vivy.memory.facts import Fact
+from vivy.memory.notes import Note
 from vivy.storage import maintenance as upkeep
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
@@ -31,7 +33,7 @@ from . import ANA, BEN, CLEO, GUILD, LOUNGE, THREAD, THREAD_LATER, TWO_DAYS, imp
 DEMO = Path(__file__).parents[2] / "vivy" / "data" / "demo_export.json"
 
 
-def _notes(db: Path) -> list[note_store.Note]:
+def _notes(db: Path) -> list[Note]:
     database = Database.open(db)
     try:
         ids = [
@@ -45,7 +47,7 @@ def _notes(db: Path) -> list[note_store.Note]:
         database.close()
 
 
-def _facts(db: Path, guild: int, user: int) -> list[profile_store.Fact]:
+def _facts(db: Path, guild: int, user: int) -> list[Fact]:
     database = Database.open(db)
     try:
         return database.read_sync(profile_store.active_facts, guild, user)

@@ -16,7 +16,10 @@ from vivy.llm.schemas import (
     MergeFacts,
     NoteDraft,
     ProfileOperations,
+    decode_operations,
+    encode_operations,
 )
+from vivy.memory import facts
 
 NOTE: dict[str, Any] = {"title": "Co-op night", "summary": "Alex and Sam planned a session."}
 
@@ -115,3 +118,22 @@ def test_models_are_frozen() -> None:
     note = NoteDraft.model_validate(NOTE)
     with pytest.raises(ValidationError):
         note.title = "changed"
+
+
+def test_stored_operations_are_validated_again() -> None:
+    """A row whose JSON no longer fits the schema is never applied: it needs its own call."""
+    assert decode_operations(None) is None
+    assert decode_operations('{"operations": [{"op": "grant_admin"}]}') is None
+
+
+def test_stored_operations_keep_no_quotes_and_read_back_as_records() -> None:
+    """Evidence quotes are not stored; the operations read back as the domain's records."""
+    quoted = AddFact(op="add", section="bio", text="Lives in Oslo", evidence="<@9> I live in Oslo")
+    merge = MergeFacts(op="merge", fact_ids=[1, 2], text="Lives in Oslo", section="bio")
+    stored = encode_operations([quoted, merge, KeepFact(op="keep", fact_id=3)])
+    assert "I live in Oslo" not in stored
+    assert decode_operations(stored) == (
+        facts.AddFact("bio", "Lives in Oslo"),
+        facts.MergeFacts((1, 2), "Lives in Oslo", "bio"),
+        facts.KeepFact(3),
+    )

@@ -22,9 +22,9 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest
-from vivy.llm.schemas import AddFact, ProfileInput, ProfileOperations
+from vivy.llm.schemas import AddFact, ProfileInput, ProfileOperations, fact_operations
+from vivy.memory.guards import looks_like_instruction
 from vivy.state.gate import IncomingMessage
-from vivy.state.guards import looks_like_instruction
 from vivy.state.profile import FactSource, plan_operations
 from vivy.storage.db import Connection
 
@@ -99,7 +99,7 @@ def test_compromised_llm_cannot_plan_the_line_as_a_fact(index: int, attempt: Att
         AddFact(op="add", section="bio", text=attempt.line[:200], evidence=attempt.line[:300]),
         AddFact(op="add", section="bio", text=fact, note_id=7, evidence=said),
     ]
-    plan = plan_operations([], operations, {7: source})
+    plan = plan_operations([], fact_operations(operations), {7: source})
     assert [new.text for new in plan.added] == [fact]
     assert not any(bad_fact(new.text, attempt) for new in plan.added)
 

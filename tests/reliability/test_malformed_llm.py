@@ -50,9 +50,10 @@ from vivy.llm.schemas import (
     ProfileOperation,
     ProfileOperations,
     TranscriptLine,
+    fact_operations,
 )
+from vivy.memory.guards import looks_like_instruction
 from vivy.state.gate import IncomingMessage
-from vivy.state.guards import looks_like_instruction
 from vivy.state.profile import FactSource, plan_operations
 from vivy.storage.db import Connection
 from vivy_lab.fakes.gemini import RecordedRequest, Reply, answer, text_answer
@@ -582,7 +583,7 @@ def test_padded_evidence_does_not_ground_an_invented_fact() -> None:
     source = FactSource(1, "Tacos, Mar 2", said)
     padded = f"{said}; I own a yacht in Monaco"
     op = AddFact(op="add", section="bio", text="Owns a yacht in Monaco", note_id=1, evidence=padded)
-    plan = plan_operations([], [op], {1: source})
+    plan = plan_operations([], fact_operations([op]), {1: source})
     assert plan.added == []
 
 

@@ -6,6 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.facts import Fact
+from vivy.memory.notes import Note, Participant
 from vivy.retrieval.context import (
     ActivityBlock,
     ContextParts,
@@ -15,9 +18,6 @@ from vivy.retrieval.context import (
     escape_text,
     render_context,
 )
-from vivy.storage.evidence import EvidenceLine
-from vivy.storage.notes import Note, Participant
-from vivy.storage.profiles import Fact
 
 
 def fact(section: str, text: str, label: str, kind: str = "note") -> Fact:

@@ -22,6 +22,9 @@ from vivy.llm.port import (
     GenerationRequest,
     ModelTier,
 )
+from vivy.memory.evidence import EvidenceLine, windows_of
+from vivy.memory.members import MemberCard, PeopleReads
+from vivy.memory.notes import Note
 from vivy.retrieval import (
     ConversationMessage,
     MemoryContext,
@@ -32,10 +35,7 @@ from vivy.retrieval import (
 )
 from vivy.storage import evidence
 from vivy.storage.buffers import delete_stored_message
-from vivy.storage.context_reads import MemberCard, PeopleReads
 from vivy.storage.db import Connection, Database
-from vivy.storage.evidence import EvidenceLine
-from vivy.storage.notes import Note
 from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import sqlite_store
 
@@ -490,7 +490,7 @@ def keep_evidence(
         " VALUES (?, ?, ?, ?, ?, ?)",
         [(m, note_id, a, n, t, WALL0 - 2 * 86400.0) for m, a, n, t in lines],
     )
-    windows = evidence.windows_of([(m, n, t) for m, _, n, t in lines])
+    windows = windows_of([(m, n, t) for m, _, n, t in lines])
     evidence.insert_windows(conn, note_id, GUILD, windows, [])
 
 

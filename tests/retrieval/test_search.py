@@ -10,11 +10,12 @@ import sqlean
 
 from tests.retrieval import add_member, add_note, new_note
 from vivy.llm.offline import hash_embedding
+from vivy.memory.evidence import windows_of
 from vivy.retrieval import search
 from vivy.storage import context_reads, evidence, search_types
 from vivy.storage import search as note_search
 from vivy.storage.db import Connection, Database
-from vivy.storage.notes import serialize_vector
+from vivy.storage.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
 GUILD_A = 1
@@ -264,12 +265,12 @@ def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
     main connection compares them, so the candidates equal a search without sides."""
     for title, line in (("Baking", "rye flour and a sourdough starter"), ("Chess", "rye openings")):
         note_id = db.write_sync(add_note, new_note(GUILD_A, title, "A chat"))
-        windows = evidence.windows_of([(note_id * 10, "Sam", line)])
+        windows = windows_of([(note_id * 10, "Sam", line)])
         vectors = [serialize_vector(hash_embedding(w.text)) for w in windows]
         db.write_sync(evidence.insert_windows, note_id, GUILD_A, windows, vectors)
     query = search_types.NoteSearch(
         GUILD_A,
-        vector_of("rye flour sourdough"),
+        hash_embedding("rye flour sourdough"),
         ("rye", "flour"),
         None,
         candidates=1,  # the vector search finds one note; the other only by keyword

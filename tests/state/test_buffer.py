@@ -8,16 +8,15 @@ import pytest
 
 import vivy.state.buffer as buffer_module
 from vivy.errors import IllegalTransition
+from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.state.buffer import (
     TRANSITIONS,
     AppendMessages,
     BufferConfig,
-    BufferedMessage,
     BufferSnapshot,
     BufferState,
     ChannelBuffer,
     CloseBuffer,
-    CloseReason,
     DeadlineReached,
     DeleteMessage,
     EditMessage,

@@ -14,12 +14,13 @@ from vivy.llm.schemas import (
     ProfileInput,
     ProfileOperation,
     TranscriptLine,
+    fact_operations,
     uncited,
 )
+from vivy.memory.facts import ExistingFact
 from vivy.state.profile import (
     NOTE_FACTS_CAP,
     SECTION_CAP,
-    ExistingFact,
     FactSource,
     MemberChoice,
     choose_note_members,
@@ -81,7 +82,7 @@ def test_an_invalidation_naming_an_added_fact_is_its_replacement() -> None:
         AddFact(op="add", section="bio", text="Lives in Denver", note_id=7),
     ]
     facts = [fact(1, "bio", "Lives in Portland"), fact(2, "interests", "Plays chess")]
-    plan = plan_operations(facts, operations, {7: source})
+    plan = plan_operations(facts, fact_operations(operations), {7: source})
     assert [(n.text, n.supersedes) for n in plan.added] == [("Lives in Denver", (1,))]
     assert {r.fact_id for r in plan.retired} == {1, 2}
 

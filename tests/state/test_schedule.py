@@ -67,5 +67,5 @@ def test_clusters_citing_other_days_notes_lose_those_ids() -> None:
             DraftCluster(title="Ghost", summary="Nothing real.", source_note_ids=[77]),
         ]
     )
-    valid = validate_clusters(draft, [1, 2, 3])
+    valid = validate_clusters(draft.topics(), [1, 2, 3])
     assert [(c.title, c.source_note_ids) for c in valid] == [("Games", (1, 2))]

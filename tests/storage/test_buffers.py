@@ -6,17 +6,15 @@ import pytest
 
 from tests.storage import Probe
 from vivy.errors import StorageError
+from vivy.memory.buffers import BufferedMessage, BufferRow, CloseReason
 from vivy.state.buffer import (
     AppendMessages,
-    BufferedMessage,
     BufferSnapshot,
     CloseBuffer,
-    CloseReason,
     DeleteMessage,
     EditMessage,
     OpenBuffer,
 )
-from vivy.storage.buffers import BufferRow
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio
@@ -203,7 +201,7 @@ async def test_row_snapshot_is_the_machines_view(store: Store) -> None:
     stored = await store.buffers.load_buffer(buffer_id)
     assert stored is not None
     ids = frozenset(m.message_id for m in stored.messages)
-    assert stored.row.snapshot(ids) == BufferSnapshot(
+    assert BufferSnapshot.of(stored.row, ids) == BufferSnapshot(
         started_at=WALL0,
         last_message_at=WALL0 + 60,
         message_ids=frozenset({1, 2}),

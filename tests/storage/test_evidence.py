@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from tests.storage import Probe
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage import evidence
-from vivy.storage.notes import NewNote, Participant, serialize_vector
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.evidence import windows_of
+from vivy.memory.notes import NewNote, Participant
 from vivy.storage.port import Store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 
@@ -51,7 +51,7 @@ async def store_note(
         WALL0 + 60,
     )
     await store.buffers.close_buffer(buffer_id, WALL0 + 3600, CloseReason.INACTIVITY)
-    windows = evidence.windows_of([(m, n, t) for m, _, n, t in lines])
+    windows = windows_of([(m, n, t) for m, _, n, t in lines])
     note = NewNote(
         guild_id=guild_id,
         channel_id=channel_id,
@@ -90,7 +90,7 @@ async def embedded(probe: Probe) -> int:
 
 
 async def find(
-    store: Store, guild_id: int, *, terms: tuple[str, ...] = (), vector: bytes | None = None
+    store: Store, guild_id: int, *, terms: tuple[str, ...] = (), vector: list[float] | None = None
 ) -> NoteSearchResult:
     """One search of the guild's notes and their evidence, through the port."""
     (result,) = await store.search.find_notes(
@@ -123,15 +123,15 @@ async def window_ids(probe: Probe) -> list[int]:
 def test_windows_overlap_and_cover_every_line(lines: int, spans: list[tuple[int, int]]) -> None:
     """Windows of four lines start every two lines, and the last one ends at the last line."""
     rows = [(i, "Sam", f"line {i}") for i in range(1, lines + 1)]
-    found = evidence.windows_of(rows)
+    found = windows_of(rows)
     assert [(w.first_message_id, w.last_message_id) for w in found] == spans
     assert found[0].text.startswith("Sam: line 1")
 
 
 def test_blank_lines_are_left_out_of_windows() -> None:
     """Attachments-only messages (no text) take no place in a window."""
-    assert evidence.windows_of([(1, "Sam", " "), (2, "Sam", "hi")])[0].first_message_id == 2
-    assert evidence.windows_of([(1, "Sam", "")]) == []
+    assert windows_of([(1, "Sam", " "), (2, "Sam", "hi")])[0].first_message_id == 2
+    assert windows_of([(1, "Sam", "")]) == []
 
 
 async def test_note_commit_keeps_lines_windows_and_vectors(store: Store, probe: Probe) -> None:
@@ -143,11 +143,11 @@ async def test_note_commit_keeps_lines_windows_and_vectors(store: Store, probe: 
     assert await keyword(store, GUILD, "chewing") == [note_id]  # stemmed: chewing ~ chewed
     assert await keyword(store, OTHER_GUILD, "biscuit") == []
     first, second = await window_ids(probe)
-    nearest = await find(store, GUILD, vector=serialize_vector(unit(2)))
+    nearest = await find(store, GUILD, vector=unit(2))
     (candidate,) = nearest.candidates
     assert candidate.window_similarity == pytest.approx(1.0)
     assert nearest.windows == {note_id: (second, first)}  # the window along unit(2) first
-    assert (await find(store, OTHER_GUILD, vector=serialize_vector(unit(2)))).candidates == ()
+    assert (await find(store, OTHER_GUILD, vector=unit(2))).candidates == ()
     assert await probe.evidence_problems() == []
 
 
@@ -260,7 +260,7 @@ async def test_windows_without_embeddings_are_listed_then_embedded(
     ]
     assert waiting[0].participants == ("Sam", "Maya") and "other shoe" in waiting[0].text
     assert await embedded(probe) == 1
-    await store.evidence.set_window_embeddings([(waiting[0].id, serialize_vector(unit(9)))])
+    await store.evidence.set_window_embeddings([(waiting[0].id, unit(9))])
     assert await store.evidence.windows_to_embed(10) == []
     assert await embedded(probe) == 2
     assert await count(probe, "note_lines") == 6

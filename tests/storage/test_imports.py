@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.storage.test_profiles import new_note
-from vivy.state.buffer import BufferedMessage, CloseReason
+from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio

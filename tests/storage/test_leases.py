@@ -17,8 +17,8 @@ from tests.storage.test_profiles import new_note
 from vivy.actors.lease_keeper import LeaseKeeper
 from vivy.clock import Clock
 from vivy.errors import ConfigError, LeaseLost
+from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.shards import Fence, parse_shard_ids
-from vivy.state.buffer import BufferedMessage, CloseReason
 from vivy.storage.port import LeaseStore, Store
 from vivy.storage.postgres.db import PgDatabase, connect
 from vivy.storage.postgres.leases import acquire_lease, check_fence, epoch_history

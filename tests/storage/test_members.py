@@ -7,10 +7,13 @@ from datetime import date
 import pytest
 
 from tests.storage import Probe
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.state.profile import SECTION_CAP, NewFact, ProfilePlan
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.dates import note_date
+from vivy.memory.facts import NewFact
+from vivy.memory.members import BufferedRef, ForgetReport, GuildStatus, RememberOutcome
+from vivy.memory.notes import NewNote, Participant
+from vivy.state.profile import SECTION_CAP, ProfilePlan
 from vivy.storage import members
-from vivy.storage.notes import NewNote, Participant, note_date
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +80,7 @@ async def remember(
     outcome = await store.members.remember_fact(
         guild, user, name, section, text, "stated by the member, Mar 2", WALL0
     )
-    assert outcome is members.RememberOutcome.STORED
+    assert outcome is RememberOutcome.STORED
 
 
 async def test_member_profile_lists_facts_with_sources(store: Store) -> None:
@@ -104,7 +107,7 @@ async def test_remember_skips_duplicates_and_folds_a_full_section(
     again = await store.members.remember_fact(
         GUILD, ALEX, "Alex", "bio", "I LIVE in Austin.", "x", WALL0
     )
-    assert again is members.RememberOutcome.DUPLICATE
+    assert again is RememberOutcome.DUPLICATE
     for n in range(1, SECTION_CAP):
         await remember(store, GUILD, ALEX, "Alex", f"Fact number {n} about hobbies{n}")
     await remember(store, GUILD, ALEX, "Alex", "I moved to Denver")
@@ -157,7 +160,7 @@ async def test_opting_out_deletes_buffered_messages_of_that_guild(
     await buffer(store, GUILD, 1, line(1, ALEX, "Alex", "mine"), line(2, SAM, "Sam", "theirs"))
     await buffer(store, OTHER_GUILD, 2, line(3, ALEX, "Alex", "elsewhere"))
     refs = await store.members.set_opted_out(GUILD, ALEX, "Alex", True, WALL0)
-    assert refs == [members.BufferedRef(1, 1)]
+    assert refs == [BufferedRef(1, 1)]
     assert await store.members.is_opted_out(GUILD, ALEX)
     assert not await store.members.is_opted_out(OTHER_GUILD, ALEX)
     texts = [r[0] for r in await probe.rows("SELECT text FROM buffer_messages")]
@@ -174,7 +177,7 @@ async def test_guild_status_counts_one_guild(store: Store) -> None:
     await remember(store, GUILD, ALEX, "Alex", "I live in Austin")
     await store.members.add_lore(GUILD, ALEX, "Founded in 2019", WALL0)
     await store.jobs.record_pass(GUILD, date(2026, 3, 1), "clusters", WALL0)
-    assert await store.members.guild_status(GUILD) == members.GuildStatus(
+    assert await store.members.guild_status(GUILD) == GuildStatus(
         conversation_notes=1,
         topic_clusters=0,
         active_facts=1,
@@ -218,7 +221,7 @@ async def test_forget_member_removes_notes_facts_and_mentions(store: Store, prob
     )
     report = await store.members.forget_member(GUILD, ALEX)
     assert (report.facts, report.notes, report.other_facts, report.pending_updates) == (1, 2, 1, 1)
-    assert report.open_messages == (members.BufferedRef(4, 20),)
+    assert report.open_messages == (BufferedRef(4, 20),)
     notes = [r[0] for r in await probe.rows("SELECT id FROM interaction_notes")]
     assert notes == [kept]
     assert await probe.count("SELECT COUNT(*) FROM vec_notes") == 1
@@ -276,7 +279,7 @@ async def test_forget_member_keeps_a_bare_opt_out(store: Store, probe: Probe) ->
 async def test_forget_member_without_any_data_is_harmless(store: Store) -> None:
     """Forgetting a member Vivy never saw changes nothing and reports zeros."""
     report = await store.members.forget_member(GUILD, ALEX)
-    assert report == members.ForgetReport(0, 0, 0, 0, 0, ())
+    assert report == ForgetReport(0, 0, 0, 0, 0, ())
 
 
 async def test_opted_out_members_lists_every_guilds_opt_outs(store: Store) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from tests.storage import Probe
 from tests.storage.test_profiles import GUILD, closed_buffer, new_note
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage.notes import Participant
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.notes import Participant
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio

@@ -16,8 +16,9 @@ import pytest
 from tests.pg import embedded_postgres
 from tests.storage.test_profiles import GUILD, new_note
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.state.buffer import CloseReason
-from vivy.state.profile import NewFact, ProfilePlan
+from vivy.memory.buffers import CloseReason
+from vivy.memory.facts import NewFact
+from vivy.state.profile import ProfilePlan
 from vivy.storage.db import Connection, Database
 from vivy.storage.postgres import buffers as pg_buffers
 from vivy.storage.postgres import members as pg_members

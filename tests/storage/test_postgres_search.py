@@ -12,9 +12,10 @@ import pytest
 
 from tests.pg import embedded_postgres
 from tests.storage.test_profiles import new_note
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage import evidence
-from vivy.storage.notes import NewNote, Participant, note_date, serialize_vector
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.dates import note_date
+from vivy.memory.evidence import windows_of
+from vivy.memory.notes import NewNote, Participant
 from vivy.storage.port import Store
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
@@ -78,7 +79,7 @@ def test_the_guild_filter_is_inside_the_hnsw_scan(db: PgDatabase) -> None:
     whose notes are all farther than 60 of another guild's still gets its five nearest,
     best first, where a plain HNSW scan finds fewer."""
     db.write_sync(fill_vectors)
-    query = serialize_vector(QUERY)
+    query = QUERY
 
     def search(conn: PgConnection) -> tuple[str, list[int]]:
         conn.execute("SET LOCAL enable_seqscan = off")
@@ -184,7 +185,7 @@ def corpus(rng: random.Random, guild_id: int, index: int) -> tuple[NewNote, list
         )
         for i in range(6)
     ]
-    windows = evidence.windows_of([(m.message_id, m.author_name, m.text) for m in lines])
+    windows = windows_of([(m.message_id, m.author_name, m.text) for m in lines])
     note = NewNote(
         guild_id=guild_id,
         channel_id=guild_id + index % 3,
@@ -243,7 +244,7 @@ def searches(seed: int) -> list[NoteSearch]:
         found.append(
             NoteSearch(
                 guild_id=(MINE, CROWD)[index % 2],
-                vector=serialize_vector(unit_vector(rng)),
+                vector=unit_vector(rng),
                 terms=tuple(rng.sample(WORDS, 3)),
                 note_type=None,
                 candidates=100,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.pg import embedded_postgres
 from tests.storage.test_profiles import new_note
-from vivy.state.buffer import CloseReason
+from vivy.memory.buffers import CloseReason
 from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.keywords import plan_terms

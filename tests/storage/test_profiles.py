@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.storage import Probe
-from vivy.llm.schemas import AddFact, InvalidateFact, ProfileOperations
-from vivy.state.buffer import CloseReason
-from vivy.state.profile import NewFact, ProfilePlan, RetiredFact
-from vivy.storage import notes as note_store
+from vivy.memory.buffers import CloseReason
+from vivy.memory.facts import NewFact, RetiredFact
+from vivy.memory.notes import NewNote, Participant, PlannedUpdate
+from vivy.state.profile import ProfilePlan
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database, _statements, connect
 from vivy.storage.port import Store
@@ -29,9 +29,9 @@ async def closed_buffer(store: Store) -> int:
     return buffer_id
 
 
-def new_note(*users: int) -> note_store.NewNote:
+def new_note(*users: int) -> NewNote:
     """A conversation note with these participants."""
-    return note_store.NewNote(
+    return NewNote(
         guild_id=GUILD,
         channel_id=1,
         channel_name="general",
@@ -42,7 +42,7 @@ def new_note(*users: int) -> note_store.NewNote:
         decisions=(),
         open_questions=(),
         entities=(),
-        participants=tuple(note_store.Participant(u, f"user{u}", 1) for u in users),
+        participants=tuple(Participant(u, f"user{u}", 1) for u in users),
         note_date="2026-03-02",
         quality="offline",
         model="offline",
@@ -51,44 +51,29 @@ def new_note(*users: int) -> note_store.NewNote:
     )
 
 
+#: Operations as the note writer stores them (:func:`vivy.llm.schemas.encode_operations`).
+PLANNED = '{"operations":[{"op":"invalidate","fact_id":4,"reason":"moved"}]}'
+
+
 async def test_update_rows_carry_the_note_calls_operations(store: Store) -> None:
-    """Planned operations and their basis version come back validated; others carry none."""
-    ops = ProfileOperations(
-        operations=[
-            InvalidateFact(op="invalidate", fact_id=4, reason="moved"),
-            AddFact(op="add", section="bio", text="Lives in Denver"),
-        ]
-    )
-    planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 3)}
+    """Planned operations and their basis version come back as stored; others carry none."""
+    planned = {7: PlannedUpdate(PLANNED, 3)}
     note_id = await store.notes.commit_conversation_note(
         await closed_buffer(store), new_note(7, 8), planned=planned
     )
     pending = {u.user_id: u for u in await store.profiles.pending_updates()}
     assert pending[7].note_id == note_id
-    assert (pending[7].operations, pending[7].basis_version) == (ops, 3)
+    assert (pending[7].operations, pending[7].basis_version) == (PLANNED, 3)
     assert (pending[8].operations, pending[8].basis_version) == (None, None)
 
 
-def test_stored_operations_are_validated_again() -> None:
-    """A row whose JSON no longer fits the schema is never applied: it needs its own call."""
-    assert profile_store.decode_operations(None) is None
-    assert profile_store.decode_operations('{"operations": [{"op": "grant_admin"}]}') is None
-
-
-async def test_stored_operations_keep_no_quotes_and_go_once_applied(
-    store: Store, probe: Probe
-) -> None:
-    """Evidence quotes are not stored, and an applied update keeps no operations at all."""
-    quoted = AddFact(op="add", section="bio", text="Lives in Oslo", evidence="<@9> I live in Oslo")
-    ops = ProfileOperations(operations=[quoted])
-    planned = {7: note_store.PlannedUpdate(profile_store.encode_operations(ops), 0)}
+async def test_applied_updates_keep_no_operations(store: Store, probe: Probe) -> None:
+    """An applied update keeps no operations at all."""
+    planned = {7: PlannedUpdate(PLANNED, 0)}
     await store.notes.commit_conversation_note(
         await closed_buffer(store), new_note(7), planned=planned
     )
     (update,) = await store.profiles.pending_updates()
-    assert update.operations == ProfileOperations(
-        operations=[quoted.model_copy(update={"evidence": ""})]
-    )
     await store.profiles.mark_updates_applied([update.id], 400.0)
     stored = await probe.rows("SELECT status, operations FROM profile_updates")
     assert stored == [("applied", None)]

@@ -9,7 +9,7 @@ import pytest
 
 from tests.storage import Probe
 from tests.storage.test_profiles import closed_buffer, new_note
-from vivy.storage.notes import Participant
+from vivy.memory.notes import Participant
 from vivy.storage.port import Store
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tests.storage import Probe, SqliteProbe
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage import evidence
-from vivy.storage.notes import NewNote, Participant, note_date, serialize_vector
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.dates import note_date
+from vivy.memory.evidence import windows_of
+from vivy.memory.notes import NewNote, Participant
 from vivy.storage.port import Store
 from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult, TimeRange
 
@@ -64,7 +65,7 @@ async def add_note(
         at + len(lines),
     )
     await store.buffers.close_buffer(buffer_id, at + 3600, CloseReason.INACTIVITY)
-    windows = evidence.windows_of([(m, name, text) for m, text in zip(ids, lines, strict=True)])
+    windows = windows_of([(m, name, text) for m, text in zip(ids, lines, strict=True)])
     note = NewNote(
         guild_id=guild_id,
         channel_id=channel,
@@ -97,7 +98,7 @@ def search(guild_id: int, **options: Any) -> NoteSearch:
     (``options`` override any field)."""
     base = NoteSearch(
         guild_id,
-        serialize_vector(QUERY),
+        QUERY,
         ("biscuit",),
         None,
         candidates=3,
@@ -275,7 +276,7 @@ async def test_a_failing_vector_search_is_reported_and_keywords_still_serve(stor
     """A question embedded at another dimension than the notes fails the vector search only:
     the result says so, and the keyword search still finds the note."""
     mine = await add_note(store, GUILD, "Biscuit", embedding=QUERY)
-    (found,) = await store.search.find_notes([search(GUILD, vector=serialize_vector([1.0] * 4))])
+    (found,) = await store.search.find_notes([search(GUILD, vector=[1.0] * 4)])
     assert found.vector_failed
     assert [(c.note_id, c.similarity, c.window_similarity) for c in found.candidates] == [
         (mine, None, None)

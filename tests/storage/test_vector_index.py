@@ -12,8 +12,8 @@ from tests.retrieval import add_note, new_note
 from vivy.llm.offline import hash_embedding
 from vivy.storage.db import Connection, Database
 from vivy.storage.members import forget_member
-from vivy.storage.notes import serialize_vector
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
+from vivy.storage.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
 GUILD, OTHER = 1, 2

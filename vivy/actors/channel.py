@@ -23,11 +23,12 @@ import structlog
 from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
+from vivy.memory.buffers import AppliedEffects, CloseReason
 from vivy.state.buffer import (
     BufferConfig,
+    BufferSnapshot,
     BufferState,
     ChannelBuffer,
-    CloseReason,
     DeadlineReached,
     Effect,
     Ignore,
@@ -35,7 +36,6 @@ from vivy.state.buffer import (
     Restored,
 )
 from vivy.state.gate import IngestOutcome
-from vivy.storage.buffers import AppliedEffects
 from vivy.storage.port import BufferStore
 
 __all__ = ["Ack", "ChannelActor", "ChannelKey", "HandOffTarget", "Item"]
@@ -208,7 +208,7 @@ class ChannelActor:
         if found is not None:
             row, message_ids = found
             self._buffer_id = row.id
-            snapshot = row.snapshot(message_ids)
+            snapshot = BufferSnapshot.of(row, message_ids)
         effects = self._machine.handle(Restored(snapshot, watermark), self._clock.now())
         if snapshot is not None:
             self._log.debug(

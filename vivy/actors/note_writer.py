@@ -36,16 +36,16 @@ from vivy.llm.schemas import (
     NoteDraft,
     NoteInput,
     ProfileOperation,
-    ProfileOperations,
     TranscriptLine,
+    encode_operations,
     uncited,
 )
-from vivy.notes import NoteType
-from vivy.state.guards import clean_note
+from vivy.memory.dates import note_date
+from vivy.memory.evidence import windows_of
+from vivy.memory.facts import Fact
+from vivy.memory.guards import clean_note
+from vivy.memory.notes import NewNote, NoteType, Participant, PlannedUpdate
 from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
-from vivy.storage import evidence as evidence_store
-from vivy.storage import notes as note_store
-from vivy.storage import profiles as profile_store
 from vivy.storage.port import Store
 
 __all__ = [
@@ -121,23 +121,18 @@ def _planned_updates(
     draft: NoteDraft,
     choice: MemberChoice,
     versions: dict[int, int],
-) -> dict[int, note_store.PlannedUpdate]:
+) -> dict[int, PlannedUpdate]:
     """The update rows that need no call: silent members' (nothing) and answered members'.
 
     A member the call covered but the answer left out keeps a separate call, as does any
     member the call did not cover; operations for members it did not cover are ignored.
     """
-    planned = {
-        user: note_store.PlannedUpdate(
-            profile_store.encode_operations(ProfileOperations()), versions[user]
-        )
-        for user in choice.silent
-    }
+    planned = {user: PlannedUpdate(encode_operations([]), versions[user]) for user in choice.silent}
     returned = _returned_operations(draft)
     for user in choice.combined:
         if user in returned:
-            planned[user] = note_store.PlannedUpdate(
-                profile_store.encode_operations(ProfileOperations(operations=returned[user])),
+            planned[user] = PlannedUpdate(
+                encode_operations(returned[user]),
                 versions[user],
             )
     return planned
@@ -243,7 +238,7 @@ class NoteWriter:
             self._frontier.done(buffer_id)
 
     @staticmethod
-    def _fact_views(facts: list[profile_store.Fact], own_text: str) -> tuple[FactView, ...]:
+    def _fact_views(facts: list[Fact], own_text: str) -> tuple[FactView, ...]:
         """A member's facts as sent with the note, most relevant to their lines first."""
         by_id = {fact.id: fact for fact in facts}
         return tuple(
@@ -278,7 +273,7 @@ class NoteWriter:
         )
         counts = Counter(m.author_id for m in stored.messages)
         names = {m.author_id: m.author_name for m in stored.messages}
-        day = note_store.note_date(row.started_at)
+        day = note_date(row.started_at)
         own = {
             user: "\n".join(m.text for m in stored.messages if m.author_id == user)
             for user in counts
@@ -301,23 +296,23 @@ class NoteWriter:
                     NoteInput(row.guild_id, row.channel_id, row.channel_name, lines, members)
                 )
             )
-            draft = clean_note(generation.value, f"Conversation in #{row.channel_name}")
+            content = clean_note(generation.value.content(), f"Conversation in #{row.channel_name}")
             text = contextual_text(
                 row.channel_name,
                 day,
                 [names[user] for user in counts],
-                list(draft.topics),
-                draft.title,
-                draft.summary,
+                list(content.topics),
+                content.title,
+                content.summary,
             )
             windows = (
-                evidence_store.windows_of([(m.message_id, m.author_name, m.text) for m in lines_of])
+                windows_of([(m.message_id, m.author_name, m.text) for m in lines_of])
                 if self._keep_evidence
                 else []
             )
             header = window_header(row.channel_name, day, [names[user] for user in counts])
             vectors = await self._llm.embed(
-                [text, *(f"{header} · {draft.title}\n{w.text}" for w in windows)],
+                [text, *(f"{header} · {content.title}\n{w.text}" for w in windows)],
                 EmbeddingTask.DOCUMENT,
             )
             embedding, window_vectors = vectors[0], vectors[1:]
@@ -329,19 +324,19 @@ class NoteWriter:
             bound.warning("note failed; will retry", error=str(exc), retry_in_s=round(delay, 1))
             return None
         participants = tuple(
-            note_store.Participant(user, names[user], count) for user, count in counts.items()
+            Participant(user, names[user], count) for user, count in counts.items()
         )
-        note = note_store.NewNote(
+        note = NewNote(
             guild_id=row.guild_id,
             channel_id=row.channel_id,
             channel_name=row.channel_name,
             note_type=NoteType.CONVERSATION,
-            title=draft.title,
-            summary=draft.summary,
-            topics=tuple(draft.topics),
-            decisions=tuple(draft.decisions),
-            open_questions=tuple(draft.open_questions),
-            entities=tuple(draft.entities),
+            title=content.title,
+            summary=content.summary,
+            topics=content.topics,
+            decisions=content.decisions,
+            open_questions=content.open_questions,
+            entities=content.entities,
             participants=participants,
             note_date=day,
             quality=generation.quality,
@@ -363,7 +358,7 @@ class NoteWriter:
             note,
             updates_due_at=note.created_at + self._profile_delay_s,
             planned=_planned_updates(
-                draft, choice, {user: version for user, (version, _) in profiles.items()}
+                generation.value, choice, {user: version for user, (version, _) in profiles.items()}
             ),
         )
         if note_id is None:

@@ -30,16 +30,23 @@ from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
-from vivy.llm.schemas import FactView, NoteView, ProfileInput, ProfileOperation, TranscriptLine
-from vivy.state.guards import discloses_self
+from vivy.llm.schemas import (
+    FactView,
+    NoteView,
+    ProfileInput,
+    TranscriptLine,
+    decode_operations,
+    fact_operations,
+)
+from vivy.memory.dates import source_label
+from vivy.memory.facts import FactOperation, PendingUpdate, UpdateContext
+from vivy.memory.guards import discloses_self
 from vivy.state.profile import (
     FactSource,
     ProfileUpdateOutcome,
     Rejection,
     plan_operations,
 )
-from vivy.storage import notes as note_store
-from vivy.storage import profiles as profile_store
 from vivy.storage.port import Store
 
 __all__ = ["MAX_NOTES_PER_CALL", "ProfileObserver", "ProfileUpdaters"]
@@ -221,17 +228,17 @@ class ProfileUpdaters:
     async def _update(
         self,
         member: _Member,
-        updates: list[profile_store.PendingUpdate],
+        updates: list[PendingUpdate],
         due: float,
         bound: structlog.typing.FilteringBoundLogger,
     ) -> None:
         head = updates[0]
-        if head.operations is not None:
+        ops = decode_operations(head.operations)
+        if ops is not None:
             ctx = await self._profiles.update_context(
                 member.guild_id, member.user_id, [head.note_id]
             )
-            if not head.operations.operations or ctx.version == head.basis_version:
-                ops = head.operations.operations
+            if not ops or ctx.version == head.basis_version:
                 outcome = ProfileUpdateOutcome.APPLIED if ops else ProfileUpdateOutcome.SKIPPED
                 await self._apply(member, ctx, [head], ops, due, bound, outcome)
                 return
@@ -290,7 +297,7 @@ class ProfileUpdaters:
             await self._profiles.record_update_failure(ids, str(exc), retry_at)
             bound.warning("profile update failed; will retry", error=str(exc))
             return
-        operations = generation.value.operations
+        operations = fact_operations(generation.value.operations)
         await self._apply(
             member, ctx, updates, operations, due, bound, ProfileUpdateOutcome.APPLIED
         )
@@ -298,9 +305,9 @@ class ProfileUpdaters:
     async def _apply(
         self,
         member: _Member,
-        ctx: profile_store.UpdateContext,
-        updates: list[profile_store.PendingUpdate],
-        operations: Sequence[ProfileOperation],
+        ctx: UpdateContext,
+        updates: list[PendingUpdate],
+        operations: Sequence[FactOperation],
         due: float,
         bound: structlog.typing.FilteringBoundLogger,
         outcome: ProfileUpdateOutcome,
@@ -314,7 +321,7 @@ class ProfileUpdaters:
         sources = {
             note.id: FactSource(
                 note.id,
-                note_store.source_label(note.title, note.note_date),
+                source_label(note.title, note.note_date),
                 "\n".join(text for a, _, text, _ in ctx.lines[note.id] if a == member.user_id),
             )
             for note in ctx.notes

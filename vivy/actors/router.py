@@ -26,7 +26,8 @@ from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.errors import LeaseLost
-from vivy.state.buffer import BufferedMessage, MessageCreated, MessageDeleted, MessageEdited
+from vivy.memory.buffers import BufferedMessage
+from vivy.state.buffer import MessageCreated, MessageDeleted, MessageEdited
 from vivy.state.gate import (
     CapturePolicy,
     IncomingDelete,

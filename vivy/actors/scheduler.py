@@ -28,8 +28,9 @@ from vivy.clock import Clock
 from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import cluster_request, consolidation_request
-from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput
-from vivy.notes import NoteType
+from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput, fact_operations
+from vivy.memory.dates import source_label
+from vivy.memory.notes import NewNote, Note, NoteType, Participant
 from vivy.state.profile import (
     FactSource,
     ProfileUpdateOutcome,
@@ -45,7 +46,6 @@ from vivy.state.schedule import (
     next_midnight,
     validate_clusters,
 )
-from vivy.storage import notes as note_store
 from vivy.storage.port import Store
 
 __all__ = ["JobReport", "Scheduler", "SchedulerObserver"]
@@ -190,14 +190,14 @@ class Scheduler:
             report.skipped_passes.append(f"{guild_id}:{CLUSTERS}")
             return
         notes = await self._store.notes.notes_between(guild_id, start, end, NoteType.CONVERSATION)
-        new: list[note_store.NewNote] = []
+        new: list[NewNote] = []
         if len(notes) >= self._min_cluster_notes:
             views = tuple(_view(n) for n in notes)
             try:
                 generation = await self._llm.generate(
                     cluster_request(ClusterInput(guild_id, day.isoformat(), views))
                 )
-                clusters = validate_clusters(generation.value, [n.id for n in notes])
+                clusters = validate_clusters(generation.value.topics(), [n.id for n in notes])
                 texts = [
                     f"Topic cluster of {day.isoformat()}\n\n{c.title}\n{c.summary}"
                     for c in clusters
@@ -210,12 +210,12 @@ class Scheduler:
                 return
             by_id = {n.id: n for n in notes}
             for cluster, vector in zip(clusters, vectors, strict=True):
-                people: dict[int, note_store.Participant] = {}
+                people: dict[int, Participant] = {}
                 for note_id in cluster.source_note_ids:
                     for p in by_id[note_id].participants:
                         people.setdefault(p.user_id, p)
                 new.append(
-                    note_store.NewNote(
+                    NewNote(
                         guild_id=guild_id,
                         channel_id=0,
                         channel_name="",
@@ -276,7 +276,7 @@ class Scheduler:
             return
         await self._store.jobs.record_pass(guild_id, day, CONSOLIDATION, self._clock.now())
 
-    async def _consolidate(self, guild_id: int, user_id: int, notes: list[note_store.Note]) -> None:
+    async def _consolidate(self, guild_id: int, user_id: int, notes: list[Note]) -> None:
         """One consolidation call for one member; retried once on a version conflict."""
         for _ in range(2):
             facts = await self._store.profiles.active_facts(guild_id, user_id)
@@ -293,13 +293,13 @@ class Scheduler:
             generation = await self._llm.generate(consolidation_request(payload))
             sources = {
                 n.id: FactSource(
-                    n.id, note_store.source_label(n.title, n.note_date), f"{n.title}\n{n.summary}"
+                    n.id, source_label(n.title, n.note_date), f"{n.title}\n{n.summary}"
                 )
                 for n in notes
             }
             plan = plan_operations(
                 [f.existing() for f in facts],
-                generation.value.operations,
+                fact_operations(generation.value.operations),
                 sources,
                 consolidation=True,
             )
@@ -316,7 +316,7 @@ class Scheduler:
             self._observer.profile_update(ProfileUpdateOutcome.CONFLICT_RETRIED)
 
 
-def _view(note: note_store.Note) -> NoteView:
+def _view(note: Note) -> NoteView:
     return NoteView(
         id=note.id,
         title=note.title,

@@ -18,12 +18,12 @@ import hikari
 import structlog
 
 from vivy.app import App
-from vivy.llm.schemas import PROFILE_SECTIONS
+from vivy.memory.dates import note_date, short_date
+from vivy.memory.facts import PROFILE_SECTIONS
+from vivy.memory.members import BufferedRef, MemberProfile, RememberOutcome
 from vivy.metrics import CommandName, CommandOutcome
 from vivy.state.gate import IncomingDelete
 from vivy.state.profile import Rejection, check_fact_text
-from vivy.storage import members as store
-from vivy.storage.notes import note_date, short_date
 
 __all__ = [
     "COMMAND_NAME",
@@ -307,7 +307,7 @@ class MemoryCommands:
             label,
             now,
         )
-        if outcome is store.RememberOutcome.DUPLICATE:
+        if outcome is RememberOutcome.DUPLICATE:
             return CommandReply("I already remember that.")
         return CommandReply(f"Got it. I'll remember: “{fact}”")
 
@@ -361,7 +361,7 @@ class MemoryCommands:
         self._app.router.set_opted_out(inv.guild_id, inv.user_id, False)
         return CommandReply("Welcome back! I'll remember our conversations in this server again.")
 
-    async def _tell_actors(self, guild_id: int, refs: Sequence[store.BufferedRef]) -> None:
+    async def _tell_actors(self, guild_id: int, refs: Sequence[BufferedRef]) -> None:
         """Let the channel actors drop deleted messages from their open buffers."""
         for ref in refs:
             await self._app.router.delete(IncomingDelete(guild_id, ref.channel_id, ref.message_id))
@@ -421,7 +421,7 @@ def _refusal(fact: str) -> CommandReply | None:
     return None
 
 
-def _render_profile(profile: store.MemberProfile, name: str, own: bool) -> str:
+def _render_profile(profile: MemberProfile, name: str, own: bool) -> str:
     """The profile as a short Discord message: facts by section, each with its source."""
     if not profile.facts:
         nothing = f"I don't remember anything about {name} yet."

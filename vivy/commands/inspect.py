@@ -13,9 +13,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
-from vivy.notes import NoteType
-from vivy.storage.inspection import FactRecord
-from vivy.storage.notes import Note, short_date
+from vivy.memory.dates import short_date
+from vivy.memory.facts import FactRecord
+from vivy.memory.notes import Note, NoteType
 from vivy.storage.port import ReadOnlyStore
 
 __all__ = [

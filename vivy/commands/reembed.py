@@ -28,10 +28,8 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.errors import LLMInvalidOutput, StorageError
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
-from vivy.notes import NoteType
-from vivy.storage.notes import serialize_vector
+from vivy.memory.notes import NoteText, NoteType
 from vivy.storage.port import Store
-from vivy.storage.reembed import NoteText
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
@@ -121,7 +119,7 @@ async def _reembed_windows(store: Store, llm: LLM, batch_size: int) -> int:
                 f"the embedding model returned {len(vectors)} vectors for {len(batch)} texts"
             )
         await store.evidence.set_window_embeddings(
-            [(w.id, serialize_vector(v)) for w, v in zip(batch, vectors, strict=True)],
+            [(w.id, v) for w, v in zip(batch, vectors, strict=True)],
         )
         done += len(batch)
     return done

@@ -18,9 +18,9 @@ from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
 from vivy.commands.importer import llm_factory
 from vivy.config import Settings
+from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip
-from vivy.storage.notes import note_date, short_date
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["register", "search"]

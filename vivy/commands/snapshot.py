@@ -12,8 +12,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, read_only
-from vivy.notes import NoteType
-from vivy.storage.notes import Note, short_date
+from vivy.memory.dates import short_date
+from vivy.memory.notes import Note, NoteType
 from vivy.storage.port import ReadOnlyStore
 
 __all__ = ["register", "render_guild", "write_snapshots"]

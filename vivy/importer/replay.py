@@ -43,10 +43,10 @@ from vivy.importer.export import ExportBatch, ExportMessage, load_exports
 from vivy.importer.nightly import run_nightly
 from vivy.llm.bridge import RealTimeLLM, WrappedLLM
 from vivy.llm.port import LLM
-from vivy.notes import NoteType
+from vivy.memory.database import OutboxState
+from vivy.memory.notes import NoteType
 from vivy.state.gate import IngestOutcome
 from vivy.storage.engines import open_store
-from vivy.storage.maintenance import OutboxState
 
 __all__ = [
     "BACKLOG_PER_SLOT",

@@ -2,9 +2,11 @@
 
 The output models are the only shapes an LLM answer may take. They reject extra fields and
 bound every string and list, so a rambling or hijacked answer fails validation (and is
-retried) instead of reaching the database. The input payloads are plain frozen dataclasses:
-the prompt builders render them as text, and the offline provider reads them directly, so it
-never has to parse prompt text.
+retried) instead of reaching the database. Validated answers are turned into the domain's
+records (:mod:`vivy.memory`) here (:meth:`NoteDraft.content`, :meth:`ClusterDraft.topics`,
+:func:`fact_operations`), so nothing below this layer sees a pydantic model. The input
+payloads are plain frozen dataclasses: the prompt builders render them as text, and the
+offline provider reads them directly, so it never has to parse prompt text.
 """
 
 from __future__ import annotations
@@ -13,11 +15,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+
+from vivy.memory import facts
+from vivy.memory.facts import FactOperation, ProfileSection
+from vivy.memory.notes import NoteContent, TopicCluster
 
 __all__ = [
     "MAX_SUMMARY_CHARS",
-    "PROFILE_SECTIONS",
     "AddFact",
     "ClusterDraft",
     "ClusterInput",
@@ -35,24 +47,13 @@ __all__ = [
     "ProfileInput",
     "ProfileOperation",
     "ProfileOperations",
-    "ProfileSection",
     "TranscriptLine",
     "clip_summary",
+    "decode_operations",
+    "encode_operations",
+    "fact_operations",
     "uncited",
 ]
-
-#: The sections of a user profile (seed 002's ``user_profiles`` columns).
-ProfileSection = Literal["bio", "interests", "skills", "opinions", "relationships", "other"]
-
-#: The profile sections in display order.
-PROFILE_SECTIONS: tuple[ProfileSection, ...] = (
-    "bio",
-    "interests",
-    "skills",
-    "opinions",
-    "relationships",
-    "other",
-)
 
 _Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 #: Longest note summary kept; a longer one is clipped (see :func:`clip_summary`).
@@ -111,6 +112,17 @@ class NoteDraft(BaseModel):
     decisions: list[_Sentence] = Field(default_factory=list, max_length=10)
     open_questions: list[_Sentence] = Field(default_factory=list, max_length=10)
     entities: list[_Term] = Field(default_factory=list, max_length=10)
+
+    def content(self) -> NoteContent:
+        """The note's text as the domain record."""
+        return NoteContent(
+            title=self.title,
+            summary=self.summary,
+            topics=tuple(self.topics),
+            decisions=tuple(self.decisions),
+            open_questions=tuple(self.open_questions),
+            entities=tuple(self.entities),
+        )
 
 
 class AddFact(BaseModel):
@@ -175,6 +187,50 @@ class ProfileOperations(BaseModel):
     operations: list[ProfileOperation] = Field(default_factory=list, max_length=40)
 
 
+def fact_operations(operations: Sequence[ProfileOperation]) -> tuple[FactOperation, ...]:
+    """The validated operations as the domain's records (an add's evidence quote is dropped:
+    no guard reads it)."""
+    found: list[FactOperation] = []
+    for op in operations:
+        if isinstance(op, AddFact):
+            found.append(facts.AddFact(op.section, op.text, op.note_id))
+        elif isinstance(op, MergeFacts):
+            found.append(facts.MergeFacts(tuple(op.fact_ids), op.text, op.section, op.note_id))
+        elif isinstance(op, InvalidateFact):
+            found.append(facts.InvalidateFact(op.fact_id, op.reason))
+        else:
+            found.append(facts.KeepFact(op.fact_id))
+    return tuple(found)
+
+
+def encode_operations(operations: Sequence[ProfileOperation]) -> str:
+    """The JSON a pending profile update stores its operations as, without evidence quotes.
+
+    An add's evidence quotes the member's messages for people reviewing an answer; no guard
+    reads it, and stored it would keep their words (and whoever they mention) past the note's
+    source lines.
+    """
+    kept = [
+        op.model_copy(update={"evidence": ""}) if isinstance(op, AddFact) else op
+        for op in operations
+    ]
+    return ProfileOperations(operations=kept).model_dump_json()
+
+
+def decode_operations(text: str | None) -> tuple[FactOperation, ...] | None:
+    """Stored operations read back and validated again; None when there are none.
+
+    A row that no longer validates (written under another schema) also reads as None: the
+    update then gets a call of its own rather than blocking the member's queue.
+    """
+    if text is None:
+        return None
+    try:
+        return fact_operations(ProfileOperations.model_validate_json(text).operations)
+    except ValidationError:
+        return None
+
+
 def uncited(operations: Sequence[ProfileOperation]) -> list[ProfileOperation]:
     """``operations`` without note ids: a note call's operations rest on its own transcript.
 
@@ -223,6 +279,12 @@ class ClusterDraft(BaseModel):
     model_config = _STRICT
 
     clusters: list[DraftCluster] = Field(default_factory=list, max_length=8)
+
+    def topics(self) -> tuple[TopicCluster, ...]:
+        """The clusters as the domain's records."""
+        return tuple(
+            TopicCluster(c.title, c.summary, tuple(c.source_note_ids)) for c in self.clusters
+        )
 
 
 @dataclass(frozen=True, slots=True)

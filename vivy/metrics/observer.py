@@ -3,7 +3,7 @@
 The actors depend only on small observer protocols (``IngestObserver``, ``NoteObserver``,
 ``ProfileObserver``, ``SchedulerObserver``); :class:`MetricsObserver` implements them all on
 top of :class:`~vivy.metrics.registry.Metrics`. The actors report in the domain's enums
-(:class:`~vivy.state.buffer.CloseReason`, :class:`~vivy.notes.NoteType`, ...), which are
+(:class:`~vivy.memory.buffers.CloseReason`, :class:`~vivy.memory.notes.NoteType`, ...), which are
 the metrics' label types, so no value is translated on the way.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from vivy.memory.buffers import CloseReason
 from vivy.metrics.registry import (
     ActorKind,
     DiscardReason,
@@ -19,7 +20,6 @@ from vivy.metrics.registry import (
     ProfileUpdateOutcome,
     SchedulerPass,
 )
-from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
 from vivy.state.profile import Rejection
 

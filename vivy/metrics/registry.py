@@ -28,9 +28,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 import vivy
 from vivy.llm.metered import Outcome as LLMOutcome
 from vivy.llm.port import Operation as LLMOperation
-from vivy.notes import NoteType
+from vivy.memory.buffers import CloseReason
+from vivy.memory.notes import NoteType
 from vivy.retrieval.paths import RetrievalPath
-from vivy.state.buffer import CloseReason
 from vivy.state.gate import IngestOutcome
 from vivy.state.profile import ProfileUpdateOutcome, Rejection
 from vivy.state.schedule import SchedulerPass

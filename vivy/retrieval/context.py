@@ -47,9 +47,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from vivy.storage.evidence import EvidenceLine
-from vivy.storage.notes import Note, note_date, short_date
-from vivy.storage.profiles import Fact
+from vivy.memory.dates import note_date, short_date
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.facts import Fact
+from vivy.memory.notes import Note
 
 __all__ = [
     "SECTION_TITLES",

@@ -22,14 +22,14 @@ import anyio.lowlevel
 
 from vivy.clock import Clock
 from vivy.errors import StorageError
+from vivy.memory.facts import Fact
+from vivy.memory.members import MemberCard
 from vivy.retrieval import search
 from vivy.retrieval.context import SECTION_TITLES, sections_of
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import OFFLINE_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
-from vivy.storage.context_reads import MemberCard
 from vivy.storage.port import SearchStore
-from vivy.storage.profiles import Fact
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["OperatorStore", "loop_caller", "serving_operator_store"]

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.guards import looks_like_instruction
+from vivy.memory.notes import Note
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
-from vivy.state.guards import looks_like_instruction
-from vivy.storage.evidence import EvidenceLine
-from vivy.storage.notes import Note
 from vivy.storage.port import SearchStore
 from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult, TermMatcher
 
@@ -54,7 +54,7 @@ async def ranked_notes(
     store: SearchStore,
     *,
     guild_id: int,
-    vector: bytes | None,
+    vector: Sequence[float] | None,
     text: str,
     limits: Sequence[tuple[str | None, int]],
     channel_id: int | None,

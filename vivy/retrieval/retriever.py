@@ -48,7 +48,7 @@ import structlog
 from vivy.clock import Clock
 from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
-from vivy.notes import NoteType
+from vivy.memory.notes import NoteType
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
 from vivy.retrieval.paths import RetrievalPath
@@ -413,8 +413,8 @@ class Retriever:
             self._cache_put(key, context)
         return context
 
-    async def _embed(self, text: str, guild_id: int) -> bytes | None:
-        """The query's float32 blob, or None when the LLM fails (keyword search only)."""
+    async def _embed(self, text: str, guild_id: int) -> list[float] | None:
+        """The query's embedding, or None when the LLM fails (keyword search only)."""
         if not text.strip():
             return None
         try:
@@ -429,7 +429,7 @@ class Retriever:
                 "query embedding unusable; keyword search only", guild_id=guild_id, error=str(exc)
             )
             return None
-        return search.query_vector(vector)
+        return vector
 
     def _cache_get(self, key: str) -> MemoryContext | None:
         """The cached context under ``key`` if it is still fresh."""

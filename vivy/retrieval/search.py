@@ -7,11 +7,8 @@ The searches themselves (vector, keyword, evidence) are storage's:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from vivy.storage.notes import serialize_vector
-
-__all__ = ["MAX_TERMS", "STOPWORDS", "query_terms", "query_vector", "strip_markup"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "query_terms", "strip_markup"]
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren't around as at be
@@ -61,8 +58,3 @@ def query_terms(text: str) -> list[str]:
         if len(seen) == MAX_TERMS:
             break
     return seen
-
-
-def query_vector(values: Sequence[float]) -> bytes:
-    """The float32 blob of a query embedding."""
-    return serialize_vector(values)

@@ -40,12 +40,11 @@ from enum import Enum
 from typing import TypeAlias
 
 from vivy.errors import IllegalTransition
+from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.state.buffer_events import (
     AppendMessages,
-    BufferedMessage,
     BufferSnapshot,
     CloseBuffer,
-    CloseReason,
     DeadlineReached,
     DeleteMessage,
     EditMessage,

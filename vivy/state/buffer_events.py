@@ -9,15 +9,15 @@ decide nothing, kept apart from the machine as h11 keeps ``_events.py`` apart fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 from typing import NamedTuple, TypeAlias
+
+from vivy.memory.buffers import BufferedMessage, BufferRow, CloseReason
 
 __all__ = [
     "AppendMessages",
     "BufferSnapshot",
-    "BufferedMessage",
     "CloseBuffer",
-    "CloseReason",
     "DeadlineReached",
     "DeleteMessage",
     "EditMessage",
@@ -35,35 +35,11 @@ __all__ = [
 ]
 
 
-class CloseReason(StrEnum):
-    """Why a buffer closed (also the ``reason`` label of the buffer-flush metric)."""
-
-    INACTIVITY = "inactivity"
-    MAX_AGE = "max_age"
-    CAP = "cap"
-
-
 class IgnoreReason(Enum):
     """Why an event changed nothing."""
 
     DUPLICATE = "duplicate"
     STALE_TIMER = "stale_timer"
-
-
-class BufferedMessage(NamedTuple):
-    """A human message as the buffer keeps it (text already normalised).
-
-    A named tuple rather than a frozen dataclass: one is built for every message, and a
-    tuple is built in C (a frozen dataclass sets each field through ``object.__setattr__``).
-    """
-
-    message_id: int
-    author_id: int
-    author_name: str
-    text: str
-    created_at: float
-    reply_to: int | None = None
-    mentions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +50,11 @@ class BufferSnapshot:
     last_message_at: float
     message_ids: frozenset[int]
     inactivity_s: float
+
+    @classmethod
+    def of(cls, row: BufferRow, message_ids: frozenset[int]) -> BufferSnapshot:
+        """The snapshot of a stored open buffer holding ``message_ids``."""
+        return cls(row.started_at, row.last_message_at, message_ids, row.inactivity_s)
 
 
 # Events ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ active facts and the guards, and returns what to write and what was rejected and
 * a new fact must be grounded in the member's own words and must not read as an instruction
   or a secret; a nightly consolidation may merge and retire facts but not add any;
 * operations naming fact ids that are not the member's active facts are rejected;
-* a fact has at most :data:`~vivy.state.guards.MAX_FACT_WORDS` words;
+* a fact has at most :data:`~vivy.memory.guards.MAX_FACT_WORDS` words;
 * a section holds at most :data:`SECTION_CAP` facts and a profile :data:`PROFILE_CAP`; when a
   cap is reached the oldest facts learnt from conversation are folded (retired) first.
 
@@ -23,8 +23,17 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import combinations
 
-from vivy.llm.schemas import AddFact, InvalidateFact, KeepFact, MergeFacts, ProfileOperation
-from vivy.state.guards import (
+from vivy.memory.facts import (
+    AddFact,
+    ExistingFact,
+    FactOperation,
+    InvalidateFact,
+    KeepFact,
+    MergeFacts,
+    NewFact,
+    RetiredFact,
+)
+from vivy.memory.guards import (
     MAX_FACT_WORDS,
     content_tokens,
     discloses_self,
@@ -37,14 +46,11 @@ __all__ = [
     "NOTE_MEMBERS_CAP",
     "PROFILE_CAP",
     "SECTION_CAP",
-    "ExistingFact",
     "FactSource",
     "MemberChoice",
-    "NewFact",
     "ProfilePlan",
     "ProfileUpdateOutcome",
     "Rejection",
-    "RetiredFact",
     "check_fact_text",
     "choose_note_members",
     "needs_consolidation",
@@ -86,43 +92,12 @@ class ProfileUpdateOutcome(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ExistingFact:
-    """An active fact of the member's profile."""
-
-    id: int
-    section: str
-    text: str
-    source_kind: str
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
 class FactSource:
     """A note a new fact may come from: its id, its label for citations, and its text."""
 
     note_id: int
     label: str
     text: str
-
-
-@dataclass(frozen=True, slots=True)
-class NewFact:
-    """A fact to insert; ``supersedes`` are fact ids it replaces (a merge)."""
-
-    section: str
-    text: str
-    source_kind: str
-    source_note_id: int | None
-    source_label: str
-    supersedes: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class RetiredFact:
-    """A fact to invalidate, with the reason kept in its history."""
-
-    fact_id: int
-    reason: str
 
 
 @dataclass(slots=True)
@@ -154,7 +129,7 @@ def _same(a: str, b: str) -> bool:
 
 def plan_operations(
     facts: Sequence[ExistingFact],
-    operations: Sequence[ProfileOperation],
+    operations: Sequence[FactOperation],
     sources: Mapping[int, FactSource],
     *,
     consolidation: bool = False,

@@ -9,16 +9,14 @@ days of the catch-up window that have no completed run are owed, oldest first.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
-from vivy.llm.schemas import ClusterDraft
+from vivy.memory.notes import TopicCluster
 
 __all__ = [
     "SchedulerPass",
-    "ValidCluster",
     "day_bounds",
     "local_day",
     "missed_days",
@@ -78,21 +76,14 @@ def missed_days(
     return days
 
 
-@dataclass(frozen=True, slots=True)
-class ValidCluster:
-    """A topic cluster whose sources are checked to be notes of the day."""
-
-    title: str
-    summary: str
-    source_note_ids: tuple[int, ...]
-
-
-def validate_clusters(draft: ClusterDraft, day_note_ids: Sequence[int]) -> list[ValidCluster]:
+def validate_clusters(
+    clusters: Iterable[TopicCluster], day_note_ids: Sequence[int]
+) -> list[TopicCluster]:
     """Keep only source ids that are the day's notes; drop clusters left without any."""
     allowed = set(day_note_ids)
     valid = []
-    for cluster in draft.clusters:
+    for cluster in clusters:
         ids = tuple(dict.fromkeys(i for i in cluster.source_note_ids if i in allowed))
         if ids:
-            valid.append(ValidCluster(cluster.title, cluster.summary, ids))
+            valid.append(TopicCluster(cluster.title, cluster.summary, ids))
     return valid

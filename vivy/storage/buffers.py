@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from vivy.memory.buffers import (
+    AppliedEffects,
+    BufferedMessage,
+    BufferRow,
+    CloseReason,
+    StoredBuffer,
+)
 from vivy.state.buffer import (
     AppendMessages,
-    BufferedMessage,
-    BufferSnapshot,
     CloseBuffer,
-    CloseReason,
     DeleteMessage,
     EditMessage,
     Effect,
@@ -28,10 +32,7 @@ from vivy.storage.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
     "STATEMENTS",
-    "AppliedEffects",
-    "BufferRow",
     "BufferStatements",
-    "StoredBuffer",
     "append_messages",
     "apply_effects",
     "carry_out_effects",
@@ -47,41 +48,6 @@ __all__ = [
     "restore_channel",
     "watermark",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class BufferRow:
-    """One row of ``channel_buffers``."""
-
-    id: int
-    guild_id: int
-    channel_id: int
-    channel_name: str
-    status: str
-    started_at: float
-    last_message_at: float
-    inactivity_s: float
-    closed_at: float | None
-    close_reason: str | None
-    attempts: int
-    next_attempt_at: float | None
-
-    def snapshot(self, message_ids: frozenset[int]) -> BufferSnapshot:
-        """The state machine's view of this buffer."""
-        return BufferSnapshot(
-            started_at=self.started_at,
-            last_message_at=self.last_message_at,
-            message_ids=message_ids,
-            inactivity_s=self.inactivity_s,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class StoredBuffer:
-    """A buffer with its messages in message-id order."""
-
-    row: BufferRow
-    messages: tuple[BufferedMessage, ...]
 
 
 C = TypeVar("C")
@@ -303,21 +269,6 @@ def restore_channel(
 def open_channels(conn: Connection) -> list[tuple[int, int]]:
     """The (guild id, channel id) of every channel with an open buffer, oldest buffer first."""
     return [(row.guild_id, row.channel_id) for row in open_buffer_rows(conn)]
-
-
-@dataclass(eq=False, slots=True)
-class AppliedEffects:
-    """What carrying out a channel's storage effects did."""
-
-    #: The channel's open buffer afterwards, if any.
-    buffer_id: int | None
-    opened: int = 0
-    #: The buffers closed, with their reasons, in order.
-    closed: list[tuple[int, CloseReason]] = field(default_factory=list)
-    #: By effect index: whether an edit or delete found its message.
-    found: dict[int, bool] = field(default_factory=dict)
-    #: Created message ids another buffer already held.
-    taken: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.notes import Note
 from vivy.storage import evidence
-from vivy.storage.notes import Note
 from vivy.storage.search_types import (
     Candidate,
     Chosen,
@@ -180,7 +181,7 @@ def chosen_and_loaded(
     choose: Callable[[list[NoteSearchResult]], Chosen[T]],
     load: Callable[
         [Sequence[int], Sequence[int]],
-        tuple[list[Note], Mapping[int, Sequence[evidence.EvidenceLine]]],
+        tuple[list[Note], Mapping[int, Sequence[EvidenceLine]]],
     ],
 ) -> Loaded[T]:
     """Both engines' ``find_and_load`` after the searches: ``choose`` picks from

@@ -6,15 +6,13 @@ the retriever's cache when any of them changed. Every read names the guild.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from vivy.memory.facts import Fact
+from vivy.memory.members import LoreItem, MemberCard, PeopleReads
 from vivy.storage.db import Connection
-from vivy.storage.profiles import Fact, active_facts
+from vivy.storage.profiles import active_facts
 
 __all__ = [
-    "LoreItem",
-    "MemberCard",
-    "PeopleReads",
     "active_lore",
     "member_card",
     "member_names",
@@ -126,15 +124,6 @@ def recent_activity(
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class LoreItem:
-    """One active piece of server lore."""
-
-    id: int
-    text: str
-    created_at: float
-
-
 def active_lore(conn: Connection, guild_id: int, *, limit: int) -> list[LoreItem]:
     """The guild's active lore, oldest first, at most ``limit`` items (the newest ones)."""
     rows = conn.execute(
@@ -143,17 +132,6 @@ def active_lore(conn: Connection, guild_id: int, *, limit: int) -> list[LoreItem
         (guild_id, limit),
     ).fetchall()
     return [LoreItem(int(r[0]), str(r[1]), float(r[2])) for r in reversed(rows)]
-
-
-@dataclass(frozen=True, slots=True)
-class MemberCard:
-    """What the operator API shows of a member: name, opt-out, facts and newest notes."""
-
-    name: str
-    opted_out: bool
-    facts: tuple[Fact, ...]
-    #: (note id, date, title) of their newest notes, newest first.
-    recent_notes: tuple[tuple[int, str, str], ...]
 
 
 def member_card(conn: Connection, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
@@ -179,17 +157,6 @@ def member_card(conn: Connection, guild_id: int, user_id: int, notes: int) -> Me
         facts=tuple(facts),
         recent_notes=tuple((int(r[0]), str(r[1]), str(r[2])) for r in recent),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class PeopleReads:
-    """The profiles, activity and lore of one reply context."""
-
-    names: dict[int, str]
-    facts: dict[int, list[Fact]]
-    #: Per active member, the (date, title) of their recent conversation notes.
-    activity: dict[int, list[tuple[str, str]]]
-    lore: list[LoreItem]
 
 
 def people_reads(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from vivy.llm.schemas import PROFILE_SECTIONS
+from vivy.memory.facts import PROFILE_SECTIONS, FactRecord
+from vivy.memory.notes import Note
 from vivy.storage.db import Connection
-from vivy.storage.notes import Note, get_notes
+from vivy.storage.notes import get_notes
 
-__all__ = ["FactRecord", "list_notes", "member_name", "profile_records"]
+__all__ = ["list_notes", "member_name", "profile_records"]
 
 
 def member_name(conn: Connection, guild_id: int, user_id: int) -> str | None:
@@ -18,22 +17,6 @@ def member_name(conn: Connection, guild_id: int, user_id: int) -> str | None:
         (guild_id, user_id),
     ).fetchone()
     return None if row is None else str(row[0])
-
-
-@dataclass(frozen=True, slots=True)
-class FactRecord:
-    """A profile fact with its history, as ``vivy profile`` shows it."""
-
-    id: int
-    section: str
-    text: str
-    source_kind: str
-    source_label: str
-    created_at: float
-    invalidated_at: float | None
-    invalidation_reason: str | None
-    superseded_by: int | None
-    superseded_text: str | None
 
 
 def profile_records(

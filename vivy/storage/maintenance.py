@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from vivy.memory.database import OutboxState
 from vivy.storage.db import Connection
 
 __all__ = [
-    "OutboxState",
     "buffered_high_marks",
     "count_rows",
     "fed_high_marks",
@@ -48,24 +47,6 @@ def watermarks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:
         "SELECT channel_id, last_message_id FROM channel_watermarks WHERE channel_id IN ({marks})",
         channel_ids,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxState:
-    """Unfinished pipeline work: open buffers, closed buffers and pending profile updates.
-
-    The closed buffers and pending updates map their id to the attempts made so far, so a
-    caller can tell work that keeps failing from work that has not been tried yet.
-    """
-
-    open_buffers: int
-    closed_buffers: dict[int, int]
-    pending_updates: dict[int, int]
-
-    @property
-    def empty(self) -> bool:
-        """Whether nothing is left to do."""
-        return not (self.open_buffers or self.closed_buffers or self.pending_updates)
 
 
 def buffered_high_marks(conn: Connection, channel_ids: Iterable[int]) -> dict[int, int]:

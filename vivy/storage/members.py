@@ -12,26 +12,27 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 
-from vivy.notes import NoteType
-from vivy.state.guards import content_tokens
-from vivy.state.profile import PROFILE_CAP, SECTION_CAP, NewFact, ProfilePlan, RetiredFact
+from vivy.memory.facts import Fact, NewFact, RetiredFact
+from vivy.memory.guards import content_tokens
+from vivy.memory.members import (
+    BufferedRef,
+    ForgetReport,
+    GuildStatus,
+    MemberProfile,
+    RememberOutcome,
+)
+from vivy.memory.notes import NoteType
+from vivy.state.profile import PROFILE_CAP, SECTION_CAP, ProfilePlan
 from vivy.storage.db import Connection
 from vivy.storage.evidence import edit_evidence_message, forget_lines, optimize_evidence_index
 from vivy.storage.notes import add_member_name
-from vivy.storage.profiles import Fact, active_facts, apply_plan, profile_version
+from vivy.storage.profiles import active_facts, apply_plan, profile_version
 from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "FORGOTTEN_SOURCE",
     "MATCH_THRESHOLD",
-    "BufferedRef",
-    "ForgetReport",
-    "GuildStatus",
-    "MemberProfile",
-    "RememberOutcome",
     "add_lore",
     "delete_buffered_messages",
     "fact_matches",
@@ -55,59 +56,6 @@ FORGOTTEN_SOURCE = "a forgotten conversation"
 
 #: Shortest name searched for in other data during a forget-me (shorter ones match anything).
 _MIN_NAME_CHARS = 2
-
-
-@dataclass(frozen=True, slots=True)
-class MemberProfile:
-    """What Vivy holds about one member of one guild."""
-
-    user_id: int
-    display_name: str | None
-    opted_out: bool
-    facts: tuple[Fact, ...]
-    note_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class BufferedRef:
-    """A buffered message of an open buffer, so its channel actor can be told it is gone."""
-
-    channel_id: int
-    message_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ForgetReport:
-    """What :func:`forget_member` removed."""
-
-    facts: int
-    messages: int
-    notes: int
-    other_facts: int
-    pending_updates: int
-    open_messages: tuple[BufferedRef, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class GuildStatus:
-    """Counts of a guild's memory, for server managers."""
-
-    conversation_notes: int
-    topic_clusters: int
-    active_facts: int
-    members_with_facts: int
-    open_buffers: int
-    closed_buffers: int
-    pending_updates: int
-    lore: int
-    last_nightly_job: float | None
-
-
-class RememberOutcome(StrEnum):
-    """What became of a fact a member stated."""
-
-    STORED = "stored"
-    DUPLICATE = "duplicate"
 
 
 def upsert_member(

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from vivy.memory.database import EmbeddingModel
 from vivy.storage.db import Connection
 
-__all__ = ["EmbeddingModel", "adopt_embedding_model", "get_meta", "set_meta"]
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingModel:
-    """The embedding model recorded in the database, as stored (the dimension may be missing)."""
-
-    model: str
-    dimension: str | None
+__all__ = ["adopt_embedding_model", "get_meta", "set_meta"]
 
 
 def get_meta(conn: Connection, key: str) -> str | None:

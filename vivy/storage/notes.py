@@ -12,128 +12,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-import sqlite_vec
-
+from vivy.memory.dates import note_date
+from vivy.memory.notes import NewNote, Note, Participant, PlannedUpdate
 from vivy.storage.db import Connection
-from vivy.storage.evidence import EvidenceWindow, insert_windows
-from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.evidence import insert_windows
+from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
 
 __all__ = [
-    "NewNote",
-    "Note",
-    "Participant",
-    "PlannedUpdate",
     "add_member_name",
     "commit_cluster_notes",
     "commit_conversation_note",
     "discard_buffer",
     "get_notes",
     "members_named",
-    "note_date",
     "notes_between",
     "notes_in_range",
-    "serialize_vector",
-    "short_date",
-    "source_label",
 ]
-
-
-def note_date(wall: float) -> str:
-    """The UTC date ``YYYY-MM-DD`` of a wall time."""
-    return datetime.fromtimestamp(wall, tz=UTC).date().isoformat()
-
-
-def short_date(day: str) -> str:
-    """``Mon D`` for a ``YYYY-MM-DD`` date, as sources are cited (``Feb 23``)."""
-    date = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    return f"{date.strftime('%b')} {date.day}"
-
-
-def source_label(title: str, day: str) -> str:
-    """How a fact cites its note: ``note title, Mon D``."""
-    return f"{title}, {short_date(day)}"
-
-
-@dataclass(frozen=True, slots=True)
-class Participant:
-    """A human participant of a note."""
-
-    user_id: int
-    display_name: str
-    message_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedUpdate:
-    """A participant's profile operations from the note call, as stored JSON.
-
-    ``basis_version`` is the profile version the operations were computed against.
-    """
-
-    operations: str
-    basis_version: int
-
-
-@dataclass(frozen=True, slots=True)
-class NewNote:
-    """A note ready to be stored (either type)."""
-
-    guild_id: int
-    channel_id: int
-    channel_name: str
-    note_type: str
-    title: str
-    summary: str
-    topics: tuple[str, ...]
-    decisions: tuple[str, ...]
-    open_questions: tuple[str, ...]
-    entities: tuple[str, ...]
-    participants: tuple[Participant, ...]
-    note_date: str
-    quality: str
-    model: str
-    embedding: Sequence[float]
-    created_at: float
-    started_at: float | None = None
-    ended_at: float | None = None
-    source_note_ids: tuple[int, ...] | None = None
-    #: Evidence windows of a conversation note and their embeddings (same order); none
-    #: when evidence is switched off.
-    windows: tuple[EvidenceWindow, ...] = ()
-    window_embeddings: tuple[Sequence[float], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """A stored note."""
-
-    id: int
-    guild_id: int
-    channel_id: int
-    channel_name: str
-    note_type: str
-    title: str
-    summary: str
-    topics: tuple[str, ...]
-    decisions: tuple[str, ...]
-    open_questions: tuple[str, ...]
-    entities: tuple[str, ...]
-    participants: tuple[Participant, ...]
-    source_note_ids: tuple[int, ...]
-    note_date: str
-    started_at: float | None
-    ended_at: float | None
-    quality: str
-    created_at: float
-
-
-def serialize_vector(vector: Sequence[float]) -> bytes:
-    """The float32 blob sqlite-vec stores."""
-    return bytes(sqlite_vec.serialize_float32(list(vector)))
 
 
 def _insert_note(conn: Connection, note: NewNote, buffer_id: int | None) -> int:

@@ -1,11 +1,12 @@
 """The storage port: what the rest of Vivy may ask of a database, by area.
 
 Every method is ``async`` and takes and returns plain typed values (ids, floats, strings and
-the frozen records of :mod:`vivy.storage`); no connection, cursor, SQL fragment or engine type
-crosses it, so a second engine (PostgreSQL, the Fleet issue) implements the same protocols
-and runs the same test suite. A store serves one scope of shards: its lists of pending work
-(open and closed buffers, profile updates, the nightly job's guilds and days) hold only the
-guilds of those shards, so each process of a fleet resumes its own work and no other's.
+the frozen records of :mod:`vivy.memory`); vectors cross it as sequences of floats, which each
+engine encodes its own way. No connection, cursor, SQL fragment or engine type crosses it, so
+both engines (SQLite and PostgreSQL) implement the same protocols and run the same tests.
+A store serves one scope of shards: its lists of pending work (open and closed buffers,
+profile updates, the nightly job's guilds and days) hold only the guilds of those shards, so
+each process of a fleet resumes its own work and no other's.
 
 A method is one unit of work: a method that writes commits its changes in one transaction
 before it returns, and fails as a whole.
@@ -21,26 +22,31 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from vivy.memory.database import EmbeddingState
+
 if TYPE_CHECKING:
-    from vivy.state.buffer import BufferedMessage, CloseReason, Effect
-    from vivy.state.profile import ProfilePlan
-    from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
-    from vivy.storage.context_reads import MemberCard, PeopleReads
-    from vivy.storage.evidence import EvidenceLine, WindowText
-    from vivy.storage.inspection import FactRecord
-    from vivy.storage.maintenance import OutboxState
-    from vivy.storage.members import (
+    from vivy.memory.buffers import (
+        AppliedEffects,
+        BufferedMessage,
+        BufferRow,
+        CloseReason,
+        StoredBuffer,
+    )
+    from vivy.memory.database import EmbeddingModel, LeaseHolder, OutboxState
+    from vivy.memory.evidence import EvidenceLine, WindowText
+    from vivy.memory.facts import Fact, FactRecord, PendingUpdate, UpdateContext
+    from vivy.memory.members import (
         BufferedRef,
         ForgetReport,
         GuildStatus,
+        MemberCard,
         MemberProfile,
+        PeopleReads,
         RememberOutcome,
     )
-    from vivy.storage.meta import EmbeddingModel
-    from vivy.storage.notes import NewNote, Note, PlannedUpdate
-    from vivy.storage.postgres.leases import LeaseHolder
-    from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
-    from vivy.storage.reembed import NoteText
+    from vivy.memory.notes import NewNote, Note, NoteText, PlannedUpdate
+    from vivy.state.buffer import Effect
+    from vivy.state.profile import ProfilePlan
     from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 
 #: The value a search caller chooses (see :meth:`SearchStore.find_and_load`).
@@ -48,7 +54,6 @@ T = TypeVar("T")
 
 __all__ = [
     "BufferStore",
-    "EmbeddingState",
     "EvidenceStore",
     "ImportStore",
     "JobStore",
@@ -264,8 +269,8 @@ class EvidenceStore(Protocol):
     async def windows_to_embed(self, limit: int) -> list[WindowText]:
         """Up to ``limit`` windows without an embedding, oldest first."""
 
-    async def set_window_embeddings(self, vectors: Sequence[tuple[int, bytes]]) -> None:
-        """Store windows' new embeddings (float32 blobs) by window id."""
+    async def set_window_embeddings(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Store windows' new embeddings by window id."""
 
 
 class JobStore(Protocol):
@@ -380,21 +385,6 @@ class SearchStore(Protocol):
 
     async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
         """What the operator API shows of a member; None when the guild does not know them."""
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingState:
-    """The recorded embedding model against the stored note vectors (``vivy db check``)."""
-
-    #: As recorded in the database's meta (None before the first note).
-    model: str | None
-    dimension: str | None
-    notes: int
-    vectors: int
-    #: The length the note-vector index was created with, or None when it is missing.
-    vector_dimension: int | None
-    #: Whether an interrupted ``vivy reembed`` left staged vectors.
-    reembed_staged: bool
 
 
 class ReadOnlyStore(Protocol):

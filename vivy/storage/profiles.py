@@ -11,25 +11,17 @@ they were computed against.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from pydantic import ValidationError
-
-from vivy.llm.schemas import PROFILE_SECTIONS, AddFact, ProfileOperations
-from vivy.state.profile import ExistingFact, ProfilePlan
+from vivy.memory.facts import PROFILE_SECTIONS, Fact, PendingUpdate, UpdateContext
+from vivy.state.profile import ProfilePlan
 from vivy.storage.db import Connection
-from vivy.storage.notes import Note, get_notes
+from vivy.storage.notes import get_notes
 
 __all__ = [
-    "Fact",
-    "PendingUpdate",
-    "UpdateContext",
     "active_facts",
     "apply_plan",
     "apply_updates",
     "changed_between",
-    "decode_operations",
-    "encode_operations",
     "mark_updates_applied",
     "member_profiles",
     "members_due_by",
@@ -39,69 +31,6 @@ __all__ = [
     "record_update_failure",
     "update_context",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """An active fact, as retrieval and commands show it."""
-
-    id: int
-    section: str
-    text: str
-    source_kind: str
-    source_note_id: int | None
-    source_label: str
-    created_at: float
-
-    def existing(self) -> ExistingFact:
-        """The view the operation planner needs."""
-        return ExistingFact(self.id, self.section, self.text, self.source_kind, self.created_at)
-
-
-@dataclass(frozen=True, slots=True)
-class PendingUpdate:
-    """A profile update waiting to be applied: one (note, member) pair.
-
-    ``operations`` are the ones the note call returned for this member, computed against
-    profile version ``basis_version``; None when the update needs a call of its own.
-    """
-
-    id: int
-    guild_id: int
-    user_id: int
-    note_id: int
-    attempts: int
-    next_attempt_at: float
-    operations: ProfileOperations | None = None
-    basis_version: int | None = None
-
-
-def encode_operations(operations: ProfileOperations) -> str:
-    """The JSON stored in ``profile_updates.operations``, without evidence quotes.
-
-    An add's evidence quotes the member's messages for people reviewing an answer; no guard
-    reads it, and stored it would keep their words (and whoever they mention) past the note's
-    source lines.
-    """
-    kept = [
-        op.model_copy(update={"evidence": ""}) if isinstance(op, AddFact) else op
-        for op in operations.operations
-    ]
-    return ProfileOperations(operations=kept).model_dump_json()
-
-
-def decode_operations(text: str | None) -> ProfileOperations | None:
-    """Stored operations read back and validated again; None when there are none.
-
-    A row that no longer validates (written under another schema) also reads as None: the
-    update then gets a call of its own rather than blocking the member's queue.
-    """
-    if text is None:
-        return None
-    try:
-        return ProfileOperations.model_validate_json(text)
-    except ValidationError:
-        return None
 
 
 def active_facts(conn: Connection, guild_id: int, user_id: int) -> list[Fact]:
@@ -201,7 +130,7 @@ def pending_updates(conn: Connection, user_id: int | None = None) -> list[Pendin
             note_id=int(r[3]),
             attempts=int(r[4]),
             next_attempt_at=float(r[5]),
-            operations=decode_operations(r[6]),
+            operations=r[6],
             basis_version=None if r[7] is None else int(r[7]),
         )
         for r in rows
@@ -282,17 +211,6 @@ def note_sources(
     ).fetchall():
         found[int(note_id)].append((int(author_id), str(name), str(text), float(at)))
     return found
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateContext:
-    """Everything one profile update call needs, read in one go."""
-
-    version: int
-    facts: list[Fact]
-    notes: list[Note]
-    #: By note id: the note's lines as (message id, author name, text, time).
-    lines: dict[int, list[tuple[int, str, str, float]]]
 
 
 def update_context(

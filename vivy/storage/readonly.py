@@ -16,12 +16,12 @@ from types import TracebackType
 import sqlean
 
 from vivy.errors import StorageError
+from vivy.memory.database import EmbeddingState
+from vivy.memory.facts import FactRecord
+from vivy.memory.notes import Note
 from vivy.storage import checks, evidence, inspection, meta
 from vivy.storage.db import Connection
-from vivy.storage.inspection import FactRecord
 from vivy.storage.maintenance import count_rows
-from vivy.storage.notes import Note
-from vivy.storage.port import EmbeddingState
 from vivy.storage.reembed import REEMBED_STAGING
 
 __all__ = ["SqliteReadOnlyStore", "backup_database"]

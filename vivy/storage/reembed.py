@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from vivy.notes import NoteType
+from vivy.memory.notes import NoteText, NoteType
 from vivy.storage.db import Connection
 from vivy.storage.maintenance import count_rows
-from vivy.storage.notes import serialize_vector
-from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
 from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "REEMBED_STAGING",
-    "NoteText",
     "begin_staging",
     "notes_to_embed",
     "stage_vectors",
@@ -25,20 +22,6 @@ __all__ = [
 
 #: Work table of ``vivy reembed``: new vectors wait here until all notes have one.
 REEMBED_STAGING = "reembed_staging"
-
-
-@dataclass(frozen=True, slots=True)
-class NoteText:
-    """What a note's embedding text is computed from."""
-
-    id: int
-    note_type: str
-    channel_name: str
-    note_date: str
-    participants: tuple[str, ...]
-    topics: tuple[str, ...]
-    title: str
-    summary: str
 
 
 def begin_staging(conn: Connection, model_key: str) -> int:

@@ -16,7 +16,11 @@ never created, altered or dropped here, so an old database keeps them untouched.
 
 from __future__ import annotations
 
-from vivy.notes import NoteType
+from collections.abc import Sequence
+
+import sqlite_vec
+
+from vivy.memory.notes import NoteType
 
 __all__ = [
     "BINARY_PREFIX_DIMENSIONS",
@@ -25,6 +29,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "VEC_KINDS",
     "binary_dimensions",
+    "serialize_vector",
     "vec_notes_ddl",
 ]
 
@@ -360,3 +365,8 @@ MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def serialize_vector(vector: Sequence[float]) -> bytes:
+    """The float32 blob sqlite-vec stores."""
+    return bytes(sqlite_vec.serialize_float32(list(vector)))

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import sqlean
 
-from vivy.notes import NoteType
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.notes import Note, NoteType
 from vivy.storage import evidence
 from vivy.storage.candidates import (
     CandidateDetails,
@@ -43,8 +44,8 @@ from vivy.storage.candidates import (
 )
 from vivy.storage.db import Connection
 from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild
-from vivy.storage.notes import Note, get_notes, members_named, notes_in_range
-from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.notes import get_notes, members_named, notes_in_range
+from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
 from vivy.storage.search_types import (
     NoteSearch,
     NoteSearchResult,
@@ -240,7 +241,7 @@ def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> lis
 
 def load_hits(
     conn: Connection, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
-) -> tuple[list[Note], dict[int, list[evidence.EvidenceLine]]]:
+) -> tuple[list[Note], dict[int, list[EvidenceLine]]]:
     """The guild's notes ``note_ids`` in the order given, and the lines of each window."""
     return guild_notes(conn, guild_id, note_ids), evidence.window_lines(conn, window_ids)
 
@@ -287,38 +288,38 @@ class _NoteReads:
 
 
 def _read_notes(
-    conn: Connection, search: NoteSearch, note_ids: Sequence[int], *, compare: bool
+    conn: Connection, search: NoteSearch, note_ids: Sequence[int], vector: bytes | None
 ) -> _NoteReads:
-    """The details of the guild's notes ``note_ids`` and, with ``compare``, their windows'
-    similarity to the question; a failing comparison (sqlite-vec missing) gives None."""
+    """The details of the guild's notes ``note_ids`` and, given the question's ``vector``,
+    their windows' similarity to it; a failing comparison (sqlite-vec missing) gives None."""
     similar: list[evidence.WindowMatch] | None = []
     texts: dict[int, str] = {}
-    if compare:
+    if vector is not None:
         try:
-            similar, texts = _compared_windows(conn, search, note_ids)
+            similar, texts = _compared_windows(conn, search, note_ids, vector)
         except sqlean.Error:
             similar = None
     return _NoteReads(candidate_details(conn, search.guild_id, note_ids), similar, texts)
 
 
 def _note_side(
-    search: NoteSearch, conn: Connection, compare: bool
+    search: NoteSearch, conn: Connection, vector: bytes | None
 ) -> tuple[list[KeywordMatch], TermPlan, _NoteReads]:
     """On a side connection: the notes' own keyword search, then what ranking reads of the
     notes it found, so that the main connection need not read them after the join."""
     found, plan = _note_keywords(search, conn)
     ids = list(dict.fromkeys(match.note_id for match in found))
-    return found, plan, _read_notes(conn, search, ids, compare=compare)
+    return found, plan, _read_notes(conn, search, ids, vector)
 
 
 def _window_side(
-    search: NoteSearch, conn: Connection, compare: bool
+    search: NoteSearch, conn: Connection, vector: bytes | None
 ) -> tuple[list[evidence.WindowMatch], TermPlan, _NoteReads]:
     """On a side connection: the evidence keyword search, then what ranking reads of the
     notes whose windows it found."""
     found, plan = _window_keywords(search, conn)
     ids = list(dict.fromkeys(match.note_id for match in found))
-    return found, plan, _read_notes(conn, search, ids, compare=compare)
+    return found, plan, _read_notes(conn, search, ids, vector)
 
 
 def search_notes_sync(
@@ -344,28 +345,30 @@ def search_notes_sync(
     wanted_windows = bool(search.terms) and with_evidence
     # Side threads compare windows as soon as they found their notes; if the vector search
     # then fails, what they compared is dropped.
-    may_compare = with_evidence and search.vector is not None
+    vector = None if search.vector is None else serialize_vector(search.vector)
+    may_compare = with_evidence and vector is not None
+    side_vector = vector if may_compare else None
     note_side, window_side = (*sides[:2], None, None)[:2]
     notes_ahead = (
-        _KEYWORD_THREADS.submit(_note_side, search, note_side, may_compare)
+        _KEYWORD_THREADS.submit(_note_side, search, note_side, side_vector)
         if search.terms and note_side is not None
         else None
     )
     windows_ahead = (
-        _KEYWORD_THREADS.submit(_window_side, search, window_side, may_compare)
+        _KEYWORD_THREADS.submit(_window_side, search, window_side, side_vector)
         if wanted_windows and window_side is not None
         else None
     )
     try:
         vectors: list[VectorMatch] = []
         vector_failed = False
-        if search.vector is not None:
+        if vector is not None:
             try:
                 vectors = vector_search(
                     conn,
                     index,
                     search.guild_id,
-                    search.vector,
+                    vector,
                     note_type=search.note_type,
                     limit=search.candidates,
                     candidates=search.candidates,
@@ -385,7 +388,7 @@ def search_notes_sync(
             )
         early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
         compare = may_compare and not vector_failed
-        reads = [_read_notes(conn, search, early, compare=compare)]
+        reads = [_read_notes(conn, search, early, vector if compare else None)]
         named = members_named(conn, search.guild_id, list(search.name_grams))
     finally:
         # Never leave a side connection busy: the next search will use it.
@@ -432,8 +435,8 @@ def search_notes_sync(
     later = [note_id for note_id in hits.note_ids if note_id not in complete]
     if later:
         details.update(candidate_details(conn, search.guild_id, later))
-        if compare:
-            more, more_texts = _compared_windows(conn, search, later)
+        if compare and vector is not None:
+            more, more_texts = _compared_windows(conn, search, later, vector)
             compared.update((match.window_id, match) for match in more)
             texts.update(more_texts)
     # Best first: each note's windows in the order of their similarity to the question.
@@ -450,13 +453,11 @@ def search_notes_sync(
 
 
 def _compared_windows(
-    conn: Connection, search: NoteSearch, note_ids: Sequence[int]
+    conn: Connection, search: NoteSearch, note_ids: Sequence[int], vector: bytes
 ) -> tuple[list[evidence.WindowMatch], dict[int, str]]:
-    """The search vector's exact similarity to each embedded window of ``note_ids``, and
-    those windows' texts (read with their embeddings, on the same page)."""
-    if search.vector is None:
-        return [], {}
-    return evidence.compared_windows(conn, search.guild_id, note_ids, search.vector)
+    """The question's ``vector``'s exact similarity to each embedded window of
+    ``note_ids``, and those windows' texts (read with their embeddings, on the same page)."""
+    return evidence.compared_windows(conn, search.guild_id, note_ids, vector)
 
 
 def candidate_details(

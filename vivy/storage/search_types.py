@@ -8,13 +8,13 @@ retrieval's ranking, so neither depends on the other's modules.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from vivy.storage.evidence import EvidenceLine
-    from vivy.storage.notes import Note
+    from vivy.memory.evidence import EvidenceLine
+    from vivy.memory.notes import Note
 
 __all__ = [
     "Candidate",
@@ -139,7 +139,7 @@ def _starts_a_word(text: str, stem: str) -> bool:
 class NoteSearch:
     """One note search: the guild, the query (vector and/or keywords) and how many to find.
 
-    ``vector`` is a float32 blob or None (no embedding); ``terms`` the words to search by
+    ``vector`` is the question's embedding or None (no embedding); ``terms`` the words to search by
     keyword (from :func:`vivy.retrieval.search.query_terms`). ``note_type`` None searches both
     types. With
     ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
@@ -148,7 +148,7 @@ class NoteSearch:
     """
 
     guild_id: int
-    vector: bytes | None
+    vector: Sequence[float] | None
     terms: tuple[str, ...]
     note_type: str | None
     candidates: int

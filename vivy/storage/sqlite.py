@@ -32,23 +32,28 @@ from vivy.storage.port import Store
 from vivy.storage.vector_index import BinaryIndex
 
 if TYPE_CHECKING:
-    from vivy.state.buffer import BufferedMessage, CloseReason, Effect
-    from vivy.state.profile import ProfilePlan
-    from vivy.storage.buffers import AppliedEffects, BufferRow, StoredBuffer
-    from vivy.storage.context_reads import MemberCard, PeopleReads
-    from vivy.storage.evidence import EvidenceLine, WindowText
-    from vivy.storage.maintenance import OutboxState
-    from vivy.storage.members import (
+    from vivy.memory.buffers import (
+        AppliedEffects,
+        BufferedMessage,
+        BufferRow,
+        CloseReason,
+        StoredBuffer,
+    )
+    from vivy.memory.database import EmbeddingModel, OutboxState
+    from vivy.memory.evidence import EvidenceLine, WindowText
+    from vivy.memory.facts import Fact, PendingUpdate, UpdateContext
+    from vivy.memory.members import (
         BufferedRef,
         ForgetReport,
         GuildStatus,
+        MemberCard,
         MemberProfile,
+        PeopleReads,
         RememberOutcome,
     )
-    from vivy.storage.meta import EmbeddingModel
-    from vivy.storage.notes import NewNote, Note, PlannedUpdate
-    from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext
-    from vivy.storage.reembed import NoteText
+    from vivy.memory.notes import NewNote, Note, NoteText, PlannedUpdate
+    from vivy.state.buffer import Effect
+    from vivy.state.profile import ProfilePlan
     from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 
 #: The value a search caller chooses (see :meth:`SqliteSearchStore.find_and_load`).
@@ -361,8 +366,8 @@ class SqliteEvidenceStore:
         """Up to ``limit`` windows without an embedding, oldest first."""
         return await self._db.read(evidence.windows_to_embed, limit)
 
-    async def set_window_embeddings(self, vectors: Sequence[tuple[int, bytes]]) -> None:
-        """Store windows' new embeddings (float32 blobs) by window id."""
+    async def set_window_embeddings(self, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+        """Store windows' new embeddings by window id."""
         await self._db.write(evidence.set_window_embeddings, vectors)
 
 

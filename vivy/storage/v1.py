@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vivy.clock import parse_utc
 from vivy.errors import StorageError
-from vivy.state.guards import content_tokens
+from vivy.memory.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
 from vivy.storage.db import Connection, Database
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from vivy.notes import NoteType
+from vivy.memory.notes import NoteType
 from vivy.storage.db import Connection
 from vivy.storage.schema import VEC_KINDS
 

@@ -203,14 +203,17 @@ class _Timed:
 
 
 async def _time_searches(
-    store: Store, workload: Sequence[tuple[bytes, str]], settings: RetrievalSettings, passes: int
+    store: Store,
+    workload: Sequence[tuple[list[float], str]],
+    settings: RetrievalSettings,
+    passes: int,
 ) -> _Timed:
     """The first search's seconds (on SQLite it loads the guild's vectors into memory, once
     per process), each workload search's in each of ``passes`` passes through ``store`` as the
     bot opens it, and how busy others kept the machine meanwhile; closes the store."""
     try:
 
-        async def one(vector: bytes, text: str) -> float:
+        async def one(vector: list[float], text: str) -> float:
             started = time.perf_counter()
             await ranked_notes(
                 store.search,

@@ -39,17 +39,14 @@ from vivy.actors.note_writer import contextual_text, window_header
 from vivy.clock import parse_utc
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.memory.buffers import BufferedMessage, CloseReason
+from vivy.memory.dates import note_date
+from vivy.memory.evidence import WINDOW_SIZE, windows_of
+from vivy.memory.notes import NewNote, Participant
 from vivy.retrieval import search
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
-from vivy.state.buffer import BufferedMessage, CloseReason
-from vivy.storage.evidence import WINDOW_SIZE, windows_of
-from vivy.storage.notes import (
-    NewNote,
-    Participant,
-    note_date,
-)
 from vivy.storage.port import Store
 from vivy.storage.search import CONVERSATION
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -384,7 +381,7 @@ async def search_questions(
                 [
                     NoteSearch(
                         guild_id=guild_of[question.id].guild_id,
-                        vector=search.query_vector(vector),
+                        vector=vector,
                         terms=tuple(search.query_terms(question.question)),
                         note_type=CONVERSATION,
                         candidates=max(settings.candidates, max(KS)),

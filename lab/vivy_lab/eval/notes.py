@@ -30,12 +30,11 @@ from typing import Any
 from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
-from vivy.notes import NoteType
+from vivy.memory.buffers import CloseReason
+from vivy.memory.notes import NewNote, NoteType, Participant
 from vivy.retrieval import search
 from vivy.retrieval.ranking import Calibration, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
-from vivy.state.buffer import CloseReason
-from vivy.storage.notes import NewNote, Participant
 from vivy.storage.port import Store
 from vivy.storage.search_types import Candidate, NoteSearch
 from vivy.storage.sqlite import open_sqlite_store
@@ -225,7 +224,7 @@ async def run_eval(
                 [
                     NoteSearch(
                         guild_id=data.guild_id,
-                        vector=search.query_vector(qvector),
+                        vector=qvector,
                         terms=tuple(search.query_terms(question.q)),
                         note_type=None,
                         candidates=max(settings.candidates, max(KS)),

@@ -31,7 +31,7 @@ from psycopg.types import TypeInfo
 from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.postgres.evidence import blob_text
+from vivy.storage.postgres.evidence import vector_text
 from vivy.storage.postgres.schema import POSTINGS_BACKFILL, POSTINGS_TABLES
 from vivy.storage.postgres.search import vector_bytes, vector_search
 from vivy_lab.synthetic.sqlite import EXACT_QUERIES, GUILD_ID
@@ -137,7 +137,7 @@ def _copy_table(lite: Connection, conn: PgConnection, table: str) -> None:
 
 
 def exact_recall(
-    conn: PgConnection, workload: Sequence[tuple[bytes, str]], *, candidates: int
+    conn: PgConnection, workload: Sequence[tuple[list[float], str]], *, candidates: int
 ) -> tuple[float, float]:
     """The median seconds of the HNSW vector search alone over ``workload`` (``candidates``
     nearest notes, as the retriever asks), and the mean share of an exact scan's top 10 that
@@ -156,7 +156,7 @@ def exact_recall(
             exact = conn.execute(
                 "SELECT note_id FROM vec_notes WHERE guild_id = %s"
                 " ORDER BY embedding <=> %s::vector, note_id LIMIT 10",
-                (GUILD_ID, blob_text(vector)),
+                (GUILD_ID, vector_text(vector)),
             ).fetchall()
         truth = {int(row[0]) for row in exact}
         top = {match.note_id for match in found[:10]}

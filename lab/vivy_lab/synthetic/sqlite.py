@@ -26,11 +26,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from vivy.memory.evidence import windows_of
 from vivy.storage.db import Connection, connect, migrate
-from vivy.storage.evidence import windows_of
 from vivy.storage.fts import merge_step
-from vivy.storage.notes import serialize_vector
-from vivy.storage.schema import binary_dimensions
+from vivy.storage.schema import binary_dimensions, serialize_vector
 from vivy.storage.search import vector_search
 from vivy.storage.vector_index import BinaryIndex
 
@@ -57,7 +56,9 @@ _SYLLABLES = [
 ]
 
 
-def build(path: Path, size: int, queries: int, seed: int) -> tuple[float, list[tuple[bytes, str]]]:
+def build(
+    path: Path, size: int, queries: int, seed: int
+) -> tuple[float, list[tuple[list[float], str]]]:
     """Create the database at ``path`` with ``size`` notes; returns the fill's seconds and
     ``queries`` (query vector, query text) pairs near random stored notes."""
     rng = random.Random(f"{seed}:{size}")
@@ -76,7 +77,7 @@ def build(path: Path, size: int, queries: int, seed: int) -> tuple[float, list[t
 
 
 def quantised_recall(
-    path: Path, workload: Sequence[tuple[bytes, str]], *, candidates: int
+    path: Path, workload: Sequence[tuple[list[float], str]], *, candidates: int
 ) -> tuple[list[float], list[float]]:
     """Per query, the seconds of the vector search alone (binary KNN and exact re-rank), and
     for the first :data:`EXACT_QUERIES` the share of an exact float KNN's top 10 it finds."""
@@ -85,7 +86,8 @@ def quantised_recall(
         index = BinaryIndex()
         timings: list[float] = []
         recalls: list[float] = []
-        for vector, _ in workload:
+        for floats, _ in workload:
+            vector = serialize_vector(floats)
             started = time.perf_counter()
             approximate = vector_search(
                 conn, index, GUILD_ID, vector, note_type=None, limit=10, candidates=candidates
@@ -272,9 +274,9 @@ def _fill_evidence(
 
 def _queries(
     conn: Connection, size: int, count: int, rng: random.Random, words: list[str]
-) -> list[tuple[bytes, str]]:
+) -> list[tuple[list[float], str]]:
     """``count`` (query vector, query text) pairs, each near a random stored note."""
-    found: list[tuple[bytes, str]] = []
+    found: list[tuple[list[float], str]] = []
     for _ in range(count):
         note_id = rng.randrange(1, size + 1)
         blob, title, summary = conn.execute(
@@ -288,7 +290,7 @@ def _queries(
         norm = math.sqrt(math.fsum(v * v for v in mixed))
         note_words = f"{title} {summary}".lower().rstrip(".").split()
         text = " ".join([*rng.sample(note_words, 3), rng.choice(words)])
-        found.append((serialize_vector([v / norm for v in mixed]), text))
+        found.append(([v / norm for v in mixed], text))
     return found
 
 

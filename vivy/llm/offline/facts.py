@@ -17,7 +17,6 @@ from functools import lru_cache
 from vivy.llm.offline.text import clip, compare_key, content_words, split_sentences, squash
 from vivy.llm.offline.words import PETS
 from vivy.llm.schemas import (
-    PROFILE_SECTIONS,
     AddFact,
     FactView,
     InvalidateFact,
@@ -28,9 +27,9 @@ from vivy.llm.schemas import (
     ProfileInput,
     ProfileOperation,
     ProfileOperations,
-    ProfileSection,
     uncited,
 )
+from vivy.memory.facts import PROFILE_SECTIONS, ProfileSection
 
 __all__ = ["consolidate_profile", "conversation_operations", "profile_operations"]
 

@@ -29,7 +29,7 @@ from vivy.llm.offline.text import (
 )
 from vivy.llm.offline.words import CALENDAR, PETS, fold_plural, word_kind
 from vivy.llm.schemas import NoteDraft, NoteInput, TranscriptLine
-from vivy.state.guards import looks_like_instruction
+from vivy.memory.guards import looks_like_instruction
 
 __all__ = ["TITLE_LIMIT", "write_note"]
 

@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from vivy.shards import ALL_SHARDS, Fence, Shards
-from vivy.state.buffer import BufferedMessage, CloseReason, Effect
-from vivy.storage.buffers import (
+from vivy.memory.buffers import (
     AppliedEffects,
+    BufferedMessage,
     BufferRow,
-    BufferStatements,
+    CloseReason,
     StoredBuffer,
-    carry_out_effects,
 )
+from vivy.shards import ALL_SHARDS, Fence, Shards
+from vivy.state.buffer import Effect
+from vivy.storage.buffers import BufferStatements, carry_out_effects
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import delete_evidence_message, edit_evidence_message
 from vivy.storage.postgres.leases import check_guild_fence, in_scope

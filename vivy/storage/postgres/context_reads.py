@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from vivy.storage.context_reads import LoreItem, MemberCard, PeopleReads
+from vivy.memory.members import LoreItem, MemberCard, PeopleReads
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.profiles import active_facts
 

@@ -4,20 +4,18 @@ The same rules as :mod:`vivy.storage.evidence`: windows are written in the note'
 transaction; a Discord edit or delete after the note rewrites the windows that held the line
 and drops their embeddings; retention drops old windows and the lines no pending profile
 update needs. The keyword index is a generated ``tsvector`` column, so it follows every
-rewrite without a trigger; embeddings are pgvector ``vector`` values, converted from and to
-the float32 blobs the port speaks.
+rewrite without a trigger; embeddings are pgvector ``vector`` values, made from the floats
+the port takes.
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 
-from vivy.storage.evidence import EvidenceWindow, WindowText, window_text
+from vivy.memory.evidence import EvidenceWindow, WindowText, window_text
 from vivy.storage.postgres.db import PgConnection
 
 __all__ = [
-    "blob_text",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
@@ -34,11 +32,6 @@ __all__ = [
 def vector_text(vector: Sequence[float]) -> str:
     """pgvector's text form of ``vector`` (``[x,y,…]``), bound as text and cast to ``vector``."""
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-def blob_text(blob: bytes) -> str:
-    """pgvector's text form of a float32 blob."""
-    return vector_text(array("f", blob).tolist())
 
 
 def insert_windows(
@@ -158,14 +151,16 @@ def windows_to_embed(conn: PgConnection, limit: int) -> list[WindowText]:
     ]
 
 
-def set_window_embeddings(conn: PgConnection, vectors: Sequence[tuple[int, bytes]]) -> None:
-    """Store windows' new embeddings (float32 blobs) by window id."""
+def set_window_embeddings(
+    conn: PgConnection, vectors: Sequence[tuple[int, Sequence[float]]]
+) -> None:
+    """Store windows' new embeddings by window id."""
     if not vectors:
         return
     with conn.cursor() as cursor:
         cursor.executemany(
             "UPDATE evidence_windows SET embedding = %s::vector WHERE id = %s",
-            [(blob_text(blob), window_id) for window_id, blob in vectors],
+            [(vector_text(vector), window_id) for window_id, vector in vectors],
         )
 
 

@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vivy.errors import LeaseLost
+from vivy.memory.database import LeaseHolder
 from vivy.shards import Fence, Shards
 from vivy.storage.postgres.db import PgConnection
 
 __all__ = [
     "EpochRecord",
-    "LeaseHolder",
     "acquire_lease",
     "check_fence",
     "check_guild_fence",
@@ -33,17 +33,6 @@ __all__ = [
     "release_leases",
     "renew_leases",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseHolder:
-    """A shard's lease as stored."""
-
-    shard_id: int
-    shard_count: int
-    owner: str
-    epoch: int
-    expires_at: float
 
 
 @dataclass(frozen=True, slots=True)

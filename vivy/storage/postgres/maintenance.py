@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vivy.storage.maintenance import OutboxState
+from vivy.memory.database import OutboxState
 from vivy.storage.postgres.db import PgConnection
 
 __all__ = ["fact_count", "fed_high_marks", "note_counts", "outbox_state"]

@@ -16,14 +16,17 @@ import re
 from collections.abc import Sequence
 
 from vivy.errors import StorageError
-from vivy.state.profile import ProfilePlan, RetiredFact
-from vivy.storage.members import (
-    FORGOTTEN_SOURCE,
+from vivy.memory.facts import RetiredFact
+from vivy.memory.members import (
     BufferedRef,
     ForgetReport,
     GuildStatus,
     MemberProfile,
     RememberOutcome,
+)
+from vivy.state.profile import ProfilePlan
+from vivy.storage.members import (
+    FORGOTTEN_SOURCE,
     _mention_pattern,
     _scrub_mentions,
     fact_matches,

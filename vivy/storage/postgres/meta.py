@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import date
 
+from vivy.memory.database import EmbeddingModel
 from vivy.shards import ALL_SHARDS, Shards
-from vivy.storage.meta import EmbeddingModel
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.leases import in_scope
 

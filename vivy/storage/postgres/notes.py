@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vivy.storage.notes import NewNote, Note, Participant, PlannedUpdate
+from vivy.memory.notes import NewNote, Note, Participant, PlannedUpdate
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import insert_windows, vector_text
 from vivy.storage.schema import VEC_KINDS

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vivy.llm.schemas import PROFILE_SECTIONS
+from vivy.memory.facts import PROFILE_SECTIONS, Fact, PendingUpdate, UpdateContext
 from vivy.shards import ALL_SHARDS, Shards
 from vivy.state.profile import ProfilePlan
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.leases import in_scope
 from vivy.storage.postgres.notes import get_notes
-from vivy.storage.profiles import Fact, PendingUpdate, UpdateContext, decode_operations
 
 __all__ = [
     "active_facts",
@@ -151,7 +150,7 @@ def pending_updates(
             note_id=int(r[3]),
             attempts=int(r[4]),
             next_attempt_at=float(r[5]),
-            operations=decode_operations(r[6]),
+            operations=r[6],
             basis_version=None if r[7] is None else int(r[7]),
         )
         for r in rows

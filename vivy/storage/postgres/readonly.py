@@ -18,10 +18,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.llm.schemas import PROFILE_SECTIONS
-from vivy.storage.inspection import FactRecord
-from vivy.storage.notes import Note
-from vivy.storage.port import EmbeddingState
+from vivy.memory.database import EmbeddingState
+from vivy.memory.facts import PROFILE_SECTIONS, FactRecord
+from vivy.memory.notes import Note
 from vivy.storage.postgres import evidence, meta, notes
 from vivy.storage.postgres.db import PgConnection, schema_version
 from vivy.storage.postgres.reembed import note_vector_dimension

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from vivy.memory.notes import NoteText
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.evidence import vector_text
 from vivy.storage.postgres.meta import get_meta, set_meta
 from vivy.storage.postgres.schema import vec_notes_ddl
-from vivy.storage.reembed import REEMBED_STAGING, NoteText
+from vivy.storage.reembed import REEMBED_STAGING
 from vivy.storage.schema import VEC_KINDS
 
 __all__ = [

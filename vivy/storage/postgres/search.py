@@ -33,6 +33,9 @@ import psycopg
 from psycopg import pq
 from psycopg.adapt import Dumper
 
+from vivy.memory.dates import note_date
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.notes import Note
 from vivy.storage.candidates import (
     CandidateDetails,
     KeywordMatch,
@@ -41,8 +44,7 @@ from vivy.storage.candidates import (
     assemble_candidates,
     shown_windows,
 )
-from vivy.storage.evidence import EvidenceLine, WindowMatch
-from vivy.storage.notes import Note, note_date
+from vivy.storage.evidence import WindowMatch
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.keywords import (
     LexemePlan,
@@ -84,12 +86,12 @@ EF_SEARCH = 40
 def vector_search(
     conn: PgConnection,
     guild_id: int,
-    vector: bytes,
+    vector: Sequence[float],
     *,
     note_type: str | None,
     limit: int,
 ) -> list[VectorMatch]:
-    """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob) by cosine,
+    """The ``limit`` notes of the guild closest to ``vector`` by cosine,
     best first; ``note_type`` None searches both types. The HNSW index over the binary
     quantisation finds the ``limit`` nearest by hamming distance (the guild filtered inside
     the scan: the session's ``hnsw.iterative_scan``, set by
@@ -99,7 +101,7 @@ def vector_search(
     than the stored vectors raises."""
     if limit > EF_SEARCH:  # the session's iterative scan goes on; each step keeps this many
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(limit)),))
-    bits = f"bit({len(vector) // 4})"  # a float32 blob: four bytes a dimension
+    bits = f"bit({len(vector)})"
     rows = conn.execute(
         (
             "SELECT note_id, embedding <=> %(v)b::vector FROM (SELECT note_id, embedding"
@@ -121,16 +123,16 @@ def vector_search(
 
 
 class PgVector(bytes):
-    """A float32 blob (little-endian, SQLite's form) bound as a pgvector ``vector``: psycopg
-    sends it in pgvector's binary form (:class:`_VectorDumper`), bound as ``%b::vector``."""
+    """A vector in pgvector's binary form (:func:`vector_bytes`), bound as ``%b::vector``:
+    psycopg sends it as it is (:class:`_VectorDumper`)."""
 
 
-def vector_bytes(blob: bytes) -> bytes:
-    """pgvector's binary ``vector`` of a float32 blob: the dimension count, a zero, then the
-    floats big-endian (``vector_recv``'s input)."""
-    values = array("f", blob)
-    values.byteswap()
-    return struct.pack(">HH", len(values), 0) + values.tobytes()
+def vector_bytes(values: Sequence[float]) -> bytes:
+    """pgvector's binary ``vector`` of ``values``: the dimension count, a zero, then the
+    values as float32 big-endian (``vector_recv``'s input)."""
+    floats = array("f", values)
+    floats.byteswap()
+    return struct.pack(">HH", len(floats), 0) + floats.tobytes()
 
 
 class _VectorDumper(Dumper):
@@ -140,24 +142,24 @@ class _VectorDumper(Dumper):
     format = pq.Format.BINARY
 
     def dump(self, obj: object) -> bytes:
-        """``obj``, a :class:`PgVector`, in pgvector's binary form."""
+        """``obj``, a :class:`PgVector`, already in pgvector's binary form."""
         assert isinstance(obj, bytes)
-        return vector_bytes(obj)
+        return obj
 
 
 psycopg.adapters.register_dumper(PgVector, _VectorDumper)
 
 
-def vector_param(blob: bytes) -> PgVector:
-    """A float32 blob as a query parameter bound as ``%b::vector``: a third of the time of
+def vector_param(values: Sequence[float]) -> PgVector:
+    """``values`` as a query parameter bound as ``%b::vector``: a third of the time of
     psycopg's binary ``float8[]`` of the floats, and no cast on the server."""
-    return PgVector(blob)
+    return PgVector(vector_bytes(values))
 
 
 def window_similarities(
-    conn: PgConnection, guild_id: int, note_ids: Sequence[int], vector: bytes | None
+    conn: PgConnection, guild_id: int, note_ids: Sequence[int], vector: Sequence[float] | None
 ) -> tuple[list[WindowMatch], dict[int, str]]:
-    """The cosine similarity of ``vector`` (a float32 blob; None: no similarities) to every
+    """The cosine similarity of ``vector`` (None: no similarities) to every
     embedded window of the guild's notes ``note_ids``, best first (windows embedded at
     another dimension are skipped), and the text of every window of those notes, which
     holds every window a candidate can show; one statement."""
@@ -172,7 +174,7 @@ def window_similarities(
             "v": None if vector is None else vector_param(vector),
             "ids": list(note_ids),
             "g": guild_id,
-            "d": 0 if vector is None else len(vector) // 4,
+            "d": 0 if vector is None else len(vector),
         },
     ).fetchall()
     found = [WindowMatch(int(r[0]), int(r[1]), float(r[3])) for r in rows if r[3] is not None]

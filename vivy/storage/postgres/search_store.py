@@ -10,9 +10,9 @@ from vivy.storage.postgres import context_reads, search
 from vivy.storage.postgres.db import PgConnection, PgDatabase, PgSide
 
 if TYPE_CHECKING:
-    from vivy.storage.context_reads import MemberCard, PeopleReads
-    from vivy.storage.evidence import EvidenceLine
-    from vivy.storage.notes import Note
+    from vivy.memory.evidence import EvidenceLine
+    from vivy.memory.members import MemberCard, PeopleReads
+    from vivy.memory.notes import Note
     from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 
 __all__ = ["PgSearchStore"]

@@ -12,11 +12,10 @@ import base64
 import binascii
 import re
 import unicodedata
+from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only a type here; importing vivy.llm would import this module back
-    from vivy.llm.schemas import NoteDraft
+from vivy.memory.notes import NoteContent
 
 __all__ = [
     "GROUNDING_THRESHOLD",
@@ -219,8 +218,8 @@ def strip_instructions(text: str) -> str:
     return " ".join(kept).strip()
 
 
-def clean_note(draft: NoteDraft, fallback_title: str) -> NoteDraft:
-    """A note draft with no instruction-like title, sentence or list item left in it.
+def clean_note(draft: NoteContent, fallback_title: str) -> NoteContent:
+    """A note with no instruction-like title, sentence or list item left in it.
 
     A note's text is shown to the chat model as memory, so what reads as an order to the bot
     is dropped before it is stored (the member's own words were quoted in it, or the note
@@ -229,16 +228,15 @@ def clean_note(draft: NoteDraft, fallback_title: str) -> NoteDraft:
     title = draft.title if not looks_like_instruction(draft.title) else fallback_title
     summary = strip_instructions(draft.summary) or "(nothing to summarise)"
 
-    def items(values: list[str]) -> list[str]:
-        return [value for value in values if not looks_like_instruction(value)]
+    def items(values: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(value for value in values if not looks_like_instruction(value))
 
-    return draft.model_copy(
-        update={
-            "title": title[:80],
-            "summary": summary,
-            "topics": items(draft.topics),
-            "decisions": items(draft.decisions),
-            "open_questions": items(draft.open_questions),
-            "entities": items(draft.entities),
-        }
+    return replace(
+        draft,
+        title=title[:80],
+        summary=summary,
+        topics=items(draft.topics),
+        decisions=items(draft.decisions),
+        open_questions=items(draft.open_questions),
+        entities=items(draft.entities),
     )

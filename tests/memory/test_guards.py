@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vivy.state import guards
-from vivy.state.guards import content_tokens, discloses_self, is_grounded, looks_like_instruction
+from vivy.memory import guards
+from vivy.memory.guards import content_tokens, discloses_self, is_grounded, looks_like_instruction
 
 
 @pytest.mark.parametrize(
