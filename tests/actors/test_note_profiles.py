@@ -12,7 +12,7 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation, T
 from vivy.llm.schemas import ConversationDraft, NoteDraft, NoteInput
 from vivy.memory.facts import NewFact
-from vivy.state.profile import NOTE_FACTS_CAP, ProfilePlan
+from vivy.state.profile import PROFILE_CAP, ProfilePlan
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Connection, Database
 
@@ -139,23 +139,74 @@ async def test_a_member_left_out_of_the_answer_gets_a_separate_call(tmp_path: Pa
     assert any(u == 12 and "Austin" in t for u, _, t in learnt)
 
 
-async def test_a_member_with_too_many_facts_gets_a_separate_call(tmp_path: Path) -> None:
-    """A profile over the cap is not sent with the note; that member alone gets a call."""
+def seed_full_profile(db: Database, user_id: int, first: tuple[str, str] | None = None) -> None:
+    """Give ``user_id`` a profile at its cap, learnt from earlier conversations: every section
+    full or one short, ``first`` (section, text) among them."""
+    sizes = {"bio": 8, "interests": 8, "skills": 8, "opinions": 7, "relationships": 7, "other": 7}
+    added = [NewFact(*first, "note", None, "earlier")] if first else []
+    for section, size in sizes.items():
+        taken = sum(n.section == section for n in added)
+        added += [
+            NewFact(section, f"Owns {section} keepsake number {n}", "note", None, "earlier")
+            for n in range(size - taken)
+        ]
+    assert len(added) == PROFILE_CAP
+    db.write_sync(
+        lambda c: profile_store.apply_plan(c, GUILD, user_id, 0, ProfilePlan(added=added), 0.0)
+    )
+
+
+def active(learnt: list[tuple[int, str, str]], user_id: int) -> list[str]:
+    """The active fact texts of one member."""
+    return [text for user, _, text in learnt if user == user_id]
+
+
+async def test_a_member_at_the_cap_gains_a_new_fact_in_the_note_call(tmp_path: Path) -> None:
+    """A full profile stays in the note call (its most relevant facts sent, within the
+    budget): the member gains what they said by replacing their oldest learnt fact, with
+    one call for the whole conversation."""
     llm = RecordingLLM()
     path = tmp_path / "v.db"
     db = Database.open(path)
     try:
-        seed_facts(db, 12, [f"Owns board game number {i}" for i in range(NOTE_FACTS_CAP + 1)])
+        seed_full_profile(db, 12)
     finally:
         db.close()
     async with running_pipeline(path, llm=llm) as p:
         await converse(p)
         learnt = await p.db.read(facts)
-    assert llm.operations() == [Operation.NOTE, Operation.PROFILE_UPDATE]
-    note_payload, update_payload = (payload for _, payload in llm.calls)
-    assert [m.user_id for m in note_payload.members] == [11]
-    assert update_payload.user_id == 12
-    assert any(u == 12 and "Austin" in t for u, _, t in learnt)
+    assert llm.operations() == [Operation.NOTE]
+    (_, payload) = llm.calls[0]
+    member = next(m for m in payload.members if m.user_id == 12)
+    assert (member.total, member.full) == (PROFILE_CAP, True)
+    assert 0 < len(member.facts) < PROFILE_CAP
+    assert "Lives in Austin" in active(learnt, 12)
+    assert len(active(learnt, 12)) == PROFILE_CAP
+    assert "Owns bio keepsake number 0" not in active(learnt, 12)
+
+
+async def test_a_member_at_the_cap_gains_a_new_fact_by_merge(tmp_path: Path) -> None:
+    """At the cap, a new fact on the subject of an existing one merges into it instead of
+    pushing a fact out, and the conversation still costs one call."""
+    llm = RecordingLLM()
+    path = tmp_path / "v.db"
+    db = Database.open(path)
+    try:
+        seed_full_profile(db, 11, ("interests", "Loves strategy games"))
+    finally:
+        db.close()
+    async with running_pipeline(path, llm=llm) as p:
+        await converse(p)
+        learnt = await p.db.read(facts)
+    assert llm.operations() == [Operation.NOTE]
+    mine = active(learnt, 11)
+    assert "Loves strategy games and co-op games" in mine
+    assert "Loves strategy games" not in mine
+    # Only the fact on a new subject (Dell) pushed one out: the bio section's oldest.
+    assert "Works at Dell as a QA engineer" in mine
+    keepsakes = [t for t in mine if "keepsake" in t]
+    assert len(keepsakes) == PROFILE_CAP - 2
+    assert "Owns bio keepsake number 0" not in keepsakes
 
 
 async def test_operations_computed_on_an_older_profile_are_asked_again(tmp_path: Path) -> None:

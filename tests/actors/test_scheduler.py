@@ -137,7 +137,7 @@ async def test_interrupted_job_resumes_with_pass_two_only(
 ) -> None:
     """A job stopped between pass 1 and pass 2 resumes with pass 2 and no duplicate clusters."""
     # Consolidate every changed profile: this test is about the pass, not its gate.
-    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts, changed: True)
     path = tmp_path / "v.db"
     async with running_app(
         settings(path),

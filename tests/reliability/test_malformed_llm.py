@@ -421,7 +421,7 @@ def test_hostile_valid_answers_are_refused_and_honest_ones_applied(
 ) -> None:
     """Hostile operations and clusters are refused; the honest fact of the same answer lands."""
     # Consolidate every changed profile: this test is about the pass, not its gate.
-    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts, changed: True)
     registry = CollectorRegistry()
     settings = Settings(
         database=tmp_path / "vivy.db",
@@ -592,7 +592,7 @@ def test_consolidation_cannot_add_a_fact_only_the_summary_states(
 ) -> None:
     """A fact the member never stated, present only in a note's summary, is not added."""
     # Consolidate every changed profile: this test is about the pass, not its gate.
-    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts: True)
+    monkeypatch.setattr(scheduler_module, "needs_consolidation", lambda facts, changed: True)
     invented = "Owns a yacht in Monaco"
 
     class InventingLLM(OfflineLLM):

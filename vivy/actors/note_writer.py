@@ -6,8 +6,9 @@ call) or asks the flash model for a note, embeds the note's contextualised text 
 evidence windows (one batched embedding call), and commits note, embeddings, evidence,
 participants, buffer deletion and one pending profile update per participant in one
 transaction. The same call returns the profile operations of the participants chosen by
-:func:`~vivy.state.profile.choose_note_members` (given their current facts, most relevant
-first); their update rows carry those operations, so applying them needs no model call.
+:func:`~vivy.state.profile.choose_note_members`, however full their profiles (each is sent
+with the facts their lines could touch, within a token budget); their update rows carry
+those operations, so applying them needs no model call.
 A failure leaves the buffer pending; it is retried with backoff. This part of a buffer's life
 is the outbox's: a closed row stays until its note is committed.
 """
@@ -45,7 +46,7 @@ from vivy.memory.evidence import windows_of
 from vivy.memory.facts import Fact
 from vivy.memory.guards import clean_note
 from vivy.memory.notes import NewNote, NoteType, Participant, PlannedUpdate
-from vivy.state.profile import MemberChoice, choose_note_members, rank_facts
+from vivy.state.profile import PROFILE_CAP, MemberChoice, choose_note_members, note_facts
 from vivy.storage.port import Store
 
 __all__ = [
@@ -238,13 +239,15 @@ class NoteWriter:
             self._frontier.done(buffer_id)
 
     @staticmethod
-    def _fact_views(facts: list[Fact], own_text: str) -> tuple[FactView, ...]:
-        """A member's facts as sent with the note, most relevant to their lines first."""
+    def _member_facts(user_id: int, name: str, facts: list[Fact], own_text: str) -> MemberFacts:
+        """A member as sent with the note: the facts their lines could touch, most relevant
+        first, within the per-member token budget, and the size of their whole profile."""
         by_id = {fact.id: fact for fact in facts}
-        return tuple(
+        views = tuple(
             FactView(fact.id, fact.section, fact.text, by_id[fact.id].source_label)
-            for fact in rank_facts([f.existing() for f in facts], own_text)
+            for fact in note_facts([f.existing() for f in facts], own_text)
         )
+        return MemberFacts(user_id, name, views, len(facts), len(facts) >= PROFILE_CAP)
 
     async def write(
         self, buffer_id: int, *, before_commit: Callable[[], None] | None = None
@@ -283,11 +286,9 @@ class NoteWriter:
         closed_at = row.closed_at if row.closed_at is not None else row.last_message_at
         await self._profiles.wait_settled(row.guild_id, list(counts), closed_at)
         profiles = await self._store.profiles.member_profiles(row.guild_id, list(counts))
-        choice = choose_note_members(
-            [(user, own[user], len(profiles[user][1])) for user, _ in counts.most_common()]
-        )
+        choice = choose_note_members([(user, own[user]) for user, _ in counts.most_common()])
         members = tuple(
-            MemberFacts(user, names[user], self._fact_views(profiles[user][1], own[user]))
+            self._member_facts(user, names[user], profiles[user][1], own[user])
             for user in choice.combined
         )
         try:

@@ -42,6 +42,7 @@ from vivy.memory.dates import source_label
 from vivy.memory.facts import FactOperation, PendingUpdate, UpdateContext
 from vivy.memory.guards import discloses_self
 from vivy.state.profile import (
+    PROFILE_CAP,
     FactSource,
     ProfileUpdateOutcome,
     Rejection,
@@ -274,6 +275,7 @@ class ProfileUpdaters:
             user_name=own_name,
             facts=tuple(FactView(f.id, f.section, f.text, f.source_label) for f in ctx.facts),
             notes=views,
+            full=len(ctx.facts) >= PROFILE_CAP,
         )
         if not any(
             discloses_self(line.text)

@@ -6,9 +6,10 @@ the background. Then it sleeps until each local midnight and runs the day that j
 
 The job for a day has two passes per guild, each recorded in ``memory_job_log`` so that a
 crash resumes where it stopped: pass 1 clusters the day's conversation notes into topic
-clusters with the pro model (sources validated to be that day's notes); pass 2 consolidates
-the profile of every member active that day with the pro model, through the same operation
-checks as per-note updates. Then retention prunes old evidence, and the keyword indexes are
+clusters with the pro model (sources validated to be that day's notes); pass 2 consolidates,
+with the pro model and through the same operation checks as per-note updates, the profile of
+each member active that day whom :func:`~vivy.state.profile.needs_consolidation` finds
+something to change for. Then retention prunes old evidence, and the keyword indexes are
 merged step by step (notes written one at a time leave SQLite's index in many segments,
 which every search probes). The job only reads and writes through the database owner, so
 message ingestion never waits for it.
@@ -30,11 +31,15 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import cluster_request, consolidation_request
 from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput, fact_operations
 from vivy.memory.dates import source_label
+from vivy.memory.facts import ExistingFact
 from vivy.memory.notes import NewNote, Note, NoteType, Participant
 from vivy.state.profile import (
+    CONSOLIDATION_NOTE_TOKENS,
     FactSource,
     ProfileUpdateOutcome,
     Rejection,
+    consolidation_facts,
+    fitting,
     needs_consolidation,
     plan_operations,
 )
@@ -251,18 +256,20 @@ class Scheduler:
             report.skipped_passes.append(f"{guild_id}:{CONSOLIDATION}")
             return
         notes = await self._store.notes.notes_between(guild_id, start, end, NoteType.CONVERSATION)
-        # Only profiles that changed during the day and hold something to consolidate
-        # (near-duplicates, a nearly full section) cost a pro call.
+        # Only profiles whose facts gained that day overlap others (see needs_consolidation)
+        # cost a pro call.
         changed = set(await self._store.profiles.changed_between(guild_id, start, end))
         members = sorted({p.user_id for n in notes for p in n.participants} & changed)
         failed = False
         for user_id in members:
             theirs = [n for n in notes if any(p.user_id == user_id for p in n.participants)]
-            facts = await self._store.profiles.active_facts(guild_id, user_id)
-            if not needs_consolidation([f.existing() for f in facts]):
+            facts = [
+                f.existing() for f in await self._store.profiles.active_facts(guild_id, user_id)
+            ]
+            if not needs_consolidation(facts, _gained(facts, start, end)):
                 continue
             try:
-                await self._consolidate(guild_id, user_id, theirs)
+                await self._consolidate(guild_id, user_id, theirs, start, end)
                 report.consolidated += 1
             except LLMError as exc:
                 failed = True
@@ -276,19 +283,39 @@ class Scheduler:
             return
         await self._store.jobs.record_pass(guild_id, day, CONSOLIDATION, self._clock.now())
 
-    async def _consolidate(self, guild_id: int, user_id: int, notes: list[Note]) -> None:
-        """One consolidation call for one member; retried once on a version conflict."""
+    async def _consolidate(
+        self,
+        guild_id: int,
+        user_id: int,
+        notes: list[Note],
+        start: float,
+        end: float,
+    ) -> None:
+        """One consolidation call for one member; retried once on a version conflict.
+
+        The call reads the facts it can change first and the newest of the day's notes, each
+        within a token budget, whatever the size of the profile or the day.
+        """
+        views = [_view(n) for n in sorted(notes, key=lambda n: n.created_at, reverse=True)]
+        views = views[
+            : fitting([f"{v.title}\n{v.summary}" for v in views], CONSOLIDATION_NOTE_TOKENS)
+        ]
         for _ in range(2):
             facts = await self._store.profiles.active_facts(guild_id, user_id)
             version = await self._store.profiles.profile_version(guild_id, user_id)
             name = next(
                 p.display_name for n in notes for p in n.participants if p.user_id == user_id
             )
+            existing = [f.existing() for f in facts]
+            by_id = {f.id: f for f in facts}
+            shown = consolidation_facts(existing, _gained(existing, start, end))
             payload = ProfileInput(
                 user_id=user_id,
                 user_name=name,
-                facts=tuple(FactView(f.id, f.section, f.text, f.source_label) for f in facts),
-                notes=tuple(_view(n) for n in notes),
+                facts=tuple(
+                    FactView(f.id, f.section, f.text, by_id[f.id].source_label) for f in shown
+                ),
+                notes=tuple(views),
             )
             generation = await self._llm.generate(consolidation_request(payload))
             sources = {
@@ -298,7 +325,7 @@ class Scheduler:
                 for n in notes
             }
             plan = plan_operations(
-                [f.existing() for f in facts],
+                existing,
                 fact_operations(generation.value.operations),
                 sources,
                 consolidation=True,
@@ -314,6 +341,11 @@ class Scheduler:
                 self._observer.profile_update(ProfileUpdateOutcome.APPLIED)
                 return
             self._observer.profile_update(ProfileUpdateOutcome.CONFLICT_RETRIED)
+
+
+def _gained(facts: list[ExistingFact], start: float, end: float) -> set[int]:
+    """The ids of the facts created in [start, end): what a profile gained that day."""
+    return {f.id for f in facts if start <= f.created_at < end}
 
 
 def _view(note: Note) -> NoteView:

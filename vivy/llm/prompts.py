@@ -35,8 +35,10 @@ __all__ = [
     "CHAT_PERSONA",
     "CLUSTER_SYSTEM",
     "CONSOLIDATION_SYSTEM",
+    "FULL_PROFILE_RULE",
     "NOTE_PROFILES_SYSTEM",
     "NOTE_SYSTEM",
+    "PARTIAL_PROFILE_RULE",
     "PROFILE_UPDATE_SYSTEM",
     "chat_request",
     "chat_system_instruction",
@@ -137,6 +139,17 @@ ignore what other people say about themselves. Ignore temporary states such as c
 mood or what they are doing right now. If nothing long-term was learned about a member, \
 give their entry with an empty list of operations."""
 
+#: Added to a note call's instructions when a member's profile is shown in part.
+PARTIAL_PROFILE_RULE = """\
+A member marked shown="n of m" has more facts than shown: the ones listed are those their \
+words could touch, most relevant first, and the facts not shown are kept."""
+
+#: Added to a profile call's instructions when a profile is at its cap.
+FULL_PROFILE_RULE = """\
+A profile marked full is at its cap: each add pushes out its oldest fact. There, prefer \
+merging a new fact into an existing fact on the same subject, or invalidating a fact it \
+makes obsolete, and add only what is new and lasting."""
+
 CLUSTER_SYSTEM = f"""\
 You group a Discord server's conversation notes of one day into topic clusters for a \
 community memory bot.
@@ -225,18 +238,27 @@ def _render_fact(fact: FactView) -> str:
 def _render_profile(payload: ProfileInput) -> str:
     """The user line and a ``<profile>`` block with every active fact."""
     facts = "\n".join(_render_fact(fact) for fact in payload.facts) or "(no facts yet)"
+    full = ' full="true"' if payload.full else ""
     return (
-        f'User: "{_attr(payload.user_name)}" (id {payload.user_id})\n<profile>\n{facts}\n</profile>'
+        f'User: "{_attr(payload.user_name)}" (id {payload.user_id})\n'
+        f"<profile{full}>\n{facts}\n</profile>"
     )
 
 
 def _render_member(member: MemberFacts) -> str:
-    """A ``<member>`` block: the member's id and name, then one compact line per fact."""
+    """A ``<member>`` block: the member's id and name (with how many of their facts are
+    shown, when not all, and whether the profile is full), then one compact line per fact."""
     facts = "\n".join(
         f"{fact.id} {quote(fact.section)}: {quote(fact.text)}" for fact in member.facts
     )
+    shown = (
+        f' shown="{len(member.facts)} of {member.total}"'
+        if member.total > len(member.facts)
+        else ""
+    )
+    full = ' full="true"' if member.full else ""
     return (
-        f'<member id="{member.user_id}" name="{_attr(member.user_name)}">\n'
+        f'<member id="{member.user_id}" name="{_attr(member.user_name)}"{shown}{full}>\n'
         f"{facts or '(no facts yet)'}\n</member>"
     )
 
@@ -253,7 +275,13 @@ def note_request(payload: NoteInput) -> GenerationRequest[ConversationDraft]:
         f"Participants: {names}",
         render_transcript(payload.lines),
     ]
+    system = NOTE_SYSTEM
     if payload.members:
+        system = NOTE_PROFILES_SYSTEM
+        if any(member.total > len(member.facts) for member in payload.members):
+            system += "\n" + PARTIAL_PROFILE_RULE
+        if any(member.full for member in payload.members):
+            system += "\n" + FULL_PROFILE_RULE
         blocks = "\n".join(_render_member(member) for member in payload.members)
         ids = ", ".join(str(member.user_id) for member in payload.members)
         parts.append(f"<profiles>\n{blocks}\n</profiles>")
@@ -263,7 +291,7 @@ def note_request(payload: NoteInput) -> GenerationRequest[ConversationDraft]:
     return GenerationRequest(
         operation=Operation.NOTE,
         tier=ModelTier.FLASH,
-        system=NOTE_PROFILES_SYSTEM if payload.members else NOTE_SYSTEM,
+        system=system,
         prompt="\n".join(parts),
         schema=ConversationDraft,
         payload=payload,
@@ -302,7 +330,7 @@ def profile_update_request(payload: ProfileInput) -> GenerationRequest[ProfileOp
         payload,
         operation=Operation.PROFILE_UPDATE,
         tier=ModelTier.FLASH,
-        system=PROFILE_UPDATE_SYSTEM,
+        system=PROFILE_UPDATE_SYSTEM + ("\n" + FULL_PROFILE_RULE if payload.full else ""),
         no_notes="",
         ask="operations",
     )

@@ -309,11 +309,18 @@ class FactView:
 
 @dataclass(frozen=True, slots=True)
 class MemberFacts:
-    """A participant whose profile operations the note call also returns, with their facts."""
+    """A participant whose profile operations the note call also returns, with their facts.
+
+    ``facts`` are the ones their words could touch, most relevant first; ``total`` counts
+    every active fact of the profile (0: as many as sent), and ``full`` says the profile is
+    at its cap, where each added fact pushes an older one out.
+    """
 
     user_id: int
     user_name: str
     facts: tuple[FactView, ...]
+    total: int = 0
+    full: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,12 +352,14 @@ class NoteView:
 
 @dataclass(frozen=True, slots=True)
 class ProfileInput:
-    """A user's current facts and the notes that may change them."""
+    """A user's current facts and the notes that may change them; ``full`` says the profile
+    is at its cap, where each added fact pushes an older one out."""
 
     user_id: int
     user_name: str
     facts: tuple[FactView, ...]
     notes: tuple[NoteView, ...]
+    full: bool = False
 
 
 @dataclass(frozen=True, slots=True)

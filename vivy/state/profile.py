@@ -10,18 +10,22 @@ active facts and the guards, and returns what to write and what was rejected and
 * operations naming fact ids that are not the member's active facts are rejected;
 * a fact has at most :data:`~vivy.memory.guards.MAX_FACT_WORDS` words;
 * a section holds at most :data:`SECTION_CAP` facts and a profile :data:`PROFILE_CAP`; when a
-  cap is reached the oldest facts learnt from conversation are folded (retired) first.
+  new fact would overflow one, it replaces a near-duplicate of itself if the section has
+  one (a restatement merges, it does not push an unrelated fact out), else the oldest facts
+  learnt from conversation are folded (retired) first.
 
 :func:`choose_note_members` decides which participants' operations the note call itself
-returns (one model call per conversation) and which keep a separate profile-update call.
+returns (one model call per conversation, whatever the size of their profiles), and
+:func:`note_facts` which of a member's facts it sends, within a token budget.
+:func:`needs_consolidation` decides, without a model call, whether a nightly consolidation
+can change a profile, and :func:`consolidation_facts` bounds what that call reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from itertools import combinations
 
 from vivy.memory.facts import (
     AddFact,
@@ -42,7 +46,9 @@ from vivy.memory.guards import (
 )
 
 __all__ = [
-    "NOTE_FACTS_CAP",
+    "CONSOLIDATION_FACT_TOKENS",
+    "CONSOLIDATION_NOTE_TOKENS",
+    "NOTE_FACT_TOKENS",
     "NOTE_MEMBERS_CAP",
     "PROFILE_CAP",
     "SECTION_CAP",
@@ -53,7 +59,11 @@ __all__ = [
     "Rejection",
     "check_fact_text",
     "choose_note_members",
+    "consolidation_facts",
+    "estimate_tokens",
+    "fitting",
     "needs_consolidation",
+    "note_facts",
     "plan_operations",
     "rank_facts",
 ]
@@ -62,10 +72,33 @@ __all__ = [
 SECTION_CAP = 8
 #: Most active facts in one profile.
 PROFILE_CAP = 45
-#: Most participants whose profile operations one note call returns.
-NOTE_MEMBERS_CAP = 6
-#: Most facts of one participant sent with a note; a longer profile gets a call of its own.
-NOTE_FACTS_CAP = 30
+#: Most participants whose profile operations one note call returns (the note answer's
+#: schema holds as many entries). Sized above the participants of the conversations the cost
+#: benchmark replays, so a conversation of a typical server never reaches it.
+NOTE_MEMBERS_CAP = 8
+#: Tokens of one member's facts sent with a note: the facts their words could touch.
+NOTE_FACT_TOKENS = 240
+#: Tokens of the facts a nightly consolidation reads.
+CONSOLIDATION_FACT_TOKENS = 900
+#: Tokens of the day's notes a nightly consolidation reads.
+CONSOLIDATION_NOTE_TOKENS = 1200
+#: Facts this close to the profile cap (or one short of a section's) count as near a cap.
+NEAR_CAP_MARGIN = 5
+
+
+def estimate_tokens(text: str) -> int:
+    """A model's token count of ``text``, estimated at four characters a token."""
+    return max(1, -(-len(text) // 4))
+
+
+def fitting(texts: Sequence[str], budget: int) -> int:
+    """How many of the leading ``texts`` fit in ``budget`` tokens together (at least one)."""
+    spent = 0
+    for index, text in enumerate(texts):
+        spent += estimate_tokens(text)
+        if spent > budget:
+            return max(1, index)
+    return len(texts)
 
 
 class Rejection(StrEnum):
@@ -238,9 +271,11 @@ def _new_fact(
 
 
 def _fold_to_caps(plan: ProfilePlan, remaining: list[ExistingFact]) -> None:
-    """Retire the oldest conversation facts until every section and the profile fit the caps."""
+    """Fit every section and the profile into the caps: restatements first replace their
+    near-duplicates, then the oldest conversation facts are retired."""
     # Stated facts (the member's own words) are folded last; older before newer.
     order = sorted(remaining, key=lambda f: (f.source_kind == "stated", f.created_at, f.id))
+    _merge_restatements(plan, order)
     for section in {n.section for n in plan.added} | {f.section for f in remaining}:
         in_section = [f for f in order if f.section == section]
         excess = len(in_section) + sum(n.section == section for n in plan.added) - SECTION_CAP
@@ -257,28 +292,106 @@ def _fold_to_caps(plan: ProfilePlan, remaining: list[ExistingFact]) -> None:
         plan.retired.append(RetiredFact(fact.id, "folded: profile full"))
 
 
+def _overlap(a: str, b: str) -> float:
+    """The share of content words two texts have in common (Jaccard)."""
+    words_a, words_b = content_tokens(a), content_tokens(b)
+    if not words_a or not words_b:
+        return 0.0
+    return len(words_a & words_b) / len(words_a | words_b)
+
+
+def _merge_restatements(plan: ProfilePlan, order: list[ExistingFact]) -> None:
+    """A new fact that would overflow its section or the profile replaces its near-duplicate.
+
+    Folding an unrelated fact to make room for a restatement of another loses a fact for
+    nothing: the near-duplicate is merged into the new wording instead (its history links to
+    it). A near-duplicate the member stated with a command stays, and the restatement is
+    dropped. ``order`` loses the facts merged away.
+    """
+    for new in list(plan.added):
+        if new.source_kind != "note":
+            continue
+        in_section = sum(f.section == new.section for f in order)
+        in_section += sum(n.section == new.section for n in plan.added)
+        if in_section <= SECTION_CAP and len(order) + len(plan.added) <= PROFILE_CAP:
+            continue
+        twins = [
+            f
+            for f in order
+            if f.section == new.section and _overlap(f.text, new.text) >= NEAR_DUPLICATE
+        ]
+        if not twins:
+            continue
+        twin = max(twins, key=lambda f: (_overlap(f.text, new.text), f.created_at, f.id))
+        if twin.source_kind == "stated":
+            plan.added.remove(new)
+            continue
+        order.remove(twin)
+        plan.retired.append(RetiredFact(twin.id, "merged: restated"))
+        plan.added[plan.added.index(new)] = replace(new, supersedes=(*new.supersedes, twin.id))
+
+
 #: Word overlap (Jaccard) at which two facts of a section count as near-duplicates.
 NEAR_DUPLICATE = 0.5
+#: Word overlap at which two facts of a section near its cap are worth merging into one.
+NEAR_CAP_OVERLAP = 1 / 3
 
 
-def needs_consolidation(facts: Sequence[ExistingFact]) -> bool:
-    """Whether a profile has something a consolidation can fix.
+def _near_cap(facts: Sequence[ExistingFact], section: str) -> bool:
+    """Whether the profile, or ``section`` of it, is near its cap."""
+    in_section = sum(f.section == section for f in facts)
+    return len(facts) >= PROFILE_CAP - NEAR_CAP_MARGIN or in_section >= SECTION_CAP - 1
 
-    That is near-duplicate facts in a section, or a section or the whole profile close to
-    its cap. A profile without any is left alone, which saves a pro call per member and day.
+
+def _overlapping(facts: Sequence[ExistingFact], changed: Collection[int]) -> list[ExistingFact]:
+    """The facts of pairs a consolidation could merge, each pair holding a ``changed`` fact.
+
+    Two facts of a section overlap when they share :data:`NEAR_DUPLICATE` of their words, or
+    :data:`NEAR_CAP_OVERLAP` when the profile or the section is near its cap (a merge there
+    also makes room).
     """
-    if len(facts) >= PROFILE_CAP - 5:
-        return True
-    sections: dict[str, list[frozenset[str]]] = {}
-    for fact in facts:
-        sections.setdefault(fact.section, []).append(content_tokens(fact.text))
-    for words in sections.values():
-        if len(words) >= SECTION_CAP - 1:
-            return True
-        for a, b in combinations(words, 2):
-            if a and b and len(a & b) / len(a | b) >= NEAR_DUPLICATE:
-                return True
-    return False
+    found: dict[int, ExistingFact] = {}
+    for new in (f for f in facts if f.id in changed):
+        threshold = NEAR_CAP_OVERLAP if _near_cap(facts, new.section) else NEAR_DUPLICATE
+        for other in facts:
+            if (
+                other.id != new.id
+                and other.section == new.section
+                and _overlap(new.text, other.text) >= threshold
+            ):
+                found.setdefault(new.id, new)
+                found.setdefault(other.id, other)
+    return list(found.values())
+
+
+def needs_consolidation(facts: Sequence[ExistingFact], changed: Collection[int]) -> bool:
+    """Whether a nightly consolidation can change a profile, decided without a model call.
+
+    ``changed`` are the ids of the facts the profile gained that day. A consolidation merges
+    and retires, it adds nothing, so it is worth a pro call only when a fact gained that day
+    overlaps another of its section (see :func:`_overlapping`): pairs of older facts were
+    already there for an earlier consolidation, and a profile that gained nothing is left
+    alone.
+    """
+    return bool(changed) and bool(_overlapping(facts, changed))
+
+
+def consolidation_facts(
+    facts: Sequence[ExistingFact],
+    changed: Collection[int],
+    *,
+    budget: int = CONSOLIDATION_FACT_TOKENS,
+) -> list[ExistingFact]:
+    """The facts a consolidation reads, within ``budget`` tokens: the overlapping ones (what
+    it can merge or retire), then the day's other new facts, then the rest newest first."""
+    overlapping = _overlapping(facts, changed)
+    ids = {f.id for f in overlapping}
+    rest = sorted(
+        (f for f in facts if f.id not in ids),
+        key=lambda f: (f.id not in changed, -f.created_at, -f.id),
+    )
+    ranked = [*overlapping, *rest]
+    return ranked[: fitting([_fact_line(f) for f in ranked], budget)] if ranked else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +400,7 @@ class MemberChoice:
 
     ``combined`` get their operations from the note call itself; ``silent`` said nothing
     about themselves, so nothing can be learnt and no model is asked; ``separate`` keep a
-    profile-update call of their own (too many facts, or more participants than fit).
+    profile-update call of their own (more disclosing participants than the call holds).
     """
 
     combined: tuple[int, ...]
@@ -296,24 +409,23 @@ class MemberChoice:
 
 
 def choose_note_members(
-    participants: Sequence[tuple[int, str, int]],
+    participants: Sequence[tuple[int, str]],
     *,
     members_cap: int = NOTE_MEMBERS_CAP,
-    facts_cap: int = NOTE_FACTS_CAP,
 ) -> MemberChoice:
-    """Split ``participants`` (user id, their own lines, fact count; most active first).
+    """Split ``participants`` (user id and their own lines, most active first).
 
-    The first ``members_cap`` who disclosed something about themselves and have at most
-    ``facts_cap`` facts are covered by the note call; the other disclosing ones keep a
-    separate call.
+    The first ``members_cap`` who disclosed something about themselves are covered by the
+    note call, however many facts they hold (the facts sent are bounded by
+    :func:`note_facts`); the other disclosing ones keep a separate call.
     """
     combined: list[int] = []
     silent: list[int] = []
     separate: list[int] = []
-    for user_id, own_text, fact_count in participants:
+    for user_id, own_text in participants:
         if not discloses_self(own_text):
             silent.append(user_id)
-        elif fact_count <= facts_cap and len(combined) < members_cap:
+        elif len(combined) < members_cap:
             combined.append(user_id)
         else:
             separate.append(user_id)
@@ -328,3 +440,27 @@ def rank_facts(facts: Sequence[ExistingFact], own_text: str) -> list[ExistingFac
     """
     said = content_tokens(own_text)
     return sorted(facts, key=lambda f: (-len(content_tokens(f.text) & said), -f.created_at, -f.id))
+
+
+def _fact_line(fact: ExistingFact) -> str:
+    """A fact as the prompts list it (``id section: text``), for its token estimate."""
+    return f"{fact.id} {fact.section}: {fact.text}"
+
+
+def note_facts(
+    facts: Sequence[ExistingFact], own_text: str, *, budget: int = NOTE_FACT_TOKENS
+) -> list[ExistingFact]:
+    """The facts of a member sent with a note: the most relevant to ``own_text`` first
+    (:func:`rank_facts`), as many as fit in ``budget`` tokens.
+
+    The planner still checks the operations against every active fact, so a restatement
+    of a fact that was not sent merges with it rather than folding another one out.
+    """
+    chosen: list[ExistingFact] = []
+    spent = 0
+    for fact in rank_facts(facts, own_text):
+        cost = estimate_tokens(_fact_line(fact))
+        if spent + cost <= budget:
+            chosen.append(fact)
+            spent += cost
+    return chosen

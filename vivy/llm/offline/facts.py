@@ -290,13 +290,19 @@ def _slot_of_fact(text: str) -> tuple[str, str] | None:
 
 @dataclass(frozen=True, slots=True)
 class _Statement:
-    """A fact read from one of the user's sentences."""
+    """A fact read from one of the user's sentences.
+
+    ``predicate`` and ``obj`` split a list-like fact ("Loves" and "hiking"), so that in a full
+    profile it can join a fact with the same predicate instead of pushing another one out.
+    """
 
     section: ProfileSection
     text: str
     slot: tuple[str, str] | None
     note_id: int
     evidence: str
+    predicate: str | None = None
+    obj: str = ""
 
 
 _CLAUSE_BREAK = re.compile(
@@ -355,12 +361,88 @@ def _read_clause(clause: str, note_id: int, sentence: str) -> _Statement | None:
         if _UNSAFE.search(clause):
             return None
         text = clip(rule.render(match, obj), 200)
+        listed = rule.section in _LIST_SECTIONS and text.endswith(f" {obj}")
         return _Statement(
             section=rule.section,
             text=text,
             slot=_slot_key(rule.slot, text),
             note_id=note_id,
             evidence=clip(sentence, 300),
+            predicate=text[: -len(obj) - 1] if listed else None,
+            obj=obj,
+        )
+    return None
+
+
+#: Sections whose facts list things (hobbies, skills, stances), so two can join into one.
+_LIST_SECTIONS = frozenset({"interests", "skills", "opinions"})
+#: Longest fact, in words, that a new statement may still join in a full profile.
+_JOINABLE_WORDS = 10
+
+
+def _restated(
+    statement: _Statement, facts: Sequence[FactView], threshold: float
+) -> FactView | None:
+    """The fact of ``statement``'s section sharing the most words with it, at least
+    ``threshold`` of them (Jaccard), if any."""
+    words = content_words(statement.text)
+    best: tuple[float, int, FactView] | None = None
+    for fact in facts:
+        theirs = content_words(fact.text)
+        if fact.section != statement.section or not words or not theirs:
+            continue
+        share = len(words & theirs) / len(words | theirs)
+        if share >= threshold and (best is None or (share, fact.id) > best[:2]):
+            best = (share, fact.id, fact)
+    return None if best is None else best[2]
+
+
+def _joinable(statement: _Statement, facts: Sequence[FactView]) -> FactView | None:
+    """The newest short fact of ``statement``'s section with the same predicate ("Loves …")."""
+    if statement.predicate is None:
+        return None
+    head = statement.predicate.lower() + " "
+    found = [
+        fact
+        for fact in facts
+        if fact.section == statement.section
+        and fact.text.lower().startswith(head)
+        and len(fact.text.split()) <= _JOINABLE_WORDS
+        and compare_key(statement.obj) not in compare_key(fact.text)
+    ]
+    return max(found, key=lambda fact: fact.id, default=None)
+
+
+def _joined(fact: FactView, obj: str) -> str:
+    """``fact``'s text with ``obj`` added to its list: "Loves X" and "Y" give "Loves X and Y"."""
+    head, sep, tail = fact.text.rpartition(" and ")
+    listed = f"{head}, {tail}" if sep else fact.text
+    return clip(f"{listed} and {obj}", 200)
+
+
+def _merge_at_cap(
+    statement: _Statement, facts: Sequence[FactView], taken: set[int]
+) -> MergeFacts | None:
+    """In a full profile, the merge that takes ``statement`` in without pushing a fact out.
+
+    A near-duplicate (three quarters of the words) is replaced by the new wording; a
+    list-like fact joins the newest fact with the same predicate ("Loves X and Y"); failing
+    both, a fact sharing half the words is replaced. Facts in ``taken`` are not merged again.
+    """
+    free = [fact for fact in facts if fact.id not in taken]
+    twin = _restated(statement, free, 0.75)
+    partner = None if twin is not None else _joinable(statement, free)
+    if partner is not None:
+        return MergeFacts(
+            op="merge",
+            fact_ids=[partner.id],
+            text=_joined(partner, statement.obj),
+            section=statement.section,
+        )
+    twin = twin or _restated(statement, free, 0.5)
+    if twin is not None:
+        return MergeFacts(
+            op="merge", fact_ids=[twin.id], text=statement.text, section=statement.section
         )
     return None
 
@@ -372,52 +454,63 @@ def _reason(statement: _Statement) -> str:
 
 def _apply_statements(
     payload: ProfileInput, active: Sequence[FactView]
-) -> tuple[list[AddFact], dict[int, str]]:
-    """Adds and invalidations that the user's own statements imply for ``active`` facts.
+) -> tuple[list[AddFact | MergeFacts], dict[int, str]]:
+    """Adds, merges and invalidations that the user's own statements imply for ``active``.
 
     A statement already in the profile adds nothing; one that fills the slot of an older
-    fact (a new home, a new employer, the opposite stance on the same thing) retires it.
+    fact (a new home, a new employer, the opposite stance on the same thing) retires it. In
+    a full profile (``payload.full``), a statement that would push a fact out is merged into
+    a fact it restates or lists with (see :func:`_merge_at_cap`) when there is one.
     """
     known = {compare_key(fact.text) for fact in active}
     slots = {fact.id: _slot_of_fact(fact.text) for fact in active}
-    adds: list[AddFact] = []
+    changes: list[AddFact | MergeFacts] = []
     pending_slots: list[tuple[str, str] | None] = []
     invalidated: dict[int, str] = {}
     for statement in _statements(payload.user_id, payload.notes):
         key = compare_key(statement.text)
         if key in known:
             continue
+        replaces = False
         if statement.slot is not None:
             for fact in active:
                 if slots[fact.id] == statement.slot:  # the latest statement of a slot wins
                     invalidated[fact.id] = _reason(statement)
                     known.discard(compare_key(fact.text))
-            for index in reversed(range(len(adds))):
+                    replaces = True
+            for index in reversed(range(len(changes))):
                 if pending_slots[index] == statement.slot:
-                    known.discard(compare_key(adds[index].text))
-                    del adds[index], pending_slots[index]
+                    known.discard(compare_key(changes[index].text))
+                    del changes[index], pending_slots[index]
         known.add(key)
-        adds.append(
-            AddFact(
-                op="add",
-                section=statement.section,
-                text=statement.text,
-                note_id=statement.note_id,
-                evidence=statement.evidence,
+        taken = set(invalidated) | {
+            i for change in changes if isinstance(change, MergeFacts) for i in change.fact_ids
+        }
+        merge = None if replaces or not payload.full else _merge_at_cap(statement, active, taken)
+        if merge is not None:
+            changes.append(merge)
+        else:
+            changes.append(
+                AddFact(
+                    op="add",
+                    section=statement.section,
+                    text=statement.text,
+                    note_id=statement.note_id,
+                    evidence=statement.evidence,
+                )
             )
-        )
         pending_slots.append(statement.slot)
-    return adds, invalidated
+    return changes, invalidated
 
 
 def profile_operations(payload: ProfileInput) -> ProfileOperations:
     """Operations a new note implies for the user's profile, from their own statements."""
-    adds, invalidated = _apply_statements(payload, payload.facts)
+    changes, invalidated = _apply_statements(payload, payload.facts)
     operations: list[ProfileOperation] = [
         InvalidateFact(op="invalidate", fact_id=fact_id, reason=reason)
         for fact_id, reason in sorted(invalidated.items())
     ]
-    operations.extend(adds)
+    operations.extend(changes)
     return ProfileOperations(operations=operations[:40])
 
 
@@ -430,7 +523,9 @@ def conversation_operations(payload: NoteInput) -> list[MemberOperations]:
             user_id=member.user_id,
             operations=uncited(
                 profile_operations(
-                    ProfileInput(member.user_id, member.user_name, member.facts, (view,))
+                    ProfileInput(
+                        member.user_id, member.user_name, member.facts, (view,), member.full
+                    )
                 ).operations
             ),
         )
