@@ -21,8 +21,9 @@ structured ``payload`` of each request and never parses prompt text.
 
 The package is split by concern, one room each: :mod:`.text` (shared words, sentences
 and markup), :mod:`.words` (word classes), :mod:`.phrases` (salient phrases and names),
-:mod:`.notes`, :mod:`.facts` (profile operations), :mod:`.clusters`, :mod:`.embeddings`,
-:mod:`.chat` and :mod:`.provider` (:class:`OfflineLLM`, which answers the port from them).
+:mod:`.notes`, :mod:`.facts` (statements read into facts), :mod:`.profiles` (profile
+operations), :mod:`.clusters`, :mod:`.embeddings`, :mod:`.chat` and :mod:`.provider`
+(:class:`OfflineLLM`, which answers the port from them).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ from __future__ import annotations
 from vivy.llm.offline.chat import offline_chat_answer
 from vivy.llm.offline.clusters import cluster_notes
 from vivy.llm.offline.embeddings import hash_embedding
-from vivy.llm.offline.facts import consolidate_profile, conversation_operations, profile_operations
 from vivy.llm.offline.notes import write_note
+from vivy.llm.offline.profiles import (
+    consolidate_profile,
+    conversation_operations,
+    profile_operations,
+)
 from vivy.llm.offline.provider import (
     OFFLINE_EMBEDDING_MODEL,
     OFFLINE_MODEL,

@@ -10,8 +10,12 @@ from vivy.errors import ConfigError, LLMError
 from vivy.llm.offline.chat import offline_chat_answer
 from vivy.llm.offline.clusters import cluster_notes
 from vivy.llm.offline.embeddings import hash_embedding
-from vivy.llm.offline.facts import consolidate_profile, conversation_operations, profile_operations
 from vivy.llm.offline.notes import write_note
+from vivy.llm.offline.profiles import (
+    consolidate_profile,
+    conversation_operations,
+    profile_operations,
+)
 from vivy.llm.port import (
     ChatAnswer,
     ChatRequest,
