@@ -235,3 +235,29 @@ async def test_operations_computed_on_an_older_profile_are_asked_again(tmp_path:
     # The fresh call saw Boston and retired it for Austin (seed 000's INVALIDATE).
     assert (12, "bio", "Lives in Austin") in learnt
     assert (12, "bio", "Lives in Boston") not in learnt
+
+
+async def test_operations_on_a_profile_changed_elsewhere_still_apply(tmp_path: Path) -> None:
+    """A profile that gained an unrelated fact while the note call was out keeps the note
+    call's operations: no second call."""
+    llm = RecordingLLM()
+    async with running_pipeline(tmp_path / "v.db", llm=llm) as p:
+
+        async def change_profile() -> None:
+            llm.during_note = None
+            await p.db.write(
+                profile_store.apply_plan,
+                GUILD,
+                12,
+                0,
+                ProfilePlan(
+                    added=[NewFact("relationships", "Has a cat named Miso", "stated", None, "s")]
+                ),
+                0.0,
+            )
+
+        llm.during_note = change_profile
+        await converse(p)
+        learnt = await p.db.read(facts)
+    assert llm.operations() == [Operation.NOTE]
+    assert {"Lives in Austin", "Has a cat named Miso"} <= set(active(learnt, 12))

@@ -33,6 +33,7 @@ from vivy.state.profile import (
     note_facts,
     plan_operations,
     rank_facts,
+    still_apply,
 )
 
 
@@ -239,3 +240,20 @@ def test_a_new_fact_in_a_full_profile_replaces_the_oldest_learnt_one() -> None:
     assert [(r.fact_id, r.reason) for r in plan.retired] == [
         (oldest_learnt, "folded: section full")
     ]
+
+
+def test_stale_operations_still_apply_when_the_change_is_unrelated() -> None:
+    """Operations computed before an unrelated fact arrived are planned as they are; ones
+    naming a fact gone since, or adding next to a newer fact on their subject, are not."""
+    facts = [fact(1, "bio", "Lives in Austin"), fact(2, "relationships", "Has a cat named Miso")]
+    adds_home: list[ProfileOperation] = [
+        InvalidateFact(op="invalidate", fact_id=1, reason="Superseded: Lives in Denver"),
+        AddFact(op="add", section="bio", text="Lives in Denver"),
+    ]
+    stale = fact_operations(adds_home)
+    assert still_apply(facts, stale)
+    assert not still_apply(facts[1:], stale)
+    boston = fact(3, "bio", "Lives in Boston")
+    assert not still_apply([*facts, boston], stale)
+    rust = fact_operations([AddFact(op="add", section="skills", text="Uses Rust")])
+    assert still_apply([*facts, boston], rust)

@@ -3,7 +3,8 @@
 Each member's updates are serialised by their own actor, while different members proceed in
 parallel under a concurrency limit. An update whose note call already returned the member's
 operations is applied without a model call, provided the profile is still at the version
-those operations were computed against; otherwise (or when the note call did not cover the
+those operations were computed against or has changed only in ways they do not touch
+(:func:`~vivy.state.profile.still_apply`); otherwise (or when the note call did not cover the
 member) the actor coalesces its member's due updates into one flash call that returns
 operations on the member's facts. Either way the operations are checked by
 :func:`~vivy.state.profile.plan_operations` (grounding, injection, unknown ids, caps) and the
@@ -47,6 +48,7 @@ from vivy.state.profile import (
     ProfileUpdateOutcome,
     Rejection,
     plan_operations,
+    still_apply,
 )
 from vivy.storage.port import Store
 
@@ -239,12 +241,14 @@ class ProfileUpdaters:
             ctx = await self._profiles.update_context(
                 member.guild_id, member.user_id, [head.note_id]
             )
-            if not ops or ctx.version == head.basis_version:
+            current = ctx.version == head.basis_version
+            if not ops or current or still_apply([f.existing() for f in ctx.facts], ops):
                 outcome = ProfileUpdateOutcome.APPLIED if ops else ProfileUpdateOutcome.SKIPPED
                 await self._apply(member, ctx, [head], ops, due, bound, outcome)
                 return
-            # The profile changed since the note call read it: its operations may be stale
-            # (a fact they keep was merged, a newer one they did not see), so ask again.
+            # The profile changed since the note call read it in a way that touches its
+            # operations (a fact they name is gone, a newer one on their subject they did
+            # not see), so ask again.
             bound.debug("note-call operations are stale; asking again", note_id=head.note_id)
         note_ids = [u.note_id for u in updates]
         ctx = await self._profiles.update_context(member.guild_id, member.user_id, note_ids)

@@ -66,6 +66,7 @@ __all__ = [
     "note_facts",
     "plan_operations",
     "rank_facts",
+    "still_apply",
 ]
 
 #: Most active facts in one section.
@@ -394,6 +395,34 @@ def consolidation_facts(
     return ranked[: fitting([_fact_line(f) for f in ranked], budget)] if ranked else []
 
 
+def still_apply(facts: Sequence[ExistingFact], operations: Sequence[FactOperation]) -> bool:
+    """Whether operations computed on an older version of a profile can be planned on
+    ``facts`` as they are, instead of asking the model again.
+
+    They can when every fact they name is still active and nothing they add or merge into
+    touches a fact of its section that they do not name (:data:`NEAR_CAP_OVERLAP` of the
+    words): what changed meanwhile is then unrelated to them, and the planner's checks
+    (duplicates, caps) hold against the current facts.
+    """
+    active = {f.id: f for f in facts}
+    named: set[int] = set()
+    for op in operations:
+        if isinstance(op, MergeFacts):
+            named.update(op.fact_ids)
+        elif isinstance(op, InvalidateFact | KeepFact):
+            named.add(op.fact_id)
+    if not named <= active.keys():
+        return False
+    return not any(
+        isinstance(op, AddFact | MergeFacts)
+        and f.section == op.section
+        and _overlap(f.text, op.text) >= NEAR_CAP_OVERLAP
+        for op in operations
+        for f in facts
+        if f.id not in named
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class MemberChoice:
     """Who a note call covers: participants by how their profile update is done.
@@ -450,15 +479,19 @@ def _fact_line(fact: ExistingFact) -> str:
 def note_facts(
     facts: Sequence[ExistingFact], own_text: str, *, budget: int = NOTE_FACT_TOKENS
 ) -> list[ExistingFact]:
-    """The facts of a member sent with a note: the most relevant to ``own_text`` first
-    (:func:`rank_facts`), as many as fit in ``budget`` tokens.
+    """The facts of a member sent with a note: the most relevant to their lines first, as
+    many as fit in ``budget`` tokens.
 
-    The planner still checks the operations against every active fact, so a restatement
-    of a fact that was not sent merges with it rather than folding another one out.
+    Relevance is judged on the lines of ``own_text`` that disclose something about the
+    member (all of it when none does; see :func:`rank_facts`): small talk's words would
+    otherwise pull in facts nothing touches. The planner still checks the operations
+    against every active fact, so a restatement of a fact that was not sent merges with it
+    rather than folding another one out.
     """
+    said = "\n".join(line for line in own_text.splitlines() if discloses_self(line))
     chosen: list[ExistingFact] = []
     spent = 0
-    for fact in rank_facts(facts, own_text):
+    for fact in rank_facts(facts, said or own_text):
         cost = estimate_tokens(_fact_line(fact))
         if spent + cost <= budget:
             chosen.append(fact)
