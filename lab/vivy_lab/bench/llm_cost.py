@@ -1,16 +1,21 @@
 """``vivy bench llm-cost``: LLM calls and tokens per 1,000 human messages.
 
-Two replays go through the whole pipeline — buffers, notes, profile updates, the nightly
-clustering and consolidation — with a counting LLM: the offline provider, plus a token
-estimate (4 characters a token) of every prompt and answer. The *bundled* replay is the demo
+Three replays go through the whole pipeline — buffers, notes, profile updates, the nightly
+clustering and consolidation — with a counting stand-in model (:func:`stand_in`: the offline
+provider, answering every note call with operations for every listed member), plus a token
+estimate (4 characters a token) of every prompt and answer. The *dense* replay is the demo
 export (or the exports given): three busy days. The *spaced* replay is a generated history
 of two-member conversations days or weeks apart, how most small servers talk, where no
-profile update can ride along with another. The bundled replay is also costed the way seed
-000 specifies per-message extraction: one extraction call per human message of 10 or more
-characters, plus one consolidation call per similar existing fact (cosine distance below
-0.35, at most 3) of every extracted fact, plus one embedding per fact. Targets: at most 100
-generation calls per 1,000 messages on the bundled replay; on the spaced one at most 60, and
-at most 120,000 input tokens.
+profile update can ride along with another. The *mature* replay is the spaced one again,
+from profiles already at the caps (:mod:`vivy_lab.bench.mature`): the steady state of a
+server whose regulars have said enough about themselves. Each prints calls and tokens per
+operation, what became of profile facts (added, merged, folded, invalidated) and how many
+participants its conversations had, against the note call's member cap. The dense replay is
+also costed the way seed 000 specifies per-message extraction: one extraction call per human
+message of 10 or more characters, plus one consolidation call per similar existing fact
+(cosine distance below 0.35, at most 3) of every extracted fact, plus one embedding per fact.
+Targets: at most 100 generation calls per 1,000 messages on the dense replay; on the spaced
+and the mature ones at most 60, and at most 120,000 input tokens.
 """
 
 from __future__ import annotations
@@ -19,27 +24,45 @@ import argparse
 import json
 import math
 import random
+import re
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from vivy.commands.demo import DEMO_EXPORT
 from vivy.config import Settings
 from vivy.importer import ExportMessage, import_exports, load_exports
 from vivy.llm.offline import OfflineLLM, hash_embedding, profile_operations
+from vivy.llm.offline.text import clip
 from vivy.llm.port import (
     ChatAnswer,
     ChatRequest,
     EmbeddingTask,
     Generation,
     GenerationRequest,
+    Operation,
     T,
     Usage,
 )
-from vivy.llm.schemas import AddFact, NoteView, ProfileInput, TranscriptLine
+from vivy.llm.schemas import (
+    AddFact,
+    ConversationDraft,
+    MemberOperations,
+    NoteInput,
+    NoteView,
+    ProfileInput,
+    ProfileOperations,
+    TranscriptLine,
+)
+from vivy.notes import NoteType
+from vivy.state.guards import discloses_self
+from vivy.state.profile import NOTE_MEMBERS_CAP
+from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy_lab.bench.mature import seed_full_profiles
 
 __all__ = [
     "CountingLLM",
@@ -51,7 +74,6 @@ __all__ = [
     "spaced_export",
 ]
 
-DEMO_EXPORT = Path(__file__).resolve().parents[1] / "data" / "demo_export.json"
 
 #: Seed 000's extraction prompt, for its token estimate.
 SEED_EXTRACTION_PROMPT = (
@@ -77,8 +99,98 @@ def tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
+#: First-person words and their third-person forms, for the stand-in's facts.
+_THIRD_PERSON = {
+    "i": "they",
+    "i'm": "they're",
+    "im": "they're",
+    "i've": "they've",
+    "i'd": "they'd",
+    "i'll": "they'll",
+    "me": "them",
+    "my": "their",
+    "mine": "theirs",
+}
+
+
+#: Most words of a stand-in fact, from its first-person word on.
+_FACT_WORDS = 7
+
+
+def disclosed_fact(own_text: str, known: Collection[str]) -> str | None:
+    """The first clause of ``own_text`` that discloses something about its author, as a
+    third-person fact (its first-person word and up to six more) not among ``known``
+    (compared word for word), if any."""
+    taken = {" ".join(text.lower().split()) for text in known}
+    for clause in re.split(r"[,.;:!?\n]+", own_text):
+        words = clause.split()
+        first = next((i for i, word in enumerate(words) if word.lower() in _THIRD_PERSON), None)
+        if first is None or not discloses_self(clause):
+            continue
+        words = words[first : first + _FACT_WORDS]
+        if len(words) < 3:
+            continue
+        fact = " ".join(_THIRD_PERSON.get(word.lower(), word) for word in words)
+        fact = clip(fact[:1].upper() + fact[1:], 200)
+        if " ".join(fact.lower().split()) not in taken:
+            return fact
+    return None
+
+
+def _states_facts(user_id: int, lines: Sequence[TranscriptLine]) -> bool:
+    """Whether the offline rules read a fact from the member's own ``lines`` (new or not)."""
+    view = NoteView(0, "", "", "", (), tuple(lines))
+    return bool(profile_operations(ProfileInput(user_id, "", (), (view,))).operations)
+
+
+def stand_in(request: GenerationRequest[T], value: T) -> T:
+    """The offline answer as a model that extracts something from everyone would give it.
+
+    A note call gets an entry for every listed member, and each entry operations: the
+    offline rules' ones, or, where the rules read no statement at all, the member's first
+    self-disclosing clause as a new fact (what a model that always answers does). A profile
+    update gets the same. So the replays' profiles grow and change as they would with such a
+    model, instead of only when a sentence matches a rule. Other requests keep the offline
+    answer.
+    """
+    payload = request.payload
+    if isinstance(payload, NoteInput) and isinstance(value, ConversationDraft):
+        given = {entry.user_id: entry for entry in value.profiles}
+        entries: list[MemberOperations] = []
+        for member in payload.members:
+            entry = given.get(member.user_id, MemberOperations(user_id=member.user_id))
+            own = "\n".join(line.text for line in payload.lines if line.author_id == member.user_id)
+            fact = None
+            if not entry.operations and not _states_facts(member.user_id, payload.lines):
+                fact = disclosed_fact(own, [f.text for f in member.facts])
+            if fact is not None:
+                entry = MemberOperations(
+                    user_id=member.user_id,
+                    operations=[AddFact(op="add", section="other", text=fact)],
+                )
+            entries.append(entry)
+        return cast(T, value.model_copy(update={"profiles": entries}))
+    if (
+        request.operation is Operation.PROFILE_UPDATE
+        and isinstance(payload, ProfileInput)
+        and isinstance(value, ProfileOperations)
+    ):
+        if value.operations:
+            return value
+        for note in payload.notes:
+            if _states_facts(payload.user_id, note.lines):
+                continue
+            own = "\n".join(line.text for line in note.lines if line.author_id == payload.user_id)
+            fact = disclosed_fact(own, [f.text for f in payload.facts])
+            if fact is not None:
+                add = AddFact(op="add", section="other", text=fact, note_id=note.id)
+                return cast(T, ProfileOperations(operations=[add]))
+    return value
+
+
 class CountingLLM(OfflineLLM):
-    """The offline provider, counting calls and estimated tokens by operation."""
+    """The offline provider as :func:`stand_in` describes, counting calls and estimated
+    tokens by operation."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -98,8 +210,9 @@ class CountingLLM(OfflineLLM):
         return sum(self.tokens_out_by.values())
 
     async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
-        """Answer offline; count the call and its estimated tokens."""
+        """Answer as :func:`stand_in` does; count the call and its estimated tokens."""
         answer = await super().generate(request)
+        answer = replace(answer, value=stand_in(request, answer.value))
         dumped = getattr(answer.value, "model_dump_json", lambda: "")()
         usage = Usage(tokens(request.system + request.prompt), tokens(dumped))
         self.calls[request.operation.value] += 1
@@ -308,20 +421,65 @@ def spaced_export(*, conversations: int = 48, seed: int = 16) -> dict[str, Any]:
     }
 
 
-def run(paths: Sequence[Path], *, seed_cost: bool = True) -> dict[str, float]:
+#: The generation calls of the capture pipeline, printed even when a replay makes none.
+GENERATIONS = tuple(
+    op.value
+    for op in (
+        Operation.NOTE,
+        Operation.PROFILE_UPDATE,
+        Operation.PROFILE_CONSOLIDATION,
+        Operation.TOPIC_CLUSTER,
+    )
+)
+
+#: A figure of the results: a count, a rate, or a distribution written out.
+Figure = int | float | str
+
+
+def _replay_facts(database: Path, since: float) -> tuple[Counter[str], Counter[int]]:
+    """What happened to profile facts from ``since`` on (added, folded, merged, invalidated),
+    and how many conversations had how many participants, read back from the database."""
+    churn: Counter[str] = Counter()
+    sizes: Counter[int] = Counter()
+    with SqliteReadOnlyStore.open(database) as store:
+        for guild_id in store.guild_ids():
+            notes = store.list_notes(guild_id, note_type=NoteType.CONVERSATION, limit=1_000_000)
+            sizes.update(len(note.participants) for note in notes)
+            for user_id, _ in store.guild_members(guild_id):
+                for fact in store.profile_records(guild_id, user_id, include_invalidated=True):
+                    if fact.created_at >= since:
+                        churn["added"] += 1
+                    if fact.invalidated_at is None or fact.invalidated_at < since:
+                        continue
+                    reason = fact.invalidation_reason or ""
+                    kind = reason.split(":")[0] if reason.startswith(("folded", "merged")) else ""
+                    churn[kind or "invalidated"] += 1
+    return churn, sizes
+
+
+def run(
+    paths: Sequence[Path], *, seed_cost: bool = True, full_profiles: bool = False
+) -> dict[str, Figure]:
     """Replay ``paths`` through the pipeline and report calls and tokens per operation.
 
     With ``seed_cost``, the same messages are also costed as seed 000's per-message design.
+    With ``full_profiles``, every author starts with a profile at the caps
+    (:func:`~vivy_lab.bench.mature.seed_full_profiles`).
     """
     batch = load_exports(paths)
     humans = [m for m in batch.messages if not m.author_is_bot and m.content.strip()]
+    first = min(m.timestamp for m in batch.messages)
     llm = CountingLLM()
     with tempfile.TemporaryDirectory() as tmp:
-        settings = replace(Settings(), database=Path(tmp) / "cost.db")
-        import_exports(paths, settings, llm=llm)
+        database = Path(tmp) / "cost.db"
+        if full_profiles:
+            authors = sorted({m.author_id for m in humans})
+            seed_full_profiles(database, batch.messages[0].guild_id, authors, before=first)
+        import_exports(paths, replace(Settings(), database=database), llm=llm)
+        churn, sizes = _replay_facts(database, first)
     calls = sum(llm.calls.values())
     per_k = 1000 / len(humans)
-    results: dict[str, float] = {
+    results: dict[str, Figure] = {
         "human_messages": len(humans),
         "llm_calls": calls,
         "llm_calls_per_1000_messages": round(calls * per_k, 1),
@@ -330,7 +488,8 @@ def run(paths: Sequence[Path], *, seed_cost: bool = True) -> dict[str, float]:
         "tokens_per_1000_messages": round((llm.tokens_in + llm.tokens_out) * per_k),
         "embedding_requests_per_1000_messages": round(llm.embeddings * per_k, 1),
     }
-    for operation, count in sorted(llm.calls.items()):
+    for operation in sorted({*GENERATIONS, *llm.calls}):
+        count = llm.calls[operation]
         results[f"calls_{operation}"] = count
         results[f"calls_{operation}_per_1000_messages"] = round(count * per_k, 1)
         results[f"tokens_in_{operation}_per_1000_messages"] = round(
@@ -339,6 +498,14 @@ def run(paths: Sequence[Path], *, seed_cost: bool = True) -> dict[str, float]:
         results[f"tokens_out_{operation}_per_1000_messages"] = round(
             llm.tokens_out_by[operation] * per_k
         )
+    for kind in ("added", "merged", "folded", "invalidated"):
+        results[f"facts_{kind}_per_1000_messages"] = round(churn[kind] * per_k, 1)
+    results["participants_per_conversation"] = " ".join(
+        f"{size}:{count}" for size, count in sorted(sizes.items())
+    )
+    results["conversations_over_member_cap"] = sum(
+        count for size, count in sizes.items() if size > NOTE_MEMBERS_CAP
+    )
     if seed_cost:
         seed = per_message_cost(batch.messages)
         results.update(
@@ -352,16 +519,19 @@ def run(paths: Sequence[Path], *, seed_cost: bool = True) -> dict[str, float]:
     return results
 
 
-def run_spaced(*, conversations: int = 48, seed: int = 16) -> dict[str, float]:
-    """Generate the spaced history and replay it; see :func:`spaced_export`."""
+def run_spaced(
+    *, conversations: int = 48, seed: int = 16, full_profiles: bool = False
+) -> dict[str, Figure]:
+    """Generate the spaced history and replay it (see :func:`spaced_export`); with
+    ``full_profiles``, from profiles at the caps (the mature replay)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spaced.json"
         export = spaced_export(conversations=conversations, seed=seed)
         path.write_text(json.dumps(export), encoding="utf-8")
-        return run([path], seed_cost=False)
+        return run([path], seed_cost=False, full_profiles=full_profiles)
 
 
-def format_results(name: str, results: dict[str, float]) -> list[str]:
+def format_results(name: str, results: dict[str, Figure]) -> list[str]:
     """``name.figure: value`` lines, integers without a decimal point."""
     return [
         f"{name}.{figure}: {value:g}" if isinstance(value, float) else f"{name}.{figure}: {value}"
@@ -370,10 +540,11 @@ def format_results(name: str, results: dict[str, float]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print both replays' figures, one ``name: value`` a line."""
+    """Print the three replays' figures, one ``name: value`` a line."""
     parser = argparse.ArgumentParser(
         prog="vivy bench llm-cost",
-        description="Count LLM calls and tokens per 1,000 human messages over two offline replays.",
+        description="Count LLM calls, tokens and fact changes per 1,000 human messages over "
+        "three offline replays (dense, spaced, mature).",
     )
     parser.add_argument("paths", nargs="*", type=Path, help="exports (default: the bundled one)")
     parser.add_argument(
@@ -383,9 +554,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="conversations in the generated spaced history (default: 48, ~1,050 messages)",
     )
     args = parser.parse_args(argv)
-    for line in format_results("bundled", run(args.paths or [DEMO_EXPORT])):
+    print(f"note_members_cap: {NOTE_MEMBERS_CAP}", flush=True)
+    for line in format_results("dense", run(args.paths or [DEMO_EXPORT])):
         print(line, flush=True)
     for line in format_results("spaced", run_spaced(conversations=args.conversations)):
+        print(line, flush=True)
+    mature = run_spaced(conversations=args.conversations, full_profiles=True)
+    for line in format_results("mature", mature):
         print(line, flush=True)
     return 0
 
