@@ -58,8 +58,8 @@ from vivy.llm.schemas import (
     ProfileOperations,
     TranscriptLine,
 )
-from vivy.notes import NoteType
-from vivy.state.guards import discloses_self
+from vivy.memory.guards import discloses_self
+from vivy.memory.notes import NoteType
 from vivy.state.profile import NOTE_MEMBERS_CAP
 from vivy.storage.readonly import SqliteReadOnlyStore
 from vivy_lab.bench.mature import seed_full_profiles

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import trio
 
-from vivy.llm.schemas import PROFILE_SECTIONS
-from vivy.state.profile import PROFILE_CAP, SECTION_CAP, NewFact, ProfilePlan
+from vivy.memory.facts import PROFILE_SECTIONS, NewFact
+from vivy.state.profile import PROFILE_CAP, SECTION_CAP, ProfilePlan
 from vivy.storage.engines import open_store
 
 __all__ = ["full_profile", "seed_full_profiles"]

@@ -13,13 +13,8 @@ import pytest
 from tests.importer import TWO_DAYS
 from vivy.importer import load_exports
 from vivy.llm.prompts import note_request
-from vivy.llm.schemas import (
-    PROFILE_SECTIONS,
-    ConversationDraft,
-    MemberFacts,
-    NoteInput,
-    TranscriptLine,
-)
+from vivy.llm.schemas import ConversationDraft, MemberFacts, NoteInput, TranscriptLine
+from vivy.memory.facts import PROFILE_SECTIONS
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP
 from vivy_lab.bench.llm_cost import (
     CountingLLM,
