@@ -1,4 +1,5 @@
-"""The Scheduler under trio's MockClock: midnights, catch-up and resumable passes."""
+"""The Scheduler under trio's MockClock: midnights, catch-up, resumable passes, and which
+profiles the nightly consolidation reads."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMUnavailable
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation
+from vivy.llm.schemas import ProfileInput
+from vivy.memory.facts import NewFact
+from vivy.state.profile import CONSOLIDATION_FACT_TOKENS, ProfilePlan, estimate_tokens
 
 from .harness import message
 
@@ -193,3 +197,55 @@ async def test_nightly_job_prunes_evidence_past_retention(tmp_path: Path) -> Non
         assert all(r.index_steps >= 1 for r in app.scheduler.reports)
         for index, segments in (("notes_fts", 1), ("evidence_fts", 0)):
             assert await count(app, f"SELECT COUNT(DISTINCT segid) FROM {index}_idx") == segments
+
+
+class RecordingConsolidation(OfflineLLM):
+    """The offline provider, keeping the payload of every consolidation call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.consolidated: list[ProfileInput] = []
+
+    async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
+        """Record consolidation payloads; answer everything offline."""
+        if request.operation is Operation.PROFILE_CONSOLIDATION:
+            assert isinstance(request.payload, ProfileInput)
+            self.consolidated.append(request.payload)
+        return await super().generate(request)
+
+
+async def test_only_profiles_with_overlapping_new_facts_are_consolidated(tmp_path: Path) -> None:
+    """Of the members who gained facts that day, only one whose new fact overlaps another is
+    consolidated, and the call reads the overlapping facts first, within its token budget."""
+    llm = RecordingConsolidation()
+    async with running_app(
+        settings(tmp_path / "v.db"),
+        clock=clock_at(utc("2026-03-02T12:00:00")),
+        inline_db=True,
+        llm=llm,
+        scheduler=False,
+    ) as app:
+        old = [
+            NewFact("other", f"Keeps a long diary of every trip number {n} " * 3, "note", None, "x")
+            for n in range(30)
+        ]
+        await app.store.profiles.apply_plan(100, 11, 0, ProfilePlan(added=old), 0.0)
+        await chat_three_conversations(app, 1)
+        version = await app.store.profiles.profile_version(100, 11)
+        lead = NewFact("bio", "Works at Dell as a QA lead", "note", None, "x")
+        await app.store.profiles.apply_plan(
+            100, 11, version, ProfilePlan(added=[lead]), utc("2026-03-02T20:00:00")
+        )
+        changed = await app.store.profiles.changed_between(
+            100, utc("2026-03-02T00:00:00"), utc("2026-03-03T00:00:00")
+        )
+        report = await app.scheduler.run_day(date(2026, 3, 2))
+    assert set(changed) == {11, 12, 13}
+    assert report.consolidated == 1
+    (payload,) = llm.consolidated
+    assert payload.user_id == 11
+    shown = [fact.text for fact in payload.facts]
+    assert set(shown[:2]) == {"Works at Dell as a QA lead", "Works at Dell as a QA engineer"}
+    assert len(shown) < 30
+    lines = [f"{f.id} {f.section}: {f.text}" for f in payload.facts]
+    assert sum(estimate_tokens(line) for line in lines) <= CONSOLIDATION_FACT_TOKENS

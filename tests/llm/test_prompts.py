@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vivy.llm.port import ChatTurn, ModelTier, Operation
 from vivy.llm.prompts import (
     CHAT_PERSONA,
     CLUSTER_SYSTEM,
+    FULL_PROFILE_RULE,
     NOTE_PROFILES_SYSTEM,
     NOTE_SYSTEM,
+    PARTIAL_PROFILE_RULE,
     PROFILE_UPDATE_SYSTEM,
     chat_request,
     chat_system_instruction,
@@ -160,3 +164,18 @@ def test_chat_request_puts_memory_after_the_persona() -> None:
     assert request.memory_context == "<background_facts/>"
     assert chat_system_instruction(request) == f"{CHAT_PERSONA}\n\n<background_facts/>"
     assert chat_system_instruction(chat_request([])) == CHAT_PERSONA
+
+
+def test_a_partial_or_full_profile_is_marked_and_its_rules_added() -> None:
+    """A member shown in part is marked shown="n of m", a full one full="true", and only
+    then do the instructions carry the matching rules (other calls stay as short)."""
+    facts = (FactView(12, "bio", "Works at Dell", "Gaming, Feb 23"),)
+    full = MemberFacts(1, "Alex", facts, 45, True)
+    request = note_request(NoteInput(1, 10, "gaming", LINES, (full, MemberFacts(2, "Mallory", ()))))
+    assert '<member id="1" name="Alex" shown="1 of 45" full="true">' in request.prompt
+    assert '<member id="2" name="Mallory">' in request.prompt
+    assert request.system == f"{NOTE_PROFILES_SYSTEM}\n{PARTIAL_PROFILE_RULE}\n{FULL_PROFILE_RULE}"
+    update = profile_update_request(replace(PROFILE, full=True))
+    assert update.system == f"{PROFILE_UPDATE_SYSTEM}\n{FULL_PROFILE_RULE}"
+    assert '<profile full="true">' in update.prompt
+    assert profile_update_request(PROFILE).system == PROFILE_UPDATE_SYSTEM
