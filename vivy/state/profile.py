@@ -85,6 +85,10 @@ CONSOLIDATION_FACT_TOKENS = 900
 CONSOLIDATION_NOTE_TOKENS = 1200
 #: Facts this close to the profile cap (or one short of a section's) count as near a cap.
 NEAR_CAP_MARGIN = 5
+#: Word overlap (Jaccard) at which two facts of a section count as near-duplicates.
+NEAR_DUPLICATE = 0.5
+#: Word overlap at which two facts of a section near its cap are worth merging into one.
+NEAR_CAP_OVERLAP = 1 / 3
 
 
 def estimate_tokens(text: str) -> int:
@@ -330,12 +334,6 @@ def _merge_restatements(plan: ProfilePlan, order: list[ExistingFact]) -> None:
         order.remove(twin)
         plan.retired.append(RetiredFact(twin.id, "merged: restated"))
         plan.added[plan.added.index(new)] = replace(new, supersedes=(*new.supersedes, twin.id))
-
-
-#: Word overlap (Jaccard) at which two facts of a section count as near-duplicates.
-NEAR_DUPLICATE = 0.5
-#: Word overlap at which two facts of a section near its cap are worth merging into one.
-NEAR_CAP_OVERLAP = 1 / 3
 
 
 def _near_cap(facts: Sequence[ExistingFact], section: str) -> bool:
