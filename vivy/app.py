@@ -34,8 +34,8 @@ from vivy.actors.router import Router
 from vivy.actors.scheduler import Scheduler
 from vivy.clock import Clock
 from vivy.config import Settings
-from vivy.errors import ConfigError
-from vivy.llm import make_llm
+from vivy.errors import ConfigError, EndpointUnreachable
+from vivy.llm import check_llm, make_llm
 from vivy.llm.metered import MeteredLLM
 from vivy.llm.port import LLM, ModelTier
 from vivy.metrics import ActorKind, Metrics
@@ -73,13 +73,19 @@ class App:
 
 
 async def check_embedding_model(store: Store, model: str, dimension: int) -> None:
-    """Record the embedding model on first use; refuse a different one while notes exist."""
+    """Record the embedding model on first use; refuse a different one while notes exist,
+    in one line that names the settings to change back or the command that re-embeds."""
     stored = await store.meta.adopt_embedding_model(model, dimension)
     if stored is not None:
+        setting = (
+            f"VIVY_OPENAI_EMBEDDING_DIMENSION={stored.dimension}"
+            if stored.model == model
+            else "VIVY_EMBEDDING_PROVIDER and its embedding model setting"
+        )
         raise ConfigError(
             f"the notes in this database were embedded with {stored.model} ({stored.dimension} "
             f"dimensions) but the configured embedding model is {model} ({dimension} "
-            "dimensions); run `vivy reembed` first"
+            f"dimensions); run `vivy reembed` first, or set {setting} back"
         )
 
 
@@ -146,6 +152,12 @@ async def running_app(
         if settings.database_url is None:
             raise ConfigError("shard leases need a PostgreSQL database (VIVY_DB=postgresql://...)")
         fence = Fence(lease, f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}")
+    if llm is None:
+        configured = Settings.from_env(environ) if environ is not None else settings
+        try:
+            await check_llm(configured)
+        except EndpointUnreachable as error:  # work waits in the outbox until it answers
+            log.warning("llm endpoint unreachable", detail=str(error))
     store, db = open_store(settings.database, settings.database_url, inline=inline_db, fence=fence)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)

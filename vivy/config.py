@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vivy.errors import ConfigError
@@ -25,8 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GEMINI_KEY_VARIABLES",
+    "LLM_PROVIDERS",
     "LOG_LEVELS",
+    "OPENAI_BASE_URL",
     "BufferSettings",
+    "ProviderSettings",
     "Settings",
     "gemini_key_from_env",
     "inactivity_window",
@@ -89,6 +93,47 @@ def gemini_key_from_env(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+# --- LLM providers ------------------------------------------------------------------------
+
+#: The providers ``VIVY_LLM_PROVIDER`` and ``VIVY_EMBEDDING_PROVIDER`` accept.
+LLM_PROVIDERS: tuple[str, ...] = ("gemini", "openai", "offline")
+
+#: OpenAI's own endpoint: the default of ``VIVY_OPENAI_BASE_URL``.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+#: The default chat model and embedding model on an OpenAI-compatible endpoint (OpenAI's).
+OPENAI_FLASH_MODEL = "gpt-4o-mini"
+OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+
+#: Largest embedding dimension accepted (pgvector's limit for a ``vector`` column).
+_MAX_DIMENSION = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """Which provider writes notes and chats, which one embeds, and how to reach an
+    OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio, OpenAI, OpenRouter).
+
+    ``generation`` and ``embeddings`` are names from :data:`LLM_PROVIDERS`, or None: the
+    generation provider is then Gemini when its key is set, else offline, and the embedding
+    provider follows the generation provider (see :attr:`Settings.llm_provider`).
+    """
+
+    generation: str | None = None
+    embeddings: str | None = None
+    openai_base_url: str = OPENAI_BASE_URL
+    openai_api_key: str | None = field(default=None, repr=False)
+    openai_flash_model: str = OPENAI_FLASH_MODEL
+    openai_pro_model: str = OPENAI_FLASH_MODEL
+    openai_embedding_model: str = OPENAI_EMBEDDING_MODEL
+    openai_embedding_dimension: int = 768
+    openai_timeout_s: float = 120.0
+    #: Text put before every stored document and every query embedded (some models, such as
+    #: nomic-embed-text, expect ``search_document: `` and ``search_query: ``).
+    openai_document_prefix: str = ""
+    openai_query_prefix: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """All of Vivy's configuration.
@@ -140,6 +185,21 @@ class Settings:
     #: Seconds a shard lease lasts unless renewed (a fleet on PostgreSQL); a process that
     #: dies is taken over after at most this long.
     lease_s: float = 15.0
+    #: The LLM providers for generation and embeddings, and the OpenAI-compatible endpoint.
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
+
+    @property
+    def llm_provider(self) -> str:
+        """The provider of notes, profiles, clusters and chat: as set, else Gemini when its
+        key is set, else offline."""
+        if self.providers.generation is not None:
+            return self.providers.generation
+        return "gemini" if self.gemini_key is not None else "offline"
+
+    @property
+    def embedding_provider(self) -> str:
+        """The provider of embeddings: as set, else the generation provider."""
+        return self.providers.embeddings or self.llm_provider
 
     def retrieval(self) -> RetrievalSettings:
         """The retriever's settings: switches, gate, evidence and time zone from here."""
@@ -243,6 +303,7 @@ class Settings:
             evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
             shards=_shards(reader, fleet=is_postgres_url(db)),
             lease_s=reader.number("VIVY_LEASE_SECONDS", 15.0, low=3.0, high=3600.0),
+            providers=_providers(reader, gemini_key=gemini_key_from_env(environ)),
         )
         try:
             settings.zone  # noqa: B018 - validates the zone name
@@ -276,6 +337,75 @@ def _shards(reader: _Reader, *, fleet: bool) -> Shards | None:
             "share a PostgreSQL database (VIVY_DB=postgresql://...) between the processes"
         )
     return shards
+
+
+def _providers(reader: _Reader, *, gemini_key: str | None) -> ProviderSettings:
+    """The ``VIVY_LLM_PROVIDER`` / ``VIVY_EMBEDDING_PROVIDER`` choice and the
+    ``VIVY_OPENAI_*`` endpoint settings, checked together: a provider named without what it
+    needs, or endpoint settings that no provider uses, is refused in one line."""
+    generation = reader.choice("VIVY_LLM_PROVIDER", LLM_PROVIDERS)
+    embeddings = reader.choice("VIVY_EMBEDDING_PROVIDER", LLM_PROVIDERS)
+    flash = reader.text("VIVY_OPENAI_FLASH_MODEL", OPENAI_FLASH_MODEL)
+    settings = ProviderSettings(
+        generation=generation,
+        embeddings=embeddings,
+        openai_base_url=reader.text("VIVY_OPENAI_BASE_URL", OPENAI_BASE_URL).rstrip("/"),
+        openai_api_key=reader.text("VIVY_OPENAI_API_KEY", "") or None,
+        openai_flash_model=flash,
+        openai_pro_model=reader.text("VIVY_OPENAI_PRO_MODEL", flash),
+        openai_embedding_model=reader.text("VIVY_OPENAI_EMBEDDING_MODEL", OPENAI_EMBEDDING_MODEL),
+        openai_embedding_dimension=reader.count(
+            "VIVY_OPENAI_EMBEDDING_DIMENSION", 768, low=1, high=_MAX_DIMENSION
+        ),
+        openai_timeout_s=reader.number(
+            "VIVY_OPENAI_TIMEOUT_SECONDS", 120.0, low=0.0, strict=True, high=3600.0
+        ),
+        openai_document_prefix=reader.prefix("VIVY_OPENAI_DOCUMENT_PREFIX"),
+        openai_query_prefix=reader.prefix("VIVY_OPENAI_QUERY_PREFIX"),
+    )
+    chosen = {generation or ("gemini" if gemini_key else "offline"), embeddings}
+    if "gemini" in chosen and gemini_key is None:
+        which = "VIVY_LLM_PROVIDER" if generation == "gemini" else "VIVY_EMBEDDING_PROVIDER"
+        raise ConfigError(
+            f"{which}=gemini needs a Gemini API key: set GEMINI_API_KEY (or "
+            "MEMORY_GEMINI_TOKEN), or choose openai or offline"
+        )
+    if "openai" not in chosen:
+        stray = [name for name in _OPENAI_VARIABLES if reader.text(name, "")]
+        if stray:
+            raise ConfigError(
+                f"{stray[0]} is set but no provider uses it: set VIVY_LLM_PROVIDER=openai "
+                "(or VIVY_EMBEDDING_PROVIDER=openai for embeddings alone), or unset it"
+            )
+        return settings
+    url = settings.openai_base_url
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"VIVY_OPENAI_BASE_URL={url!r} is not an http(s) URL: expected for example "
+            "http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1"
+        )
+    if url == OPENAI_BASE_URL and settings.openai_api_key is None:
+        raise ConfigError(
+            f"VIVY_OPENAI_API_KEY is not set and OpenAI ({OPENAI_BASE_URL}) needs one: set "
+            "it, or point VIVY_OPENAI_BASE_URL at your own server (Ollama: "
+            "http://127.0.0.1:11434/v1)"
+        )
+    return settings
+
+
+#: The settings of the OpenAI-compatible endpoint, refused when no provider is ``openai``.
+_OPENAI_VARIABLES: tuple[str, ...] = (
+    "VIVY_OPENAI_BASE_URL",
+    "VIVY_OPENAI_API_KEY",
+    "VIVY_OPENAI_FLASH_MODEL",
+    "VIVY_OPENAI_PRO_MODEL",
+    "VIVY_OPENAI_EMBEDDING_MODEL",
+    "VIVY_OPENAI_EMBEDDING_DIMENSION",
+    "VIVY_OPENAI_TIMEOUT_SECONDS",
+    "VIVY_OPENAI_DOCUMENT_PREFIX",
+    "VIVY_OPENAI_QUERY_PREFIX",
+)
 
 
 def is_postgres_url(value: str) -> bool:
@@ -376,6 +506,12 @@ class _Reader:
                 f"{name}={raw!r} is not allowed: expected one of {', '.join(choices)}"
             )
         return raw.lower()
+
+    def prefix(self, name: str) -> str:
+        """Text put before embedded texts, kept as written (a trailing space matters); empty
+        when unset or blank."""
+        raw = self._environ.get(name, "")
+        return raw if raw.strip() else ""
 
     def flag(self, name: str, default: bool) -> bool:
         """A boolean: 1/true/yes/on or 0/false/no/off."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "EndpointUnreachable",
     "IllegalTransition",
     "LLMError",
     "LLMInvalidOutput",
@@ -25,6 +26,10 @@ class VivyError(Exception):
 
 class ConfigError(VivyError):
     """The configuration is missing a value or holds one that cannot be used."""
+
+
+class EndpointUnreachable(ConfigError):
+    """A configured LLM endpoint did not answer when it was checked before work started."""
 
 
 class StorageError(VivyError):

@@ -86,7 +86,7 @@ async def test_successful_generation_is_observed_with_tokens_and_latency() -> No
     result = await llm.generate(note_request(PAYLOAD))
     assert isinstance(result.value, NoteDraft)
     assert meter.observations == [
-        LLMObservation("note", "scripted-flash-001", "ok", 100, 20, 1.5),
+        LLMObservation("note", "gemini", "scripted-flash-001", "ok", 100, 20, 1.5),
     ]
 
 
@@ -107,7 +107,7 @@ async def test_failures_are_observed_and_reraised(error: Exception, outcome: str
         await llm.generate(cluster_request(ClusterInput(1, "d", ())))
     assert caught.value is error
     assert meter.observations == [
-        LLMObservation("topic_cluster", "scripted-pro", outcome, 0, 0, 0.25),
+        LLMObservation("topic_cluster", "gemini", "scripted-pro", outcome, 0, 0, 0.25),
     ]
 
 
@@ -118,8 +118,8 @@ async def test_embed_and_chat_are_observed() -> None:
     await llm.embed(["a", "b"], EmbeddingTask.DOCUMENT)
     await llm.chat(chat_request([ChatTurn("user", "Alex", "hi")]))
     assert meter.observations == [
-        LLMObservation("embed", "scripted-embed", "ok", 0, 0, 0.5),
-        LLMObservation("chat", "scripted-flash-001", "ok", 50, 5, 0.5),
+        LLMObservation("embed", "gemini", "scripted-embed", "ok", 0, 0, 0.5),
+        LLMObservation("chat", "gemini", "scripted-flash-001", "ok", 50, 5, 0.5),
     ]
 
 
@@ -174,5 +174,11 @@ async def test_counting_meter_statistics() -> None:
 def test_null_meter_accepts_observations() -> None:
     """The null meter takes the full keyword signature and does nothing."""
     NullMeter().observe_llm(
-        operation="note", model="m", outcome="ok", input_tokens=1, output_tokens=2, seconds=0.1
+        operation="note",
+        provider="gemini",
+        model="m",
+        outcome="ok",
+        input_tokens=1,
+        output_tokens=2,
+        seconds=0.1,
     )

@@ -16,6 +16,7 @@ from vivy.metrics import (
     IngestOutcome,
     LLMOperation,
     LLMOutcome,
+    LLMProvider,
     Metrics,
     Rejection,
     RetrievalPath,
@@ -109,10 +110,20 @@ def test_fixed_label_counters_start_at_zero(metrics: Metrics) -> None:
 
 def test_configured_models_start_at_zero() -> None:
     """LLM series of the configured models exist at 0 before the first call."""
-    metrics = Metrics(CollectorRegistry(), llm_models=["gemini-2.5-flash"])
-    labels = {"operation": "note", "model": "gemini-2.5-flash", "outcome": "unavailable"}
+    metrics = Metrics(CollectorRegistry(), llm_models=[(LLMProvider.GEMINI, "gemini-2.5-flash")])
+    labels = {
+        "operation": "note",
+        "provider": "gemini",
+        "model": "gemini-2.5-flash",
+        "outcome": "unavailable",
+    }
     assert metrics.registry.get_sample_value("vivy_llm_requests_total", labels) == 0.0
-    tokens = {"operation": "embed", "model": "gemini-2.5-flash", "direction": "output"}
+    tokens = {
+        "operation": "embed",
+        "provider": "gemini",
+        "model": "gemini-2.5-flash",
+        "direction": "output",
+    }
     assert metrics.registry.get_sample_value("vivy_llm_tokens_total", tokens) == 0.0
 
 
@@ -154,10 +165,13 @@ def test_wrong_label_names_raise(metrics: Metrics) -> None:
 
 def test_free_model_label_rejects_empty(metrics: Metrics) -> None:
     """The model label takes any configured name but not an empty one."""
-    metrics.llm_requests.labels(LLMOperation.CHAT, "my-model", LLMOutcome.OK).inc()
+    chat, openai = LLMOperation.CHAT, LLMProvider.OPENAI
+    metrics.llm_requests.labels(chat, openai, "my-model", LLMOutcome.OK).inc()
     with pytest.raises(ValueError, match="model"):
-        metrics.llm_requests.labels(LLMOperation.CHAT, "", LLMOutcome.OK)
-    labels = {"operation": "chat", "model": "my-model", "outcome": "ok"}
+        metrics.llm_requests.labels(chat, openai, "", LLMOutcome.OK)
+    with pytest.raises(TypeError, match="provider"):
+        metrics.llm_requests.labels(chat, "ollama", "my-model", LLMOutcome.OK)
+    labels = {"operation": "chat", "provider": "openai", "model": "my-model", "outcome": "ok"}
     assert metrics.registry.get_sample_value("vivy_llm_requests_total", labels) == 1.0
 
 
@@ -165,6 +179,7 @@ def test_observe_llm_updates_counters_and_histogram(metrics: Metrics) -> None:
     """observe_llm counts the request, both token directions and the latency."""
     metrics.observe_llm(
         operation="note",
+        provider="openai",
         model="gemini-2.5-flash",
         outcome="ok",
         input_tokens=1200,
@@ -173,6 +188,7 @@ def test_observe_llm_updates_counters_and_histogram(metrics: Metrics) -> None:
     )
     metrics.observe_llm(
         operation=LLMOperation.NOTE,
+        provider=LLMProvider.OPENAI,
         model="gemini-2.5-flash",
         outcome=LLMOutcome.INVALID_OUTPUT,
         input_tokens=1000,
@@ -180,11 +196,11 @@ def test_observe_llm_updates_counters_and_histogram(metrics: Metrics) -> None:
         seconds=0.2,
     )
     get = metrics.registry.get_sample_value
-    ok = {"operation": "note", "model": "gemini-2.5-flash", "outcome": "ok"}
+    ok = {"operation": "note", "provider": "openai", "model": "gemini-2.5-flash", "outcome": "ok"}
     bad = {**ok, "outcome": "invalid_output"}
     assert get("vivy_llm_requests_total", ok) == 1.0
     assert get("vivy_llm_requests_total", bad) == 1.0
-    tokens = {"operation": "note", "model": "gemini-2.5-flash"}
+    tokens = {"operation": "note", "provider": "openai", "model": "gemini-2.5-flash"}
     assert get("vivy_llm_tokens_total", {**tokens, "direction": "input"}) == 2200.0
     assert get("vivy_llm_tokens_total", {**tokens, "direction": "output"}) == 300.0
     assert get("vivy_llm_request_duration_seconds_count", ok) == 1.0
@@ -203,8 +219,10 @@ def test_observe_llm_updates_counters_and_histogram(metrics: Metrics) -> None:
 )
 def test_llm_domain_outcome_is_the_label(metrics: Metrics, error: Exception, label: str) -> None:
     """The llm package's outcome of a failed call is taken as the label as it is."""
-    metrics.llm_requests.labels(LLMOperation.EMBED, "embedding", outcome_of(error)).inc()
-    labels = {"operation": "embed", "model": "embedding", "outcome": label}
+    metrics.llm_requests.labels(
+        LLMOperation.EMBED, LLMProvider.OFFLINE, "embedding", outcome_of(error)
+    ).inc()
+    labels = {"operation": "embed", "provider": "offline", "model": "embedding", "outcome": label}
     assert metrics.registry.get_sample_value("vivy_llm_requests_total", labels) == 1.0
 
 
@@ -212,6 +230,7 @@ def test_llm_domain_outcome_is_the_label(metrics: Metrics, error: Exception, lab
     ("field", "value", "reason"),
     [
         ("operation", "summarise", "unknown operation"),
+        ("provider", "ollama", "unknown provider"),
         ("outcome", "timeout", "unknown outcome"),
         ("model", "", "empty or non-string model"),
         ("input_tokens", -1, "negative token"),
@@ -225,6 +244,7 @@ def test_observe_llm_drops_bad_observations(
     """observe_llm never raises (the meter contract): a bad observation is logged and dropped."""
     call: dict[str, object] = {
         "operation": "chat",
+        "provider": "gemini",
         "model": "m",
         "outcome": "ok",
         "input_tokens": 1,

@@ -31,6 +31,7 @@ from vivy.metrics import (
     CommandName,
     CommandOutcome,
     IngestOutcome,
+    LLMProvider,
     Metrics,
     NoteType,
     ProfileUpdateOutcome,
@@ -80,7 +81,11 @@ def prometheus_binary() -> str:
 
 def _sample_metrics() -> Metrics:
     """A Metrics on a fresh registry with every family holding some data."""
-    metrics = Metrics(CollectorRegistry(), llm_models=["gemini-2.5-flash"], llm_quality="gemini")
+    metrics = Metrics(
+        CollectorRegistry(),
+        llm_models=[(LLMProvider.GEMINI, "gemini-2.5-flash")],
+        llm_quality="gemini",
+    )
     metrics.messages_ingested.labels(IngestOutcome.STORED).inc(40)
     metrics.messages_ingested.labels(IngestOutcome.EXCLUDED_BOT).inc(3)
     metrics.open_buffers.set(4)
@@ -91,6 +96,7 @@ def _sample_metrics() -> Metrics:
     for outcome, seconds in (("ok", 1.2), ("ok", 0.8), ("unavailable", 30.0)):
         metrics.observe_llm(
             operation="note",
+            provider="gemini",
             model="gemini-2.5-flash",
             outcome=outcome,
             input_tokens=900,

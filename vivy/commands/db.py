@@ -24,7 +24,8 @@ import structlog
 
 from vivy.config import Settings, is_postgres_url
 from vivy.errors import ConfigError, StorageError, VivyError
-from vivy.llm import OFFLINE_EMBEDDING_MODEL, gemini_config_from_env
+from vivy.llm import OFFLINE_EMBEDDING_MODEL
+from vivy.llm import configured_embedding as network_embedding
 from vivy.storage.copy import BATCH_ROWS, copy_database, shown
 from vivy.storage.port import ReadOnlyStore
 from vivy.storage.postgres.readonly import PgReadOnlyStore
@@ -154,10 +155,8 @@ def quiet_logs() -> Iterator[None]:
 
 def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
     """The embedding model and dimension the environment selects (without opening a client)."""
-    config = gemini_config_from_env(environ)
-    if config is None:
-        return OFFLINE_EMBEDDING_MODEL, EMBEDDING_DIMENSION_DEFAULT
-    return config.embedding_model, config.dimension
+    selected = network_embedding(Settings.from_env(environ))
+    return selected or (OFFLINE_EMBEDDING_MODEL, EMBEDDING_DIMENSION_DEFAULT)
 
 
 # --- the commands ---------------------------------------------------------------------------

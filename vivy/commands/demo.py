@@ -34,7 +34,6 @@ from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
 from vivy.importer import ExportMessage, import_exports, load_exports
-from vivy.llm import gemini_config_from_env
 from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
 from vivy.metrics.server import MetricsServer
@@ -141,8 +140,12 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
         MetricsServer(registry, api, host="127.0.0.1", port=port) as server,
     ):
         print(f"Vivy demo: metrics at {server.url}/metrics")
-        offline = gemini_config_from_env(env) is None
-        quality = "offline provider (offline quality)" if offline else "Gemini models"
+        provider = Settings.from_env(env).llm_provider
+        quality = {
+            "offline": "offline provider (offline quality)",
+            "gemini": "Gemini models",
+            "openai": "OpenAI-compatible endpoint's models",
+        }[provider]
         print(
             f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
             f"{len({m.timestamp // 86400 for m in batch.messages})} days, "

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TextIO
 
+import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
@@ -23,7 +24,7 @@ from vivy.commands.db import add_database_option, database_path, quiet_logs
 from vivy.config import Settings, shown_database
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
-from vivy.llm import OfflineLLM, gemini_config_from_env
+from vivy.llm import OfflineLLM, build_llm, check_llm
 from vivy.llm.port import LLM
 
 __all__ = [
@@ -67,14 +68,13 @@ def _handle(args: argparse.Namespace) -> int:
     return run_import(args.paths, database=str(database_path(args)))
 
 
-def llm_factory(environ: Mapping[str, str]) -> Callable[[], LLM]:
-    """The configured LLM: Gemini on real time when a key is set, else the offline provider."""
-    config = gemini_config_from_env(environ)
-    if config is None:
+def llm_factory(environ: Mapping[str, str], *, backend: str = "asyncio") -> Callable[[], LLM]:
+    """The configured LLM: the offline provider as it is, any network provider on real time
+    (on a private ``backend`` loop, see :class:`RealTimeLLM`)."""
+    settings = Settings.from_env(environ)
+    if settings.llm_provider == settings.embedding_provider == "offline":
         return OfflineLLM
-    from vivy.llm.gemini import GeminiLLM
-
-    return lambda: RealTimeLLM(lambda: GeminiLLM(config))
+    return lambda: RealTimeLLM(lambda: build_llm(settings), backend=backend)
 
 
 def run_import(
@@ -94,6 +94,7 @@ def run_import(
     env = os.environ if environ is None else environ
     err = sys.stderr if stderr is None else stderr
     settings = Settings.from_env(env)
+    anyio.run(check_llm, settings)
     display = ProgressBar(err, ticker) if err.isatty() else ProgressLog(err, ticker)
     try:
         with quiet_logs():

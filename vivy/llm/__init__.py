@@ -1,10 +1,13 @@
 """Vivy's access to language models: the port, its implementations and the prompts.
 
 Actors depend on :class:`LLM` and the request builders in :mod:`vivy.llm.prompts`.
-:func:`make_llm` picks the implementation once at start-up: Gemini when a key is set, the
-offline provider otherwise, always wrapped in :class:`MeteredLLM`. The Gemini implementation
-(and google-genai, a second of imports) is loaded on first use, so commands that never call
-Gemini start fast.
+:func:`make_llm` picks the providers once at start-up from the settings
+(``VIVY_LLM_PROVIDER``, ``VIVY_EMBEDDING_PROVIDER``; by default Gemini when its key is set,
+the offline provider otherwise), composes generation and embeddings when they come from
+different providers (:class:`ComposedLLM`), and wraps the result in :class:`MeteredLLM`.
+:func:`check_llm` checks an OpenAI-compatible endpoint before work starts. The network
+implementations (google-genai and openai, a second of imports each) are loaded on first use,
+so commands that never call them start fast.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import structlog
 
 from vivy.clock import Clock
 from vivy.config import Settings, gemini_key_from_env
+from vivy.errors import ConfigError
+from vivy.llm.composed import ComposedLLM
 from vivy.llm.metered import (
     CountingMeter,
     LLMMeter,
@@ -24,6 +29,7 @@ from vivy.llm.metered import (
     MeteredLLM,
     MeterStatistics,
     NullMeter,
+    Provider,
 )
 from vivy.llm.offline import OFFLINE_EMBEDDING_MODEL, OFFLINE_MODEL, OfflineLLM
 from vivy.llm.port import (
@@ -66,6 +72,7 @@ from vivy.llm.schemas import (
 
 if TYPE_CHECKING:
     from vivy.llm.gemini import GeminiConfig, GeminiLLM
+    from vivy.llm.openai_compat import OpenAIConfig, OpenAILLM, Role
 
 __all__ = [
     "LLM",
@@ -78,6 +85,7 @@ __all__ = [
     "ChatTurn",
     "ClusterDraft",
     "ClusterInput",
+    "ComposedLLM",
     "CountingMeter",
     "DraftCluster",
     "EmbeddingTask",
@@ -99,33 +107,45 @@ __all__ = [
     "NoteView",
     "NullMeter",
     "OfflineLLM",
+    "OpenAIConfig",
+    "OpenAILLM",
     "Operation",
     "ProfileInput",
     "ProfileOperation",
     "ProfileOperations",
+    "Provider",
     "TranscriptLine",
     "Usage",
+    "build_llm",
     "chat_request",
+    "check_llm",
     "cluster_request",
+    "configured_embedding",
     "consolidation_request",
     "gemini_config",
     "gemini_config_from_env",
     "gemini_key_from_env",
     "make_llm",
     "note_request",
+    "openai_config",
     "profile_update_request",
 ]
 
 _log = structlog.get_logger(__name__)
 
-#: Names served from :mod:`vivy.llm.gemini`, imported when first asked for.
-_GEMINI_NAMES = frozenset({"GeminiConfig", "GeminiLLM"})
+#: Names served by the network implementations, imported when first asked for.
+_LAZY_NAMES = {
+    "GeminiConfig": "vivy.llm.gemini",
+    "GeminiLLM": "vivy.llm.gemini",
+    "OpenAIConfig": "vivy.llm.openai_compat",
+    "OpenAILLM": "vivy.llm.openai_compat",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """Load the Gemini implementation on first use of one of its names."""
-    if name in _GEMINI_NAMES:
-        return getattr(importlib.import_module("vivy.llm.gemini"), name)
+    """Load a network implementation on first use of one of its names."""
+    if name in _LAZY_NAMES:
+        return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -149,27 +169,105 @@ def gemini_config_from_env(environ: Mapping[str, str]) -> GeminiConfig | None:
     return gemini_config(Settings.from_env(environ))
 
 
+def openai_config(settings: Settings) -> OpenAIConfig:
+    """The :class:`OpenAIConfig` of ``settings`` (whether or not a provider uses it)."""
+    from vivy.llm.openai_compat import OpenAIConfig
+
+    chosen = settings.providers
+    return OpenAIConfig(
+        base_url=chosen.openai_base_url,
+        api_key=chosen.openai_api_key,
+        flash_model=chosen.openai_flash_model,
+        pro_model=chosen.openai_pro_model,
+        embedding_model=chosen.openai_embedding_model,
+        dimension=chosen.openai_embedding_dimension,
+        timeout_s=chosen.openai_timeout_s,
+        document_prefix=chosen.openai_document_prefix,
+        query_prefix=chosen.openai_query_prefix,
+    )
+
+
+def _settings(settings: Settings | Mapping[str, str]) -> Settings:
+    return settings if isinstance(settings, Settings) else Settings.from_env(settings)
+
+
+def _provider(name: str, settings: Settings) -> LLM:
+    """A new, unmetered LLM of provider ``name``, configured by ``settings``."""
+    if name == Provider.OPENAI:
+        from vivy.llm.openai_compat import OpenAILLM
+
+        return OpenAILLM(openai_config(settings))
+    if name == Provider.GEMINI:
+        from vivy.llm.gemini import GeminiLLM
+
+        config = gemini_config(settings)
+        if config is None:  # Settings.from_env refuses this; Settings built by hand may not
+            raise ConfigError("the gemini provider needs a Gemini key (GEMINI_API_KEY)")
+        return GeminiLLM(config)
+    return OfflineLLM()
+
+
+def build_llm(settings: Settings | Mapping[str, str]) -> LLM:
+    """The unmetered LLM these settings configure: one provider, or two composed when
+    generation and embeddings come from different providers. Network clients bind to the
+    event loop they are first used on, so build it where it will be used."""
+    chosen = _settings(settings)
+    generator = _provider(chosen.llm_provider, chosen)
+    if chosen.embedding_provider == chosen.llm_provider:
+        return generator
+    return ComposedLLM(generator, _provider(chosen.embedding_provider, chosen))
+
+
 def make_llm(
     settings: Settings | Mapping[str, str],
     *,
     meter: LLMMeter | None = None,
     clock: Clock,
 ) -> LLM:
-    """The metered LLM for these settings (or this environment): Gemini with a key, offline
-    without one.
+    """The metered LLM for these settings (or this environment), from :func:`build_llm`.
 
-    Without a key, one warning says that the offline provider (and its offline-quality
-    notes) is in use, so an operator who forgot the key finds out from the first log lines.
+    When the offline provider writes the notes, one warning says so, so an operator who
+    forgot a key or a provider finds out from the first log lines.
     """
-    config = gemini_config(
-        settings if isinstance(settings, Settings) else Settings.from_env(settings)
+    chosen = _settings(settings)
+    if chosen.llm_provider == Provider.OFFLINE:
+        if chosen.providers.generation is None:
+            _log.warning("no Gemini key set; using the offline provider (offline quality)")
+        else:
+            _log.warning("VIVY_LLM_PROVIDER=offline; notes are offline extracts")
+    return MeteredLLM(
+        build_llm(chosen),
+        meter if meter is not None else NullMeter(),
+        clock,
+        provider=Provider(chosen.llm_provider),
+        embedding_provider=Provider(chosen.embedding_provider),
     )
-    inner: LLM
-    if config is None:
-        _log.warning("no Gemini key set; using the offline provider (offline quality)")
-        inner = OfflineLLM()
-    else:
-        from vivy.llm.gemini import GeminiLLM
 
-        inner = GeminiLLM(config)
-    return MeteredLLM(inner, meter if meter is not None else NullMeter(), clock)
+
+async def check_llm(settings: Settings) -> None:
+    """Check the OpenAI-compatible endpoint the settings use, if any, before work starts:
+    reachable, serving the configured models, embedding at the configured dimension.
+
+    Raises a one-line :class:`~vivy.errors.ConfigError` naming the setting to fix
+    (:class:`~vivy.llm.openai_compat.EndpointUnreachable` when nothing answers).
+    """
+    roles: list[Role] = []
+    if settings.llm_provider == Provider.OPENAI:
+        roles.append("generation")
+    if settings.embedding_provider == Provider.OPENAI:
+        roles.append("embeddings")
+    if roles:
+        from vivy.llm.openai_compat import check_endpoint
+
+        await check_endpoint(openai_config(settings), roles)
+
+
+def configured_embedding(settings: Settings) -> tuple[str, int] | None:
+    """The embedding model and dimension of the network provider the settings select for
+    embeddings, without opening a client; None for the offline provider."""
+    provider = settings.embedding_provider
+    if provider == Provider.OPENAI:
+        chosen = settings.providers
+        return chosen.openai_embedding_model, chosen.openai_embedding_dimension
+    config = gemini_config(settings) if provider == Provider.GEMINI else None
+    return None if config is None else (config.embedding_model, config.dimension)

@@ -7,12 +7,12 @@ wrapper (the importer's call gate, :class:`RealTimeLLM`) says once what it does 
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import ExitStack
+from typing import TypeVar
 
 import anyio
+from anyio.from_thread import start_blocking_portal
 
 from vivy.llm.port import (
     LLM,
@@ -68,36 +68,33 @@ class WrappedLLM:
 
 
 class RealTimeLLM(WrappedLLM):
-    """Runs another LLM on a private asyncio loop in a worker thread, on real time.
+    """Runs another LLM on a private event loop in a worker thread, on real time.
 
     Under trio's ``MockClock`` a task waiting on the network counts as blocked, so virtual
     time would jump past a network client's time-outs and retry sleeps (python-trio/trio#456).
     Here those waits happen on the private loop's real clock, while the importer's timers stay
-    virtual. ``factory`` builds the inner LLM on that loop (its HTTP client binds there).
+    virtual. ``factory`` builds the inner LLM on that loop (its HTTP client binds there);
+    ``backend`` names the loop's kind (``"asyncio"`` or ``"trio"``), through anyio's
+    blocking portal.
     """
 
-    def __init__(self, factory: Callable[[], LLM]) -> None:
-        self._loop = asyncio.new_event_loop()
+    def __init__(self, factory: Callable[[], LLM], *, backend: str = "asyncio") -> None:
+        self._stack = ExitStack()
+        self._portal = self._stack.enter_context(start_blocking_portal(backend))
         #: Worker threads waiting on the private loop, made in the event loop on first use
         #: (anyio's default of 40 would cap a larger import concurrency).
         self._threads: anyio.CapacityLimiter | None = None
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="vivy-import-llm", daemon=True
-        )
-        self._thread.start()
+        self._closed = False
 
         async def build() -> LLM:
             return factory()
 
         try:
-            inner = self._call_sync(build)
+            inner = self._portal.call(build)
         except BaseException:
-            self._stop()
+            self._stack.close()
             raise
         super().__init__(inner)
-
-    def _call_sync(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        return asyncio.run_coroutine_threadsafe(fn(), self._loop).result()
 
     async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
         """``fn`` run on the private loop, awaited from a worker thread."""
@@ -107,17 +104,13 @@ class RealTimeLLM(WrappedLLM):
 
         if self._threads is None:
             self._threads = anyio.CapacityLimiter(THREAD_LIMIT)
-        return await anyio.to_thread.run_sync(self._call_sync, run, limiter=self._threads)
+        return await anyio.to_thread.run_sync(self._portal.call, run, limiter=self._threads)
 
     async def aclose(self) -> None:
         """Close the inner LLM and stop the private loop."""
-        if self._thread.is_alive():
+        if not self._closed:
+            self._closed = True
             try:
                 await self._call(self._inner.aclose)
             finally:
-                self._stop()
-
-    def _stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+                self._stack.close()

@@ -4,7 +4,9 @@
 :class:`LLMMeter` (the Prometheus metrics module implements one). Labels stay bounded: the
 operation is an :class:`~vivy.llm.port.Operation` value, the model a configured name and
 the outcome an :class:`Outcome` (the metrics take that enum as their label type). Latency is
-read from the injected clock, so virtual time in tests gives exact durations.
+read from the injected clock, so virtual time in tests gives exact durations. The provider of
+each call is a :class:`Provider` label: generation and chat may come from one provider and
+embeddings from another.
 """
 
 from __future__ import annotations
@@ -37,8 +39,30 @@ __all__ = [
     "MeteredLLM",
     "NullMeter",
     "Outcome",
+    "Provider",
     "outcome_of",
 ]
+
+
+class Provider(StrEnum):
+    """Who served an LLM call (label ``provider``); an LLM's ``quality`` names it."""
+
+    #: Google's Gemini API, through google-genai.
+    GEMINI = "gemini"
+    #: An OpenAI-compatible endpoint (Ollama, vLLM, llama.cpp, LM Studio, OpenAI, ...).
+    OPENAI = "openai"
+    #: The offline provider, in this process.
+    OFFLINE = "offline"
+
+    @classmethod
+    def of(cls, llm: LLM) -> Provider:
+        """The provider an LLM's ``quality`` names; ValueError when it names none."""
+        try:
+            return cls(llm.quality)
+        except ValueError:
+            raise ValueError(
+                f"an LLM's quality must name its provider ({', '.join(cls)}), not {llm.quality!r}"
+            ) from None
 
 
 class Outcome(StrEnum):
@@ -61,6 +85,7 @@ class LLMMeter(Protocol):
         self,
         *,
         operation: str,
+        provider: str,
         model: str,
         outcome: str,
         input_tokens: int,
@@ -78,6 +103,7 @@ class NullMeter:
         self,
         *,
         operation: str,
+        provider: str,
         model: str,
         outcome: str,
         input_tokens: int,
@@ -92,6 +118,7 @@ class LLMObservation:
     """One call as a :class:`CountingMeter` recorded it."""
 
     operation: str
+    provider: str
     model: str
     outcome: str
     input_tokens: int
@@ -120,6 +147,7 @@ class CountingMeter:
         self,
         *,
         operation: str,
+        provider: str,
         model: str,
         outcome: str,
         input_tokens: int,
@@ -128,7 +156,9 @@ class CountingMeter:
     ) -> None:
         """Append the observation."""
         self.observations.append(
-            LLMObservation(operation, model, outcome, input_tokens, output_tokens, seconds)
+            LLMObservation(
+                operation, provider, model, outcome, input_tokens, output_tokens, seconds
+            )
         )
 
     def calls(self, *, operation: str | None = None, outcome: str | None = None) -> int:
@@ -174,12 +204,25 @@ def outcome_of(error: BaseException) -> Outcome:
 class MeteredLLM:
     """An :class:`~vivy.llm.port.LLM` that reports every call of ``inner`` to ``meter``.
 
-    Failures are reported and re-raised unchanged; cancellation is not a failure and is
-    not reported.
+    Generations and chat are labelled with ``provider``, embeddings with
+    ``embedding_provider``; both default to the provider ``inner.quality`` names. Failures
+    are reported and re-raised unchanged; cancellation is not a failure and is not reported.
     """
 
-    def __init__(self, inner: LLM, meter: LLMMeter, clock: Clock) -> None:
+    def __init__(
+        self,
+        inner: LLM,
+        meter: LLMMeter,
+        clock: Clock,
+        *,
+        provider: Provider | None = None,
+        embedding_provider: Provider | None = None,
+    ) -> None:
         self.inner = inner
+        self.provider = provider if provider is not None else Provider.of(inner)
+        self.embedding_provider = (
+            embedding_provider if embedding_provider is not None else self.provider
+        )
         self.dimension = inner.dimension
         self.embedding_model = inner.embedding_model
         self.quality = inner.quality
@@ -251,8 +294,10 @@ class MeteredLLM:
         output_tokens: int = 0,
     ) -> None:
         """Report one call to the meter."""
+        provider = self.embedding_provider if operation is Operation.EMBED else self.provider
         self._meter.observe_llm(
             operation=operation.value,
+            provider=provider.value,
             model=model,
             outcome=Outcome.OK if error is None else outcome_of(error),
             input_tokens=input_tokens,

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 import vivy
 from vivy.llm.metered import Outcome as LLMOutcome
+from vivy.llm.metered import Provider as LLMProvider
 from vivy.llm.port import Operation as LLMOperation
 from vivy.memory.buffers import CloseReason
 from vivy.memory.notes import NoteType
@@ -48,6 +49,7 @@ __all__ = [
     "IngestOutcome",
     "LLMOperation",
     "LLMOutcome",
+    "LLMProvider",
     "Metrics",
     "NoteType",
     "ProfileUpdateOutcome",
@@ -231,11 +233,19 @@ class BoundedFamily(Generic[M]):
 
 
 def _llm_observation_problem(
-    operation: str, model: str, outcome: str, input_tokens: int, output_tokens: int, seconds: float
+    operation: str,
+    provider: str,
+    model: str,
+    outcome: str,
+    input_tokens: int,
+    output_tokens: int,
+    seconds: float,
 ) -> str | None:
     """Why an LLM observation cannot be recorded, or ``None`` when it can."""
     if operation not in {member.value for member in LLMOperation}:
         return f"unknown operation {operation!r}"
+    if provider not in {member.value for member in LLMProvider}:
+        return f"unknown provider {provider!r}"
     if outcome not in {member.value for member in LLMOutcome}:
         return f"unknown outcome {outcome!r}"
     if not isinstance(model, str) or not model:
@@ -250,16 +260,17 @@ def _llm_observation_problem(
 class Metrics:
     """Every Vivy metric family, registered on ``registry``.
 
-    ``llm_models`` lists the configured model names so their LLM series exist at 0 from the
-    start; ``version`` and ``llm_quality`` (for example ``"gemini"`` or ``"offline"``) fill
-    ``vivy_build_info`` and can be changed later with :meth:`set_build_info`.
+    ``llm_models`` lists the configured (provider, model name) pairs so their LLM series exist
+    at 0 from the start; ``version`` and ``llm_quality`` (for example ``"gemini"`` or
+    ``"offline"``) fill ``vivy_build_info`` and can be changed later with
+    :meth:`set_build_info`.
     """
 
     def __init__(
         self,
         registry: CollectorRegistry,
         *,
-        llm_models: Iterable[str] = (),
+        llm_models: Iterable[tuple[LLMProvider, str]] = (),
         version: str = vivy.__version__,
         llm_quality: str = "unknown",
     ) -> None:
@@ -320,13 +331,14 @@ class Metrics:
         )
         llm_labels: dict[str, type[str]] = {
             "operation": LLMOperation,
+            "provider": LLMProvider,
             "model": str,
             "outcome": LLMOutcome,
         }
         self.llm_requests = BoundedFamily(
             Counter(
                 "vivy_llm_requests_total",
-                "LLM calls, by operation, model and outcome.",
+                "LLM calls, by operation, provider, model and outcome.",
                 list(llm_labels),
                 registry=r,
             ),
@@ -334,13 +346,14 @@ class Metrics:
         )
         token_labels: dict[str, type[str]] = {
             "operation": LLMOperation,
+            "provider": LLMProvider,
             "model": str,
             "direction": TokenDirection,
         }
         self.llm_tokens = BoundedFamily(
             Counter(
                 "vivy_llm_tokens_total",
-                "LLM tokens, by operation, model and direction (input or output).",
+                "LLM tokens, by operation, provider, model and direction (input or output).",
                 list(token_labels),
                 registry=r,
             ),
@@ -474,7 +487,7 @@ class Metrics:
         self._initialise_series(tuple(llm_models))
         self.set_build_info(version=version, llm_quality=llm_quality)
 
-    def _initialise_series(self, llm_models: tuple[str, ...]) -> None:
+    def _initialise_series(self, llm_models: tuple[tuple[LLMProvider, str], ...]) -> None:
         """Create every enum label combination (and each configured model's) at 0."""
         fixed: list[BoundedFamily[Counter] | BoundedFamily[Gauge] | BoundedFamily[Histogram]]
         fixed = [
@@ -494,13 +507,13 @@ class Metrics:
         for family in fixed:
             for combination in family.enum_combinations():
                 family.labels(*combination)
-        for model in llm_models:
+        for provider, model in llm_models:
             for operation in LLMOperation:
                 for outcome in LLMOutcome:
-                    self.llm_requests.labels(operation, model, outcome)
-                    self.llm_request_duration.labels(operation, model, outcome)
+                    self.llm_requests.labels(operation, provider, model, outcome)
+                    self.llm_request_duration.labels(operation, provider, model, outcome)
                 for direction in TokenDirection:
-                    self.llm_tokens.labels(operation, model, direction)
+                    self.llm_tokens.labels(operation, provider, model, direction)
 
     def set_build_info(self, *, version: str, llm_quality: str) -> None:
         """Replace the ``vivy_build_info`` series with one for these labels, set to 1."""
@@ -511,6 +524,7 @@ class Metrics:
         self,
         *,
         operation: str,
+        provider: str,
         model: str,
         outcome: str,
         input_tokens: int,
@@ -519,21 +533,22 @@ class Metrics:
     ) -> None:
         """Record one finished LLM call (implements the LLM port's ``LLMMeter``).
 
-        ``operation`` and ``outcome`` are values of :class:`LLMOperation` and
-        :class:`LLMOutcome` (plain strings or members). As the meter protocol requires, this
-        never raises: an observation with an unknown operation or outcome, an empty model, a
-        negative token count or a negative duration is dropped with a warning log, so it
-        cannot create an unbounded series.
+        ``operation``, ``provider`` and ``outcome`` are values of :class:`LLMOperation`,
+        :class:`LLMProvider` and :class:`LLMOutcome` (plain strings or members). As the meter
+        protocol requires, this never raises: an observation with an unknown operation,
+        provider or outcome, an empty model, a negative token count or a negative duration is
+        dropped with a warning log, so it cannot create an unbounded series.
         """
         problem = _llm_observation_problem(
-            operation, model, outcome, input_tokens, output_tokens, seconds
+            operation, provider, model, outcome, input_tokens, output_tokens, seconds
         )
         if problem is not None:
             _log.warning("llm_observation_dropped", reason=problem)
             return
         op = LLMOperation(operation)
+        who = LLMProvider(provider)
         result = LLMOutcome(outcome)
-        self.llm_requests.labels(op, model, result).inc()
-        self.llm_request_duration.labels(op, model, result).observe(seconds)
-        self.llm_tokens.labels(op, model, TokenDirection.INPUT).inc(input_tokens)
-        self.llm_tokens.labels(op, model, TokenDirection.OUTPUT).inc(output_tokens)
+        self.llm_requests.labels(op, who, model, result).inc()
+        self.llm_request_duration.labels(op, who, model, result).observe(seconds)
+        self.llm_tokens.labels(op, who, model, TokenDirection.INPUT).inc(input_tokens)
+        self.llm_tokens.labels(op, who, model, TokenDirection.OUTPUT).inc(output_tokens)

@@ -5,9 +5,11 @@ set, or ``--long-set``): session recall@1/3/5/10 per question kind of the shippe
 of notes only, and of plain BM25 over the raw conversation text, in one run. Then the note
 eval (:func:`vivy_lab.eval.notes.run_eval` on ``--eval-set``): recall@k of vector, keyword
 and fused search over note summaries. Embeddings come from the offline provider unless
-``--provider auto`` picks Gemini when a key is set. With ``--check`` the exit code is 1 when
-the shipped retriever's recall at 1, 5 or 10, overall or in a question kind, is below the
-better plain BM25 baseline, or the fused ranking's recall@5 below either search alone.
+``--provider auto`` picks Gemini when a key is set, or ``--provider openai`` the
+OpenAI-compatible endpoint of ``VIVY_OPENAI_BASE_URL`` (``VIVY_OPENAI_EMBEDDING_MODEL``).
+With ``--check`` the exit code is 1 when the shipped retriever's recall at 1, 5 or 10,
+overall or in a question kind, is below the better plain BM25 baseline, or the fused
+ranking's recall@5 below either search alone.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument(
         "--provider",
-        choices=("offline", "auto"),
+        choices=("offline", "auto", "openai"),
         default="offline",
-        help="embeddings: the offline provider, or Gemini when a key is set (auto)",
+        help="embeddings: the offline provider, Gemini when a key is set (auto), or the "
+        "OpenAI-compatible endpoint VIVY_OPENAI_BASE_URL names (openai)",
     )
     parser.add_argument(
         "--check",
@@ -79,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from vivy.clock import Clock
-    from vivy.llm import make_llm
+    from vivy.config import Settings
+    from vivy.llm import check_llm, make_llm
     from vivy.llm.offline import OfflineLLM
     from vivy.llm.port import LLM
     from vivy_lab.eval.longconv import (
@@ -95,8 +99,13 @@ def run(args: argparse.Namespace) -> int:
     long_set = _eval_set("--long-set", args.long_set, load_longconv, _LONG_SHAPE)
 
     async def main() -> tuple[LongReport, EvalReport]:
-        auto = args.provider == "auto"
-        llm: LLM = make_llm(os.environ, clock=Clock.wall()) if auto else OfflineLLM()
+        llm: LLM = OfflineLLM()
+        if args.provider == "auto":
+            llm = make_llm(os.environ, clock=Clock.wall())
+        elif args.provider == "openai":
+            settings = Settings.from_env({**os.environ, "VIVY_EMBEDDING_PROVIDER": "openai"})
+            await check_llm(settings)
+            llm = make_llm(settings, clock=Clock.wall())
         try:
             return await run_longconv(llm, long_set), await run_eval(llm, eval_set)
         finally:
