@@ -49,6 +49,17 @@ VARIABLES = (
     "VIVY_EVIDENCE_DAYS",
     "VIVY_RELEVANCE_THRESHOLD",
     "VIVY_EVIDENCE_TOKENS",
+    "VIVY_LLM_PROVIDER",
+    "VIVY_EMBEDDING_PROVIDER",
+    "VIVY_OPENAI_BASE_URL",
+    "VIVY_OPENAI_API_KEY",
+    "VIVY_OPENAI_FLASH_MODEL",
+    "VIVY_OPENAI_PRO_MODEL",
+    "VIVY_OPENAI_EMBEDDING_MODEL",
+    "VIVY_OPENAI_EMBEDDING_DIMENSION",
+    "VIVY_OPENAI_TIMEOUT_SECONDS",
+    "VIVY_OPENAI_DOCUMENT_PREFIX",
+    "VIVY_OPENAI_QUERY_PREFIX",
 )
 
 CONFIGURATION = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(
@@ -196,3 +207,67 @@ def test_a_postgresql_url_selects_that_engine_and_is_shown_without_its_password(
     assert shown_database(settings) == "postgresql://db.example:5432/vivy"
     assert Settings.from_env({"VIVY_DB": "memory.db"}).database_url is None
     assert shown_database(Settings.from_env({"VIVY_DB": "memory.db"})) == "memory.db"
+
+
+#: An OpenAI-compatible provider on a local server.
+LOCAL = {"VIVY_LLM_PROVIDER": "openai", "VIVY_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"VIVY_LLM_PROVIDER": "gemini"},
+            "VIVY_LLM_PROVIDER=gemini needs a Gemini API key: set GEMINI_API_KEY",
+        ),
+        (
+            {"VIVY_EMBEDDING_PROVIDER": "gemini", "VIVY_LLM_PROVIDER": "offline"},
+            "VIVY_EMBEDDING_PROVIDER=gemini needs a Gemini API key",
+        ),
+        ({"VIVY_LLM_PROVIDER": "ollama"}, "VIVY_LLM_PROVIDER='ollama' is not allowed"),
+        (
+            {"VIVY_LLM_PROVIDER": "openai"},
+            "VIVY_OPENAI_API_KEY is not set and OpenAI (https://api.openai.com/v1) needs one",
+        ),
+        (
+            {**LOCAL, "VIVY_OPENAI_BASE_URL": "localhost:11434/v1"},
+            "VIVY_OPENAI_BASE_URL='localhost:11434/v1' is not an http(s) URL",
+        ),
+        (
+            {"VIVY_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"},
+            "VIVY_OPENAI_BASE_URL is set but no provider uses it: set VIVY_LLM_PROVIDER=openai",
+        ),
+        ({**LOCAL, "VIVY_OPENAI_EMBEDDING_DIMENSION": "0"}, "VIVY_OPENAI_EMBEDDING_DIMENSION='0'"),
+        ({**LOCAL, "VIVY_OPENAI_TIMEOUT_SECONDS": "0"}, "VIVY_OPENAI_TIMEOUT_SECONDS='0'"),
+    ],
+)
+def test_a_provider_mistake_is_one_line_naming_the_variable(
+    env: dict[str, str], message: str
+) -> None:
+    """A provider named without what it needs, a bad URL or bound, or endpoint settings that
+    no provider uses: one line that starts with the variable and says the fix."""
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env(env)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_provider_settings_are_read_into_settings() -> None:
+    """Chat on a local server, embeddings offline, the pro model defaulting to the flash one."""
+    settings = Settings.from_env(
+        {
+            **LOCAL,
+            "VIVY_EMBEDDING_PROVIDER": "Offline",
+            "VIVY_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1/",
+            "VIVY_OPENAI_FLASH_MODEL": "qwen2.5:7b",
+            "VIVY_OPENAI_QUERY_PREFIX": "search_query: ",
+        }
+    )
+    assert (settings.llm_provider, settings.embedding_provider) == ("openai", "offline")
+    chosen = settings.providers
+    assert chosen.openai_base_url == "http://127.0.0.1:11434/v1"
+    assert (chosen.openai_flash_model, chosen.openai_pro_model) == ("qwen2.5:7b", "qwen2.5:7b")
+    assert chosen.openai_query_prefix == "search_query: " and chosen.openai_api_key is None
+    assert (Settings().llm_provider, Settings(gemini_key="k").embedding_provider) == (
+        "offline",
+        "gemini",
+    )

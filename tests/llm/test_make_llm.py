@@ -1,4 +1,5 @@
-"""make_llm: Gemini when a key is set, otherwise the offline provider with one warning."""
+"""make_llm: the configured providers (Gemini with a key, else offline, or an OpenAI-compatible
+endpoint), composed when generation and embeddings differ, metered per provider."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ from structlog.testing import capture_logs
 from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.llm import (
+    OFFLINE_EMBEDDING_MODEL,
+    ComposedLLM,
     CountingMeter,
     GeminiLLM,
     MeteredLLM,
     OfflineLLM,
+    OpenAILLM,
+    Provider,
+    chat_request,
+    configured_embedding,
     gemini_config_from_env,
     make_llm,
 )
-from vivy.llm.port import EmbeddingTask, ModelTier
+from vivy.llm.fake_openai import FakeOpenAI
+from vivy.llm.port import ChatTurn, EmbeddingTask, ModelTier
 
 CLOCK = Clock(wall_origin=1_771_869_600.0, mono_origin=0.0)
 
@@ -74,3 +82,51 @@ async def test_the_settings_key_is_the_one_used() -> None:
     assert llm.model_for(ModelTier.FLASH) == "flash-x"
     await llm.aclose()
     assert isinstance(make_llm(Settings(), clock=CLOCK).inner, OfflineLLM)
+
+
+@pytest.mark.anyio
+async def test_openai_chat_with_offline_embeddings_is_composed_and_labelled() -> None:
+    """Chat on an OpenAI-compatible endpoint and embeddings offline: one port, two providers,
+    each call metered under its own provider."""
+    with FakeOpenAI() as fake:
+        env = {
+            "VIVY_LLM_PROVIDER": "openai",
+            "VIVY_EMBEDDING_PROVIDER": "offline",
+            "VIVY_OPENAI_BASE_URL": fake.base_url,
+            "VIVY_OPENAI_FLASH_MODEL": "llama3.2",
+        }
+        meter = CountingMeter()
+        llm = make_llm(env, meter=meter, clock=CLOCK)
+        assert isinstance(llm, MeteredLLM) and isinstance(llm.inner, ComposedLLM)
+        assert isinstance(llm.inner.generator, OpenAILLM)
+        assert isinstance(llm.inner.embedder, OfflineLLM)
+        assert (llm.quality, llm.embedding_model) == ("openai", OFFLINE_EMBEDDING_MODEL)
+        try:
+            await llm.embed(["hello"], EmbeddingTask.QUERY)
+            await llm.chat(chat_request([ChatTurn("user", "Alex", "hi")]))
+        finally:
+            await llm.aclose()
+        assert [(o.operation, o.provider, o.model) for o in meter.observations] == [
+            ("embed", "offline", OFFLINE_EMBEDDING_MODEL),
+            ("chat", "openai", "llama3.2"),
+        ]
+        assert [r.endpoint for r in fake.requests] == ["chat"]
+
+
+@pytest.mark.anyio
+async def test_one_openai_endpoint_serves_both_without_composition() -> None:
+    """VIVY_LLM_PROVIDER=openai alone: one client writes and embeds, at the set dimension."""
+    settings = Settings.from_env(
+        {
+            "VIVY_LLM_PROVIDER": "openai",
+            "VIVY_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "VIVY_OPENAI_EMBEDDING_MODEL": "nomic-embed-text",
+            "VIVY_OPENAI_EMBEDDING_DIMENSION": "1024",
+        }
+    )
+    llm = make_llm(settings, clock=CLOCK)
+    assert isinstance(llm, MeteredLLM) and isinstance(llm.inner, OpenAILLM)
+    assert (llm.embedding_model, llm.dimension) == ("nomic-embed-text", 1024)
+    assert llm.provider == llm.embedding_provider == Provider.OPENAI
+    assert configured_embedding(settings) == ("nomic-embed-text", 1024)
+    await llm.aclose()
