@@ -113,4 +113,5 @@ class RealTimeLLM(WrappedLLM):
             try:
                 await self._call(self._inner.aclose)
             finally:
-                self._stack.close()
+                # From a worker thread: a trio portal refuses calls from a trio loop's thread.
+                await anyio.to_thread.run_sync(self._stack.close)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from vivy_lab.commands import eval as eval_command
 from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
+from vivy.llm.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
 
@@ -75,3 +77,24 @@ def test_check_fails_when_fusion_loses(monkeypatch: pytest.MonkeyPatch) -> None:
     eval_command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["eval", "--check"])
     assert args.handler(args) == 1
+
+
+def test_eval_runs_on_an_openai_compatible_endpoints_embeddings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``vivy eval --provider openai`` embeds every note and question at the endpoint of
+    ``VIVY_OPENAI_BASE_URL`` with ``VIVY_OPENAI_EMBEDDING_MODEL``, and reports that model."""
+    small = Path(__file__).with_name("longconv_small.json")
+    for name in ("GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "VIVY_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("VIVY_OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("VIVY_OPENAI_EMBEDDING_MODEL", "nomic-embed-text")
+        parser = argparse.ArgumentParser()
+        eval_command.register(parser.add_subparsers(dest="command"))
+        args = parser.parse_args(["eval", "--provider", "openai", "--long-set", str(small)])
+        assert args.handler(args) == 0
+        sent = fake.calls("embeddings")
+    assert "nomic-embed-text" in capsys.readouterr().out
+    assert len(sent) > 2 and {r.body["model"] for r in sent} == {"nomic-embed-text"}
+    assert fake.calls("chat") == []
