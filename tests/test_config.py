@@ -259,14 +259,14 @@ def test_the_provider_settings_are_read_into_settings() -> None:
             "VIVY_EMBEDDING_PROVIDER": "Offline",
             "VIVY_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1/",
             "VIVY_OPENAI_FLASH_MODEL": "qwen2.5:7b",
-            "VIVY_OPENAI_QUERY_PREFIX": "search_query: ",
+            "VIVY_OPENAI_QUERY_PREFIX": " search_query: ",
         }
     )
     assert (settings.llm_provider, settings.embedding_provider) == ("openai", "offline")
     chosen = settings.providers
     assert chosen.openai_base_url == "http://127.0.0.1:11434/v1"
     assert (chosen.openai_flash_model, chosen.openai_pro_model) == ("qwen2.5:7b", "qwen2.5:7b")
-    assert chosen.openai_query_prefix == "search_query: " and chosen.openai_api_key is None
+    assert chosen.openai_query_prefix == "search_query:" and chosen.openai_api_key is None
     assert (Settings().llm_provider, Settings(gemini_key="k").embedding_provider) == (
         "offline",
         "gemini",

@@ -128,8 +128,8 @@ class ProviderSettings:
     openai_embedding_model: str = OPENAI_EMBEDDING_MODEL
     openai_embedding_dimension: int = 768
     openai_timeout_s: float = 120.0
-    #: Text put before every stored document and every query embedded (some models, such as
-    #: nomic-embed-text, expect ``search_document: `` and ``search_query: ``).
+    #: A word put, with a space, before every stored document and every query embedded (some
+    #: models expect one: nomic-embed-text ``search_document:`` and ``search_query:``).
     openai_document_prefix: str = ""
     openai_query_prefix: str = ""
 
@@ -360,8 +360,8 @@ def _providers(reader: _Reader, *, gemini_key: str | None) -> ProviderSettings:
         openai_timeout_s=reader.number(
             "VIVY_OPENAI_TIMEOUT_SECONDS", 120.0, low=0.0, strict=True, high=3600.0
         ),
-        openai_document_prefix=reader.prefix("VIVY_OPENAI_DOCUMENT_PREFIX"),
-        openai_query_prefix=reader.prefix("VIVY_OPENAI_QUERY_PREFIX"),
+        openai_document_prefix=reader.text("VIVY_OPENAI_DOCUMENT_PREFIX", ""),
+        openai_query_prefix=reader.text("VIVY_OPENAI_QUERY_PREFIX", ""),
     )
     chosen = {generation or ("gemini" if gemini_key else "offline"), embeddings}
     if "gemini" in chosen and gemini_key is None:
@@ -506,12 +506,6 @@ class _Reader:
                 f"{name}={raw!r} is not allowed: expected one of {', '.join(choices)}"
             )
         return raw.lower()
-
-    def prefix(self, name: str) -> str:
-        """Text put before embedded texts, kept as written (a trailing space matters); empty
-        when unset or blank."""
-        raw = self._environ.get(name, "")
-        return raw if raw.strip() else ""
 
     def flag(self, name: str, default: bool) -> bool:
         """A boolean: 1/true/yes/on or 0/false/no/off."""

@@ -1,7 +1,7 @@
 """The whole pipeline once per provider: import the demo export, search it, answer a mention.
 
 Gemini and the OpenAI-compatible provider run against their fake servers, which answer from
-one fake brain (:mod:`vivy.llm.fake_brain`), so both must store the same notes and facts and
+one fake brain (:mod:`vivy_lab.fakes.brain`), so both must store the same notes and facts and
 rank the same search results: what differs is only each provider's own plumbing (requests,
 structured output, normalisation). The OpenAI-compatible import runs its client on a private
 asyncio loop (as ``vivy import`` does) and on a trio one.
@@ -31,9 +31,9 @@ from vivy.commands.importer import llm_factory, run_import
 from vivy.commands.search import search
 from vivy.config import Settings
 from vivy.importer import import_exports
-from vivy.llm.fake_brain import gemini_brain_route
-from vivy.llm.fake_gemini import FakeGemini
-from vivy.llm.fake_openai import FakeOpenAI, answer, error
+from vivy_lab.fakes.brain import gemini_brain_route
+from vivy_lab.fakes.gemini import FakeGemini
+from vivy_lab.fakes.openai import FakeOpenAI, answer, error
 
 from . import payloads
 from .conftest import TOKEN, VIVY, VIVY_USER, quiet_bot

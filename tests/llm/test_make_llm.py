@@ -22,8 +22,8 @@ from vivy.llm import (
     gemini_config_from_env,
     make_llm,
 )
-from vivy.llm.fake_openai import FakeOpenAI
 from vivy.llm.port import ChatTurn, EmbeddingTask, ModelTier
+from vivy_lab.fakes.openai import FakeOpenAI
 
 CLOCK = Clock(wall_origin=1_771_869_600.0, mono_origin=0.0)
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from vivy.errors import ConfigError, EndpointUnreachable, LLMError, LLMUnavailable
-from vivy.llm.fake_brain import brain_answer
-from vivy.llm.fake_openai import FakeOpenAI, answer, embeddings, error, slow, text_answer
 from vivy.llm.openai_compat import OpenAIConfig, OpenAILLM, WrongDimension, check_endpoint
 from vivy.llm.port import ChatTurn, EmbeddingTask, ModelTier
 from vivy.llm.prompts import chat_request, note_request
 from vivy.llm.retry import Backoff, LLMRateLimited
 from vivy.llm.schemas import ConversationDraft, NoteInput, TranscriptLine
 from vivy.llm.structured import StructuredMode, StructuredModes
+from vivy_lab.fakes.brain import brain_answer
+from vivy_lab.fakes.openai import FakeOpenAI, answer, embeddings, error, slow, text_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -261,7 +261,7 @@ async def test_an_empty_or_filtered_chat_answer_is_invalid(fake: FakeOpenAI) -> 
 
 async def test_embeddings_are_normalised_with_prefixes_and_dimensions(fake: FakeOpenAI) -> None:
     """Vectors come back unit length in order; the task's prefix and ``dimensions`` are sent."""
-    async with openai_llm(fake, query_prefix="search_query: ") as llm:
+    async with openai_llm(fake, query_prefix="search_query:") as llm:
         vectors = await llm.embed(["where is Alex", " "], EmbeddingTask.QUERY)
     assert [len(v) for v in vectors] == [768, 768]
     assert all(abs(math.fsum(x * x for x in v) - 1.0) < 1e-9 for v in vectors)

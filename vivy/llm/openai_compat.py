@@ -102,8 +102,8 @@ class OpenAIConfig:
     """How to reach an OpenAI-compatible endpoint: URL, key, models, dimension, patience.
 
     ``api_key`` may be None for local servers (a placeholder is sent). ``timeout_s`` bounds
-    every wait of an HTTP attempt; ``backoff`` holds the retry schedule. Prefixes go before
-    every stored document and every query embedded. Invalid values raise
+    every wait of an HTTP attempt; ``backoff`` holds the retry schedule. A prefix goes, with a
+    space, before every stored document or every query embedded. Invalid values raise
     :class:`~vivy.errors.ConfigError`.
     """
 
@@ -440,7 +440,7 @@ class OpenAILLM:
     # --- embeddings ----------------------------------------------------------------------
 
     async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
-        """Normalised embeddings of ``texts``, in batches, with the task's prefix.
+        """Normalised embeddings of ``texts``, in batches, after the task's prefix and a space.
 
         Blank texts are sent as ``"(empty)"``: some servers refuse empty input, and one blank
         text would otherwise fail its whole batch.
@@ -448,7 +448,9 @@ class OpenAILLM:
         await anyio.lowlevel.checkpoint()
         config = self._config
         prefix = config.query_prefix if task is EmbeddingTask.QUERY else config.document_prefix
-        prepared = [prefix + (text if text.strip() else "(empty)") for text in texts]
+        prepared = [text if text.strip() else "(empty)" for text in texts]
+        if prefix:
+            prepared = [f"{prefix} {text}" for text in prepared]
         vectors: list[list[float]] = []
         for start in range(0, len(prepared), config.embed_batch_size):
             batch = prepared[start : start + config.embed_batch_size]

@@ -9,7 +9,7 @@ import pytest
 
 from vivy_lab.commands import eval as eval_command
 from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
-from vivy.llm.fake_openai import FakeOpenAI
+from vivy_lab.fakes.openai import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ answered by the first of:
 1. a reply scripted with :meth:`FakeOpenAI.script_chat` or :meth:`FakeOpenAI.script_embed`
    (successes, 429s with ``Retry-After``, 500s, invalid JSON, slow answers), in order;
 2. the server's ``route``, which sees the decoded request and returns a reply or None;
-3. the defaults: :mod:`vivy.llm.fake_brain`'s answers and vectors, and the ``models`` list
+3. the defaults: :mod:`vivy_lab.fakes.brain`'s answers and vectors, and the ``models`` list
    (404 without one, like a server that has no such list).
 
 Every request is recorded for tests to assert on.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeAlias
 
-from vivy.llm.fake_brain import brain_answer, brain_chat, brain_vector, is_generation
+from vivy_lab.fakes.brain import brain_answer, brain_chat, brain_vector, is_generation
 
 __all__ = [
     "FakeOpenAI",

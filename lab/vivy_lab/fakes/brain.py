@@ -1,7 +1,7 @@
 """The answers of the fake model servers: deterministic functions of the prompt text.
 
-Both fakes (:mod:`vivy.llm.fake_gemini` through :func:`gemini_brain_route`, and
-:mod:`vivy.llm.fake_openai` by default) answer from here, so the same pipeline run through
+Both fakes (:mod:`vivy_lab.fakes.gemini` through :func:`gemini_brain_route`, and
+:mod:`vivy_lab.fakes.openai` by default) answer from here, so the same pipeline run through
 either provider gets the same notes, facts, vectors and replies, and a test can compare what
 each provider's plumbing made of them. The answers read the prompt as a model would (the
 transcript, the members, the notes), never the structured payload:
@@ -24,13 +24,13 @@ import re
 from collections import Counter
 from typing import Any
 
-from vivy.llm.fake_gemini import RecordedRequest, Reply, Route, embeddings, text_answer
 from vivy.llm.prompts import (
     CLUSTER_SYSTEM,
     CONSOLIDATION_SYSTEM,
     NOTE_SYSTEM,
     PROFILE_UPDATE_SYSTEM,
 )
+from vivy_lab.fakes.gemini import RecordedRequest, Reply, Route, embeddings, text_answer
 
 __all__ = ["brain_answer", "brain_chat", "brain_vector", "gemini_brain_route", "is_generation"]
 
@@ -221,7 +221,7 @@ def _gemini_text(content: Any) -> str:
 
 
 def gemini_brain_route() -> Route:
-    """A route for :class:`~vivy.llm.fake_gemini.FakeGemini` answering from this brain:
+    """A route for :class:`~vivy_lab.fakes.gemini.FakeGemini` answering from this brain:
     structured generations, chat answers and vectors, as the fake OpenAI server does."""
 
     def route(recorded: RecordedRequest) -> Reply | None:
