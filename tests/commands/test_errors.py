@@ -161,6 +161,13 @@ CASES = (
     ),
     Case("`vivy run` without `DISCORD_TOKEN`", ("run",), "DISCORD_TOKEN", EXIT_USAGE),
     Case(
+        "`VIVY_DISCORD_REST_URL='not a url'`",
+        ("run",),
+        "VIVY_DISCORD_REST_URL",
+        EXIT_USAGE,
+        {"DISCORD_TOKEN": TOKEN, "VIVY_DB": "{db}", "VIVY_DISCORD_REST_URL": "not a url"},
+    ),
+    Case(
         "`vivy run` with a malformed `DISCORD_TOKEN`",
         ("run",),
         "DISCORD_TOKEN",
