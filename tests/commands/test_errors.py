@@ -253,6 +253,18 @@ CASES = (
         EXIT_USAGE,
     ),
     Case(
+        "`vivy snapshot --out` naming a file",
+        ("snapshot", "--db", "{db}", "--out", "{tmp}/empty.json"),
+        "empty.json",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy snapshot --out` where no folder can be made",
+        ("snapshot", "--db", "{db}", "--out", "{tmp}/empty.json/snapshots"),
+        "empty.json/snapshots",
+        EXIT_RUNTIME,
+    ),
+    Case(
         "`vivy profile` on a database file that does not exist",
         ("profile", "--db", "{tmp}/missing.db", "--guild", "1", "2"),
         "missing.db",
@@ -407,12 +419,14 @@ def outcomes(
 
 @pytest.mark.parametrize("case", CASES, ids=[c.failure for c in CASES])
 def test_every_mistake_gets_one_clear_line(case: Case, outcomes: Mapping[str, Outcome]) -> None:
-    """Non-zero exit, at most two stderr lines, no traceback, the culprit named, DB unchanged."""
+    """Non-zero exit, at most two stderr lines in Vivy's own words (no traceback, no
+    "unexpected" error), the culprit named, the database unchanged."""
     outcome = outcomes[case.failure]
     lines = outcome.stderr.splitlines()
     assert outcome.code == case.code, outcome.stderr
     assert 1 <= len(lines) <= 2, outcome.stderr
     assert "Traceback" not in outcome.stderr
+    assert "unexpected" not in outcome.stderr  # Vivy's own words, not a defect's report
     assert case.names.format(**outcome.values) in outcome.stderr
     assert outcome.after == outcome.before
     if case.absent:
