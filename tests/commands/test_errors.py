@@ -247,6 +247,18 @@ CASES = (
         EXIT_USAGE,
     ),
     Case(
+        "`vivy job run --date` before Discord existed",
+        ("job", "run", "--db", "{db}", "--date", "0001-01-01"),
+        "0001-01-01",
+        EXIT_USAGE,
+    ),
+    Case(
+        "`vivy search` with a blank query",
+        ("search", "--db", "{db}", "--guild", "1", " "),
+        "query",
+        EXIT_USAGE,
+    ),
+    Case(
         "`vivy job run --date` that is not a date",
         ("job", "run", "--db", "{db}", "--date", "06/04"),
         "06/04",

@@ -24,7 +24,10 @@ from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError
 from vivy.state.schedule import local_day
 
-__all__ = ["register", "run_job"]
+__all__ = ["DISCORD_EPOCH_DAY", "register", "run_job"]
+
+#: The first day of Discord's id epoch: no message, and so no note, is older.
+DISCORD_EPOCH_DAY = date(2015, 1, 1)
 
 
 def _day(text: str) -> date:
@@ -66,6 +69,11 @@ def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
     wall = system_now()  # the entry point's one wall-clock read
     today = local_day(wall, settings.zone)
     target = day or today - timedelta(days=1)
+    if target < DISCORD_EPOCH_DAY:
+        raise ConfigError(
+            f"--date {target.isoformat()} is before Discord existed; "
+            f"the earliest day the job can run for is {DISCORD_EPOCH_DAY.isoformat()}"
+        )
     if target >= today:
         raise ConfigError(
             f"--date {target.isoformat()} has not ended yet in {settings.timezone}; "

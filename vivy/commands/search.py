@@ -18,6 +18,7 @@ from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
 from vivy.commands.importer import llm_factory
 from vivy.config import Settings
+from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip
@@ -59,6 +60,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def search(path: Path, guild_id: int, query: str, limit: int) -> int:
     """Print the fused ranking; returns the exit code."""
+    if not query.strip():
+        raise ConfigError("the query is blank: say what to look for")
     with read_only(path):  # refuses a missing or foreign database before opening it for real
         pass
     hits = anyio.run(_search, path, guild_id, query, limit)
