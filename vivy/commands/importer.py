@@ -13,7 +13,8 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, timedelta
 from typing import TextIO
 
 import anyio
@@ -252,9 +253,34 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none"
 
 
+#: Longest list of days (or ranges of days) a report shows before it shows a count instead.
+MAX_DAY_SPANS = 4
+
+
+def describe_days(days: Sequence[date]) -> str:
+    """``days`` in a few words: each run of three or more consecutive days as a range, the
+    others one by one; more than :data:`MAX_DAY_SPANS` of these become a count."""
+    ordered = sorted(set(days))
+    runs: list[list[date]] = []
+    for day in ordered:
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    spans: list[str] = []
+    for run in runs:
+        if len(run) >= 3:
+            spans.append(f"{run[0].isoformat()} to {run[-1].isoformat()} ({len(run)} days)")
+        else:
+            spans += [day.isoformat() for day in run]
+    if len(spans) > MAX_DAY_SPANS:
+        return f"{len(ordered)} days from {ordered[0].isoformat()} to {ordered[-1].isoformat()}"
+    return ", ".join(spans)
+
+
 def format_report(report: ImportReport, database: str) -> str:
     """The report as printed by ``vivy import``."""
-    days = ", ".join(d.isoformat() for d in report.days) or (
+    days = describe_days(report.days) or (
         "none (already done)"
         if report.complete
         else "none ran to the end"
@@ -276,7 +302,7 @@ def format_report(report: ImportReport, database: str) -> str:
             f"  profiles:    {_plural(report.facts_added, 'fact')} added",
             f"  nightly job: {days}",
             *(
-                [f"  failed:      {', '.join(d.isoformat() for d in report.failed_days)}"]
+                [f"  failed:      {describe_days(report.failed_days)}"]
                 if report.failed_days
                 else []
             ),
