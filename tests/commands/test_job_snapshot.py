@@ -78,6 +78,22 @@ def test_search_ranks_the_matching_note_first(
     assert any("I live in Austin" in line and ", Apr " in line for line in quoted), result.out
 
 
+def test_search_quotes_mentions_by_name(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quoted line that mentions a member shows "@Name", as notes do, not Discord's raw
+    ``<@id>``."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
+    result = run_cli(
+        capsys, "search", "--db", str(imported), "--guild", str(GUILD), "coming to movie night"
+    )
+    assert result.code == 0
+    quoted = [line for line in result.out.splitlines() if "still coming to movie night" in line]
+    assert quoted, result.out
+    assert all("<@" not in line and ": @" in line for line in quoted), quoted
+
+
 def test_search_usage_errors(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A limit out of range is a usage error (exit 2)."""
     result = run_cli(capsys, "search", "--db", str(imported), "--guild", "1", "--limit", "0", "x")

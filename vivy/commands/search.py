@@ -21,7 +21,7 @@ from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
-from vivy.retrieval.context import clip
+from vivy.retrieval.context import clip, quoted_text
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["register", "search"]
@@ -75,7 +75,7 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
         print(f"    {note.summary[:200]}")
         for line in hit.lines:
             said = short_date(note_date(line.created_at))
-            print(f"      > {line.author_name}, {said}: {clip(line.text, 160)}")
+            print(f"      > {line.author_name}, {said}: {clip(quoted_text(line, note), 160)}")
     return 0
 
 
