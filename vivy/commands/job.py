@@ -86,8 +86,9 @@ async def _run(settings: Settings, wall: float, target: date) -> int:
     clock = Clock.starting_at(wall)
     async with running_app(settings, clock=clock, scheduler=False) as app:
         report = await app.scheduler.run_day(target)
+        llm = app.llm.quality
     status = "complete" if report.complete else "incomplete: " + ", ".join(report.failures)
-    print(f"nightly job for {target.isoformat()}: {status}")
+    print(f"nightly job for {target.isoformat()} ({llm} LLM): {status}")
     print(f"  topic clusters written: {report.clusters}")
     print(f"  profiles consolidated:  {report.consolidated}")
     if report.skipped_passes:
