@@ -429,6 +429,60 @@ def outcomes(
         discord.shutdown()
 
 
+#: The cases in which ``vivy run`` fails before it starts, run again at the default log level.
+BEFORE_START = (
+    "`VIVY_METRICS_HOST=0.0.0.0` without a token",
+    "`VIVY_DISCORD_REST_URL='not a url'`",
+    "`vivy run` with a malformed `DISCORD_TOKEN`",
+    "`vivy run` while `VIVY_METRICS_PORT` is in use",
+    "`vivy run` while Discord is unreachable",
+)
+
+
+@pytest.fixture(scope="module")
+def default_level_outcomes(imported: Path, outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+    """The stderr of each :data:`BEFORE_START` case at ``vivy run``'s default log level."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+
+    def run(case: Case) -> str:
+        values = {
+            **outcomes[case.failure].values,
+            "port": str(holder.getsockname()[1]),
+            "free": str(_free_port()),
+        }
+        env = _environment({k: v.format(**values) for k, v in case.env.items()})
+        del env["VIVY_LOG_LEVEL"]
+        done = subprocess.run(
+            [sys.executable, "-m", "vivy.cli", *case.argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return done.stderr
+
+    cases = [case for case in CASES if case.failure in BEFORE_START]
+    try:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            return dict(zip(BEFORE_START, pool.map(run, cases), strict=True))
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("failure", BEFORE_START)
+def test_vivy_run_failing_before_it_starts_prints_only_its_answer(
+    failure: str, outcomes: Mapping[str, Outcome], default_level_outcomes: Mapping[str, str]
+) -> None:
+    """At the default log level (info for ``vivy run``) a run that cannot start prints its
+    one-line answer and nothing else: no log lines of the metrics server or hikari's retries."""
+    lines = default_level_outcomes[failure].splitlines()
+    assert len(lines) == len(outcomes[failure].stderr.splitlines()), lines
+    assert lines[0].startswith("vivy run: "), lines
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.failure for c in CASES])
 def test_every_mistake_gets_one_clear_line(case: Case, outcomes: Mapping[str, Outcome]) -> None:
     """Non-zero exit, at most two stderr lines in Vivy's own words (no traceback, no

@@ -367,7 +367,7 @@ class MetricsServer:
             daemon=True,
         )
         self._thread.start()
-        _log.info("metrics_server_started", host=self._host, port=self._port)
+        _log.debug("metrics_server_started", host=self._host, port=self._port)
 
     def stop(self) -> None:
         """Stop serving and release the port; does nothing when not running."""
@@ -379,7 +379,7 @@ class MetricsServer:
         server.server_close()
         if thread is not None:
             thread.join()
-        _log.info("metrics_server_stopped", host=self._host, port=self._port)
+        _log.debug("metrics_server_stopped", host=self._host, port=self._port)
 
     def __enter__(self) -> MetricsServer:
         self.start()
