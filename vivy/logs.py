@@ -50,6 +50,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None) -> None:
         cache_logger_on_first_use=False,
     )
     handler = _StderrHandler()
+    handler.addFilter(_drop_repeated_errors)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.stdlib.add_logger_name, _one_line, *shared],
@@ -62,6 +63,20 @@ def configure_logging(level: str = "info", *, json: bool | None = None) -> None:
     root.addHandler(handler)
     root.setLevel(number)
     logging.captureWarnings(True)
+
+
+#: Records of libraries that only repeat an error Vivy already reports in its own words:
+#: (logger name, start of the message). psycopg logs the error it ignored while ending a
+#: pipeline that another exception (an interrupt, a lost connection) was leaving.
+_REPEATED_ERRORS = (("psycopg", "error ignored "),)
+
+
+def _drop_repeated_errors(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is worth showing (see :data:`_REPEATED_ERRORS`)."""
+    return not any(
+        record.name == name and str(record.msg).startswith(start)
+        for name, start in _REPEATED_ERRORS
+    )
 
 
 class _StderrHandler(logging.StreamHandler[TextIO]):
