@@ -1,7 +1,7 @@
 """Every mistake an operator can make, through the real ``vivy`` entry point (issue 17).
 
 Each case runs ``python -m vivy.cli`` in a subprocess, a few at a time, and must end with a
-non-zero exit code, at most two lines on stderr, no traceback, the variable or file at fault
+non-zero exit code, one line on stderr, no traceback, the variable or file at fault
 named, and the database file byte for byte as it was. The table of docs/errors.md lists
 every case (checked below).
 """
@@ -485,12 +485,12 @@ def test_vivy_run_failing_before_it_starts_prints_only_its_answer(
 
 @pytest.mark.parametrize("case", CASES, ids=[c.failure for c in CASES])
 def test_every_mistake_gets_one_clear_line(case: Case, outcomes: Mapping[str, Outcome]) -> None:
-    """Non-zero exit, at most two stderr lines in Vivy's own words (no traceback, no
-    "unexpected" error), the culprit named, the database unchanged."""
+    """Non-zero exit, one stderr line in Vivy's own words (no traceback, no "unexpected"
+    error), the culprit named, the database unchanged."""
     outcome = outcomes[case.failure]
     lines = outcome.stderr.splitlines()
     assert outcome.code == case.code, outcome.stderr
-    assert 1 <= len(lines) <= 2, outcome.stderr
+    assert len(lines) == 1, outcome.stderr
     assert "Traceback" not in outcome.stderr
     assert "unexpected" not in outcome.stderr  # Vivy's own words, not a defect's report
     assert case.names.format(**outcome.values) in outcome.stderr

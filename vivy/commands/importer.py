@@ -21,7 +21,7 @@ import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from vivy.commands.db import add_database_option, database_path, quiet_logs
+from vivy.commands.db import add_database_option, database_path, quiet_logs, require_writable
 from vivy.config import Settings, shown_database
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
@@ -66,7 +66,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _handle(args: argparse.Namespace) -> int:
     if not args.db and Settings.from_env(os.environ).database_url is not None:
         return run_import(args.paths, database=None)  # VIVY_DB names a PostgreSQL database
-    return run_import(args.paths, database=str(database_path(args)))
+    path = database_path(args)
+    require_writable(path)
+    return run_import(args.paths, database=str(path))
 
 
 def llm_factory(environ: Mapping[str, str], *, backend: str = "asyncio") -> Callable[[], LLM]:

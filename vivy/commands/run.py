@@ -41,9 +41,9 @@ log = structlog.get_logger(__name__)
 
 #: Printed (with exit status 2) when no Discord token is configured.
 NO_TOKEN_MESSAGE = (
-    "vivy run: DISCORD_TOKEN is not set, so Vivy cannot connect to Discord.\n"
-    "Set DISCORD_TOKEN to your bot's token (Discord developer portal > your app > Bot), "
-    "or run `vivy demo` to watch Vivy remember a conversation offline, without Discord."
+    "vivy run: DISCORD_TOKEN is not set, so Vivy cannot connect to Discord: set it to your "
+    "bot's token (Discord developer portal > your app > Bot), or run vivy demo to watch Vivy "
+    "remember a conversation offline"
 )
 
 
