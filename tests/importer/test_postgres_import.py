@@ -14,7 +14,7 @@ from vivy.errors import ConfigError
 from vivy.importer import import_exports
 from vivy.llm.offline import OfflineLLM
 from vivy.storage.postgres.db import PgDatabase
-from vivy.storage.postgres.leases import acquire_lease, release_leases
+from vivy.storage.postgres.leases import acquire, release
 
 DEMO = Path(__file__).parents[2] / "vivy" / "data" / "demo_export.json"
 
@@ -46,14 +46,14 @@ def test_an_import_beside_a_running_fleet_is_refused(tmp_path: Path, pg_uri: str
     postgres = replace(Settings(), database=tmp_path / "unused.db", database_url=pg_uri)
     database = PgDatabase.open(pg_uri)
     try:
-        epoch = database.write_sync(acquire_lease, 0, 2, "host:4242:abc", system_now(), 600.0)
+        epoch = database.write_sync(acquire, 0, 2, "host:4242:abc", system_now(), 600.0)
         assert epoch == 1
         with pytest.raises(ConfigError, match=r"host:4242:abc .* hold shard leases"):
             import_exports([DEMO], postgres, llm=OfflineLLM)
         assert database.read_sync(
             lambda c: c.execute("SELECT COUNT(*) FROM buffer_messages").fetchone()
         ) == (0,)
-        database.write_sync(release_leases, "host:4242:abc", {0: 1})
+        database.write_sync(release, "host:4242:abc", {0: 1})
         assert import_exports([DEMO], postgres, llm=OfflineLLM).notes_written > 0
     finally:
         database.close()

@@ -9,12 +9,14 @@ import pytest
 import sqlean
 
 from tests.retrieval import add_member, add_note, new_note
+from tests.storage import on_conn
 from vivy.llm.offline import hash_embedding
 from vivy.memory.evidence import windows_of
 from vivy.retrieval import search
 from vivy.storage import context_reads, evidence, search_types
 from vivy.storage import search as note_search
 from vivy.storage.db import Connection, Database
+from vivy.storage.fts import window_keyword_search
 from vivy.storage.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
@@ -215,9 +217,10 @@ def test_window_keyword_search_filters_the_guild_before_the_limit(db: Database) 
         )
 
     db.write_sync(windows)
-    found = db.read_sync(evidence.window_keyword_search, GUILD_B, '"heron"', limit=2)
+    found = db.read_sync(on_conn(window_keyword_search), GUILD_B, '"heron"', limit=2)
     assert [(match.note_id, match.score > 0) for match in found] == [(mine, True)]
-    assert len(db.read_sync(evidence.window_keyword_search, GUILD_A, '"heron"', limit=250)) == 250
+    crowd = db.read_sync(on_conn(window_keyword_search), GUILD_A, '"heron"', limit=250)
+    assert len(crowd) == 250
 
 
 @pytest.mark.parametrize("text", ['"', "NEAR(", "title:x", "a*", "-", "AND OR NOT", "^"])
@@ -266,7 +269,7 @@ def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
     for title, line in (("Baking", "rye flour and a sourdough starter"), ("Chess", "rye openings")):
         note_id = db.write_sync(add_note, new_note(GUILD_A, title, "A chat"))
         windows = windows_of([(note_id * 10, "Sam", line)])
-        vectors = [serialize_vector(hash_embedding(w.text)) for w in windows]
+        vectors = [hash_embedding(w.text) for w in windows]
         db.write_sync(evidence.insert_windows, note_id, GUILD_A, windows, vectors)
     query = search_types.NoteSearch(
         GUILD_A,
@@ -278,11 +281,13 @@ def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
     )
     plain = [sqlean.connect(str(tmp_path / "vivy.db"), check_same_thread=False) for _ in range(2)]
     try:
-        with_sides = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query, plain)
+        with_sides = db.read_sync(
+            on_conn(note_search.search_notes_sync), BinaryIndex(), query, plain
+        )
     finally:
         for conn in plain:
             conn.close()
-    alone = db.read_sync(note_search.search_notes_sync, BinaryIndex(), query)
+    alone = db.read_sync(on_conn(note_search.search_notes_sync), BinaryIndex(), query)
     assert with_sides == alone
     assert len(with_sides.candidates) == 2
     assert all(c.window_similarity is not None for c in with_sides.candidates)

@@ -3,28 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from psycopg import sql as pgsql
 
 from vivy.storage import buffers as store
 from vivy.storage import evidence
 from vivy.storage.db import Connection, Database
-from vivy.storage.postgres import evidence as pg_evidence
+from vivy.storage.dialect import Tx
 from vivy.storage.postgres.db import PgConnection, PgDatabase
+from vivy.storage.postgres.evidence import postings_problems
 
-__all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers"]
+__all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers", "on_conn"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def count_buffers(conn: Connection) -> dict[str, int]:
+def count_buffers(tx: Tx) -> dict[str, int]:
     """Number of buffers by status (``open`` and ``closed``), through the storage queries."""
     return {
-        "open": len(store.open_buffer_rows(conn)),
-        "closed": len(store.closed_buffer_ids(conn)),
+        "open": len(store.open_buffer_rows(tx)),
+        "closed": len(store.closed_buffer_ids(tx)),
     }
+
+
+def on_conn(fn: Callable[Concatenate[Any, P], T]) -> Callable[Concatenate[Tx, P], T]:
+    """``fn``, a function of the engine's own connection (an engine-specific search), as
+    the owner runs a storage function: on the call's transaction."""
+
+    def call(tx: Tx, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return fn(tx.conn, *args, **kwargs)
+
+    return call
 
 
 class Probe(Protocol):
@@ -88,26 +99,25 @@ class SqliteProbe:
     async def every_value(self) -> list[tuple[str, str, object]]:
         """(table, column, value) for every value of every table ``sqlite_master`` lists
         (virtual tables and their shadow tables included)."""
-        return await self._db.read(_sqlite_values)
+        return await self._db.read(lambda tx: _sqlite_values(tx.conn))
 
     async def read(
-        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a storage function the port does not offer yet (retrieval's reads)."""
         return await self._db.read(fn, *args, **kwargs)
 
 
 class PgProbe:
-    """Plain SQL on the database behind a PostgreSQL store; the ``?`` placeholders the tests
-    write are bound as psycopg's ``%s`` (probe SQL holds no other ``?`` or ``%``)."""
+    """Plain SQL on the database behind a PostgreSQL store, in SQLite's spelling (``?``
+    placeholders), as the storage areas write it."""
 
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
     async def rows(self, sql: str, *args: object) -> list[tuple[object, ...]]:
         """The rows ``sql`` selects, as tuples."""
-        query = _pg(sql)
-        return await self._db.read(lambda c: list(c.execute(query, args).fetchall()))
+        return await self._db.read(lambda tx: [tuple(r) for r in tx.all(sql, args)])
 
     async def scalar(self, sql: str, *args: object) -> object:
         """The single value ``sql`` selects."""
@@ -120,8 +130,7 @@ class PgProbe:
 
     async def execute(self, sql: str, *args: object) -> None:
         """Run ``sql`` in a transaction of its own."""
-        query = _pg(sql)
-        await self._db.write(lambda c: c.execute(query, args))
+        await self._db.write(lambda tx: tx.execute(sql, args))
 
     async def notes_matching(self, word: str) -> int:
         """How many notes the ``notes_fts`` column finds for ``word``."""
@@ -133,11 +142,13 @@ class PgProbe:
 
     async def evidence_problems(self) -> list[str]:
         """What ``vivy db check`` reports of the evidence rows."""
-        return await self._db.read(pg_evidence.evidence_problems)
+        return await self._db.read(
+            lambda tx: evidence.evidence_problems(tx) + postings_problems(tx.conn)
+        )
 
     async def every_value(self) -> list[tuple[str, str, object]]:
         """(table, column, value) for every value of every table of the store's schema."""
-        return await self._db.read(_pg_values)
+        return await self._db.read(lambda tx: _pg_values(tx.conn))
 
 
 def _sqlite_values(conn: Connection) -> list[tuple[str, str, object]]:
@@ -169,8 +180,3 @@ def _pg_values(conn: PgConnection) -> list[tuple[str, str, object]]:
         for row in cursor.fetchall():
             found.extend((table, column, value) for column, value in zip(columns, row, strict=True))
     return found
-
-
-def _pg(sql: str) -> bytes:
-    """``sql`` with psycopg's placeholders instead of SQLite's."""
-    return sql.replace("?", "%s").encode()

@@ -4,7 +4,7 @@ trio's MockClock."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import date
 
@@ -19,9 +19,10 @@ from vivy.clock import Clock
 from vivy.errors import ConfigError, LeaseLost
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.shards import Fence, parse_shard_ids
+from vivy.storage.dialect import postgres_tx
 from vivy.storage.port import LeaseStore, Store
 from vivy.storage.postgres.db import PgDatabase, connect
-from vivy.storage.postgres.leases import acquire_lease, check_fence, epoch_history
+from vivy.storage.postgres.leases import acquire, check_fence, epoch_history
 from vivy.storage.postgres.stores import postgres_store
 
 pytestmark = pytest.mark.anyio
@@ -39,6 +40,21 @@ def pg(pg_uri: str) -> Iterator[PgDatabase]:
     try:
         yield database
     finally:
+        database.close()
+
+
+@pytest.fixture
+def fenced(pg_uri: str) -> Iterator[Callable[[Fence], Store]]:
+    """Opens the store of another process on the same database, scoped and fenced by its
+    fence (each on a connection of its own, as a process of a fleet)."""
+    opened: list[PgDatabase] = []
+
+    def open_store(fence: Fence) -> Store:
+        opened.append(PgDatabase.open(pg_uri, inline=True, fence=fence))
+        return postgres_store(opened[-1])
+
+    yield open_store
+    for database in opened:
         database.close()
 
 
@@ -76,7 +92,7 @@ async def test_a_fleet_of_another_shard_count_is_visible_while_live(pg: PgDataba
 
 
 async def test_a_buffer_write_after_a_takeover_is_refused_and_changes_nothing(
-    pg: PgDatabase,
+    pg: PgDatabase, fenced: Callable[[Fence], Store]
 ) -> None:
     """The old owner's fenced writes fail with LeaseLost once another process took the shard;
     the buffer keeps what the new owner wrote, and every accepted write is counted under the
@@ -84,7 +100,7 @@ async def test_a_buffer_write_after_a_takeover_is_refused_and_changes_nothing(
     leases = leases_of(postgres_store(pg))
     old, new = Fence(HALVES[0], "old"), Fence(HALVES[0], "new")
     old.hold(0, await leases.acquire(0, 2, "old", 100.0, TTL) or 0)
-    old_store, new_store = postgres_store(pg, old), postgres_store(pg, new)
+    old_store, new_store = fenced(old), fenced(new)
     buffer_id = await old_store.buffers.open_buffer(ON_0, 5, "general", 100.0, 1500.0)
     await old_store.buffers.append_messages(buffer_id, [message(1)], 101.0)
 
@@ -114,17 +130,17 @@ def test_a_takeover_waits_for_the_write_in_flight(pg_uri: str) -> None:
     writer, taker = connect(pg_uri), connect(pg_uri)
     try:
         with writer.transaction():
-            assert acquire_lease(writer, 0, 2, "old", 100.0, TTL) == 1
+            assert acquire(postgres_tx(writer), 0, 2, "old", 100.0, TTL) == 1
         with writer.transaction():
             check_fence(writer, 0, 1)
             # The lease is expired by the taker's clock, yet its row is locked by the write.
             with pytest.raises(psycopg.errors.LockNotAvailable), taker.transaction():
                 taker.execute("SET LOCAL lock_timeout = '1ms'")
-                acquire_lease(taker, 0, 2, "new", 100.0 + TTL, TTL)
+                acquire(postgres_tx(taker), 0, 2, "new", 100.0 + TTL, TTL)
         with taker.transaction():
-            assert acquire_lease(taker, 0, 2, "new", 100.0 + TTL, TTL) == 2
+            assert acquire(postgres_tx(taker), 0, 2, "new", 100.0 + TTL, TTL) == 2
         with writer.transaction():
-            history = {e.epoch: e for e in epoch_history(writer)}
+            history = {e.epoch: e for e in epoch_history(postgres_tx(writer))}
         last_write = history[1].last_write_seq
         assert last_write is not None and last_write < history[2].acquired_seq
         with pytest.raises(LeaseLost), writer.transaction():
@@ -134,7 +150,9 @@ def test_a_takeover_waits_for_the_write_in_flight(pg_uri: str) -> None:
         taker.close()
 
 
-async def test_each_process_sees_only_the_pending_work_of_its_shards(pg: PgDatabase) -> None:
+async def test_each_process_sees_only_the_pending_work_of_its_shards(
+    pg: PgDatabase, fenced: Callable[[Fence], Store]
+) -> None:
     """Open and closed buffers, pending profile updates and the nightly job's guilds are
     listed to the owner of the guild's shard only."""
     everything = postgres_store(pg)
@@ -149,7 +167,7 @@ async def test_each_process_sees_only_the_pending_work_of_its_shards(pg: PgDatab
             noted, replace(new_note(7), guild_id=guild), updates_due_at=0.0
         )
     for half, guild in zip(HALVES, (ON_0, ON_1), strict=True):
-        mine = postgres_store(pg, Fence(half, "me"))
+        mine = fenced(Fence(half, "me"))
         assert [g for g, _ in await mine.buffers.open_channels()] == [guild]
         assert len(await mine.buffers.closed_buffer_ids()) == 1
         assert {u.guild_id for u in await mine.profiles.pending_updates()} == {guild}
@@ -157,11 +175,13 @@ async def test_each_process_sees_only_the_pending_work_of_its_shards(pg: PgDatab
     assert len(await everything.buffers.closed_buffer_ids()) == 2
 
 
-async def test_a_day_is_complete_for_the_shards_that_ran_it(pg: PgDatabase) -> None:
+async def test_a_day_is_complete_for_the_shards_that_ran_it(
+    pg: PgDatabase, fenced: Callable[[Fence], Store]
+) -> None:
     """A fleet process's run completes the day for its shards only; a run of every shard
     completes it for all."""
     day, other = date(2026, 3, 2), date(2026, 3, 3)
-    first, second = (postgres_store(pg, Fence(half, "me")) for half in HALVES)
+    first, second = (fenced(Fence(half, "me")) for half in HALVES)
     await first.jobs.record_run(day, 10.0)
     assert await first.jobs.completed_days() == [day]
     assert await second.jobs.completed_days() == []

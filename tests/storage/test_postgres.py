@@ -19,11 +19,14 @@ from vivy.errors import SchemaTooNew, StorageError
 from vivy.memory.buffers import CloseReason
 from vivy.memory.facts import NewFact
 from vivy.state.profile import ProfilePlan
+from vivy.storage import buffers as pg_buffers
+from vivy.storage import members as pg_members
+from vivy.storage import notes as pg_notes
+from vivy.storage import profiles as pg_profiles
+from vivy.storage.areas import BufferArea
 from vivy.storage.db import Connection, Database
-from vivy.storage.postgres import buffers as pg_buffers
-from vivy.storage.postgres import members as pg_members
-from vivy.storage.postgres import notes as pg_notes
-from vivy.storage.postgres import profiles as pg_profiles
+from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.evidence import evidence_problems
 from vivy.storage.postgres.db import (
     SIDE_CONNECTIONS,
     PgConnection,
@@ -32,11 +35,10 @@ from vivy.storage.postgres.db import (
     connect,
     schema_version,
 )
-from vivy.storage.postgres.evidence import evidence_problems
+from vivy.storage.postgres.evidence import postings_problems
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
-from vivy.storage.postgres.readonly import PgReadOnlyStore
+from vivy.storage.postgres.readonly import open_postgres_readonly
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from vivy.storage.postgres.stores import PgBufferStore
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 T = TypeVar("T")
@@ -174,17 +176,18 @@ def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: 
         for number, script in enumerate(PG_MIGRATIONS[:4], start=1):
             conn.execute(script.encode())
             conn.execute(f"UPDATE {VERSION_TABLE} SET version = %s", (number,))
-        buffer_id = pg_buffers.open_buffer(conn, GUILD, 1, "general", 100.0, 1500.0)
-        pg_buffers.close_buffer(conn, buffer_id, 200.0, CloseReason.INACTIVITY)
+        tx = postgres_tx(conn)
+        buffer_id = pg_buffers.open_buffer(tx, GUILD, 1, "general", 100.0, 1500.0)
+        pg_buffers.close_buffer(tx, buffer_id, 200.0, CloseReason.INACTIVITY)
         note = replace(new_note(7), title="Chess night", summary="They planned chess.")
-        note_id = pg_notes.commit_conversation_note(conn, buffer_id, note)
+        note_id = pg_notes.commit_conversation_note(tx, buffer_id, note)
         assert conn.execute("SELECT to_regclass('note_postings')").fetchone() == (None,)
         PgDatabase.open(pg_uri).close()
         assert schema_version(conn) == SCHEMA_VERSION
         plan = plan_terms(conn, ["chess"])
         found = keyword_search(conn, GUILD, plan, note_type=None, limit=5)
         assert [match.note_id for match in found] == [note_id]
-        assert evidence_problems(conn) == []
+        assert evidence_problems(postgres_tx(conn)) + postings_problems(conn) == []
         (index,) = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'vec_notes_hnsw'"
             " AND schemaname = current_schema()"
@@ -230,7 +233,7 @@ async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
     """Concurrent calls from many tasks run one at a time on a worker thread, each in its
     own transaction, under asyncio and trio (real time)."""
     db = PgDatabase.open(pg_uri)
-    buffers = PgBufferStore(db)
+    buffers = BufferArea(db)
     ids: list[int] = []
     try:
 
@@ -296,7 +299,7 @@ def db_sides(db: PgDatabase) -> tuple[PgSide, ...]:
     return anyio.run(db.read_with_sides, lambda conn, sides: sides)
 
 
-def race(uri: str, first: Callable[[PgConnection], object], second: Callable[[], T]) -> T:
+def race(uri: str, first: Callable[[Tx], object], second: Callable[[], T]) -> T:
     """Run ``first`` in an open transaction, start ``second`` on another thread, wait until
     it waits for a lock the first holds, commit the first, and return what ``second`` gave.
 
@@ -307,7 +310,7 @@ def race(uri: str, first: Callable[[PgConnection], object], second: Callable[[],
     results: list[T] = []
     try:
         conn.execute("BEGIN")
-        first(conn)
+        first(postgres_tx(conn))
         thread = threading.Thread(target=lambda: results.append(second()))
         thread.start()
         for _ in range(100_000):  # each probe is a round trip to the server; no sleeping
@@ -381,7 +384,7 @@ def test_the_read_only_view_reads_what_inspect_shows_and_writes_nothing(pg_uri: 
         note_id = db.write_sync(pg_notes.commit_conversation_note, buffer_id, new_note(7))
     finally:
         db.close()
-    with PgReadOnlyStore.open(pg_uri) as view:
+    with open_postgres_readonly(pg_uri) as view:
         assert view.schema_version() == SCHEMA_VERSION
         assert view.guild_ids() == [GUILD]
         assert view.guild_members(GUILD) == [(11, "Alex"), (12, "Sam"), (7, "user7")]
@@ -402,7 +405,7 @@ def test_the_read_only_view_reads_what_inspect_shows_and_writes_nothing(pg_uri: 
         assert view.integrity_problems() == view.foreign_key_problems() == []
         assert view.evidence_problems() == []
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            view._conn.execute("DELETE FROM server_lore")
+            view._tx.execute("DELETE FROM server_lore")
     with connect(pg_uri) as admin:
         admin.execute("SET session_replication_role = replica")
         admin.execute(
@@ -412,7 +415,7 @@ def test_the_read_only_view_reads_what_inspect_shows_and_writes_nothing(pg_uri: 
             "UPDATE pg_index SET indisvalid = false"
             " WHERE indexrelid = 'server_lore_by_guild'::regclass"
         )
-    with PgReadOnlyStore.open(pg_uri) as view:
+    with open_postgres_readonly(pg_uri) as view:
         assert view.foreign_key_problems() == [
             "note_participants rows with note_id = 999 reference a missing interaction_notes row"
         ]
@@ -424,4 +427,4 @@ def test_the_read_only_view_reads_what_inspect_shows_and_writes_nothing(pg_uri: 
 def test_the_read_only_view_refuses_a_database_vivy_never_migrated(pg_uri: str) -> None:
     """An empty schema is not a Vivy database."""
     with pytest.raises(StorageError, match="schema version 0"):
-        PgReadOnlyStore.open(pg_uri)
+        open_postgres_readonly(pg_uri)

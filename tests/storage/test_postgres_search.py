@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.pg import embedded_postgres
+from tests.storage import on_conn
 from tests.storage.test_profiles import new_note
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
 from vivy.memory.evidence import windows_of
 from vivy.memory.notes import NewNote, Participant
+from vivy.storage import buffers, notes
+from vivy.storage.dialect import vector_text
 from vivy.storage.port import Store
-from vivy.storage.postgres import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
-from vivy.storage.postgres.evidence import vector_text
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.search import vector_search
 from vivy.storage.postgres.stores import open_postgres_store
@@ -78,7 +79,7 @@ def test_the_guild_filter_is_inside_the_hnsw_scan(db: PgDatabase) -> None:
     """Through the HNSW index (over the binary quantisation, re-ranked by cosine), a guild
     whose notes are all farther than 60 of another guild's still gets its five nearest,
     best first, where a plain HNSW scan finds fewer."""
-    db.write_sync(fill_vectors)
+    db.write_sync(on_conn(fill_vectors))
     query = QUERY
 
     def search(conn: PgConnection) -> tuple[str, list[int]]:
@@ -108,11 +109,13 @@ def test_the_guild_filter_is_inside_the_hnsw_scan(db: PgDatabase) -> None:
         ).fetchall()
         return [int(r[0]) for r in rows]
 
-    plan, found = db.read_sync(search)
-    assert "vec_notes_hnsw" in plan and found == db.read_sync(exact)
+    plan, found = db.read_sync(on_conn(search))
+    assert "vec_notes_hnsw" in plan and found == db.read_sync(on_conn(exact))
     assert sorted(found) == [0, 1, 2, 3, 4]
-    assert db.read_sync(plain_scan) < 5
-    assert db.read_sync(vector_search, MINE, query, note_type="topic_cluster", limit=5) == []
+    assert db.read_sync(on_conn(plain_scan)) < 5
+    assert (
+        db.read_sync(on_conn(vector_search), MINE, query, note_type="topic_cluster", limit=5) == []
+    )
 
 
 def test_keyword_search_weighs_titles_and_stays_in_the_guild(db: PgDatabase) -> None:
@@ -130,13 +133,16 @@ def test_keyword_search_weighs_titles_and_stays_in_the_guild(db: PgDatabase) -> 
     in_summary = db.write_sync(commit, "Weekend", "They planned a chess night.", MINE)
     in_title = db.write_sync(commit, "Chess night", "They planned the weekend.", MINE)
     db.write_sync(commit, "Chess club", "Chess all day.", CROWD)
-    chess = db.read_sync(plan_terms, ["chess"])
-    found = db.read_sync(keyword_search, MINE, chess, note_type=None, limit=10)
+    chess = db.read_sync(on_conn(plan_terms), ["chess"])
+    found = db.read_sync(on_conn(keyword_search), MINE, chess, note_type=None, limit=10)
     assert [match.note_id for match in found] == [in_title, in_summary]
     assert found[0].bm25 > found[1].bm25 > 0
-    assert db.read_sync(keyword_search, MINE, chess, note_type="topic_cluster", limit=10) == []
-    nothing = db.read_sync(plan_terms, ["nothing"])
-    assert db.read_sync(keyword_search, MINE, nothing, note_type=None, limit=10) == []
+    assert (
+        db.read_sync(on_conn(keyword_search), MINE, chess, note_type="topic_cluster", limit=10)
+        == []
+    )
+    nothing = db.read_sync(on_conn(plan_terms), ["nothing"])
+    assert db.read_sync(on_conn(keyword_search), MINE, nothing, note_type=None, limit=10) == []
 
 
 def test_terms_never_become_query_syntax(db: PgDatabase) -> None:
@@ -152,10 +158,10 @@ def test_terms_never_become_query_syntax(db: PgDatabase) -> None:
         return note_id
 
     note_id = db.write_sync(commit)
-    odd = db.read_sync(plan_terms, ["it's", "a|b", "x\\", "'", "plan)"])
+    odd = db.read_sync(on_conn(plan_terms), ["it's", "a|b", "x\\", "'", "plan)"])
     # "x" is in no note and "'" makes no lexeme: both are dropped, as any unmatched term.
     assert set(odd.lexeme_weights) == {"it", "a", "plan"}
-    found = db.read_sync(keyword_search, MINE, odd, note_type=None, limit=5)
+    found = db.read_sync(on_conn(keyword_search), MINE, odd, note_type=None, limit=5)
     assert [match.note_id for match in found] == [note_id]
 
 

@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 
 from tests.pg import embedded_postgres
+from tests.storage import on_conn
 from tests.storage.test_profiles import new_note
 from vivy.memory.buffers import CloseReason
-from vivy.storage.postgres import buffers, notes
+from vivy.storage import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.keywords import plan_terms
 from vivy.storage.search import term_weight
@@ -49,9 +50,9 @@ def test_common_terms_go_over_the_budget_and_rare_ones_keep_their_count(
     dropped too."""
     db.write_sync(add_notes, 60, "chess")
     db.write_sync(add_notes, 2, "chess and bento")
-    plan = db.read_sync(plan_terms, ["chess", "bento"], budget=10)
+    plan = db.read_sync(on_conn(plan_terms), ["chess", "bento"], budget=10)
     newest = db.read_sync(lambda conn: conn.execute("SELECT MAX(id) FROM interaction_notes"))
     total = int(newest.fetchone()[0])
     assert dict(plan.weights) == {"bento": pytest.approx(term_weight(2, total))}
     assert plan.lexeme_weights == {"bento": pytest.approx(term_weight(2, total))}
-    assert db.read_sync(plan_terms, ["the"], index="evidence").weights == {}
+    assert db.read_sync(on_conn(plan_terms), ["the"], index="evidence").weights == {}

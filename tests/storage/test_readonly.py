@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from vivy.errors import StorageError
-from vivy.storage.readonly import SqliteReadOnlyStore, backup_database
+from vivy.storage.readonly import backup_database, open_sqlite_readonly
 from vivy.storage.sqlite import open_sqlite_store
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ async def test_reads_what_the_snapshot_and_inspect_show(tmp_path: Path) -> None:
     """Guilds, members by name, facts, lore and the embedding state come back as plain values."""
     path = tmp_path / "vivy.db"
     await _fill(path)
-    with SqliteReadOnlyStore.open(path) as view:
+    with open_sqlite_readonly(path) as view:
         assert view.guild_ids() == [GUILD]
         assert view.guild_members(GUILD) == [(11, "Alex"), (12, "Sam")]
         assert view.member_name(GUILD, 12) == "Sam"
@@ -54,7 +54,7 @@ def test_refuses_a_missing_file_and_creates_nothing(tmp_path: Path) -> None:
     """Opening a path with no database fails and leaves no file behind."""
     path = tmp_path / "missing.db"
     with pytest.raises(StorageError, match="no such database file"):
-        SqliteReadOnlyStore.open(path)
+        open_sqlite_readonly(path)
     assert not path.exists()
 
 
@@ -66,5 +66,5 @@ async def test_backup_copies_a_checked_single_file(tmp_path: Path) -> None:
     pages, problems = backup_database(path, target)
     assert pages > 0 and problems == []
     assert not (tmp_path / "copy.db-wal").exists()
-    with SqliteReadOnlyStore.open(target) as view:
+    with open_sqlite_readonly(target) as view:
         assert view.guild_members(GUILD) == [(11, "Alex"), (12, "Sam")]

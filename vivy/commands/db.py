@@ -14,7 +14,6 @@ both sides.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -29,8 +28,8 @@ from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.llm import configured_embedding as network_embedding
 from vivy.storage.copy import BATCH_ROWS, copy_database, shown
 from vivy.storage.port import ReadOnlyStore
-from vivy.storage.postgres.readonly import PgReadOnlyStore
-from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy.storage.postgres.readonly import open_postgres_readonly
+from vivy.storage.readonly import ReadOnlyDatabase, open_sqlite_readonly
 from vivy.storage.readonly import backup_database as storage_backup
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
@@ -46,7 +45,6 @@ __all__ = [
     "quiet_logs",
     "read_only",
     "register",
-    "require_writable",
 ]
 
 
@@ -123,33 +121,15 @@ def discord_id(text: str) -> int:
 @contextmanager
 def read_only(path: Path) -> Iterator[ReadOnlyStore]:
     """A read-only view of an existing Vivy database of the supported version."""
-    with SqliteReadOnlyStore.open(path) as store:
+    with open_sqlite_readonly(path) as store:
         yield store
 
 
-def _open_read_only(database: Path | str) -> SqliteReadOnlyStore | PgReadOnlyStore:
+def _open_read_only(database: Path | str) -> ReadOnlyDatabase:
     """A read-only view of ``database`` on its engine, whatever its schema version."""
     if isinstance(database, Path):
-        return SqliteReadOnlyStore.open(database, require_schema=False)
-    return PgReadOnlyStore.open(database, require_schema=False)
-
-
-def require_writable(path: Path) -> None:
-    """Refuse a SQLite database this user cannot write (a read-only file or folder, or
-    read-only media) before a command that writes starts, in the words of a failed write."""
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        if path.exists():
-            with path.open("r+b"):
-                pass
-        # The journal and WAL files are made beside the database.
-        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-    except OSError as exc:
-        raise StorageError(
-            f"the database {path} cannot be written ({exc.strerror or exc}); make the file "
-            "and its folder writable by this user"
-        ) from exc
+        return open_sqlite_readonly(database, require_schema=False)
+    return open_postgres_readonly(database, require_schema=False)
 
 
 @contextmanager

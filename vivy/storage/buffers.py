@@ -3,14 +3,17 @@
 Each buffered message is a row of its own keyed by its Discord message id (an append, never a
 rewrite of a growing JSON array). A buffer row with status ``closed`` is the durable hand-off
 to the NoteWriter: it stays until its note is committed.
+
+Written once for both engines (:mod:`vivy.storage.dialect`). In a fenced store (a process of
+a fleet on PostgreSQL) every write first checks that the process still holds the guild's
+shard; a channel's effects are fenced once for all of them. The lists of pending work keep to
+the store's shards.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Sequence
 
 from vivy.memory.buffers import (
     AppliedEffects,
@@ -27,15 +30,12 @@ from vivy.state.buffer import (
     Effect,
     OpenBuffer,
 )
-from vivy.storage.db import Connection
+from vivy.storage.dialect import Tx, in_scope
 from vivy.storage.evidence import delete_evidence_message, edit_evidence_message
 
 __all__ = [
-    "STATEMENTS",
-    "BufferStatements",
     "append_messages",
     "apply_effects",
-    "carry_out_effects",
     "close_buffer",
     "closed_buffer_ids",
     "delete_stored_message",
@@ -49,9 +49,6 @@ __all__ = [
     "watermark",
 ]
 
-
-C = TypeVar("C")
-
 _BUFFER_COLUMNS = (
     "id, guild_id, channel_id, channel_name, status, started_at, last_message_at, "
     "inactivity_s, closed_at, close_reason, attempts, next_attempt_at"
@@ -59,7 +56,7 @@ _BUFFER_COLUMNS = (
 
 
 def open_buffer(
-    conn: Connection,
+    tx: Tx,
     guild_id: int,
     channel_id: int,
     channel_name: str,
@@ -67,12 +64,25 @@ def open_buffer(
     inactivity_s: float,
 ) -> int:
     """Create an open buffer for the channel and return its id."""
-    cursor = conn.execute(
-        "INSERT INTO channel_buffers (guild_id, channel_id, channel_name, status, started_at,"
-        " last_message_at, inactivity_s) VALUES (?, ?, ?, 'open', ?, ?, ?)",
-        (guild_id, channel_id, channel_name, started_at, started_at, inactivity_s),
+    tx.check_fence(guild_id)
+    return _open(tx, guild_id, channel_id, channel_name, started_at, inactivity_s)
+
+
+def _open(
+    tx: Tx,
+    guild_id: int,
+    channel_id: int,
+    channel_name: str,
+    started_at: float,
+    inactivity_s: float,
+) -> int:
+    return int(
+        tx.scalar(
+            "INSERT INTO channel_buffers (guild_id, channel_id, channel_name, status, started_at,"
+            " last_message_at, inactivity_s) VALUES (?, ?, ?, 'open', ?, ?, ?) RETURNING id",
+            (guild_id, channel_id, channel_name, started_at, started_at, inactivity_s),
+        )
     )
-    return int(cursor.lastrowid or 0)
 
 
 _INSERT_MESSAGE = (
@@ -87,104 +97,142 @@ _INSERT_REPLY = (
 
 
 def append_messages(
-    conn: Connection, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
+    tx: Tx, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
 ) -> frozenset[int]:
     """Append messages to an open buffer and move its last-message time to ``last_at``.
 
     Returns the ids that were not appended because another buffer already holds them
     (Discord ids are unique, so only a bogus or replayed event can cause that); only then
     does it look them up, so the common case is one ``executemany`` and one update.
+    """
+    if tx.fenced:
+        tx.check_fence(_buffer_guild(tx, buffer_id))
+    return _append(tx, buffer_id, messages, last_at)
 
-    Messages that reply to nothing are inserted by a statement that leaves ``reply_to`` to
-    its NULL default: binding a ``None`` costs sqlean about 1 µs (it looks for
-    ``__adapt__`` and ``__conform__`` by raising and clearing two AttributeErrors), more
-    than a quarter of the cost of inserting the row.
+
+def _append(
+    tx: Tx, buffer_id: int, messages: Sequence[BufferedMessage], last_at: float
+) -> frozenset[int]:
+    """:func:`append_messages`, unfenced.
+
+    Where binding a NULL is costly (sqlean looks for ``__adapt__`` and ``__conform__`` by
+    raising and clearing two AttributeErrors, more than a quarter of the cost of inserting
+    the row), messages that reply to nothing are inserted by a statement that leaves
+    ``reply_to`` to its NULL default.
     """
     plain: list[tuple[int, int, int, str, str, float, str]] = []
-    replies: list[tuple[int, int, int, str, str, float, str, int]] = []
+    replies: list[tuple[int, int, int, str, str, float, str, int | None]] = []
+    split = tx.dialect.null_binding_costly
     for m in messages:
         mentions = json.dumps(list(m.mentions)) if m.mentions else "[]"
         row = (m.message_id, buffer_id, m.author_id, m.author_name, m.text, m.created_at, mentions)
-        if m.reply_to is None:
+        if split and m.reply_to is None:
             plain.append(row)
         else:
             replies.append((*row, m.reply_to))
-    inserted = 0
-    if plain:
-        inserted += conn.executemany(_INSERT_MESSAGE, plain).rowcount
-    if replies:
-        inserted += conn.executemany(_INSERT_REPLY, replies).rowcount
+    inserted = tx.executemany(_INSERT_MESSAGE, plain) + tx.executemany(_INSERT_REPLY, replies)
     taken: frozenset[int] = frozenset()
     if inserted < len(messages):
-        ids = [m.message_id for m in messages]
+        ids, params = tx.dialect.any("message_id", [m.message_id for m in messages])
         taken = frozenset(
             int(r[0])
-            for r in conn.execute(
-                "SELECT message_id FROM buffer_messages WHERE buffer_id != ?"
-                f" AND message_id IN ({','.join('?' * len(ids))})",
-                [buffer_id, *ids],
+            for r in tx.all(
+                f"SELECT message_id FROM buffer_messages WHERE buffer_id != ? AND {ids}",
+                [buffer_id, *params],
             )
         )
-    conn.execute(
-        "UPDATE channel_buffers SET last_message_at = ? WHERE id = ?", (last_at, buffer_id)
-    )
+    tx.execute("UPDATE channel_buffers SET last_message_at = ? WHERE id = ?", (last_at, buffer_id))
     return taken
 
 
-def edit_stored_message(conn: Connection, message_id: int, text: str, edited_at: float) -> bool:
+def edit_stored_message(tx: Tx, message_id: int, text: str, edited_at: float) -> bool:
     """Replace a message's text wherever it is buffered or kept as a note's evidence;
     False if it is neither."""
-    cursor = conn.execute(
+    if tx.fenced:
+        tx.check_fence(_message_guild(tx, message_id))
+    return _edit(tx, message_id, text, edited_at)
+
+
+def _edit(tx: Tx, message_id: int, text: str, edited_at: float) -> bool:
+    cursor = tx.execute(
         "UPDATE buffer_messages SET text = ?, edited_at = ? WHERE message_id = ?",
         (text, edited_at, message_id),
     )
-    kept = edit_evidence_message(conn, message_id, text)
-    return cursor.rowcount > 0 or kept
+    buffered = cursor.rowcount > 0
+    kept = edit_evidence_message(tx, message_id, text)
+    return buffered or kept
 
 
-def delete_stored_message(conn: Connection, message_id: int) -> bool:
+def delete_stored_message(tx: Tx, message_id: int) -> bool:
     """Delete a message wherever it is buffered or kept as a note's evidence; False if it
     is neither."""
-    cursor = conn.execute("DELETE FROM buffer_messages WHERE message_id = ?", (message_id,))
-    kept = delete_evidence_message(conn, message_id)
-    return cursor.rowcount > 0 or kept
+    if tx.fenced:
+        tx.check_fence(_message_guild(tx, message_id))
+    return _delete(tx, message_id)
 
 
-def close_buffer(conn: Connection, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
+def _delete(tx: Tx, message_id: int) -> bool:
+    cursor = tx.execute("DELETE FROM buffer_messages WHERE message_id = ?", (message_id,))
+    buffered = cursor.rowcount > 0
+    kept = delete_evidence_message(tx, message_id)
+    return buffered or kept
+
+
+def close_buffer(tx: Tx, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
     """Turn an open buffer into a closed outbox row and advance the channel's watermark.
 
     The watermark is the newest message id of the channel's closed buffers; a redelivered
     message at or below it is recognised as a duplicate after its buffer is gone.
     """
-    conn.execute(
+    if tx.fenced:
+        tx.check_fence(_buffer_guild(tx, buffer_id))
+    _close(tx, buffer_id, closed_at, reason)
+
+
+def _close(tx: Tx, buffer_id: int, closed_at: float, reason: CloseReason) -> None:
+    tx.execute(
         "UPDATE channel_buffers SET status = 'closed', closed_at = ?, close_reason = ?,"
         " next_attempt_at = ? WHERE id = ? AND status = 'open'",
         (closed_at, reason.value, closed_at, buffer_id),
     )
-    conn.execute(
-        "INSERT INTO channel_watermarks (channel_id, last_message_id)"
+    tx.execute(
+        "INSERT INTO channel_watermarks AS w (channel_id, last_message_id)"
         " SELECT b.channel_id, MAX(m.message_id) FROM channel_buffers b"
         " JOIN buffer_messages m ON m.buffer_id = b.id WHERE b.id = ? GROUP BY b.channel_id"
         " ON CONFLICT (channel_id) DO UPDATE SET last_message_id ="
-        " MAX(last_message_id, excluded.last_message_id)",
+        f" {tx.dialect.greatest}(w.last_message_id, excluded.last_message_id)",
         (buffer_id,),
     )
 
 
-def record_note_failure(
-    conn: Connection, buffer_id: int, error: str, next_attempt_at: float
-) -> None:
+def _buffer_guild(tx: Tx, buffer_id: int) -> int | None:
+    """The guild of a buffer (None when it is gone)."""
+    row = tx.one("SELECT guild_id FROM channel_buffers WHERE id = ?", (buffer_id,))
+    return None if row is None else int(row[0])
+
+
+def _message_guild(tx: Tx, message_id: int) -> int | None:
+    """The guild of the buffer holding a message (None when no buffer does)."""
+    row = tx.one(
+        "SELECT b.guild_id FROM buffer_messages m JOIN channel_buffers b ON b.id = m.buffer_id"
+        " WHERE m.message_id = ?",
+        (message_id,),
+    )
+    return None if row is None else int(row[0])
+
+
+def record_note_failure(tx: Tx, buffer_id: int, error: str, next_attempt_at: float) -> None:
     """Count a failed note attempt; the buffer stays pending until ``next_attempt_at``."""
-    conn.execute(
+    tx.execute(
         "UPDATE channel_buffers SET attempts = attempts + 1, last_error = ?,"
         " next_attempt_at = ? WHERE id = ?",
         (error[:500], next_attempt_at, buffer_id),
     )
 
 
-def watermark(conn: Connection, channel_id: int) -> int:
+def watermark(tx: Tx, channel_id: int) -> int:
     """The channel's watermark (0 when no buffer of it has closed yet)."""
-    row = conn.execute(
+    row = tx.execute(
         "SELECT last_message_id FROM channel_watermarks WHERE channel_id = ?", (channel_id,)
     ).fetchone()
     return int(row[0]) if row else 0
@@ -194,8 +242,8 @@ def _row(values: Sequence[object]) -> BufferRow:
     return BufferRow(*values)  # type: ignore[arg-type]
 
 
-def _messages(conn: Connection, buffer_id: int) -> tuple[BufferedMessage, ...]:
-    rows = conn.execute(
+def _messages(tx: Tx, buffer_id: int) -> tuple[BufferedMessage, ...]:
+    rows = tx.execute(
         "SELECT message_id, author_id, author_name, text, created_at, reply_to, mentions"
         " FROM buffer_messages WHERE buffer_id = ? ORDER BY message_id",
         (buffer_id,),
@@ -214,24 +262,27 @@ def _messages(conn: Connection, buffer_id: int) -> tuple[BufferedMessage, ...]:
     )
 
 
-def load_buffer(conn: Connection, buffer_id: int) -> StoredBuffer | None:
+def load_buffer(tx: Tx, buffer_id: int) -> StoredBuffer | None:
     """A buffer with its messages, or None if it no longer exists."""
-    row = conn.execute(
+    row = tx.execute(
         f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE id = ?", (buffer_id,)
     ).fetchone()
     if row is None:
         return None
-    return StoredBuffer(_row(tuple(row)), _messages(conn, buffer_id))
+    return StoredBuffer(_row(tuple(row)), _messages(tx, buffer_id))
 
 
-def open_buffer_rows(conn: Connection, channel_id: int | None = None) -> list[BufferRow]:
-    """Open buffers (of one channel, or all), oldest first."""
+def open_buffer_rows(tx: Tx, channel_id: int | None = None) -> list[BufferRow]:
+    """Open buffers (of one channel, or all of the store's guilds), oldest first."""
     if channel_id is None:
-        rows = conn.execute(
-            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE status = 'open' ORDER BY id"
-        ).fetchall()
+        condition, params = in_scope(tx)
+        rows = tx.all(
+            f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers WHERE status = 'open'{condition}"
+            " ORDER BY id",
+            params,
+        )
     else:
-        rows = conn.execute(
+        rows = tx.execute(
             f"SELECT {_BUFFER_COLUMNS} FROM channel_buffers"
             " WHERE status = 'open' AND channel_id = ?",
             (channel_id,),
@@ -239,76 +290,59 @@ def open_buffer_rows(conn: Connection, channel_id: int | None = None) -> list[Bu
     return [_row(tuple(r)) for r in rows]
 
 
-def closed_buffer_ids(conn: Connection) -> list[tuple[int, float]]:
-    """Closed buffers awaiting their note, as (id, next attempt time), oldest first."""
-    rows = conn.execute(
+def closed_buffer_ids(tx: Tx) -> list[tuple[int, float]]:
+    """Closed buffers of the store's guilds awaiting their note, as (id, next attempt time),
+    oldest first."""
+    condition, params = in_scope(tx)
+    rows = tx.all(
         "SELECT id, COALESCE(next_attempt_at, 0) FROM channel_buffers"
-        " WHERE status = 'closed' ORDER BY id"
-    ).fetchall()
+        f" WHERE status = 'closed'{condition} ORDER BY id",
+        params,
+    )
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
-def restore_channel(
-    conn: Connection, channel_id: int
-) -> tuple[tuple[BufferRow, frozenset[int]] | None, int]:
+def restore_channel(tx: Tx, channel_id: int) -> tuple[tuple[BufferRow, frozenset[int]] | None, int]:
     """The channel's open buffer with its message ids (None if it has none), and its watermark."""
-    mark = watermark(conn, channel_id)
-    rows = open_buffer_rows(conn, channel_id)
+    mark = watermark(tx, channel_id)
+    rows = open_buffer_rows(tx, channel_id)
     if not rows:
         return None, mark
     row = rows[0]
     ids = frozenset(
         int(r[0])
-        for r in conn.execute(
+        for r in tx.execute(
             "SELECT message_id FROM buffer_messages WHERE buffer_id = ?", (row.id,)
         ).fetchall()
     )
     return (row, ids), mark
 
 
-def open_channels(conn: Connection) -> list[tuple[int, int]]:
+def open_channels(tx: Tx) -> list[tuple[int, int]]:
     """The (guild id, channel id) of every channel with an open buffer, oldest buffer first."""
-    return [(row.guild_id, row.channel_id) for row in open_buffer_rows(conn)]
+    return [(row.guild_id, row.channel_id) for row in open_buffer_rows(tx)]
 
 
-@dataclass(frozen=True, slots=True)
-class BufferStatements(Generic[C]):
-    """One engine's buffer writes over its connection type ``C``: what
-    :func:`carry_out_effects` drives, so the effect loop is written once for every engine."""
-
-    open_buffer: Callable[[C, int, int, str, float, float], int]
-    append_messages: Callable[[C, int, Sequence[BufferedMessage], float], frozenset[int]]
-    close_buffer: Callable[[C, int, float, CloseReason], None]
-    edit_message: Callable[[C, int, str, float], bool]
-    delete_message: Callable[[C, int], bool]
-    open_buffer_rows: Callable[[C, int], list[BufferRow]]
-
-
-def carry_out_effects(
-    statements: BufferStatements[C],
-    conn: C,
+def apply_effects(
+    tx: Tx,
     guild_id: int,
     channel_id: int,
     buffer_id: int | None,
     effects: Sequence[Effect],
 ) -> AppliedEffects:
-    """Carry out a channel buffer machine's storage effects in order, through ``statements``,
-    in the caller's transaction.
-
-    ``buffer_id`` is the channel's open buffer before them; effects that store nothing are
-    skipped.
-    """
+    """Carry out a channel buffer machine's storage effects in order, in one transaction,
+    fenced once for all of them. ``buffer_id`` is the channel's open buffer before them;
+    effects that store nothing are skipped."""
+    tx.check_fence(guild_id)
     applied = AppliedEffects(buffer_id)
     taken: set[int] = set()
     for index, effect in enumerate(effects):
         if isinstance(effect, AppendMessages):  # one executemany for the burst
             assert applied.buffer_id is not None
-            taken.update(
-                statements.append_messages(conn, applied.buffer_id, effect.messages, effect.at)
-            )
+            taken.update(_append(tx, applied.buffer_id, effect.messages, effect.at))
         elif isinstance(effect, OpenBuffer):
-            applied.buffer_id = statements.open_buffer(
-                conn,
+            applied.buffer_id = _open(
+                tx,
                 guild_id,
                 channel_id,
                 effect.channel_name,
@@ -319,40 +353,16 @@ def carry_out_effects(
         elif isinstance(effect, CloseBuffer):
             current = applied.buffer_id
             if current is None:
-                rows = statements.open_buffer_rows(conn, channel_id)
+                rows = open_buffer_rows(tx, channel_id)
                 if not rows:
                     raise LookupError(f"channel {channel_id} has no open buffer to close")
                 current = rows[0].id
-            statements.close_buffer(conn, current, effect.closed_at, effect.reason)
+            _close(tx, current, effect.closed_at, effect.reason)
             applied.closed.append((current, effect.reason))
             applied.buffer_id = None
         elif isinstance(effect, EditMessage):
-            applied.found[index] = statements.edit_message(
-                conn, effect.message_id, effect.text, effect.edited_at
-            )
+            applied.found[index] = _edit(tx, effect.message_id, effect.text, effect.edited_at)
         elif isinstance(effect, DeleteMessage):
-            applied.found[index] = statements.delete_message(conn, effect.message_id)
+            applied.found[index] = _delete(tx, effect.message_id)
     applied.taken = frozenset(taken)
     return applied
-
-
-#: SQLite's buffer writes, for :func:`carry_out_effects`.
-STATEMENTS: BufferStatements[Connection] = BufferStatements(
-    open_buffer=open_buffer,
-    append_messages=append_messages,
-    close_buffer=close_buffer,
-    edit_message=edit_stored_message,
-    delete_message=delete_stored_message,
-    open_buffer_rows=open_buffer_rows,
-)
-
-
-def apply_effects(
-    conn: Connection,
-    guild_id: int,
-    channel_id: int,
-    buffer_id: int | None,
-    effects: Sequence[Effect],
-) -> AppliedEffects:
-    """Carry out a channel buffer machine's storage effects in order, in one transaction."""
-    return carry_out_effects(STATEMENTS, conn, guild_id, channel_id, buffer_id, effects)

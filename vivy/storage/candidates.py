@@ -11,7 +11,6 @@ from typing import TypeVar
 
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import Note
-from vivy.storage import evidence
 from vivy.storage.search_types import (
     Candidate,
     Chosen,
@@ -29,6 +28,7 @@ __all__ = [
     "KeywordMatch",
     "SearchHits",
     "VectorMatch",
+    "WindowMatch",
     "assemble_candidates",
     "chosen_and_loaded",
     "shown_windows",
@@ -52,6 +52,15 @@ class KeywordMatch:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowMatch:
+    """A window found by search: its note, and BM25 strength or cosine similarity."""
+
+    window_id: int
+    note_id: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHits:
     """What the searches of one :class:`NoteSearch` found, before the found notes are read:
     the note vector and keyword matches, the evidence windows found by keyword, the notes in
@@ -62,7 +71,7 @@ class SearchHits:
     vectors: tuple[VectorMatch, ...]
     vector_failed: bool
     keywords: tuple[KeywordMatch, ...]
-    windows: tuple[evidence.WindowMatch, ...]
+    windows: tuple[WindowMatch, ...]
     in_time: tuple[int, ...]
     note_weights: Mapping[str, float]
     window_weights: Mapping[str, float]
@@ -89,7 +98,7 @@ class SearchHits:
 
 
 def shown_windows(
-    windows: Sequence[evidence.WindowMatch], similar: Sequence[evidence.WindowMatch]
+    windows: Sequence[WindowMatch], similar: Sequence[WindowMatch]
 ) -> dict[int, tuple[int, ...]]:
     """Each note's best windows, best first: those found by keyword, then those most similar
     to the question (``similar`` best first within each note), at most :data:`WINDOWS_SHOWN`."""
@@ -106,7 +115,7 @@ def shown_windows(
 def assemble_candidates(
     search: NoteSearch,
     hits: SearchHits,
-    similar: Sequence[evidence.WindowMatch],
+    similar: Sequence[WindowMatch],
     details: Mapping[int, CandidateDetails],
     shown: Mapping[int, tuple[int, ...]],
     texts: Mapping[int, str],

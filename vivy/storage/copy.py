@@ -55,7 +55,7 @@ from vivy.storage.copy_plan import (
     shown,
 )
 from vivy.storage.copy_sides import Side, open_side
-from vivy.storage.reembed import REEMBED_STAGING
+from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.schema import SCHEMA_VERSION
 
 __all__ = [

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.postgres.readonly import shown_url
 from vivy.storage.postgres.schema import POSTINGS_TABLES, VERSION_TABLE
-from vivy.storage.reembed import REEMBED_STAGING
 
 __all__ = [
     "BATCH_ROWS",

@@ -33,14 +33,13 @@ from vivy.storage.copy_plan import (
 from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.db import migrate as sqlite_migrate
+from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.db import migrate as pg_migrate
 from vivy.storage.postgres.db import schema_version as pg_schema_version
 from vivy.storage.postgres.readonly import connection_error, shown_url
-from vivy.storage.postgres.reembed import note_vector_dimension
-from vivy.storage.postgres.schema import POSTINGS_TABLES
+from vivy.storage.postgres.schema import POSTINGS_TABLES, note_vector_dimension
 from vivy.storage.postgres.schema import vec_notes_ddl as pg_vec_notes_ddl
-from vivy.storage.reembed import REEMBED_STAGING
 from vivy.storage.schema import binary_dimensions
 
 __all__ = ["PgSide", "Side", "SqliteSide", "open_side"]

@@ -33,6 +33,7 @@ import sqlite_vec
 import structlog
 
 from vivy.errors import SchemaTooNew, StorageError
+from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Connection", "Database", "connect", "migrate"]
@@ -140,13 +141,13 @@ def _statements(script: str) -> list[str]:
 
 
 class _Job(Protocol):
-    """What a batch runs: work on the connection that keeps its own result or error."""
+    """What a batch runs: work in the transaction that keeps its own result or error."""
 
     name: str
     error: BaseException | None
 
-    def run(self, conn: Connection) -> None:
-        """Run the work on ``conn``; its exception propagates to the runner."""
+    def run(self, tx: Tx) -> None:
+        """Run the work in ``tx``; its exception propagates to the runner."""
 
     def succeed(self) -> None:
         """Mark the run kept (its transaction committed)."""
@@ -157,15 +158,15 @@ class _Call(Generic[T]):
     """A read or write waiting for its batch: the work on the connection, and its outcome once
     run. ``name`` names the storage function for the debug log when it fails."""
 
-    fn: Callable[[Connection], T]
+    fn: Callable[[Tx], T]
     name: str
     result: T | None = None
     error: BaseException | None = None
     done: bool = False
 
-    def run(self, conn: Connection) -> None:
-        """Run the work on ``conn``, keeping its result (errors propagate to the runner)."""
-        self.result = self.fn(conn)
+    def run(self, tx: Tx) -> None:
+        """Run the work in ``tx``, keeping its result (errors propagate to the runner)."""
+        self.result = self.fn(tx)
 
     def succeed(self) -> None:
         """Mark the result final: the call ran and (for a write) its transaction committed."""
@@ -179,13 +180,11 @@ class _Call(Generic[T]):
         return cast("T", self.result)
 
 
-def _bind(
-    fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
-) -> _Call[T]:
-    """A call of ``fn(conn, *args, **kwargs)`` waiting for the connection."""
+def _bind(fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs) -> _Call[T]:
+    """A call of ``fn(tx, *args, **kwargs)`` waiting for the connection."""
 
-    def work(conn: Connection) -> T:
-        return fn(conn, *args, **kwargs)
+    def work(tx: Tx) -> T:
+        return fn(tx, *args, **kwargs)
 
     return _Call(work, getattr(fn, "__name__", repr(fn)))
 
@@ -294,9 +293,10 @@ class _Checkpointer:
 class Database:
     """Owns the connection; every read and write of Vivy goes through :meth:`read` / :meth:`write`.
 
-    Storage functions are plain synchronous functions taking the connection first; the
-    modules of :mod:`vivy.storage` hold them, grouped by area, and
-    :mod:`vivy.storage.sqlite` runs them through this owner behind the storage port.
+    Storage functions are plain synchronous functions taking the call's transaction
+    (:class:`~vivy.storage.dialect.Tx`) first; the modules of :mod:`vivy.storage` hold them,
+    grouped by area, and :mod:`vivy.storage.areas` runs them through this owner behind the
+    storage port.
     """
 
     def __init__(
@@ -308,6 +308,7 @@ class Database:
         checkpointer: _Checkpointer | None = None,
     ) -> None:
         self._conn = conn
+        self._tx = sqlite_tx(conn)
         self._sides = sides
         self._checkpointer = checkpointer
         self._checkpointed_changes = conn.total_changes
@@ -341,9 +342,9 @@ class Database:
         return self._inline
 
     async def read(
-        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` outside any explicit transaction; return its result."""
+        """Run ``fn(tx, *args, **kwargs)`` outside any explicit transaction; return its result."""
         self._check_open()
         call = _bind(fn, *args, **kwargs)
         if self._inline:
@@ -354,9 +355,9 @@ class Database:
         return call.outcome()
 
     async def write(
-        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` in a committed transaction and return its result.
+        """Run ``fn(tx, *args, **kwargs)`` in a committed transaction and return its result.
 
         When this returns, the change is durable. An exception raised by ``fn`` undoes only
         its own changes and is re-raised here.
@@ -372,23 +373,23 @@ class Database:
 
     async def read_with_sides(
         self,
-        fn: Callable[Concatenate[Connection, tuple[Connection, ...], P], T],
+        fn: Callable[Concatenate[Tx, tuple[Connection, ...], P], T],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        """Run ``fn(conn, sides, *args, **kwargs)``, where ``sides`` are more connections to
+        """Run ``fn(tx, sides, *args, **kwargs)``, where ``sides`` are more connections to
         the same database (none for ``:memory:``).
 
         ``fn`` may run independent queries on ``sides`` in other threads while it runs
-        another on ``conn``: SQLite releases the GIL, and WAL lets readers run side by side.
+        another in ``tx``: SQLite releases the GIL, and WAL lets readers run side by side.
         Every connection belongs to this owner; ``sides`` are only ever read.
         """
         self._check_open()
         sides = self._sides
 
-        def work(conn: Connection) -> T:
-            return fn(conn, sides, *args, **kwargs)
+        def work(tx: Tx) -> T:
+            return fn(tx, sides, *args, **kwargs)
 
         call = _Call(work, getattr(fn, "__name__", repr(fn)))
         if self._inline:
@@ -404,7 +405,7 @@ class Database:
         return self._checkpointer is None or self._checkpointer.wait_idle(timeout)
 
     def read_sync(
-        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a read on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
@@ -413,7 +414,7 @@ class Database:
         return call.outcome()
 
     def write_sync(
-        self, fn: Callable[Concatenate[Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a write on the calling thread; for command-line tools outside any event loop."""
         self._check_open()
@@ -435,7 +436,7 @@ class Database:
         """Run reads one after another; each keeps its own result or error."""
         for call in batch:
             try:
-                call.run(self._conn)
+                call.run(self._tx)
                 call.succeed()
             except sqlean.Error as exc:
                 call.error = _storage_error(self._conn, call.name, exc)
@@ -466,7 +467,7 @@ class Database:
             return True
         for job in batch:
             try:
-                job.run(conn)
+                job.run(self._tx)
             except BaseException as exc:  # re-raised in the caller's task
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

@@ -12,63 +12,55 @@ Rules of this module:
 
 * Windows are written in the note's own transaction (:func:`insert_windows`, called by
   :func:`vivy.storage.notes.commit_conversation_note`), so a note never exists half-indexed.
+  On PostgreSQL the keyword index is a generated ``tsvector`` column with its postings kept by
+  triggers, so it follows every rewrite as FTS5's triggers do on SQLite.
 * A note with windows keeps its lines; a note without (evidence switched off) loses them once
   its profile updates are applied, as before evidence existed.
 * A Discord edit or delete after the note was written changes or removes the line, rewrites
   the windows that held it and drops their embeddings (the old text must not stay findable);
   :func:`forget_lines` removes a member's lines; :func:`prune_evidence` applies retention.
 * Every search names the guild inside the index or before the ``LIMIT``.
+
+Written once for both engines (:mod:`vivy.storage.dialect`); the searches themselves are each
+engine's own (:func:`vivy.storage.fts.window_keyword_search` and
+:func:`vivy.storage.search.compared_windows` on SQLite, :mod:`vivy.storage.postgres.search`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from vivy.memory.evidence import EvidenceLine, EvidenceWindow, WindowText, window_text
-from vivy.storage.db import Connection
-from vivy.storage.fts import best_of_guild
-from vivy.storage.schema import serialize_vector
+from vivy.storage.dialect import Tx
 
 __all__ = [
-    "WindowMatch",
-    "compared_windows",
     "delete_evidence_message",
     "edit_evidence_message",
     "evidence_problems",
     "forget_lines",
     "insert_windows",
     "lines_of_notes",
-    "optimize_evidence_index",
     "prune_evidence",
+    "purge_evidence_index",
     "set_window_embeddings",
-    "window_keyword_search",
     "window_lines",
     "window_texts",
     "windows_to_embed",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class WindowMatch:
-    """A window found by search: its note, and BM25 strength or cosine similarity."""
-
-    window_id: int
-    note_id: int
-    score: float
-
-
 def insert_windows(
-    conn: Connection,
+    tx: Tx,
     note_id: int,
     guild_id: int,
     windows: Sequence[EvidenceWindow],
-    vectors: Sequence[bytes],
+    vectors: Sequence[Sequence[float]],
 ) -> None:
-    """Store a note's windows and, where given, their float32 vectors (same order)."""
-    conn.executemany(
+    """Store a note's windows and, where given, their vectors (same order)."""
+    encode = tx.dialect.encode_vector
+    tx.executemany(
         "INSERT INTO evidence_windows (note_id, guild_id, first_message_id, last_message_id,"
-        " text, embedding) VALUES (?, ?, ?, ?, ?, ?)",
+        f" text, embedding) VALUES (?, ?, ?, ?, ?, {tx.dialect.vector})",
         [
             (
                 note_id,
@@ -76,123 +68,120 @@ def insert_windows(
                 window.first_message_id,
                 window.last_message_id,
                 window.text,
-                vectors[index] if index < len(vectors) else None,
+                encode(vectors[index]) if index < len(vectors) else None,
             )
             for index, window in enumerate(windows)
         ],
     )
 
 
-def _rewrite_windows(conn: Connection, note_id: int, message_id: int) -> None:
+def _rewrite_windows(tx: Tx, note_id: int, message_id: int) -> None:
     """Rewrite the text of the note's windows that cover ``message_id`` from its current lines.
 
-    The trigger re-indexes their text; their embeddings are dropped (they described the old
-    text); a window left without any line is deleted.
+    The keyword index follows their text; their embeddings are dropped (they described the
+    old text); a window left without any line is deleted.
     """
-    names = conn.execute(
+    covering = tx.all(
         "SELECT id, first_message_id, last_message_id FROM evidence_windows"
         " WHERE note_id = ? AND first_message_id <= ? AND last_message_id >= ?",
         (note_id, message_id, message_id),
-    ).fetchall()
-    for window_id, first, last in names:
-        rows = conn.execute(
+    )
+    for window_id, first, last in covering:
+        rows = tx.all(
             "SELECT author_name, text FROM note_lines WHERE note_id = ?"
             " AND message_id BETWEEN ? AND ? ORDER BY message_id",
             (note_id, first, last),
-        ).fetchall()
+        )
         text = window_text([(str(a), str(t)) for a, t in rows])
         if text:
-            conn.execute(
+            tx.execute(
                 "UPDATE evidence_windows SET text = ?, embedding = NULL WHERE id = ?",
                 (text, window_id),
             )
         else:
-            conn.execute("DELETE FROM evidence_windows WHERE id = ?", (window_id,))
+            tx.execute("DELETE FROM evidence_windows WHERE id = ?", (window_id,))
 
 
-def edit_evidence_message(conn: Connection, message_id: int, text: str) -> bool:
+def edit_evidence_message(tx: Tx, message_id: int, text: str) -> bool:
     """Replace a kept line's text (a Discord edit after its note); False if not kept."""
-    row = conn.execute(
-        "SELECT note_id FROM note_lines WHERE message_id = ?", (message_id,)
-    ).fetchone()
+    row = tx.one(
+        "UPDATE note_lines SET text = ? WHERE message_id = ? RETURNING note_id",
+        (text, message_id),
+    )
     if row is None:
         return False
-    conn.execute("UPDATE note_lines SET text = ? WHERE message_id = ?", (text, message_id))
-    _rewrite_windows(conn, int(row[0]), message_id)
+    _rewrite_windows(tx, int(row[0]), message_id)
     return True
 
 
-def delete_evidence_message(conn: Connection, message_id: int) -> bool:
+def delete_evidence_message(tx: Tx, message_id: int) -> bool:
     """Remove a kept line (a Discord delete after its note); False if not kept."""
-    row = conn.execute(
-        "SELECT note_id FROM note_lines WHERE message_id = ?", (message_id,)
-    ).fetchone()
+    row = tx.one("DELETE FROM note_lines WHERE message_id = ? RETURNING note_id", (message_id,))
     if row is None:
         return False
-    conn.execute("DELETE FROM note_lines WHERE message_id = ?", (message_id,))
-    _rewrite_windows(conn, int(row[0]), message_id)
+    _rewrite_windows(tx, int(row[0]), message_id)
     return True
 
 
-def forget_lines(conn: Connection, guild_id: int, user_id: int) -> int:
-    """Remove every kept line a member wrote in the guild; returns how many.
-
-    Callers merge the keyword index afterwards (:func:`optimize_evidence_index`), so none
-    of the member's words stays in its segments.
-    """
-    rows = conn.execute(
+def forget_lines(tx: Tx, guild_id: int, user_id: int) -> int:
+    """Remove every kept line a member wrote in the guild, rewriting the windows that held
+    them; returns how many. Callers purge the keyword index afterwards
+    (:func:`purge_evidence_index`), so none of the member's words stays in it."""
+    rows = tx.all(
         "SELECT l.message_id FROM note_lines l JOIN interaction_notes n ON n.id = l.note_id"
         " WHERE l.author_id = ? AND n.guild_id = ?",
         (user_id, guild_id),
-    ).fetchall()
+    )
     for (message_id,) in rows:
-        delete_evidence_message(conn, int(message_id))
+        delete_evidence_message(tx, int(message_id))
     return len(rows)
 
 
-def optimize_evidence_index(conn: Connection) -> None:
-    """Merge the keyword index, so deleted windows' terms leave its segments too."""
-    conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')")
+def purge_evidence_index(tx: Tx) -> None:
+    """Purge deleted and rewritten windows' words from the keyword index at once."""
+    for statement in tx.dialect.purge_evidence_index:
+        tx.execute(statement)
 
 
-def prune_evidence(conn: Connection, before: float) -> int:
+def prune_evidence(tx: Tx, before: float) -> int:
     """Drop the evidence of notes that ended before ``before``; returns windows removed.
 
     Lines go too, except those a pending profile update still needs for its guard.
     """
     doomed = [
         int(r[0])
-        for r in conn.execute(
+        for r in tx.all(
             "SELECT DISTINCT w.note_id FROM evidence_windows w"
             " JOIN interaction_notes n ON n.id = w.note_id"
             " WHERE COALESCE(n.ended_at, n.created_at) < ?",
             (before,),
-        ).fetchall()
-    ]
-    removed = 0
-    for note_id in doomed:
-        cursor = conn.execute("DELETE FROM evidence_windows WHERE note_id = ?", (note_id,))
-        removed += cursor.rowcount
-        conn.execute(
-            "DELETE FROM note_lines WHERE note_id = ? AND NOT EXISTS (SELECT 1 FROM"
-            " profile_updates WHERE note_id = ? AND status = 'pending')",
-            (note_id, note_id),
         )
+    ]
+    if not doomed:
+        return 0
+    windows, params = tx.dialect.any("note_id", doomed)
+    removed = tx.execute(f"DELETE FROM evidence_windows WHERE {windows}", params).rowcount
+    lines, params = tx.dialect.any("l.note_id", doomed)
+    tx.execute(
+        f"DELETE FROM note_lines AS l WHERE {lines} AND NOT EXISTS (SELECT 1 FROM"
+        " profile_updates u WHERE u.note_id = l.note_id AND u.status = 'pending')",
+        params,
+    )
     return removed
 
 
-def lines_of_notes(conn: Connection, note_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
+def lines_of_notes(tx: Tx, note_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
     """The kept lines of notes with evidence windows, oldest first, by note id."""
     found: dict[int, list[EvidenceLine]] = {}
     if not note_ids:
         return found
-    marks = ",".join("?" * len(note_ids))
-    for message_id, note_id, author_id, name, text, at in conn.execute(
+    notes, params = tx.dialect.any("note_id", note_ids)
+    for message_id, note_id, author_id, name, text, at in tx.all(
         f"SELECT message_id, note_id, author_id, author_name, text, created_at FROM note_lines"
-        f" WHERE note_id IN ({marks}) AND note_id IN (SELECT note_id FROM evidence_windows)"
+        f" WHERE {notes} AND note_id IN (SELECT note_id FROM evidence_windows)"
         f" ORDER BY note_id, message_id",
-        list(note_ids),
-    ).fetchall():
+        params,
+    ):
         found.setdefault(int(note_id), []).append(
             EvidenceLine(
                 int(message_id), int(note_id), int(author_id), str(name), str(text), float(at)
@@ -201,32 +190,31 @@ def lines_of_notes(conn: Connection, note_ids: Sequence[int]) -> dict[int, list[
     return found
 
 
-def window_texts(conn: Connection, window_ids: Sequence[int]) -> dict[int, str]:
+def window_texts(tx: Tx, window_ids: Sequence[int]) -> dict[int, str]:
     """The indexed text of windows by id."""
     if not window_ids:
         return {}
-    marks = ",".join("?" * len(window_ids))
+    windows, params = tx.dialect.any("id", window_ids)
     return {
         int(r[0]): str(r[1])
-        for r in conn.execute(
-            f"SELECT id, text FROM evidence_windows WHERE id IN ({marks})", list(window_ids)
-        ).fetchall()
+        for r in tx.all(f"SELECT id, text FROM evidence_windows WHERE {windows}", params)
     }
 
 
-def window_lines(conn: Connection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
+def window_lines(tx: Tx, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
     """The kept lines each window spans, oldest first, by window id (one query)."""
     ids = list(dict.fromkeys(window_ids))
     found: dict[int, list[EvidenceLine]] = {window_id: [] for window_id in ids}
     if not ids:
         return found
-    rows = conn.execute(
+    windows, params = tx.dialect.any("w.id", ids)
+    rows = tx.all(
         "SELECT w.id, l.message_id, l.note_id, l.author_id, l.author_name, l.text,"
         " l.created_at FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
         " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
-        f" WHERE w.id IN ({','.join('?' * len(ids))}) ORDER BY w.id, l.message_id",
-        ids,
-    ).fetchall()
+        f" WHERE {windows} ORDER BY w.id, l.message_id",
+        params,
+    )
     for r in rows:
         found[int(r[0])].append(
             EvidenceLine(int(r[1]), int(r[2]), int(r[3]), str(r[4]), str(r[5]), float(r[6]))
@@ -234,103 +222,62 @@ def window_lines(conn: Connection, window_ids: Sequence[int]) -> dict[int, list[
     return found
 
 
-def window_keyword_search(
-    conn: Connection, guild_id: int, match: str, *, limit: int
-) -> list[WindowMatch]:
-    """The ``limit`` best BM25 windows of the guild for an FTS5 ``match`` expression.
-
-    ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
-    The guild filter is in the query, before the ``LIMIT``.
-    """
-    found = best_of_guild(
-        conn,
-        "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
-        " WHERE evidence_fts MATCH ? ORDER BY score, rowid LIMIT ?",
-        (match,),
-        "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
-        (guild_id,),
-        limit,
-    )
-    return [
-        WindowMatch(window_id, note_id, max(0.0, -score)) for window_id, note_id, score in found
-    ]
-
-
-def windows_to_embed(conn: Connection, limit: int) -> list[WindowText]:
+def windows_to_embed(tx: Tx, limit: int) -> list[WindowText]:
     """Up to ``limit`` evidence windows without an embedding (after a model change or an
     edit), oldest first."""
-    rows = conn.execute(
+    rows = tx.all(
         "SELECT w.id, w.text, n.channel_name, n.note_date, n.title, n.id FROM evidence_windows w"
         " JOIN interaction_notes n ON n.id = w.note_id WHERE w.embedding IS NULL"
         " ORDER BY w.id LIMIT ?",
         (limit,),
-    ).fetchall()
-    names: dict[int, list[str]] = {}
-    for row in rows:
-        note_id = int(row[5])
-        if note_id not in names:
-            names[note_id] = [
-                str(r[0])
-                for r in conn.execute(
-                    "SELECT display_name FROM note_participants WHERE note_id = ? ORDER BY rowid",
-                    (note_id,),
-                ).fetchall()
-            ]
+    )
+    names: dict[int, list[str]] = {int(r[5]): [] for r in rows}
+    if names:
+        notes, params = tx.dialect.any("note_id", list(names))
+        for note_id, name in tx.all(
+            f"SELECT note_id, display_name FROM note_participants WHERE {notes}"
+            f" ORDER BY note_id, {tx.dialect.listed_order}",
+            params,
+        ):
+            names[int(note_id)].append(str(name))
     return [
         WindowText(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(names[int(r[5])]))
         for r in rows
     ]
 
 
-def set_window_embeddings(conn: Connection, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
+def set_window_embeddings(tx: Tx, vectors: Sequence[tuple[int, Sequence[float]]]) -> None:
     """Store windows' new embeddings by window id."""
-    conn.executemany(
-        "UPDATE evidence_windows SET embedding = ? WHERE id = ?",
-        [(serialize_vector(vector), window_id) for window_id, vector in vectors],
+    encode = tx.dialect.encode_vector
+    tx.executemany(
+        f"UPDATE evidence_windows SET embedding = {tx.dialect.vector} WHERE id = ?",
+        [(encode(vector), window_id) for window_id, vector in vectors],
     )
 
 
-def compared_windows(
-    conn: Connection, guild_id: int, note_ids: Sequence[int], vector: bytes
-) -> tuple[list[WindowMatch], dict[int, str]]:
-    """The cosine similarity of ``vector`` to every embedded window of the guild's notes
-    ``note_ids``, best first, and those windows' texts by id (a window's text sits on the
-    page its embedding is read from). Windows embedded at another dimension are skipped."""
-    if not note_ids:
-        return [], {}
-    marks = ",".join("?" * len(note_ids))
-    rows = conn.execute(
-        f"SELECT id, note_id, vec_distance_cosine(embedding, ?), text FROM evidence_windows"
-        f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
-        (vector, *note_ids, guild_id, len(vector)),
-    ).fetchall()
-    found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
-    found.sort(key=lambda match: (-match.score, match.window_id))
-    return found, {int(r[0]): str(r[3]) for r in rows}
-
-
-def evidence_problems(conn: Connection) -> list[str]:
+def evidence_problems(tx: Tx) -> list[str]:
     """Evidence rows that belong to no note, or to a note of another guild (``db check``)."""
     problems = [
         f"evidence window {int(r[0])} belongs to no note"
-        for r in conn.execute(
+        for r in tx.all(
             "SELECT w.id FROM evidence_windows w LEFT JOIN interaction_notes n"
-            " ON n.id = w.note_id WHERE n.id IS NULL"
-        ).fetchall()
+            " ON n.id = w.note_id WHERE n.id IS NULL ORDER BY w.id"
+        )
     ]
     problems += [
         f"evidence window {int(r[0])} is filed under guild {int(r[1])}"
         f" but its note belongs to guild {int(r[2])}"
-        for r in conn.execute(
+        for r in tx.all(
             "SELECT w.id, w.guild_id, n.guild_id FROM evidence_windows w"
             " JOIN interaction_notes n ON n.id = w.note_id WHERE w.guild_id != n.guild_id"
-        ).fetchall()
+            " ORDER BY w.id"
+        )
     ]
     problems += [
         f"evidence line {int(r[0])} belongs to no note"
-        for r in conn.execute(
+        for r in tx.all(
             "SELECT l.message_id FROM note_lines l LEFT JOIN interaction_notes n"
-            " ON n.id = l.note_id WHERE n.id IS NULL"
-        ).fetchall()
+            " ON n.id = l.note_id WHERE n.id IS NULL ORDER BY l.message_id"
+        )
     ]
     return problems

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vivy.storage.candidates import WindowMatch
 from vivy.storage.db import Connection
 
-__all__ = ["KEYWORD_INDEXES", "MAX_BATCH", "MERGE_PAGES", "best_of_guild", "merge_step"]
+__all__ = [
+    "KEYWORD_INDEXES",
+    "MAX_BATCH",
+    "MERGE_PAGES",
+    "best_of_guild",
+    "merge_step",
+    "window_keyword_search",
+]
 
 #: Most ranked matches checked against the guild in one query.
 MAX_BATCH = 1000
@@ -94,3 +102,25 @@ def merge_step(conn: Connection, pages: int = MERGE_PAGES) -> bool:
         conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (-pages,))
         merged = merged or conn.total_changes - before >= 2
     return merged
+
+
+def window_keyword_search(
+    conn: Connection, guild_id: int, match: str, *, limit: int
+) -> list[WindowMatch]:
+    """The ``limit`` best BM25 windows of the guild for an FTS5 ``match`` expression.
+
+    ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
+    The guild filter is in the query, before the ``LIMIT``.
+    """
+    found = best_of_guild(
+        conn,
+        "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
+        " WHERE evidence_fts MATCH ? ORDER BY score, rowid LIMIT ?",
+        (match,),
+        "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
+        (guild_id,),
+        limit,
+    )
+    return [
+        WindowMatch(window_id, note_id, max(0.0, -score)) for window_id, note_id, score in found
+    ]

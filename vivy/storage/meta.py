@@ -1,42 +1,45 @@
-"""Key-value facts about the database itself (the embedding model its vectors were made with)."""
+"""Key-value facts about the database itself (the embedding model its vectors were made with).
+
+Written once for both engines (:mod:`vivy.storage.dialect`).
+"""
 
 from __future__ import annotations
 
 from vivy.memory.database import EmbeddingModel
-from vivy.storage.db import Connection
+from vivy.storage.dialect import Tx
 
 __all__ = ["adopt_embedding_model", "get_meta", "set_meta"]
 
 
-def get_meta(conn: Connection, key: str) -> str | None:
+def get_meta(tx: Tx, key: str) -> str | None:
     """The value stored under ``key``, or None."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    row = tx.one("SELECT value FROM meta WHERE key = ?", (key,))
     return None if row is None else str(row[0])
 
 
-def set_meta(conn: Connection, key: str, value: str) -> None:
+def set_meta(tx: Tx, key: str, value: str) -> None:
     """Store ``value`` under ``key``."""
-    conn.execute(
+    tx.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
 
 
-def adopt_embedding_model(conn: Connection, model: str, dimension: int) -> EmbeddingModel | None:
+def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel | None:
     """Record ``model`` as the embedding model on first use, or while no note exists.
 
     Returns the model recorded instead when notes embedded by another model exist (nothing
-    changes then), else None.
+    changes then), else None. Processes adopting a model at once take their turns.
     """
-    stored = get_meta(conn, "embedding_model")
-    stored_dim = get_meta(conn, "embedding_dimension")
+    for statement in tx.dialect.lock_meta:
+        tx.execute(statement)
+    stored = get_meta(tx, "embedding_model")
+    stored_dim = get_meta(tx, "embedding_dimension")
     if stored == model and stored_dim == str(dimension):
         return None
-    if stored is not None:
-        notes = conn.execute("SELECT COUNT(*) FROM interaction_notes").fetchone()[0]
-        if notes:
-            return EmbeddingModel(stored, stored_dim)
-    set_meta(conn, "embedding_model", model)
-    set_meta(conn, "embedding_dimension", str(dimension))
+    if stored is not None and tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is not None:
+        return EmbeddingModel(stored, stored_dim)
+    set_meta(tx, "embedding_model", model)
+    set_meta(tx, "embedding_dimension", str(dimension))
     return None

@@ -1,55 +1,72 @@
-"""The operator commands' read-only view of an existing SQLite database, and its online backup.
+"""The operator commands' read-only view of an existing database, and SQLite's online backup.
 
-``vivy db check``, ``vivy inspect``, ``vivy snapshot`` and the demo run outside any event loop
-and must never create, migrate or change a database, so they read through
-:class:`SqliteReadOnlyStore` (a connection opened with :func:`~vivy.storage.checks.open_readonly`)
-instead of the :class:`~vivy.storage.db.Database` owner. It implements
-:class:`~vivy.storage.port.ReadOnlyStore`.
+``vivy db check``, ``vivy profile``, ``vivy notes``, ``vivy snapshot`` and the demo run
+outside any event loop and must never create, migrate or change a database, so they read
+through a :class:`ReadOnlyDatabase` (it implements :class:`~vivy.storage.port.ReadOnlyStore`)
+instead of the engine's owner. Its reads are written once for both engines; what only an
+engine can answer (its schema version, integrity and foreign-key checks, the vectors' stored
+dimension) comes from the engine's :class:`Inspector`. :func:`open_sqlite_readonly` opens a
+SQLite file this way; :func:`vivy.storage.postgres.readonly.open_postgres_readonly` a
+PostgreSQL database.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import sqlean
 
 from vivy.errors import StorageError
 from vivy.memory.database import EmbeddingState
-from vivy.memory.facts import FactRecord
+from vivy.memory.facts import PROFILE_SECTIONS, FactRecord
 from vivy.memory.notes import Note
-from vivy.storage import checks, evidence, inspection, meta
+from vivy.storage import checks, evidence, meta
 from vivy.storage.db import Connection
+from vivy.storage.dialect import REEMBED_STAGING, Tx, sqlite_tx
 from vivy.storage.maintenance import count_rows
-from vivy.storage.reembed import REEMBED_STAGING
+from vivy.storage.notes import get_notes
 
-__all__ = ["SqliteReadOnlyStore", "backup_database"]
+__all__ = ["Inspector", "ReadOnlyDatabase", "backup_database", "open_sqlite_readonly"]
+
+_SECTION_ORDER: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
 
 
-class SqliteReadOnlyStore:
-    """A read-only connection to an existing database; a context manager that closes it."""
+class Inspector(Protocol):
+    """What only the engine can tell of its database."""
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+    def schema_version(self) -> int:
+        """The schema version (0 for a database that is not Vivy's)."""
 
-    @classmethod
-    def open(cls, path: str | Path, *, require_schema: bool = True) -> SqliteReadOnlyStore:
-        """Open the database at ``path`` for reading; never creates or migrates it.
+    def integrity_problems(self) -> list[str]:
+        """What the engine's integrity check reports (empty when sound)."""
 
-        With ``require_schema``, a file that is not a Vivy database of this version is refused
-        (:class:`~vivy.errors.StorageError` or :class:`~vivy.errors.SchemaTooNew`).
-        """
-        conn = checks.open_readonly(path)
-        try:
-            if require_schema:
-                checks.require_vivy_schema(conn, path)
-        except BaseException:
-            conn.close()
-            raise
-        return cls(conn)
+    def foreign_key_problems(self) -> list[str]:
+        """Rows whose foreign key points at a missing row."""
 
-    def __enter__(self) -> SqliteReadOnlyStore:
+    def index_problems(self) -> list[str]:
+        """Keyword index entries that differ from the rows they index (empty when the engine
+        keeps them in the rows' own transactions)."""
+
+    def reembed_staged(self) -> bool:
+        """Whether an interrupted ``vivy reembed`` left staged vectors."""
+
+    def vector_dimension(self) -> int | None:
+        """The dimension of the stored note vectors, or None when there is none."""
+
+
+class ReadOnlyDatabase:
+    """A read-only view of an existing database; a context manager that closes it."""
+
+    def __init__(self, tx: Tx, inspector: Inspector, closer: Callable[[], None]) -> None:
+        self._tx = tx
+        self._inspector = inspector
+        self._closer = closer
+
+    def __enter__(self) -> ReadOnlyDatabase:
         return self
 
     def __exit__(
@@ -62,74 +79,83 @@ class SqliteReadOnlyStore:
 
     def close(self) -> None:
         """Close the connection."""
-        self._conn.close()
+        self._closer()
 
     def schema_version(self) -> int:
-        """The database's schema version (0 for a file that is not a Vivy database)."""
-        return checks.schema_version(self._conn)
+        """The database's schema version (0 for a database that is not a Vivy database)."""
+        return self._inspector.schema_version()
 
     def integrity_problems(self) -> list[str]:
-        """What SQLite's integrity check reports (empty when the file is sound)."""
-        return checks.check_integrity(self._conn)
+        """What the engine's integrity check reports (empty when sound)."""
+        return self._inspector.integrity_problems()
 
     def foreign_key_problems(self) -> list[str]:
         """Rows whose foreign key points at a missing row."""
-        return checks.check_foreign_keys(self._conn)
+        return self._inspector.foreign_key_problems()
 
     def evidence_problems(self) -> list[str]:
-        """Evidence rows that belong to no note, or to a note of another guild."""
-        return evidence.evidence_problems(self._conn)
+        """Evidence rows that belong to no note, or to a note of another guild, and keyword
+        index entries that differ from their rows."""
+        return evidence.evidence_problems(self._tx) + self._inspector.index_problems()
 
     def embedding_state(self) -> EmbeddingState:
         """The recorded embedding model against the stored vectors."""
-        conn = self._conn
-        staging = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REEMBED_STAGING,)
-        ).fetchone()
+        tx = self._tx
         return EmbeddingState(
-            model=meta.get_meta(conn, "embedding_model"),
-            dimension=meta.get_meta(conn, "embedding_dimension"),
-            notes=count_rows(conn, "interaction_notes"),
-            vectors=count_rows(conn, "vec_notes"),
-            vector_dimension=checks.vec_notes_dimension(conn),
-            reembed_staged=staging is not None,
+            model=meta.get_meta(tx, "embedding_model"),
+            dimension=meta.get_meta(tx, "embedding_dimension"),
+            notes=count_rows(tx, "interaction_notes"),
+            vectors=count_rows(tx, "vec_notes"),
+            vector_dimension=self._inspector.vector_dimension(),
+            reembed_staged=self._inspector.reembed_staged(),
         )
 
     def guild_ids(self) -> list[int]:
         """Every guild with a member, a note or server lore, in id order."""
-        rows = self._conn.execute(
+        rows = self._tx.all(
             "SELECT guild_id FROM guild_members UNION SELECT guild_id FROM interaction_notes"
             " UNION SELECT guild_id FROM server_lore ORDER BY 1"
-        ).fetchall()
+        )
         return [int(r[0]) for r in rows]
 
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
-        """The guild's members as (user id, display name), by display name."""
-        rows = self._conn.execute(
+        """The guild's members as (user id, display name), by display name (bytewise)."""
+        rows = self._tx.all(
             "SELECT user_id, display_name FROM guild_members WHERE guild_id = ?"
-            " ORDER BY display_name",
+            f" ORDER BY display_name{self._tx.dialect.bytewise}",
             (guild_id,),
-        ).fetchall()
+        )
         return [(int(r[0]), str(r[1])) for r in rows]
 
     def member_name(self, guild_id: int, user_id: int) -> str | None:
         """The member's display name in the guild, if Vivy has seen them."""
-        return inspection.member_name(self._conn, guild_id, user_id)
+        row = self._tx.one(
+            "SELECT display_name FROM guild_members WHERE guild_id = ? AND user_id = ?",
+            (guild_id, user_id),
+        )
+        return None if row is None else str(row[0])
 
     def profile_records(
         self, guild_id: int, user_id: int, *, include_invalidated: bool
     ) -> list[FactRecord]:
         """The member's facts with their history, in section order, oldest first."""
-        return inspection.profile_records(
-            self._conn, guild_id, user_id, include_invalidated=include_invalidated
+        kept = "" if include_invalidated else " AND f.invalidated_at IS NULL"
+        rows = self._tx.all(
+            "SELECT f.id, f.section, f.text, f.source_kind, f.source_label, f.created_at,"
+            " f.invalidated_at, f.invalidation_reason, f.superseded_by, s.text"
+            " FROM profile_facts f LEFT JOIN profile_facts s ON s.id = f.superseded_by"
+            f" WHERE f.guild_id = ? AND f.user_id = ?{kept} ORDER BY f.created_at, f.id",
+            (guild_id, user_id),
         )
+        records = [FactRecord(*tuple(r)) for r in rows]
+        return sorted(records, key=lambda f: _SECTION_ORDER.get(f.section, len(_SECTION_ORDER)))
 
     def newest_note_date(self, guild_id: int) -> str | None:
         """The UTC date of the guild's newest note, or None."""
-        row = self._conn.execute(
+        newest = self._tx.scalar(
             "SELECT MAX(note_date) FROM interaction_notes WHERE guild_id = ?", (guild_id,)
-        ).fetchone()
-        return None if row[0] is None else str(row[0])
+        )
+        return None if newest is None else str(newest)
 
     def list_notes(
         self,
@@ -140,18 +166,77 @@ class SqliteReadOnlyStore:
         limit: int = 20,
     ) -> list[Note]:
         """A guild's newest notes (on or after the UTC date ``since``), newest first."""
-        return inspection.list_notes(
-            self._conn, guild_id, since=since, note_type=note_type, limit=limit
-        )
+        query = "SELECT id FROM interaction_notes WHERE guild_id = ?"
+        args: list[object] = [guild_id]
+        if since is not None:
+            query += " AND note_date >= ?"
+            args.append(since)
+        if note_type is not None:
+            query += " AND note_type = ?"
+            args.append(note_type)
+        query += " ORDER BY note_date DESC, COALESCE(started_at, created_at) DESC, id DESC LIMIT ?"
+        args.append(limit)
+        ids = [int(r[0]) for r in self._tx.all(query, args)]
+        return get_notes(self._tx, ids)
 
     def active_lore(self, guild_id: int) -> list[str]:
         """The guild's server lore still valid, oldest first."""
-        rows = self._conn.execute(
+        rows = self._tx.all(
             "SELECT text FROM server_lore WHERE guild_id = ? AND invalidated_at IS NULL"
             " ORDER BY id",
             (guild_id,),
-        ).fetchall()
+        )
         return [str(r[0]) for r in rows]
+
+
+class _SqliteInspector:
+    """SQLite's own checks of a database file."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    def schema_version(self) -> int:
+        """``PRAGMA user_version``."""
+        return checks.schema_version(self._conn)
+
+    def integrity_problems(self) -> list[str]:
+        """What ``PRAGMA integrity_check`` reports."""
+        return checks.check_integrity(self._conn)
+
+    def foreign_key_problems(self) -> list[str]:
+        """What ``PRAGMA foreign_key_check`` reports."""
+        return checks.check_foreign_keys(self._conn)
+
+    def index_problems(self) -> list[str]:
+        """None: FTS5's triggers keep the keyword indexes in the rows' own transactions."""
+        return []
+
+    def reembed_staged(self) -> bool:
+        """Whether the staging table exists."""
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REEMBED_STAGING,)
+        ).fetchone()
+        return row is not None
+
+    def vector_dimension(self) -> int | None:
+        """The longest stored note vector's dimension."""
+        return checks.vec_notes_dimension(self._conn)
+
+
+def open_sqlite_readonly(path: str | Path, *, require_schema: bool = True) -> ReadOnlyDatabase:
+    """Open the SQLite database at ``path`` for reading; never creates or migrates it.
+
+    With ``require_schema``, a file that is not a Vivy database of this version is refused
+    (:class:`~vivy.errors.StorageError` or :class:`~vivy.errors.SchemaTooNew`).
+    """
+    conn = checks.open_readonly(path)
+    try:
+        if require_schema:
+            checks.require_vivy_schema(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return ReadOnlyDatabase(sqlite_tx(conn), _SqliteInspector(conn), conn.close)
 
 
 def backup_database(source: Path, target: Path) -> tuple[int, list[str]]:

@@ -31,20 +31,21 @@ from dataclasses import dataclass
 
 import sqlean
 
-from vivy.memory.evidence import EvidenceLine
-from vivy.memory.notes import Note, NoteType
+from vivy.memory.notes import NoteType
 from vivy.storage import evidence
 from vivy.storage.candidates import (
     CandidateDetails,
     KeywordMatch,
     SearchHits,
     VectorMatch,
+    WindowMatch,
     assemble_candidates,
     shown_windows,
 )
 from vivy.storage.db import Connection
-from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild
-from vivy.storage.notes import get_notes, members_named, notes_in_range
+from vivy.storage.dialect import sqlite_tx
+from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
+from vivy.storage.notes import members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
 from vivy.storage.search_types import (
     NoteSearch,
@@ -58,9 +59,8 @@ __all__ = [
     "KEYWORD_POSTINGS_BUDGET",
     "TermPlan",
     "candidate_details",
-    "guild_notes",
+    "compared_windows",
     "keyword_search",
-    "load_hits",
     "match_expression",
     "plan_terms",
     "prune_terms",
@@ -234,16 +234,13 @@ def keyword_search(
     return [KeywordMatch(note_id, max(0.0, -score)) for note_id, _, score in found]
 
 
-def guild_notes(conn: Connection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
-    """Notes by id in the order given, keeping only the guild's own."""
-    return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
-
-
-def load_hits(
-    conn: Connection, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
-) -> tuple[list[Note], dict[int, list[EvidenceLine]]]:
-    """The guild's notes ``note_ids`` in the order given, and the lines of each window."""
-    return guild_notes(conn, guild_id, note_ids), evidence.window_lines(conn, window_ids)
+def _note_keywords(search: NoteSearch, conn: Connection) -> tuple[list[KeywordMatch], TermPlan]:
+    """The notes whose own text matches the planned terms, and the plan (idf among notes)."""
+    plan = plan_terms(conn, search.terms)
+    found = keyword_search(
+        conn, search.guild_id, plan, note_type=search.note_type, limit=search.keyword_candidates
+    )
+    return found, plan
 
 
 #: Threads for the keyword searches of a search (see :func:`search_notes_sync`).
@@ -254,26 +251,13 @@ _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-ke
 EVIDENCE_POSTINGS_BUDGET = 2500
 
 
-def _note_keywords(search: NoteSearch, conn: Connection) -> tuple[list[KeywordMatch], TermPlan]:
-    """The notes whose own text matches the planned terms, and the plan (idf among notes)."""
-    plan = plan_terms(conn, search.terms)
-    found = keyword_search(
-        conn, search.guild_id, plan, note_type=search.note_type, limit=search.keyword_candidates
-    )
-    return found, plan
-
-
-def _window_keywords(
-    search: NoteSearch, conn: Connection
-) -> tuple[list[evidence.WindowMatch], TermPlan]:
+def _window_keywords(search: NoteSearch, conn: Connection) -> tuple[list[WindowMatch], TermPlan]:
     """The evidence windows that match the planned terms, and the plan (idf among windows)."""
     plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
     match = match_expression(plan.terms)
     if match is None:
         return [], plan
-    found = evidence.window_keyword_search(
-        conn, search.guild_id, match, limit=search.window_candidates
-    )
+    found = window_keyword_search(conn, search.guild_id, match, limit=search.window_candidates)
     return found, plan
 
 
@@ -283,7 +267,7 @@ class _NoteReads:
     the question (best first; None when comparing failed) and those windows' texts."""
 
     details: dict[int, CandidateDetails]
-    similar: list[evidence.WindowMatch] | None
+    similar: list[WindowMatch] | None
     texts: dict[int, str]
 
 
@@ -292,7 +276,7 @@ def _read_notes(
 ) -> _NoteReads:
     """The details of the guild's notes ``note_ids`` and, given the question's ``vector``,
     their windows' similarity to it; a failing comparison (sqlite-vec missing) gives None."""
-    similar: list[evidence.WindowMatch] | None = []
+    similar: list[WindowMatch] | None = []
     texts: dict[int, str] = {}
     if vector is not None:
         try:
@@ -314,7 +298,7 @@ def _note_side(
 
 def _window_side(
     search: NoteSearch, conn: Connection, vector: bytes | None
-) -> tuple[list[evidence.WindowMatch], TermPlan, _NoteReads]:
+) -> tuple[list[WindowMatch], TermPlan, _NoteReads]:
     """On a side connection: the evidence keyword search, then what ranking reads of the
     notes whose windows it found."""
     found, plan = _window_keywords(search, conn)
@@ -379,7 +363,7 @@ def search_notes_sync(
         in_time: list[int] = []
         if search.time is not None:
             in_time = notes_in_range(
-                conn,
+                sqlite_tx(conn),
                 search.guild_id,
                 search.time.start,
                 search.time.end,
@@ -389,7 +373,7 @@ def search_notes_sync(
         early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
         compare = may_compare and not vector_failed
         reads = [_read_notes(conn, search, early, vector if compare else None)]
-        named = members_named(conn, search.guild_id, list(search.name_grams))
+        named = members_named(sqlite_tx(conn), search.guild_id, list(search.name_grams))
     finally:
         # Never leave a side connection busy: the next search will use it.
         if notes_ahead is not None:
@@ -403,7 +387,7 @@ def search_notes_sync(
         reads.append(side_reads)
     elif search.terms:
         keywords, note_plan = _note_keywords(search, conn)
-    window_keywords: list[evidence.WindowMatch] = []
+    window_keywords: list[WindowMatch] = []
     window_plan = TermPlan({})
     if windows_ahead is not None:
         window_keywords, window_plan, side_reads = windows_ahead.result()
@@ -420,7 +404,7 @@ def search_notes_sync(
         window_weights=window_plan.weights,
     )
     details: dict[int, CandidateDetails] = {}
-    compared: dict[int, evidence.WindowMatch] = {}
+    compared: dict[int, WindowMatch] = {}
     texts: dict[int, str] = {}
     complete: set[int] = set()  # notes read with everything ranking needs of them
     for read in reads:
@@ -448,16 +432,16 @@ def search_notes_sync(
     shown = shown_windows(hits.windows, similar)
     wanted = [w for ids in shown.values() for w in ids]
     # Windows found by keyword but not compared (no embedding yet) are read by id.
-    texts.update(evidence.window_texts(conn, [w for w in wanted if w not in texts]))
+    texts.update(evidence.window_texts(sqlite_tx(conn), [w for w in wanted if w not in texts]))
     return assemble_candidates(search, hits, similar, details, shown, texts, named)
 
 
 def _compared_windows(
     conn: Connection, search: NoteSearch, note_ids: Sequence[int], vector: bytes
-) -> tuple[list[evidence.WindowMatch], dict[int, str]]:
+) -> tuple[list[WindowMatch], dict[int, str]]:
     """The question's ``vector``'s exact similarity to each embedded window of
     ``note_ids``, and those windows' texts (read with their embeddings, on the same page)."""
-    return evidence.compared_windows(conn, search.guild_id, note_ids, vector)
+    return compared_windows(conn, search.guild_id, note_ids, vector)
 
 
 def candidate_details(
@@ -487,3 +471,22 @@ def candidate_details(
         )
         for r in rows
     }
+
+
+def compared_windows(
+    conn: Connection, guild_id: int, note_ids: Sequence[int], vector: bytes
+) -> tuple[list[WindowMatch], dict[int, str]]:
+    """The cosine similarity of ``vector`` to every embedded window of the guild's notes
+    ``note_ids``, best first, and those windows' texts by id (a window's text sits on the
+    page its embedding is read from). Windows embedded at another dimension are skipped."""
+    if not note_ids:
+        return [], {}
+    marks = ",".join("?" * len(note_ids))
+    rows = conn.execute(
+        f"SELECT id, note_id, vec_distance_cosine(embedding, ?), text FROM evidence_windows"
+        f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
+        (vector, *note_ids, guild_id, len(vector)),
+    ).fetchall()
+    found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
+    found.sort(key=lambda match: (-match.score, match.window_id))
+    return found, {int(r[0]): str(r[3]) for r in rows}

@@ -11,7 +11,8 @@ from vivy.clock import parse_utc
 from vivy.errors import StorageError
 from vivy.memory.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
-from vivy.storage.db import Connection, Database
+from vivy.storage.db import Database
+from vivy.storage.dialect import Tx
 
 __all__ = ["V1Migration", "migrate_v1_database", "migrate_v1_facts", "migrated_label"]
 
@@ -26,10 +27,10 @@ class V1Migration:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _v1_tables_present(conn: Connection, schema: str) -> bool:
+def _v1_tables_present(tx: Tx, schema: str) -> bool:
     found = {
         str(r[0])
-        for r in conn.execute(
+        for r in tx.execute(
             f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'"
             " AND name IN ('facts', 'users')"
         )
@@ -46,7 +47,7 @@ def migrated_label(fact_id: int) -> str:
 
 
 def migrate_v1_facts(
-    conn: Connection,
+    tx: Tx,
     guild_id: int,
     now: float,
     *,
@@ -61,10 +62,10 @@ def migrate_v1_facts(
     section or profile cap (newest v1 facts are kept first). ``facts`` and ``vec_facts`` are
     only read. ``schema`` names an attached v1 database (``main`` when it is the same file).
     """
-    if not _v1_tables_present(conn, schema):
+    if not _v1_tables_present(tx, schema):
         raise StorageError("no seed-000 `facts` and `users` tables found in the v1 database")
     report = V1Migration()
-    rows = conn.execute(
+    rows = tx.execute(
         f"SELECT f.id, u.discord_id, u.username, f.fact_text, f.created_at"
         f" FROM {schema}.facts f JOIN {schema}.users u ON u.id = f.user_id"
         f" WHERE f.is_active = 1 ORDER BY f.created_at DESC, f.id DESC"
@@ -72,13 +73,13 @@ def migrate_v1_facts(
     report.active_v1 = len(rows)
     opted_out = {
         int(r[0])
-        for r in conn.execute(
+        for r in tx.execute(
             "SELECT user_id FROM guild_members WHERE guild_id = ? AND opted_out = 1", (guild_id,)
         )
     }
     done = {
         str(r[0])
-        for r in conn.execute(
+        for r in tx.execute(
             "SELECT source_label FROM profile_facts"
             " WHERE guild_id = ? AND source_kind = 'migrated'",
             (guild_id,),
@@ -110,7 +111,7 @@ def migrate_v1_facts(
             (int(fact_id), str(username), fact_text, _v1_time(created, now))
         )
     for user_id, facts in by_user.items():
-        added = _migrate_member(conn, guild_id, user_id, facts, now, report)
+        added = _migrate_member(tx, guild_id, user_id, facts, now, report)
         if added:
             report.members += 1
             report.migrated += added
@@ -126,7 +127,7 @@ def _v1_time(value: object, fallback: float) -> float:
 
 
 def _migrate_member(
-    conn: Connection,
+    tx: Tx,
     guild_id: int,
     user_id: int,
     facts: list[tuple[int, str, str, float]],
@@ -134,7 +135,7 @@ def _migrate_member(
     report: V1Migration,
 ) -> int:
     """Insert one member's facts (newest first) within the caps; returns how many."""
-    active = conn.execute(
+    active = tx.execute(
         "SELECT section, text FROM profile_facts"
         " WHERE guild_id = ? AND user_id = ? AND invalidated_at IS NULL",
         (guild_id, user_id),
@@ -151,7 +152,7 @@ def _migrate_member(
         if in_other >= SECTION_CAP or total >= PROFILE_CAP:
             report.skipped["over the profile caps"] += 1
             continue
-        conn.execute(
+        tx.execute(
             "INSERT INTO profile_facts (guild_id, user_id, section, text, source_kind,"
             " source_note_id, source_label, created_at) VALUES (?, ?, 'other', ?, 'migrated',"
             " NULL, ?, ?)",
@@ -162,12 +163,12 @@ def _migrate_member(
         total += 1
         added += 1
     if added:
-        conn.execute(
+        tx.execute(
             "INSERT INTO guild_members (guild_id, user_id, display_name, updated_at)"
             " VALUES (?, ?, ?, ?) ON CONFLICT (guild_id, user_id) DO NOTHING",
             (guild_id, user_id, facts[0][1], now),
         )
-        conn.execute(
+        tx.execute(
             "INSERT INTO user_profiles (guild_id, user_id, version, updated_at)"
             " VALUES (?, ?, 1, ?) ON CONFLICT (guild_id, user_id) DO UPDATE SET"
             " version = version + 1, updated_at = excluded.updated_at",
@@ -212,9 +213,9 @@ def migrate_v1_database(
         db.close()
 
 
-def _attach(conn: Connection, source: Path) -> None:
-    conn.execute("ATTACH DATABASE ? AS v1", (str(source.resolve()),))
+def _attach(tx: Tx, source: Path) -> None:
+    tx.execute("ATTACH DATABASE ? AS v1", (str(source.resolve()),))
 
 
-def _detach(conn: Connection) -> None:
-    conn.execute("DETACH DATABASE v1")
+def _detach(tx: Tx) -> None:
+    tx.execute("DETACH DATABASE v1")

@@ -21,13 +21,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from sqlite3 import Connection
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from vivy.memory.notes import NoteType
-from vivy.storage.db import Connection
 from vivy.storage.schema import VEC_KINDS
+
+if TYPE_CHECKING:
+    from vivy.storage.dialect import Tx
 
 __all__ = ["BinaryIndex", "vectors_replaced"]
 
@@ -35,7 +39,7 @@ __all__ = ["BinaryIndex", "vectors_replaced"]
 _WORD = 8
 
 
-def vectors_replaced(conn: Connection, note_ids: Sequence[int] | None = None) -> None:
+def vectors_replaced(tx: Tx, note_ids: Sequence[int] | None = None) -> None:
     """Record that the vectors of ``note_ids`` (None: of every note) are removed or replaced.
 
     Call it in the transaction that changes ``vec_notes``, before the notes are deleted:
@@ -49,7 +53,7 @@ def vectors_replaced(conn: Connection, note_ids: Sequence[int] | None = None) ->
             return
         where = f" WHERE id IN ({','.join('?' * len(note_ids))})"
         params = tuple(note_ids)
-    conn.execute(
+    tx.execute(
         "INSERT INTO vector_generations (guild_id, generation)"
         f" SELECT DISTINCT guild_id, 1 FROM interaction_notes{where}"
         " ORDER BY guild_id"  # a SELECT in an upsert needs a clause before ON CONFLICT

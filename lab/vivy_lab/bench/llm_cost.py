@@ -61,7 +61,7 @@ from vivy.llm.schemas import (
 from vivy.memory.guards import discloses_self
 from vivy.memory.notes import NoteType
 from vivy.state.profile import NOTE_MEMBERS_CAP
-from vivy.storage.readonly import SqliteReadOnlyStore
+from vivy.storage.readonly import open_sqlite_readonly
 from vivy_lab.bench.mature import seed_full_profiles
 
 __all__ = [
@@ -441,7 +441,7 @@ def _replay_facts(database: Path, since: float) -> tuple[Counter[str], Counter[i
     and how many conversations had how many participants, read back from the database."""
     churn: Counter[str] = Counter()
     sizes: Counter[int] = Counter()
-    with SqliteReadOnlyStore.open(database) as store:
+    with open_sqlite_readonly(database) as store:
         for guild_id in store.guild_ids():
             notes = store.list_notes(guild_id, note_type=NoteType.CONVERSATION, limit=1_000_000)
             sizes.update(len(note.participants) for note in notes)

@@ -30,8 +30,8 @@ from psycopg.types import TypeInfo
 
 from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
+from vivy.storage.dialect import vector_text
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.postgres.evidence import vector_text
 from vivy.storage.postgres.schema import POSTINGS_BACKFILL, POSTINGS_TABLES
 from vivy.storage.postgres.search import vector_bytes, vector_search
 from vivy_lab.synthetic.sqlite import EXACT_QUERIES, GUILD_ID

@@ -31,6 +31,9 @@ import psycopg.errors
 import structlog
 
 from vivy.errors import SchemaTooNew, StorageError
+from vivy.shards import Fence
+from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.postgres.leases import check_fence
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 
 __all__ = [
@@ -178,24 +181,29 @@ class PgSide:
 
 class PgDatabase:
     """Owns the connection; every read and write of the PostgreSQL engine goes through
-    :meth:`read` / :meth:`write`, each running one synchronous storage function of
-    :mod:`vivy.storage.postgres` in one transaction.
+    :meth:`read` / :meth:`write`, each running one synchronous storage function in one
+    transaction (:class:`~vivy.storage.dialect.Tx`, scoped to ``fence``'s shards and fenced
+    by its leases when given: a process of a fleet).
 
     A connection the server dropped (a restart, a failover, an idle timeout) fails the call
     that finds it broken, with :class:`StorageError` as any failed call does, and the next
     call connects again: the process outlives its connection.
     """
 
-    def __init__(self, conn: PgConnection, *, inline: bool, uri: str = "") -> None:
+    def __init__(
+        self, conn: PgConnection, *, inline: bool, uri: str = "", fence: Fence | None = None
+    ) -> None:
         self._conn = conn
         self._uri = uri
+        self._fence = fence
+        self._tx = self._transaction_of(conn)
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
         self._sides = tuple(PgSide(uri) for _ in range(SIDE_CONNECTIONS)) if uri else ()
 
     @classmethod
-    def open(cls, uri: str, *, inline: bool = False) -> PgDatabase:
+    def open(cls, uri: str, *, inline: bool = False, fence: Fence | None = None) -> PgDatabase:
         """Connect to ``uri`` and migrate the database as needed.
 
         ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
@@ -206,42 +214,48 @@ class PgDatabase:
         except BaseException:
             conn.close()
             raise
-        return cls(conn, inline=inline, uri=uri)
+        return cls(conn, inline=inline, uri=uri, fence=fence)
 
-    @property
-    def inline(self) -> bool:
-        """Whether calls run on the event loop's thread or on a worker thread."""
-        return self._inline
+    def _transaction_of(self, conn: PgConnection) -> Tx:
+        """The :class:`Tx` of calls on ``conn``: the fence's shards, its leases checked."""
+        fence = self._fence
+        if fence is None:
+            return postgres_tx(conn)
+
+        def check(guild_id: int) -> None:
+            check_fence(conn, *fence.token(guild_id))
+
+        return postgres_tx(conn, scope=fence.shards, fence=check)
 
     async def read(
-        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` in a read-only transaction; return its result."""
+        """Run ``fn(tx, *args, **kwargs)`` in a read-only transaction; return its result."""
         return await self._run(lambda: self._transaction(fn, True, *args, **kwargs))
 
     async def write(
-        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` in a transaction committed before this returns;
+        """Run ``fn(tx, *args, **kwargs)`` in a transaction committed before this returns;
         an exception undoes all of the call's changes and is re-raised here."""
         return await self._run(lambda: self._transaction(fn, False, *args, **kwargs))
 
-    async def read_with_sides(self, fn: Callable[[PgConnection, tuple[PgSide, ...]], T]) -> T:
-        """Run ``fn(conn, sides)`` in a read-only transaction, where ``sides`` are more
+    async def read_with_sides(self, fn: Callable[[Tx, tuple[PgSide, ...]], T]) -> T:
+        """Run ``fn(tx, sides)`` in a read-only transaction, where ``sides`` are more
         connections to the same database (none without a URI) that ``fn`` may read on from
         other threads (:class:`PgSide`: each statement in a snapshot of its own)."""
         sides = self._sides
         return await self._run(lambda: self._transaction(fn, True, sides))
 
     def read_sync(
-        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a read on the calling thread; for tools outside any event loop."""
         self._check_open()
         return self._transaction(fn, True, *args, **kwargs)
 
     def write_sync(
-        self, fn: Callable[Concatenate[PgConnection, P], T], /, *args: P.args, **kwargs: P.kwargs
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run a write on the calling thread; for tools outside any event loop."""
         self._check_open()
@@ -265,7 +279,7 @@ class PgDatabase:
 
     def _transaction(
         self,
-        fn: Callable[Concatenate[PgConnection, P], T],
+        fn: Callable[Concatenate[Tx, P], T],
         read_only: bool,
         /,
         *args: P.args,
@@ -275,13 +289,14 @@ class PgDatabase:
         if (self._conn.closed or self._conn.broken) and self._uri:
             self._conn.close()
             self._conn = connect(self._uri)
+            self._tx = self._transaction_of(self._conn)
             log.info("database connection opened again")
         conn = self._conn
         try:
             with conn.transaction():
                 if read_only:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return fn(conn, *args, **kwargs)
+                return fn(self._tx, *args, **kwargs)
         except psycopg.Error as exc:
             log.debug("storage call failed", call=getattr(fn, "__name__", "?"), error=str(exc))
             raise _storage_error(exc) from exc

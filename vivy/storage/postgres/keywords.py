@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vivy.storage.candidates import KeywordMatch
-from vivy.storage.evidence import WindowMatch
+from vivy.storage.candidates import KeywordMatch, WindowMatch
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.search import KEYWORD_POSTINGS_BUDGET, TermPlan, prune_terms, term_weight
 

@@ -26,6 +26,10 @@ lists ``TEXT`` as on SQLite, so rows read back as the same Python values on both
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
+
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT
 
 __all__ = [
@@ -34,11 +38,21 @@ __all__ = [
     "POSTINGS_BACKFILL",
     "POSTINGS_TABLES",
     "VERSION_TABLE",
+    "note_vector_dimension",
     "vec_notes_ddl",
 ]
 
 #: The table holding the schema version (one row).
 VERSION_TABLE = "vivy_schema"
+
+
+def note_vector_dimension(conn: psycopg.Connection[tuple[Any, ...]]) -> int | None:
+    """The dimension ``vec_notes`` was created with, or None when it is missing."""
+    row = conn.execute(
+        "SELECT a.atttypmod FROM pg_attribute a WHERE a.attrelid = to_regclass('vec_notes')"
+        " AND a.attname = 'embedding'"
+    ).fetchone()
+    return None if row is None or row[0] is None or int(row[0]) < 0 else int(row[0])
 
 
 def vec_notes_ddl(dimension: int) -> str:

@@ -33,18 +33,17 @@ import psycopg
 from psycopg import pq
 from psycopg.adapt import Dumper
 
-from vivy.memory.dates import note_date
-from vivy.memory.evidence import EvidenceLine
-from vivy.memory.notes import Note
 from vivy.storage.candidates import (
     CandidateDetails,
     KeywordMatch,
     SearchHits,
     VectorMatch,
+    WindowMatch,
     assemble_candidates,
     shown_windows,
 )
-from vivy.storage.evidence import WindowMatch
+from vivy.storage.dialect import postgres_tx
+from vivy.storage.notes import members_named, notes_in_range
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.keywords import (
     LexemePlan,
@@ -52,7 +51,6 @@ from vivy.storage.postgres.keywords import (
     plan_terms,
     window_keyword_search,
 )
-from vivy.storage.postgres.notes import get_notes
 from vivy.storage.schema import VEC_KINDS
 from vivy.storage.search import CONVERSATION, EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -61,15 +59,10 @@ __all__ = [
     "EF_SEARCH",
     "PgVector",
     "candidate_details",
-    "guild_notes",
-    "load_hits",
-    "members_named",
-    "notes_in_range",
     "search_notes",
     "vector_bytes",
     "vector_param",
     "vector_search",
-    "window_lines",
     "window_similarities",
 ]
 
@@ -180,63 +173,6 @@ def window_similarities(
     found = [WindowMatch(int(r[0]), int(r[1]), float(r[3])) for r in rows if r[3] is not None]
     found.sort(key=lambda match: (-match.score, match.window_id))
     return found, {int(r[0]): str(r[2]) for r in rows}
-
-
-def window_lines(conn: PgConnection, window_ids: Sequence[int]) -> dict[int, list[EvidenceLine]]:
-    """The kept lines each window spans, oldest first, by window id (one query)."""
-    ids = list(dict.fromkeys(window_ids))
-    found: dict[int, list[EvidenceLine]] = {window_id: [] for window_id in ids}
-    if not ids:
-        return found
-    rows = conn.execute(
-        "SELECT w.id, l.message_id, l.note_id, l.author_id, l.author_name, l.text,"
-        " l.created_at FROM evidence_windows AS w JOIN note_lines AS l ON l.note_id = w.note_id"
-        " AND l.message_id BETWEEN w.first_message_id AND w.last_message_id"
-        " WHERE w.id = ANY(%s) ORDER BY w.id, l.message_id",
-        (ids,),
-    ).fetchall()
-    for r in rows:
-        found[int(r[0])].append(
-            EvidenceLine(int(r[1]), int(r[2]), int(r[3]), str(r[4]), str(r[5]), float(r[6]))
-        )
-    return found
-
-
-def guild_notes(conn: PgConnection, guild_id: int, note_ids: Sequence[int]) -> list[Note]:
-    """Notes by id in the order given, keeping only the guild's own."""
-    return [note for note in get_notes(conn, note_ids) if note.guild_id == guild_id]
-
-
-def load_hits(
-    conn: PgConnection, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
-) -> tuple[list[Note], dict[int, list[EvidenceLine]]]:
-    """The guild's notes ``note_ids`` in the order given, and the lines of each window."""
-    return guild_notes(conn, guild_id, note_ids), window_lines(conn, window_ids)
-
-
-def members_named(conn: PgConnection, guild_id: int, names: Sequence[str]) -> frozenset[int]:
-    """The members of the guild known by any of ``names`` (lower-case word runs)."""
-    if not names:
-        return frozenset()
-    rows = conn.execute(
-        "SELECT DISTINCT user_id FROM member_names WHERE guild_id = %s AND name = ANY(%s)",
-        (guild_id, list(names)),
-    ).fetchall()
-    return frozenset(int(r[0]) for r in rows)
-
-
-def notes_in_range(
-    conn: PgConnection, guild_id: int, start: float, end: float, *, note_type: str, limit: int
-) -> list[int]:
-    """Ids of the guild's notes of one type that overlap ``[start, end)``, newest first."""
-    rows = conn.execute(
-        "SELECT id FROM interaction_notes WHERE guild_id = %s AND note_type = %s"
-        " AND note_date BETWEEN %s AND %s"
-        " AND COALESCE(started_at, created_at) < %s AND COALESCE(ended_at, created_at) >= %s"
-        " ORDER BY COALESCE(ended_at, created_at) DESC, id DESC LIMIT %s",
-        (guild_id, note_type, note_date(start - 86400.0), note_date(end), end, start, limit),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
 
 
 def candidate_details(
@@ -378,7 +314,7 @@ def search_notes(
         in_time: list[int] = []
         if search.time is not None:
             in_time = notes_in_range(
-                conn,
+                postgres_tx(conn),
                 guild_id,
                 search.time.start,
                 search.time.end,
@@ -390,7 +326,7 @@ def search_notes(
                 conn, search, list(dict.fromkeys([*(m.note_id for m in vectors), *in_time]))
             )
         ]
-        named = members_named(conn, guild_id, list(search.name_grams))
+        named = members_named(postgres_tx(conn), guild_id, list(search.name_grams))
     finally:
         # Never leave a side busy: the next search will use it.
         if notes_ahead is not None:
