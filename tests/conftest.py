@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,9 +20,16 @@ def anyio_backend() -> tuple[str, dict[str, Any]]:
 
 @pytest.fixture(autouse=True)
 def _fresh_structlog() -> Iterator[None]:
-    """Undo any logging configuration a test made (the CLI configures it once per run)."""
+    """Undo any logging configuration a test made (the CLI configures it once per run):
+    structlog's, and the root logger's handlers, level and capture of warnings."""
+    root = logging.getLogger()
+    level = root.level
     yield
     structlog.reset_defaults()
+    for handler in [h for h in root.handlers if type(h).__name__ == "_StderrHandler"]:
+        root.removeHandler(handler)
+    root.setLevel(level)
+    logging.captureWarnings(False)
 
 
 @pytest.fixture(autouse=True)

@@ -112,11 +112,15 @@ def test_every_setting_is_in_the_configuration_table(name: str) -> None:
         ({"VIVY_ALLOWED_GUILDS": "99999999999999999999999"}, "VIVY_ALLOWED_GUILDS"),
         ({"VIVY_LOG_LEVEL": "loud"}, "VIVY_LOG_LEVEL='loud'"),
         ({"VIVY_METRICS_HOST": "0.0.0.0"}, "VIVY_API_TOKEN"),
+        ({"VIVY_DISCORD_REST_URL": "not a url"}, "VIVY_DISCORD_REST_URL='not a url'"),
+        ({"VIVY_DISCORD_REST_URL": "ftp://discord.example/api"}, "VIVY_DISCORD_REST_URL"),
+        ({"VIVY_DISCORD_REST_URL": "http:///api/v10"}, "VIVY_DISCORD_REST_URL"),
+        ({"GOOGLE_GEMINI_BASE_URL": "localhost:8080"}, "GOOGLE_GEMINI_BASE_URL"),
     ],
 )
 def test_an_unusable_value_is_refused_by_name(env: dict[str, str], named: str) -> None:
     """A refused value raises ConfigError naming the variable (and value, and what is allowed)."""
-    with pytest.raises(ConfigError, match=r"expected|set VIVY_API_TOKEN|IANA") as caught:
+    with pytest.raises(ConfigError, match=r"expected|set VIVY_API_TOKEN|IANA|not a URL") as caught:
         Settings.from_env(env)
     assert named in str(caught.value)
 

@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from typing import NoReturn
 
 import structlog
 
@@ -80,11 +81,18 @@ LAB_COMMANDS = ("eval", "bench")
 LAB_HINT = "a development tool, not installed: in a clone of the repository run pip install -e lab"
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like Vivy's other errors (its
+    subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``vivy COMMAND: message`` and where the usage is, then exit 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="vivy", description="Long-term memory for Discord communities."
-    )
+    parser = _Parser(prog="vivy", description="Long-term memory for Discord communities.")
     parser.add_argument("--version", action="version", version=f"vivy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:

@@ -287,8 +287,10 @@ class Settings:
             gemini_embedding_model=reader.text(
                 "VIVY_GEMINI_EMBEDDING_MODEL", "gemini-embedding-001"
             ),
-            gemini_base_url=reader.text("GOOGLE_GEMINI_BASE_URL", "") or None,
-            discord_rest_url=reader.text("VIVY_DISCORD_REST_URL", "") or None,
+            gemini_base_url=reader.url(
+                "GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"
+            ),
+            discord_rest_url=reader.url("VIVY_DISCORD_REST_URL", "https://discord.com/api/v10"),
             log_level=reader.choice("VIVY_LOG_LEVEL", LOG_LEVELS),
             evidence_days=(
                 reader.number("VIVY_EVIDENCE_DAYS", -1.0, low=0.0, high=_MAX_DAYS)
@@ -495,6 +497,23 @@ class _Reader:
         if not low <= value <= high:
             raise ConfigError(f"{name}={raw!r} is out of range: {allowed}")
         return value
+
+    def url(self, name: str, example: str) -> str | None:
+        """An ``http://`` or ``https://`` URL with a host, or None when unset."""
+        raw = self._raw(name)
+        if raw is None:
+            return None
+        try:
+            parts = urlsplit(raw)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+        except ValueError:  # a malformed port or IPv6 address
+            valid = False
+        if not valid:
+            raise ConfigError(
+                f"{name}={raw!r} is not a URL: expected http:// or https:// and a host, "
+                f"for example {example}"
+            )
+        return raw
 
     def choice(self, name: str, choices: tuple[str, ...]) -> str | None:
         """One of ``choices`` (case-insensitive), or None when unset."""

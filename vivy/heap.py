@@ -2,9 +2,9 @@
 
 Every ingested message makes a handful of short-lived container objects (its inbox item,
 ack, state-machine event and effects). With CPython's default young-generation threshold
-(700 allocations) the collector ran every ~150 messages and walked the messages still in
-flight each time, and a full collection walked every module and cached object: together about
-a sixth of ingest time in ``vivy bench ingest`` (measured with ``gc.callbacks``).
+(700 allocations) the collector would run every few hundred messages and walk the messages
+still in flight each time, and a full collection walks every module and cached object: a
+large share of ingest time (``vivy bench ingest`` shows it).
 """
 
 from __future__ import annotations

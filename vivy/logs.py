@@ -1,9 +1,14 @@
 """Logging set-up, done once at the entry point (structlog's best practice).
 
-Logs go to stderr: human-readable on a terminal, JSON lines otherwise. Ids (guild, channel,
-buffer, note, user) are bound by the actors as key-value pairs; message text is never logged
-at INFO or above. Tracebacks are shown at the debug level only: above it, an event's exception
-is shortened to one ``error`` field (its type and message), so a failure stays one line.
+Logs go to stderr in one format: human-readable on a terminal, JSON lines otherwise. Vivy logs
+through structlog; the libraries it uses (hikari, aiohttp, psycopg, ...) log through the
+standard library, whose records are rendered by the same processors through one root handler,
+so a ``vivy run`` log never mixes formats. Python's warnings become log records too.
+
+Ids (guild, channel, buffer, note, user) are bound by the actors as key-value pairs; message
+text is never logged at INFO or above. Tracebacks are shown at the debug level only: above it,
+an event's exception is shortened to one ``error`` field (its type and message), so a failure
+stays one line.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 
@@ -19,29 +24,84 @@ __all__ = ["configure_logging"]
 
 
 def configure_logging(level: str = "info", *, json: bool | None = None) -> None:
-    """Configure structlog (and the standard library's root logger) for ``level`` and up."""
+    """Configure structlog and the standard library's root logger for ``level`` and up.
+
+    Calling it again replaces the earlier configuration (the command line configures logging
+    once before the settings are read and once after).
+    """
     as_json = not sys.stderr.isatty() if json is None else json
-    processors: list[structlog.typing.Processor] = [
-        structlog.contextvars.merge_contextvars,
+    shared: list[structlog.typing.Processor] = [
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     if level.lower() != "debug":
-        processors.append(_brief_exception)
-    if as_json:
-        processors += [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
-    else:
-        processors.append(structlog.dev.ConsoleRenderer())
+        shared.append(_brief_exception)
+    renderer: list[structlog.typing.Processor] = (
+        [structlog.processors.dict_tracebacks, structlog.processors.JSONRenderer()]
+        if as_json
+        else [structlog.dev.ConsoleRenderer()]
+    )
     number = logging.getLevelNamesMapping()[level.upper()]
-    # Libraries log through the standard library (hikari's retries, for one): same threshold.
-    logging.getLogger().setLevel(number)
     structlog.configure(
-        processors=processors,
+        processors=[structlog.contextvars.merge_contextvars, *shared, *renderer],
         wrapper_class=structlog.make_filtering_bound_logger(number),
         # Resolve sys.stderr at each use, so a replaced stream (tests, daemons) is honoured.
         logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,
     )
+    handler = _StderrHandler()
+    handler.addFilter(_drop_repeated_errors)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, _one_line, *shared],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(number)
+    logging.captureWarnings(True)
+
+
+#: Records of libraries that only repeat an error Vivy already reports in its own words:
+#: (logger name, start of the message). psycopg logs the error it ignored while ending a
+#: pipeline that another exception (an interrupt, a lost connection) was leaving.
+_REPEATED_ERRORS = (("psycopg", "error ignored "),)
+
+
+def _drop_repeated_errors(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is worth showing (see :data:`_REPEATED_ERRORS`)."""
+    return not any(
+        record.name == name and str(record.msg).startswith(start)
+        for name, start in _REPEATED_ERRORS
+    )
+
+
+class _StderrHandler(logging.StreamHandler[TextIO]):
+    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        """The current ``sys.stderr``."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
+def _one_line(
+    _logger: Any, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A library's message without the line breaks some add (a warning's source line)."""
+    if isinstance(event.get("event"), str):
+        event["event"] = " ".join(event["event"].split())
+    return event
 
 
 def _brief_exception(

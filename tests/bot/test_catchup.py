@@ -7,6 +7,7 @@ members go on writing (the fake keeps each channel's history), and started again
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -592,7 +593,6 @@ async def test_a_sigkilled_vivy_run_loses_nothing(engine: Engine, probe: Probe) 
             "DISCORD_TOKEN": TOKEN,
             "VIVY_DISCORD_REST_URL": fake.url,
             "VIVY_DB": engine.vivy_db(),
-            "VIVY_LOG_LEVEL": "warning",
             # On PostgreSQL the killed process's shard leases lapse this soon (3 s at least).
             "VIVY_LEASE_SECONDS": "3",
         }
@@ -629,3 +629,7 @@ async def test_a_sigkilled_vivy_run_loses_nothing(engine: Engine, probe: Probe) 
             await second.wait()
     assert await stored(probe, CHANNEL) == ids(messages)
     assert len(fake.history_reads(CHANNEL)) >= 3, "300 messages: at least three pages"
+    # The log at the default level is one format: Vivy's events and hikari's records alike.
+    events = [json.loads(line) for line in (engine.tmp_path / "vivy.log").read_text().splitlines()]
+    assert {"vivy started", "guild caught up from history"} <= {e["event"] for e in events}
+    assert any(e.get("logger", "").startswith("hikari") for e in events)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -47,6 +49,49 @@ def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
             hits = json.load(answer)["results"]
         assert len(hits) == int(found[2]) > 0
         assert any("game night" in (h["title"] + h["summary"]).lower() for h in hits)
+    finally:
+        demo.terminate()
+        demo.wait(timeout=30)
+
+
+def test_the_demo_serves_where_the_settings_say_behind_their_token(tmp_path: Path) -> None:
+    """With VIVY_METRICS_PORT and VIVY_API_TOKEN set, the demo listens on that port and its
+    operator API answers only with the token, as ``vivy run``'s does."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "vivy.cli", "demo", "--linger", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "GEMINI_API_KEY": "",
+            "MEMORY_GEMINI_TOKEN": "",
+            "VIVY_METRICS_HOST": "127.0.0.1",
+            "VIVY_METRICS_PORT": str(port),
+            "VIVY_API_TOKEN": "s3cret",
+        },
+    )
+    try:
+        assert demo.stdout is not None
+        found = None
+        for line in demo.stdout:
+            found = re.match(r"Operator search API \((http://\S+)\): (\d+) hits", line)
+            if found:
+                break
+        assert found is not None, "the demo printed no operator search line"
+        assert found[1].startswith(f"http://127.0.0.1:{port}/") and int(found[2]) > 0
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(found[1], timeout=10)
+        assert refused.value.code == 401
+        refused.value.close()
+        request = urllib.request.Request(found[1], headers={"Authorization": "Bearer s3cret"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert len(json.load(answer)["results"]) == int(found[2])
     finally:
         demo.terminate()
         demo.wait(timeout=30)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.importer import THREAD_LATER, TWO_DAYS, snapshot
-from vivy.commands.importer import LOG_EVERY_S, Eta, describe, run_import
-from vivy.importer import ImportProgress
+from vivy.commands.importer import LOG_EVERY_S, Eta, describe, format_report, run_import
+from vivy.importer import ImportProgress, ImportReport
 
 from . import run_cli
 
@@ -173,3 +174,27 @@ def test_progress_line_names_every_count() -> None:
         "finishing: 23/23 messages, 22 stored, 1 already imported, 5 notes, 12 calls "
         "(2 in flight), ETA 1m15s"
     )
+
+
+@pytest.mark.parametrize(
+    ("days", "shown"),
+    [
+        ((date(2026, 4, 6), date(2026, 4, 7)), "2026-04-06, 2026-04-07"),
+        (
+            tuple(date(2024, 1, 1) + timedelta(days=n) for n in range(400)),
+            "2024-01-01 to 2025-02-03 (400 days)",
+        ),
+        (
+            tuple(date(2024, 1, 1) + timedelta(days=2 * n) for n in range(300)),
+            "300 days from 2024-01-01 to 2025-08-21",
+        ),
+    ],
+)
+def test_the_report_names_many_days_in_one_short_line(days: tuple[date, ...], shown: str) -> None:
+    """A long history's nightly days (and failed days) are summed up as ranges or a count,
+    not listed one by one on one line."""
+    report = ImportReport(1, 10, 10, 0, 0, {}, {}, 1, 0, 0, days, failed_days=days)
+    lines = format_report(report, "vivy.db").splitlines()
+    assert f"  nightly job: {shown}" in lines
+    assert f"  failed:      {shown}" in lines
+    assert max(len(line) for line in lines) <= 100

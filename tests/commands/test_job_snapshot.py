@@ -28,6 +28,20 @@ def test_job_run_is_idempotent_per_day(imported: Path, capsys: pytest.CaptureFix
     assert "already done before" in result.out
 
 
+def test_job_run_without_a_key_says_so_in_its_report_and_logs_nothing(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At the default log level a job run prints its report only; the report names the
+    offline provider it used, instead of a log line about the missing key on every run."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
+    monkeypatch.delenv("VIVY_LOG_LEVEL", raising=False)
+    result = run_cli(capsys, "job", "run", "--db", str(imported), "--date", "2026-04-05")
+    assert result.code == 0
+    assert result.err == ""
+    assert result.out.startswith("nightly job for 2026-04-05 (offline LLM): complete")
+
+
 def test_job_run_rejects_a_bad_date(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A malformed date is a usage error (exit 2) naming the value."""
     result = run_cli(capsys, "job", "run", "--db", str(imported), "--date", "06/04")
@@ -76,6 +90,22 @@ def test_search_ranks_the_matching_note_first(
     # The message that said it is quoted under its note, with its author and date.
     quoted = [line for line in result.out.splitlines() if line.lstrip().startswith("> ")]
     assert any("I live in Austin" in line and ", Apr " in line for line in quoted), result.out
+
+
+def test_search_quotes_mentions_by_name(
+    imported: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A quoted line that mentions a member shows "@Name", as notes do, not Discord's raw
+    ``<@id>``."""
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("MEMORY_GEMINI_TOKEN", raising=False)
+    result = run_cli(
+        capsys, "search", "--db", str(imported), "--guild", str(GUILD), "coming to movie night"
+    )
+    assert result.code == 0
+    quoted = [line for line in result.out.splitlines() if "still coming to movie night" in line]
+    assert quoted, result.out
+    assert all("<@" not in line and ": @" in line for line in quoted), quoted
 
 
 def test_search_usage_errors(imported: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,15 +29,16 @@ CLOCK = Clock(wall_origin=1_771_869_600.0, mono_origin=0.0)
 
 
 @pytest.mark.anyio
-async def test_no_key_gives_offline_with_one_warning() -> None:
-    """Without a key the offline provider is used and one warning says so."""
+async def test_no_key_gives_offline_with_one_info_line() -> None:
+    """Without a key the offline provider is used and one info line says so (not a warning:
+    every one-shot command would print it)."""
     meter = CountingMeter()
     with capture_logs() as logs:
         llm = make_llm({}, meter=meter, clock=CLOCK)
     assert logs == [
         {
             "event": "no Gemini key set; using the offline provider (offline quality)",
-            "log_level": "warning",
+            "log_level": "info",
         }
     ]
     assert isinstance(llm, MeteredLLM) and isinstance(llm.inner, OfflineLLM)

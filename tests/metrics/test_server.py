@@ -192,11 +192,33 @@ def test_api_failure_is_500_without_details(server: MetricsServer, api: FakeOper
     assert json.loads(body) == {"error": "internal error"}
 
 
-def test_api_without_backend_is_503(metrics: Metrics) -> None:
-    """Without an OperatorAPI the API routes answer 503 while /metrics works."""
+def test_api_without_backend_is_503_until_vivy_has_started(metrics: Metrics) -> None:
+    """Before the app serves the API (opening the database, waiting for shard leases) the API
+    routes answer 503 saying so, with a Retry-After, while /metrics works."""
     with MetricsServer(metrics.registry, port=0) as server:
-        assert _get(f"{server.url}/api/memory/search?q=a&guild_id=1")[0] == 503
+        status, headers, body = _get(f"{server.url}/api/memory/search?q=a&guild_id=1")
+        assert status == 503
+        assert "starting" in json.loads(body)["error"]
+        assert int(headers["Retry-After"]) > 0
         assert _get(f"{server.url}/metrics")[0] == 200
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS"])
+def test_head_and_options_are_refused_like_post(server: MetricsServer, method: str) -> None:
+    """HEAD and OPTIONS get 405 with ``Allow: GET``, as the other methods do; HEAD without
+    a body."""
+    request = f"{method} /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with socket.create_connection((server.host, server.port), timeout=5) as conn:
+        conn.sendall(request.encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert int(lines[0].split()[1]) == 405
+    assert fields["Allow"] == "GET"
+    assert (body == b"") == (method == "HEAD")
 
 
 def test_token_required_for_api(guarded: MetricsServer, api: FakeOperatorAPI) -> None:

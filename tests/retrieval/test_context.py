@@ -225,6 +225,16 @@ def test_evidence_lines_are_quoted_under_their_note() -> None:
     ]
 
 
+def test_evidence_lines_show_mentions_by_name() -> None:
+    """A mention of a note's participant is quoted as "@Name", anyone else's as "@someone",
+    as the note itself names them."""
+    parts = ContextParts(
+        notes=(note(1, "2026-02-23", "Movie night", "Plans."),),
+        evidence={1: (evidence_line(5, "Sam", "<@1> coming? ask <@!999> too"),)},
+    )
+    assert "  > Sam, Feb 23: @Alex coming? ask @someone too" in render_context(parts)
+
+
 def test_evidence_lines_stop_at_the_token_budget() -> None:
     """Lines are taken in rank order until the budget (about four characters a token) is
     spent; the notes themselves are always shown."""

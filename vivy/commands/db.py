@@ -14,6 +14,7 @@ both sides.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -45,6 +46,7 @@ __all__ = [
     "quiet_logs",
     "read_only",
     "register",
+    "require_writable",
 ]
 
 
@@ -130,6 +132,24 @@ def _open_read_only(database: Path | str) -> ReadOnlyDatabase:
     if isinstance(database, Path):
         return open_sqlite_readonly(database, require_schema=False)
     return open_postgres_readonly(database, require_schema=False)
+
+
+def require_writable(path: Path) -> None:
+    """Refuse a SQLite database this user cannot write (a read-only file or folder, or
+    read-only media) before a command that writes starts, in the words of a failed write."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        if path.exists():
+            with path.open("r+b"):
+                pass
+        # The journal and WAL files are made beside the database.
+        if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        raise StorageError(
+            f"the database {path} cannot be written ({exc.strerror or exc}); make the file "
+            "and its folder writable by this user"
+        ) from exc
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlencode
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import anyio
 from prometheus_client import CollectorRegistry
@@ -79,8 +79,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument(
         "--metrics-port",
         type=int,
-        default=0,
-        help="port of /metrics on 127.0.0.1 (default: any free port, printed)",
+        default=None,
+        help="port of /metrics and the operator API (default: VIVY_METRICS_PORT if set, "
+        "else any free port, printed)",
     )
     parser.add_argument(
         "--linger",
@@ -111,14 +112,24 @@ def run_demo(
     *,
     url: str | None = None,
     postgres: bool = False,
-    port: int = 0,
+    port: int | None = None,
     linger: float = 0.0,
     environ: Mapping[str, str] | None = None,
 ) -> int:
     """Run the demo on the SQLite file ``db_path`` (a temporary one when None), on the
     PostgreSQL database at ``url``, or with ``postgres`` on a throwaway embedded server;
-    returns the exit code."""
+    returns the exit code.
+
+    ``/metrics`` and the operator API are served on ``VIVY_METRICS_HOST`` behind
+    ``VIVY_API_TOKEN``, as ``vivy run`` serves them, on ``port``, else on
+    ``VIVY_METRICS_PORT`` when it is set, else on any free port (so a running bot's default
+    port is no obstacle).
+    """
     env = os.environ if environ is None else environ
+    if port is None:
+        port = (
+            Settings.from_env(env).metrics_port if env.get("VIVY_METRICS_PORT", "").strip() else 0
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(db_path) if db_path else Path(tmp) / "demo.db"
         if postgres:
@@ -137,7 +148,13 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
     store.close()  # created now, so the operator API can serve it
     with (
         _serving_operator_store(path, url) as api,
-        MetricsServer(registry, api, host="127.0.0.1", port=port) as server,
+        MetricsServer(
+            registry,
+            api,
+            host=settings.metrics_host,
+            port=port,
+            bearer_token=settings.api_token,
+        ) as server,
     ):
         print(f"Vivy demo: metrics at {server.url}/metrics")
         provider = Settings.from_env(env).llm_provider
@@ -165,7 +182,8 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
         anyio.run(_answer, path, url, batch.messages, make_model)
         query = urlencode({"guild_id": guild, "q": "game night"})
         search_url = f"{server.url}/api/memory/search?{query}"
-        with urlopen(search_url, timeout=10) as answer:
+        auth = {"Authorization": f"Bearer {settings.api_token}"} if settings.api_token else {}
+        with urlopen(Request(search_url, headers=auth), timeout=10) as answer:
             hits = json.load(answer)["results"]
         print(f"\nOperator search API ({search_url}): {len(hits)} hits")
         if linger > 0:

@@ -13,14 +13,15 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, timedelta
 from typing import TextIO
 
 import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from vivy.commands.db import add_database_option, database_path, quiet_logs
+from vivy.commands.db import add_database_option, database_path, quiet_logs, require_writable
 from vivy.config import Settings, shown_database
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
@@ -65,7 +66,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _handle(args: argparse.Namespace) -> int:
     if not args.db and Settings.from_env(os.environ).database_url is not None:
         return run_import(args.paths, database=None)  # VIVY_DB names a PostgreSQL database
-    return run_import(args.paths, database=str(database_path(args)))
+    path = database_path(args)
+    require_writable(path)
+    return run_import(args.paths, database=str(path))
 
 
 def llm_factory(environ: Mapping[str, str], *, backend: str = "asyncio") -> Callable[[], LLM]:
@@ -252,9 +255,34 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none"
 
 
+#: Longest list of days (or ranges of days) a report shows before it shows a count instead.
+MAX_DAY_SPANS = 4
+
+
+def describe_days(days: Sequence[date]) -> str:
+    """``days`` in a few words: each run of three or more consecutive days as a range, the
+    others one by one; more than :data:`MAX_DAY_SPANS` of these become a count."""
+    ordered = sorted(set(days))
+    runs: list[list[date]] = []
+    for day in ordered:
+        if runs and day - runs[-1][-1] == timedelta(days=1):
+            runs[-1].append(day)
+        else:
+            runs.append([day])
+    spans: list[str] = []
+    for run in runs:
+        if len(run) >= 3:
+            spans.append(f"{run[0].isoformat()} to {run[-1].isoformat()} ({len(run)} days)")
+        else:
+            spans += [day.isoformat() for day in run]
+    if len(spans) > MAX_DAY_SPANS:
+        return f"{len(ordered)} days from {ordered[0].isoformat()} to {ordered[-1].isoformat()}"
+    return ", ".join(spans)
+
+
 def format_report(report: ImportReport, database: str) -> str:
     """The report as printed by ``vivy import``."""
-    days = ", ".join(d.isoformat() for d in report.days) or (
+    days = describe_days(report.days) or (
         "none (already done)"
         if report.complete
         else "none ran to the end"
@@ -276,7 +304,7 @@ def format_report(report: ImportReport, database: str) -> str:
             f"  profiles:    {_plural(report.facts_added, 'fact')} added",
             f"  nightly job: {days}",
             *(
-                [f"  failed:      {', '.join(d.isoformat() for d in report.failed_days)}"]
+                [f"  failed:      {describe_days(report.failed_days)}"]
                 if report.failed_days
                 else []
             ),

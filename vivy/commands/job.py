@@ -24,7 +24,10 @@ from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError
 from vivy.state.schedule import local_day
 
-__all__ = ["register", "run_job"]
+__all__ = ["DISCORD_EPOCH_DAY", "register", "run_job"]
+
+#: The first day of Discord's id epoch: no message, and so no note, is older.
+DISCORD_EPOCH_DAY = date(2015, 1, 1)
 
 
 def _day(text: str) -> date:
@@ -66,6 +69,11 @@ def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
     wall = system_now()  # the entry point's one wall-clock read
     today = local_day(wall, settings.zone)
     target = day or today - timedelta(days=1)
+    if target < DISCORD_EPOCH_DAY:
+        raise ConfigError(
+            f"--date {target.isoformat()} is before Discord existed; "
+            f"the earliest day the job can run for is {DISCORD_EPOCH_DAY.isoformat()}"
+        )
     if target >= today:
         raise ConfigError(
             f"--date {target.isoformat()} has not ended yet in {settings.timezone}; "
@@ -78,8 +86,9 @@ async def _run(settings: Settings, wall: float, target: date) -> int:
     clock = Clock.starting_at(wall)
     async with running_app(settings, clock=clock, scheduler=False) as app:
         report = await app.scheduler.run_day(target)
+        llm = app.llm.quality
     status = "complete" if report.complete else "incomplete: " + ", ".join(report.failures)
-    print(f"nightly job for {target.isoformat()}: {status}")
+    print(f"nightly job for {target.isoformat()} ({llm} LLM): {status}")
     print(f"  topic clusters written: {report.clusters}")
     print(f"  profiles consolidated:  {report.consolidated}")
     if report.skipped_passes:

@@ -14,10 +14,12 @@ exits with status 2 and points to ``vivy demo``.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import structlog
@@ -39,9 +41,9 @@ log = structlog.get_logger(__name__)
 
 #: Printed (with exit status 2) when no Discord token is configured.
 NO_TOKEN_MESSAGE = (
-    "vivy run: DISCORD_TOKEN is not set, so Vivy cannot connect to Discord.\n"
-    "Set DISCORD_TOKEN to your bot's token (Discord developer portal > your app > Bot), "
-    "or run `vivy demo` to watch Vivy remember a conversation offline, without Discord."
+    "vivy run: DISCORD_TOKEN is not set, so Vivy cannot connect to Discord: set it to your "
+    "bot's token (Discord developer portal > your app > Bot), or run vivy demo to watch Vivy "
+    "remember a conversation offline"
 )
 
 
@@ -116,8 +118,10 @@ async def check_discord(token: str, *, rest_url: str | None = None) -> None:
     rest = hikari.RESTApp(url=rest_url)
     await rest.start()
     try:
-        async with rest.acquire(token, hikari.TokenType.BOT) as client:
-            await client.fetch_my_user()
+        # hikari's retries are the check's own business: its answer is Vivy's one line.
+        with _quiet("hikari.rest"):
+            async with rest.acquire(token, hikari.TokenType.BOT) as client:
+                await client.fetch_my_user()
     except hikari.UnauthorizedError as exc:
         raise ConfigError(
             "Discord rejected DISCORD_TOKEN (401 Unauthorized); check the bot token"
@@ -132,13 +136,36 @@ async def check_discord(token: str, *, rest_url: str | None = None) -> None:
         await rest.close()
 
 
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Drop the warnings of logger ``name`` while the block runs (errors still show)."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def make_bot(token: str, *, rest_url: str | None = None) -> hikari.GatewayBot:
-    """The hikari bot with Vivy's intents (guilds, guild messages, message content)."""
+    """The hikari bot with Vivy's intents (guilds, guild messages, message content).
+
+    hikari leaves logging to Vivy (its records go through Vivy's one log format) and skips
+    its advice to run Python with ``-O``, which is not an operator's concern.
+    """
     import hikari
 
     from vivy.bot.gateway import INTENTS
 
-    return hikari.GatewayBot(token, intents=INTENTS, banner=None, rest_url=rest_url)
+    return hikari.GatewayBot(
+        token,
+        intents=INTENTS,
+        banner=None,
+        rest_url=rest_url,
+        logs=None,
+        suppress_optimization_warning=True,
+    )
 
 
 def own_user_id(token: str) -> int:
@@ -185,6 +212,7 @@ async def serve(
         if bot is None:  # Vivy's own bot: check Discord before the app starts and writes
             await check_discord(settings.discord_token, rest_url=settings.discord_rest_url)
             bot = make_bot(settings.discord_token, rest_url=settings.discord_rest_url)
+        log.info("serving /metrics and the operator API", url=server.url)
         await _serve_app(settings, clock, server, registry, me, bot, environ, guild_ids)
     finally:
         server.stop()

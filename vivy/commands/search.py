@@ -18,9 +18,10 @@ from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_path, discord_id, read_only
 from vivy.commands.importer import llm_factory
 from vivy.config import Settings
+from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
-from vivy.retrieval.context import clip
+from vivy.retrieval.context import clip, quoted_text
 from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["register", "search"]
@@ -59,6 +60,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def search(path: Path, guild_id: int, query: str, limit: int) -> int:
     """Print the fused ranking; returns the exit code."""
+    if not query.strip():
+        raise ConfigError("the query is blank: say what to look for")
     with read_only(path):  # refuses a missing or foreign database before opening it for real
         pass
     hits = anyio.run(_search, path, guild_id, query, limit)
@@ -72,7 +75,7 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
         print(f"    {note.summary[:200]}")
         for line in hit.lines:
             said = short_date(note_date(line.created_at))
-            print(f"      > {line.author_name}, {said}: {clip(line.text, 160)}")
+            print(f"      > {line.author_name}, {said}: {clip(quoted_text(line, note), 160)}")
     return 0
 
 

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_path, read_only
+from vivy.errors import ConfigError, StorageError
 from vivy.memory.dates import short_date
 from vivy.memory.notes import Note, NoteType
 from vivy.storage.port import ReadOnlyStore
@@ -40,11 +41,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def write_snapshots(path: Path, out: Path) -> int:
     """Write ``out/guild-<id>.md`` for every guild; returns the exit code."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(
+            f"--out {out} is a file, not a folder; name a folder to write the snapshots into"
+        )
     with read_only(path) as store:
         documents = {guild: render_guild(store, guild) for guild in store.guild_ids()}
-    out.mkdir(parents=True, exist_ok=True)
-    for guild, text in documents.items():
-        (out / f"guild-{guild}.md").write_text(text, encoding="utf-8")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for guild, text in documents.items():
+            (out / f"guild-{guild}.md").write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise StorageError(
+            f"--out {out}: cannot write there ({exc.strerror or exc}); "
+            "choose a folder this user can write"
+        ) from exc
     print(f"wrote {len(documents)} snapshot{'s' if len(documents) != 1 else ''} to {out}")
     return 0
 

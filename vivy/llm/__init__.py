@@ -226,15 +226,16 @@ def make_llm(
 ) -> LLM:
     """The metered LLM for these settings (or this environment), from :func:`build_llm`.
 
-    When the offline provider writes the notes, one warning says so, so an operator who
-    forgot a key or a provider finds out from the first log lines.
+    When the offline provider writes the notes, an info line says so, and ``vivy run``'s start
+    line and the commands' reports name the provider, so an operator who forgot a key or a
+    provider finds out without a warning on every command.
     """
     chosen = _settings(settings)
     if chosen.llm_provider == Provider.OFFLINE:
         if chosen.providers.generation is None:
-            _log.warning("no Gemini key set; using the offline provider (offline quality)")
+            _log.info("no Gemini key set; using the offline provider (offline quality)")
         else:
-            _log.warning("VIVY_LLM_PROVIDER=offline; notes are offline extracts")
+            _log.info("VIVY_LLM_PROVIDER=offline; notes are offline extracts")
     return MeteredLLM(
         build_llm(chosen),
         meter if meter is not None else NullMeter(),

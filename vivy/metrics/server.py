@@ -54,6 +54,13 @@ MAX_SEARCH_LIMIT = 50
 MAX_ID = 2**63 - 1
 #: ``limit`` used when the search request gives none.
 DEFAULT_SEARCH_LIMIT = 10
+#: What the API routes answer (503) before the app serves them.
+NOT_READY = (
+    "Vivy is starting (opening its database and, on PostgreSQL, waiting for its shard leases); "
+    "the operator API answers once it runs"
+)
+#: Seconds a client is asked to wait before trying again while Vivy is starting.
+RETRY_AFTER_S = 5
 
 _log = structlog.get_logger(__name__)
 
@@ -124,7 +131,9 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.server.api
         if api is None:
             self._send_json(
-                HTTPStatus.SERVICE_UNAVAILABLE, {"error": "the operator API is not configured"}
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                {"error": NOT_READY},
+                headers={"Retry-After": str(RETRY_AFTER_S)},
             )
             return
         try:
@@ -180,7 +189,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={"Allow": "GET"},
         )
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse_method
+    do_HEAD = do_OPTIONS = do_POST = do_PUT = do_PATCH = do_DELETE = _refuse_method
 
     def _authorised(self) -> bool:
         """True when no token is configured or the request carries it."""
@@ -222,7 +231,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(payload)
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Route the stdlib access log to structlog at debug level instead of stderr."""
@@ -273,8 +283,8 @@ class MetricsServer:
     """Serves ``/metrics`` and the operator API on a daemon thread.
 
     ``port=0`` picks a free port; :attr:`port` gives the bound one once started. Start it
-    with :meth:`start` and :meth:`stop`, or as a context manager. Without ``api`` the
-    ``/api/...`` routes answer 503.
+    with :meth:`start` and :meth:`stop`, or as a context manager. Until an ``api`` is given
+    (here or by :meth:`serve_api`) the ``/api/...`` routes answer 503: Vivy is starting.
     """
 
     def __init__(
@@ -320,7 +330,7 @@ class MetricsServer:
         return self._server is not None
 
     def serve_api(self, api: OperatorAPI) -> None:
-        """Serve the operator API from ``api`` from now on (503 before, when none was given)."""
+        """Serve the operator API from ``api`` from now on (503 before, while Vivy starts)."""
         self._api = api
         if self._server is not None:
             self._server.api = api
@@ -357,7 +367,7 @@ class MetricsServer:
             daemon=True,
         )
         self._thread.start()
-        _log.info("metrics_server_started", host=self._host, port=self._port)
+        _log.debug("metrics_server_started", host=self._host, port=self._port)
 
     def stop(self) -> None:
         """Stop serving and release the port; does nothing when not running."""
@@ -369,7 +379,7 @@ class MetricsServer:
         server.server_close()
         if thread is not None:
             thread.join()
-        _log.info("metrics_server_stopped", host=self._host, port=self._port)
+        _log.debug("metrics_server_stopped", host=self._host, port=self._port)
 
     def __enter__(self) -> MetricsServer:
         self.start()

@@ -47,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from vivy.llm.offline.text import readable
 from vivy.memory.dates import note_date, short_date
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.facts import Fact
@@ -60,6 +61,7 @@ __all__ = [
     "clip",
     "escape_attribute",
     "escape_text",
+    "quoted_text",
     "render_context",
     "sections_of",
 ]
@@ -170,12 +172,20 @@ def _note_line(note: Note, summary_chars: int, *, cluster: bool) -> str:
     return f"- [{short_date(note.note_date)}] {prefix}{title} — {summary}"
 
 
-def _evidence_lines(lines: Sequence[EvidenceLine], line_chars: int, budget: list[int]) -> list[str]:
+def quoted_text(line: EvidenceLine, note: Note) -> str:
+    """A kept message of ``note`` as it is quoted: mentions of the note's participants as
+    "@Name" (anyone else's as "@someone"), as the note names them, never Discord's ids."""
+    return readable(line.text, {p.user_id: p.display_name for p in note.participants})
+
+
+def _evidence_lines(
+    note: Note, lines: Sequence[EvidenceLine], line_chars: int, budget: list[int]
+) -> list[str]:
     """``  > Name, Mon D: text`` for each line while the shared ``budget`` (chars) lasts."""
     shown: list[str] = []
     for line in lines:
         name = escape_text(line.author_name)
-        text = escape_text(clip(line.text, line_chars))
+        text = escape_text(clip(quoted_text(line, note), line_chars))
         rendered = f"  > {name}, {short_date(note_date(line.created_at))}: {text}"
         if len(rendered) > budget[0]:
             break
@@ -204,7 +214,8 @@ def render_context(
         budget = [evidence_tokens * CHARS_PER_TOKEN]
         for note in parts.notes:
             body.append(_note_line(note, summary_chars, cluster=False))
-            body += _evidence_lines(parts.evidence.get(note.id, ()), evidence_line_chars, budget)
+            lines = parts.evidence.get(note.id, ())
+            body += _evidence_lines(note, lines, evidence_line_chars, budget)
         body += [_note_line(note, summary_chars, cluster=True) for note in parts.clusters]
         body.append("</notes>")
     activity = [block for block in parts.activity if block.notes]
