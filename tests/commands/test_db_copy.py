@@ -17,9 +17,10 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import anyio
@@ -28,9 +29,10 @@ import pytest
 import sqlean
 from psycopg.conninfo import conninfo_to_dict
 
+import vivy.commands.db
 from tests.importer import ANA, BEN, GUILD, LOUNGE, THREAD_LATER, TWO_DAYS, import_files
 from tests.pg import embedded_postgres
-from vivy.cli import EXIT_RUNTIME, EXIT_USAGE
+from vivy.cli import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 from vivy.errors import StorageError
 from vivy.llm.offline.embeddings import hash_embedding
 from vivy.memory.buffers import BufferedMessage, CloseReason
@@ -47,6 +49,7 @@ from vivy.storage.copy import (
     copy_database,
 )
 from vivy.storage.db import Database
+from vivy.storage.port import ReadOnlyStore
 from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -392,6 +395,46 @@ def test_an_interrupted_copy_continues_where_it_stopped(
             report = copy_database(pg_uri, back, batch_rows=2, after_batch=stop_after(3))
     assert runs > 20 and report.resumed and not report.mismatches
     assert dump(back) == dump(original)
+
+
+@pytest.mark.parametrize("interrupted", ["after the last row", "during the checks"])
+def test_a_copy_interrupted_at_its_end_continues_and_checks_again(
+    original: Path,
+    pg_uri: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    interrupted: str,
+) -> None:
+    """Ctrl-C after the last row is in, or while both sides are checked: the same command,
+    run again, copies nothing more, checks both sides and ends as a copy that was never
+    interrupted (it was refused as a non-empty target), the indexes built once."""
+    checks = vivy.commands.db.database_checks
+    calls: list[str] = []
+
+    def interrupting(store: ReadOnlyStore, environ: Mapping[str, str]) -> Any:
+        calls.append("check")
+        if interrupted == "during the checks" and len(calls) == 2:
+            raise KeyboardInterrupt
+        return checks(store, environ)
+
+    def interrupting_copy(*args: Any, **kwargs: Any) -> CopyReport:
+        report = copy_database(*args, **kwargs)
+        if interrupted == "after the last row" and not calls:
+            calls.append("copied")
+            raise KeyboardInterrupt
+        return report
+
+    monkeypatch.setattr(vivy.commands.db, "database_checks", interrupting)
+    monkeypatch.setattr(vivy.commands.db, "copy_database", interrupting_copy)
+    stopped = run_cli(capsys, "db", "copy", str(original), pg_url(pg_uri))
+    assert stopped.code == EXIT_INTERRUPTED, stopped.err
+    again = run_cli(capsys, "db", "copy", str(original), pg_url(pg_uri))
+    assert again.code == 0, again.err
+    assert again.out.splitlines()[-1].startswith("continued and copied")
+    assert vector_indexes(pg_uri) == {"vec_notes_hnsw"}
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        left = conn.execute("SELECT value FROM meta WHERE key = %s", (PROGRESS_KEY,)).fetchone()
+    assert left is None  # concluded once both sides passed their checks
 
 
 def test_a_target_with_rows_is_refused_without_a_byte_changed(

@@ -27,7 +27,7 @@ from vivy.config import Settings, is_postgres_url
 from vivy.errors import ConfigError, StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.llm import configured_embedding as network_embedding
-from vivy.storage.copy import BATCH_ROWS, copy_database, shown
+from vivy.storage.copy import BATCH_ROWS, conclude_copy, copy_database, shown
 from vivy.storage.port import ReadOnlyStore
 from vivy.storage.postgres.readonly import open_postgres_readonly
 from vivy.storage.readonly import ReadOnlyDatabase, open_sqlite_readonly
@@ -330,7 +330,7 @@ def copy_databases(
 ) -> int:
     """Copy ``source`` into ``target``, then compare their row counts and check both; print
     one ``table: rows`` line per table and each side's verdict. 0 when all agree."""
-    report = copy_database(source, target, replace=replace, batch_rows=batch_rows)
+    report = copy_database(source, target, replace=replace, batch_rows=batch_rows, conclude=False)
     for name, rows, copied in report.counts:
         print(f"{name}: {rows}" if rows == copied else f"{name}: {rows} (target: {copied})")
     failures: list[str] = []
@@ -346,6 +346,7 @@ def copy_databases(
             f"the copy into {report.target} does not match: {failures[0]}"
             + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else "")
         )
+    conclude_copy(target)
     total = sum(rows for _, rows, _ in report.counts)
     how = "continued and copied" if report.resumed else "copied"
     print(f"{how} {report.source} to {report.target}: {total} rows in {len(report.counts)} tables")

@@ -20,7 +20,10 @@ meaning. The rules:
   transaction per batch, together with the progress (the ``meta`` row :data:`PROGRESS_KEY`:
   the source and each table's last copied key). A copy interrupted anywhere continues from
   there when run again with the same source, and ends with the same rows as one that was not
-  interrupted. Self-references (``profile_facts.superseded_by``) are written after every row
+  interrupted. The record stays after the last row, with the indexes built, until the
+  command's checks of both sides passed (:func:`conclude_copy`): a copy interrupted during
+  its checks, run again, copies nothing more and checks again. Self-references
+  (``profile_facts.superseded_by``) are written after every row
   of their table, since a fact points at a newer one, in batches recorded the same way.
 * Ids are kept, and each id sequence of the target is set to the source's highest id ever
   issued (SQLite's ``sqlite_sequence``, PostgreSQL's sequences), so no id is reused: a deleted
@@ -65,6 +68,7 @@ __all__ = [
     "PROGRESS_KEY",
     "CopiedTable",
     "CopyReport",
+    "conclude_copy",
     "copy_database",
     "shown",
 ]
@@ -94,15 +98,19 @@ def copy_database(
     replace: bool = False,
     batch_rows: int = BATCH_ROWS,
     after_batch: Callable[[str, int], None] | None = None,
+    conclude: bool = True,
 ) -> CopyReport:
     """Copy every row of :data:`COPIED_TABLES` from ``source`` into ``target``.
 
     ``target`` is created or migrated by its engine's migrations. It must hold no rows,
     unless it holds an unfinished copy of ``source`` (which then continues) or ``replace``
     is given (its rows are deleted first). ``after_batch(table, rows)`` is called after each
-    committed batch of ``batch_rows`` rows at most. Raises :class:`ConfigError` (nothing
-    written) for a target that is the source or holds other rows, :class:`StorageError`
-    when a database fails or is not a whole Vivy database of this version.
+    committed batch of ``batch_rows`` rows at most. Without ``conclude`` the target keeps the
+    copy's progress record, so that the same copy run again continues, until
+    :func:`conclude_copy` (``vivy db copy`` concludes once both sides passed its checks).
+    Raises :class:`ConfigError` (nothing written) for a target that is the source or holds
+    other rows, :class:`StorageError` when a database fails or is not a whole Vivy database
+    of this version.
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, not {batch_rows}")
@@ -127,11 +135,30 @@ def copy_database(
             if table.deferred:
                 _copy_deferred(src, dst, table, progress, batch_rows, after_batch)
         high_waters = {table.name: src.high_water(table.name) for table in COPIED_TABLES}
-        dst.finish(high_waters, progress.indexes)
-        counts = tuple(
-            (table.name, src.count(table.name), dst.count(table.name)) for table in COPIED_TABLES
+        # The indexes are built once: the progress kept until the checks passed lists none.
+        dst.finish(
+            high_waters, progress.indexes, Progress(progress.source, progress.keys).to_json()
         )
+        counts = tuple(
+            (table.name, src.count(table.name), _copied_rows(dst, table.name))
+            for table in COPIED_TABLES
+        )
+        if conclude:
+            dst.forget_progress()
     return CopyReport(shown(source), shown(target), counts, resumed)
+
+
+def _copied_rows(dst: Side, name: str) -> int:
+    """The rows of table ``name`` in the target, its copy's progress record left out."""
+    rows = dst.count(name)
+    return rows - 1 if name == "meta" and dst.meta(PROGRESS_KEY) is not None else rows
+
+
+def conclude_copy(target: Database) -> None:
+    """Forget ``target``'s copy progress once the finished copy passed its checks; until
+    then the same copy, run again, continues (and checks again) instead of being refused."""
+    with open_side(target, read_only=False) as dst:
+        dst.forget_progress()
 
 
 def _copy_deferred(

@@ -72,7 +72,10 @@ class Side(Protocol):
     def update(
         self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str
     ) -> None: ...
-    def finish(self, high_waters: dict[str, int | None], indexes: Sequence[str]) -> None: ...
+    def finish(
+        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
+    ) -> None: ...
+    def forget_progress(self) -> None: ...
 
 
 def open_side(database: Database, *, read_only: bool) -> closing[Side]:
@@ -279,7 +282,9 @@ class SqliteSide:
 
         self._transaction(work)
 
-    def finish(self, high_waters: dict[str, int | None], indexes: Sequence[str]) -> None:
+    def finish(
+        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
+    ) -> None:
         def work(conn: Connection) -> None:
             for name, seq in high_waters.items():
                 if seq is None:
@@ -294,6 +299,12 @@ class SqliteSide:
                     " AND sql LIKE '%AUTOINCREMENT%')",
                     (name, seq, name, name),
                 )
+            _set_sqlite_progress(conn, progress)
+
+        self._transaction(work)
+
+    def forget_progress(self) -> None:
+        def work(conn: Connection) -> None:
             conn.execute("DELETE FROM meta WHERE key = ?", (PROGRESS_KEY,))
 
         self._transaction(work)
@@ -515,7 +526,9 @@ class PgSide:
 
         self._transaction("setting the vector indexes aside in", work)
 
-    def finish(self, high_waters: dict[str, int | None], indexes: Sequence[str]) -> None:
+    def finish(
+        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
+    ) -> None:
         def work(conn: PgConnection) -> None:
             for definition in indexes:
                 conn.execute(definition.encode())
@@ -535,9 +548,15 @@ class PgSide:
                     ),
                     (seq,),
                 )
-            conn.execute("DELETE FROM meta WHERE key = %s", (PROGRESS_KEY,))
+            _set_pg_progress(conn, progress)
 
         self._transaction("finishing the copy in", work)
+
+    def forget_progress(self) -> None:
+        def work(conn: PgConnection) -> None:
+            conn.execute("DELETE FROM meta WHERE key = %s", (PROGRESS_KEY,))
+
+        self._transaction("concluding the copy in", work)
 
 
 class _Vector(bytes):
