@@ -120,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             return _fail(command, exc)
         configure_logging(settings.log_level or "warning")
+        from vivy.storage.postgres.connect import set_timeout  # imported by commands only
+
+        set_timeout(settings.db_timeout_s)
     if command in LAB_COMMANDS and not entry_points(group=COMMAND_GROUP, name=command):
         return _fail(command, ConfigError(LAB_HINT))
     args = build_parser().parse_args(words)

@@ -185,6 +185,8 @@ class Settings:
     #: Seconds a shard lease lasts unless renewed (a fleet on PostgreSQL); a process that
     #: dies is taken over after at most this long.
     lease_s: float = 15.0
+    #: Seconds connecting to PostgreSQL, and any one statement there, may take.
+    db_timeout_s: int = 30
     #: The LLM providers for generation and embeddings, and the OpenAI-compatible endpoint.
     providers: ProviderSettings = field(default_factory=ProviderSettings)
 
@@ -305,6 +307,7 @@ class Settings:
             evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
             shards=_shards(reader, fleet=is_postgres_url(db)),
             lease_s=reader.number("VIVY_LEASE_SECONDS", 15.0, low=3.0, high=3600.0),
+            db_timeout_s=reader.count("VIVY_DB_TIMEOUT_SECONDS", 30, low=1, high=3600),
             providers=_providers(reader, gemini_key=gemini_key_from_env(environ)),
         )
         try:

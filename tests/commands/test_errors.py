@@ -228,6 +228,20 @@ CASES = (
         read_only=True,
     ),
     Case(
+        "`VIVY_DB` naming a PostgreSQL server that never answers",
+        ("db", "check"),
+        "127.0.0.1:{port}",
+        EXIT_RUNTIME,
+        {"VIVY_DB": "postgresql://vivy@127.0.0.1:{port}/vivy", "VIVY_DB_TIMEOUT_SECONDS": "2"},
+    ),
+    Case(
+        "`vivy import` into a PostgreSQL server that never answers",
+        IMPORT[:-2],
+        "127.0.0.1:{port}",
+        EXIT_RUNTIME,
+        {"VIVY_DB": "postgresql://vivy@127.0.0.1:{port}/vivy", "VIVY_DB_TIMEOUT_SECONDS": "2"},
+    ),
+    Case(
         "`vivy db backup` into a missing directory",
         ("db", "backup", "{tmp}/nowhere/copy.db", "--db", "{db}"),
         "nowhere",

@@ -15,7 +15,6 @@ import psycopg
 import sqlean
 from psycopg import sql
 from psycopg.adapt import Dumper
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
@@ -34,6 +33,7 @@ from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.db import migrate as sqlite_migrate
 from vivy.storage.dialect import REEMBED_STAGING
+from vivy.storage.postgres.connect import with_timeouts
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.db import migrate as pg_migrate
 from vivy.storage.postgres.db import schema_version as pg_schema_version
@@ -329,12 +329,9 @@ class PgSide:
     @classmethod
     def open(cls, uri: str, *, read_only: bool) -> PgSide:
         try:
-            if read_only:
-                given = str(conninfo_to_dict(uri).get("options") or "")
-                options = f"{given} -c default_transaction_read_only=on".strip()
-                conn = psycopg.connect(make_conninfo(uri, options=options), autocommit=True)
-            else:
-                conn = psycopg.connect(uri, autocommit=True)
+            # A copy's batches and index builds are bulk work: no limit on a statement.
+            conninfo = with_timeouts(uri, read_only=read_only, bounded=False)
+            conn = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as exc:
             raise connection_error(uri, exc) from exc
         return cls(uri, conn)

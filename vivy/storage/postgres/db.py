@@ -33,6 +33,7 @@ import structlog
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.shards import Fence
 from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.postgres.connect import explained, timeout, with_timeouts
 from vivy.storage.postgres.leases import check_fence
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 
@@ -75,13 +76,14 @@ def connect(uri: str) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
     transactions itself)."""
     try:
-        conn = psycopg.connect(uri, autocommit=True)
+        conn = psycopg.connect(with_timeouts(uri), autocommit=True)
         conn.execute(
             f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}';"
             f" SET hnsw.iterative_scan = '{HNSW_ITERATIVE_SCAN}'"
         )
     except psycopg.Error as exc:
-        raise StorageError(f"cannot open database {_safe(uri)}: {exc}") from exc
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
+        raise StorageError(f"cannot open database {_safe(uri)}: {explained(first)}") from exc
     return conn
 
 
@@ -113,6 +115,8 @@ def migrate(conn: PgConnection) -> int:
     try:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            # A migration may rebuild indexes over every row: the statement limit is lifted.
+            conn.execute("SET LOCAL statement_timeout = 0")
             version = schema_version(conn)
             if version > PG_SCHEMA_VERSION:
                 raise SchemaTooNew(version, PG_SCHEMA_VERSION)
@@ -137,6 +141,11 @@ def _storage_error(exc: psycopg.Error) -> StorageError:
         return StorageError(f"FOREIGN KEY constraint failed ({diag.constraint_name}): {exc}")
     if isinstance(exc, psycopg.errors.CheckViolation):
         return StorageError(f"CHECK constraint failed ({diag.constraint_name}): {exc}")
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return StorageError(
+            f"the database did not finish a statement within {timeout()} s "
+            "(VIVY_DB_TIMEOUT_SECONDS)"
+        )
     return StorageError(f"database: {exc}")
 
 

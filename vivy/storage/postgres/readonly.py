@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.storage.dialect import REEMBED_STAGING, postgres_tx
+from vivy.storage.postgres.connect import explained, with_timeouts
 from vivy.storage.postgres.db import PgConnection, schema_version
 from vivy.storage.postgres.evidence import postings_problems
 from vivy.storage.postgres.schema import PG_SCHEMA_VERSION, note_vector_dimension
@@ -44,7 +45,7 @@ def connection_error(uri: str, exc: psycopg.Error) -> StorageError:
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
     for secret in _passwords(uri):
         first = first.replace(secret, "***")
-    return StorageError(f"cannot connect to {shown_url(uri)}: {first}")
+    return StorageError(f"cannot connect to {shown_url(uri)}: {explained(first)}")
 
 
 def _passwords(uri: str) -> list[str]:
@@ -70,9 +71,7 @@ def open_postgres_readonly(uri: str, *, require_schema: bool = True) -> ReadOnly
     refused (:class:`~vivy.errors.StorageError` or :class:`~vivy.errors.SchemaTooNew`).
     """
     try:
-        given = str(conninfo_to_dict(uri).get("options") or "")
-        options = f"{given} -c default_transaction_read_only=on".strip()
-        conn = psycopg.connect(make_conninfo(uri, options=options), autocommit=True)
+        conn = psycopg.connect(with_timeouts(uri, read_only=True), autocommit=True)
     except psycopg.Error as exc:
         raise connection_error(uri, exc) from exc
     try:
