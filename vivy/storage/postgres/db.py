@@ -94,7 +94,8 @@ def _safe(uri: str) -> str:
     except psycopg.Error:
         return "postgresql://?"
     host = info.get("host") or "localhost"
-    return f"postgresql://{info.get('user') or ''}@{host}/{info.get('dbname') or ''}"
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{info.get('user') or ''}@{host}{port}/{info.get('dbname') or ''}"
 
 
 def schema_version(conn: PgConnection) -> int:
