@@ -8,7 +8,6 @@ every case (checked below).
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
@@ -30,6 +29,8 @@ import pytest
 from tests.bot import payloads
 from tests.importer import BEN, GUILD, THREAD_LATER, TWO_DAYS, import_files
 from vivy.cli import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE
+
+from . import command_environment, drop_file_override
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -339,29 +340,6 @@ def _hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
 
 
-def _drop_file_override() -> None:
-    """Run as root without the capabilities that bypass file permissions (a read-only file
-    then stays read-only); a no-op for other users."""
-    if os.geteuid() != 0:
-        return
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
-        if prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
-def _environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """This environment without Vivy's settings and keys, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("VIVY_", "GOOGLE_GEMINI"))
-        and key not in {"GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "DISCORD_TOKEN"}
-    }
-    # `vivy run` logs at info level; the test reads the one line that is its answer.
-    return {**env, "VIVY_LOG_LEVEL": "error", **extra}
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -426,12 +404,12 @@ def outcomes(
         done = subprocess.run(
             [sys.executable, "-m", "vivy.cli", *map(fill, case.argv)],
             cwd=tmp,
-            env=_environment({k: fill(v) for k, v in case.env.items()}),
+            env=command_environment({k: fill(v) for k, v in case.env.items()}),
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
-            preexec_fn=_drop_file_override if case.read_only else None,
+            preexec_fn=drop_file_override if case.read_only else None,
         )
         return Outcome(done.returncode, done.stderr, before, _hash(db), values)
 
@@ -466,7 +444,7 @@ def default_level_outcomes(imported: Path, outcomes: Mapping[str, Outcome]) -> d
             "port": str(holder.getsockname()[1]),
             "free": str(_free_port()),
         }
-        env = _environment({k: v.format(**values) for k, v in case.env.items()})
+        env = command_environment({k: v.format(**values) for k, v in case.env.items()})
         del env["VIVY_LOG_LEVEL"]
         done = subprocess.run(
             [sys.executable, "-m", "vivy.cli", *case.argv],
@@ -547,7 +525,7 @@ def test_a_closed_stdout_ends_quietly(imported: Path, argv: tuple[str, ...]) -> 
             [sys.executable, "-m", "vivy.cli", *argv, "--db", str(imported)],
             stdout=write_end,
             stderr=subprocess.PIPE,
-            env=_environment({}),
+            env=command_environment({}),
             text=True,
             timeout=60,
             check=False,
@@ -562,7 +540,7 @@ def test_the_debug_log_has_the_traceback(tmp_path: Path) -> None:
     """With ``VIVY_LOG_LEVEL=debug`` the failure's traceback is in the log, above the line."""
     done = subprocess.run(
         [sys.executable, "-m", "vivy.cli", "eval", "--eval-set", str(tmp_path / "missing.json")],
-        env={**_environment({}), "VIVY_LOG_LEVEL": "debug"},
+        env={**command_environment({}), "VIVY_LOG_LEVEL": "debug"},
         capture_output=True,
         text=True,
         timeout=60,

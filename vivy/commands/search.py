@@ -81,7 +81,7 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
 
 async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[NoteHit]:
     llm = llm_factory(os.environ)()
-    store = open_sqlite_store(path)
+    store = open_sqlite_store(path, read_only=True)
     try:
         settings = Settings.from_env(os.environ).retrieval()
         retriever = Retriever(store.search, llm, Clock.wall(), settings=settings)

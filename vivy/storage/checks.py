@@ -25,13 +25,15 @@ __all__ = [
 ]
 
 
-def open_readonly(path: str | Path) -> Connection:
+def open_readonly(path: str | Path, *, threads: bool = False) -> Connection:
     """Open an existing database for reading only, with sqlite-vec loaded.
 
     Raises :class:`StorageError` when the file does not exist or is not a SQLite database; a
-    missing file is never created. The connection is opened ``mode=rw`` with
-    ``query_only`` (so closing it checkpoints and removes the WAL files as usual), or
-    ``mode=ro`` when the file cannot be written.
+    missing file is never created. The connection is opened ``mode=rw`` with ``query_only``
+    (so closing it checkpoints and removes the WAL files as usual); ``mode=ro`` when the file
+    cannot be written; and ``immutable`` when not even the WAL's shared-memory file can be
+    made beside it (read-only media, where nothing can change the file meanwhile). With
+    ``threads`` the connection may be used by other threads than this one (one at a time).
     """
     file = Path(path)
     if not file.exists():
@@ -39,19 +41,34 @@ def open_readonly(path: str | Path) -> Connection:
     if not file.is_file():
         raise StorageError(f"not a database file: {file}")
     uri = file.resolve().as_uri()
-    try:
+    failure: sqlean.Error | None = None
+    for mode in READ_ONLY_MODES:
         try:
-            conn = _connect_uri(f"{uri}?mode=rw")
-        except sqlean.OperationalError:
-            conn = _connect_uri(f"{uri}?mode=ro")
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    except sqlean.Error as exc:
-        raise StorageError(f"cannot open database {file}: {exc}") from exc
-    return conn
+            conn = _connect_uri(f"{uri}?{mode}", threads=threads)
+        except sqlean.OperationalError as exc:  # not allowed in this mode: try the next
+            failure = exc
+            continue
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlean.OperationalError as exc:  # opened, but the WAL index cannot be made
+            conn.close()
+            failure = exc
+            continue
+        except sqlean.Error as exc:  # not a database
+            conn.close()
+            raise StorageError(f"cannot open database {file}: {exc}") from exc
+        return conn
+    raise StorageError(f"cannot open database {file}: {failure}") from failure
 
 
-def _connect_uri(uri: str) -> Connection:
-    conn: Connection = sqlean.connect(uri, uri=True, isolation_level=None)
+#: How :func:`open_readonly` opens a file, most capable first.
+READ_ONLY_MODES = ("mode=rw", "mode=ro", "mode=ro&immutable=1")
+
+
+def _connect_uri(uri: str, *, threads: bool = False) -> Connection:
+    conn: Connection = sqlean.connect(
+        uri, uri=True, isolation_level=None, check_same_thread=not threads
+    )
     try:
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vivy.storage import fts, search
+from vivy.storage import checks, fts, search
 from vivy.storage.areas import store_of
-from vivy.storage.db import Connection, Database
+from vivy.storage.db import SIDE_CONNECTIONS, Connection, Database
 from vivy.storage.dialect import Tx
 from vivy.storage.port import Store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -38,9 +38,22 @@ def sqlite_store(db: Database) -> Store:
     )
 
 
-def open_sqlite_store(path: str | Path, *, inline: bool = False) -> Store:
+def open_sqlite_store(path: str | Path, *, inline: bool = False, read_only: bool = False) -> Store:
     """Open (creating and migrating as needed) the SQLite database at ``path`` as a store.
 
-    ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
+    ``inline`` runs calls on the event loop's thread (tests under trio's MockClock). A
+    ``read_only`` store only reads an existing Vivy database of this version, never creating,
+    migrating or writing it, on read-only media too (:func:`~vivy.storage.checks.open_readonly`).
     """
-    return sqlite_store(Database.open(path, inline=inline))
+    if not read_only:
+        return sqlite_store(Database.open(path, inline=inline))
+    conns: list[Connection] = []
+    try:
+        for _ in range(1 + SIDE_CONNECTIONS):
+            conns.append(checks.open_readonly(path, threads=True))
+        checks.require_vivy_schema(conns[0], path)
+    except BaseException:
+        for conn in conns:
+            conn.close()
+        raise
+    return sqlite_store(Database(conns[0], inline=inline, sides=tuple(conns[1:])))
