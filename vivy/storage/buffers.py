@@ -116,8 +116,8 @@ def _append(
     """:func:`append_messages`, unfenced.
 
     Where binding a NULL is costly (sqlean looks for ``__adapt__`` and ``__conform__`` by
-    raising and clearing two AttributeErrors, more than a quarter of the cost of inserting
-    the row), messages that reply to nothing are inserted by a statement that leaves
+    raising and clearing two AttributeErrors, a large share of the cost of inserting the
+    row), messages that reply to nothing are inserted by a statement that leaves
     ``reply_to`` to its NULL default.
     """
     plain: list[tuple[int, int, int, str, str, float, str]] = []

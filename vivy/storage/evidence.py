@@ -5,8 +5,8 @@ A summary drops the details people later ask about, so a note keeps its human me
 (``evidence_windows``). Each window is keyword-indexed (``evidence_fts``, porter-stemmed
 BM25) and embedded (a float32 blob on its row). Windows outnumber notes several times, so
 they get no nearest-neighbour index of their own: the windows of the notes a search found are
-compared with the question exactly (:func:`compared_windows`), which at 100k notes costs a
-fraction of another KNN scan.
+compared with the question exactly (:func:`compared_windows`), which costs a fraction of
+another KNN scan.
 
 Rules of this module:
 

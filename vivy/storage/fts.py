@@ -3,9 +3,9 @@
 The keyword indexes (``notes_fts``, ``evidence_fts``) hold every guild's rows; a search must
 drop other guilds' rows before it cuts the ranking at its limit. A join does that, but reads
 the table row of every match (up to a postings budget of them, each on a page of its own
-where evidence rows hold their embeddings): 3 ms of a search at 100k notes. Reading the
-ranked matches and checking only those rows against the guild, reading more when too few
-are the guild's, gives the same rows for a fraction of that.
+where evidence rows hold their embeddings). Reading the ranked matches and checking only
+those rows against the guild, reading more when too few are the guild's, gives the same rows
+for a fraction of that.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def best_of_guild(
     cut: when fewer than ``limit`` of the ranked rows are the guild's, the query runs again
     for four times as many (up to :data:`MAX_BATCH` more at a time) until ``limit`` rows of
     the guild are found or the matches run out. A ``LIMIT`` keeps SQLite's sort to the rows
-    asked for: sorting every match cost a quarter of a search's keyword time.
+    asked for, where sorting every match would cost much of a search's keyword time.
     """
     found: list[tuple[int, int, float]] = []
     checked = 0
@@ -90,9 +90,8 @@ def merge_step(conn: Connection, pages: int = MERGE_PAGES) -> bool:
 
     Notes and windows are indexed one transaction at a time, and each leaves a segment of its
     own; FTS5 merges them only level by level, so a long-running index holds ten or more, and
-    every term lookup probes each one. Merged into one segment, the benchmark's 100k-note
-    indexes give the same results with both keyword searches and their plans an eighth faster
-    (median 4.19 → 3.71 ms on one thread). FTS5's ``merge`` with a negative page count merges
+    every term lookup probes each one. Merged into one segment, the same searches give the
+    same results with less work. FTS5's ``merge`` with a negative page count merges
     segments of every level, as ``optimize`` does, but in bounded steps; a step that changes
     fewer than two rows found nothing to merge (FTS5's documented test).
     """

@@ -1,9 +1,9 @@
-"""An in-memory copy of each guild's binary note vectors, for a hamming KNN in a millisecond.
+"""An in-memory copy of each guild's binary note vectors, for a fast hamming KNN.
 
-sqlite-vec's ``vec0`` answered a KNN over the binary vectors by scanning the guild's partition
-at about 70 ns a row: 8 ms for a 100k-note guild, most of the retrieval budget. The same scan
-over numpy columns of 64-bit words (XOR, popcount, partial sort) takes about 1.5 ms, so
-``vec_notes`` is now a plain table and this copy is its only index. The copy is a cache of
+A KNN over the binary vectors by sqlite-vec's ``vec0`` scans the guild's partition row by row,
+which in a large guild takes most of the retrieval budget. The same scan over numpy columns of
+64-bit words (XOR, popcount, partial sort) takes a fraction of that, so ``vec_notes`` is a
+plain table and this copy is its only index. The copy is a cache of
 what SQLite holds, never a second source of truth:
 
 - before every search it is checked against the database: notes added since (note ids only
@@ -115,7 +115,7 @@ class BinaryIndex:
         if k <= 0:
             return []
         # Distances are small integers: their histogram gives the k-th smallest distance,
-        # and every row within it is a candidate (4x faster than ``argpartition`` at 100k).
+        # and every row within it is a candidate (faster than ``argpartition`` at scale).
         within = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=farthest)), k))
         picked = np.flatnonzero(distance <= within)
         order = picked[np.lexsort((guild.ids[picked], distance[picked]))][:k]

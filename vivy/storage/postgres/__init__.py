@@ -1,6 +1,6 @@
 """The PostgreSQL engine behind the storage port.
 
-PostgreSQL with pgvector is the shared engine of a fleet of bot processes (the Fleet issue);
+PostgreSQL with pgvector is the shared engine of a fleet of bot processes;
 SQLite stays the default. :mod:`.schema` holds the migrations (one per logical schema version
 of :mod:`vivy.storage.schema`), :mod:`.db` the connection owner, and the area modules
 (:mod:`.meta`, :mod:`.buffers`, :mod:`.notes`, :mod:`.evidence`, :mod:`.profiles`,

@@ -41,8 +41,7 @@ class _Postings:
     """A postings table: its name, the rows it indexes, the posting column naming the row,
     the text search configuration of their ``tsvector`` (a term's lexeme must be made the
     same way), and its rows' average length (BM25's length norm: the long-conversation eval
-    set's, 46 for a note's weighted text and 14 for a window, measured on its PostgreSQL
-    store)."""
+    set's, for a note's weighted text and for a window, taken from its PostgreSQL store)."""
 
     table: str
     rows: str
@@ -83,8 +82,7 @@ def plan_terms(
     postings' primary key alone: an index-only scan of at most ``budget + 1`` entries), the
     rarest kept within the budget, the total the newest row id; one statement. A term
     without a lexeme (a stop word of the evidence's English configuration) counts 0 and is
-    dropped. (Taking common lexemes' counts from ``pg_stats`` instead was slower: 1.2-1.8
-    against 0.9 ms a plan at 100k notes.)"""
+    dropped. (Taking common lexemes' counts from ``pg_stats`` instead is slower.)"""
     wanted = [term for term in dict.fromkeys(terms) if term.strip()]
     if not wanted:
         return LexemePlan({})

@@ -352,22 +352,20 @@ INSERT INTO window_postings (lexeme, guild_id, window_id, note_id, tf, length)
 #: kept by triggers from the ``tsvector`` columns on every insert, text change and delete.
 #: A GIN index answers "which rows hold this lexeme" but a keyword search must then visit
 #: each row's heap page (to check it is visible, and for ``ts_rank_cd`` to read its
-#: ``tsvector``): about 3.5 us a posting, 3-7 ms a search at 100k notes. These tables answer
-#: the term counts and the BM25 sums from their primary keys alone (index-only scans),
-#: 1-2 ms a search (:mod:`vivy.storage.postgres.search`). ``tf`` is the term's frequency in
+#: ``tsvector``), a page a posting. These tables answer the term counts and the BM25 sums
+#: from their primary keys alone (index-only scans, :mod:`vivy.storage.postgres.search`),
+#: several times faster (docs/benchmarks.md). ``tf`` is the term's frequency in
 #: the row (in a note weighted as its BM25 columns: title 3, topics and entities 2, summary
 #: 1), ``length`` the row's total; ``note_type`` lets a search of one type stay in the key.
 #:
 #: The GIN indexes of the ``tsvector`` columns go: nothing searches them any more. The note
 #: and window vectors (3 KB at 768 dimensions) are kept in their rows (``STORAGE MAIN``)
 #: rather than out of line in TOAST, so that reading one for a similarity reads one page
-#: instead of a TOAST index probe and two more pages: at 100k notes, after a restart and 400
-#: other queries, a search took 18.0 instead of 36.9 ms. Rows written before version 5 move
-#: in when the table is rewritten (``VACUUM FULL``).
+#: instead of a TOAST index probe and two more pages. Rows written before version 5 move in
+#: when the table is rewritten (``VACUUM FULL``).
 #: The note vectors' HNSW index becomes one over their binary quantisation (hamming), whose
-#: candidates a search re-ranks by exact cosine: 38 MB instead of 391 MB at 100k notes of
-#: 768 dimensions, so it stays in a default ``shared_buffers`` (128 MB); a search at 100k
-#: took 20 instead of 22-23 ms there.
+#: candidates a search re-ranks by exact cosine: a tenth of the float index's size, so it
+#: stays in a default ``shared_buffers`` (128 MB).
 _V5 = (
     """
 CREATE TABLE note_postings (
