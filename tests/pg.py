@@ -11,10 +11,11 @@ import itertools
 import warnings
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 try:
     with warnings.catch_warnings():  # platformdirs warns at import when XDG_RUNTIME_DIR is unset
@@ -67,6 +68,14 @@ def pg_uri(pg_server: Any) -> Iterator[str]:
     finally:
         with psycopg.connect(uri, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def pg_url(conninfo: str) -> str:
+    """The ``postgresql://`` URL of a test's connection string (its schema in ``options``)."""
+    info = conninfo_to_dict(conninfo)
+    user, dbname = info.pop("user", "postgres"), info.pop("dbname")
+    query = "&".join(f"{key}={quote(str(value), safe='')}" for key, value in info.items())
+    return f"postgresql://{user}@/{dbname}?{query}"
 
 
 def register_engines_marker(config: pytest.Config) -> None:

@@ -74,23 +74,45 @@ OTHER_PROGRAMS_LINES = {
 COMMAND_TESTS: dict[str, list[str]] = {
     "demo": [_FRESH_CLONE, "tests/commands/test_demo.py::test_the_demo_runs_on_postgresql"],
     "run": ["tests/bot/test_run.py::test_serve_runs_the_bot_until_sigterm", _FLEET],
-    "import": ["tests/commands/test_importer.py::test_import_prints_the_report"],
-    "profile": [
-        "tests/commands/test_inspect.py::test_profile_all_shows_invalidated_facts_with_reason_and_successor"
+    "import": [
+        "tests/commands/test_importer.py::test_import_prints_the_report",
+        "tests/commands/test_engines.py::test_import_and_guilds",
     ],
-    "notes": ["tests/commands/test_inspect.py::test_notes_filters_by_date_type_and_limit"],
-    "search": ["tests/commands/test_job_snapshot.py::test_search_ranks_the_matching_note_first"],
-    "job run": ["tests/commands/test_job_snapshot.py::test_job_run_is_idempotent_per_day"],
+    "guilds": ["tests/commands/test_engines.py::test_import_and_guilds"],
+    "profile": [
+        "tests/commands/test_inspect.py::test_profile_all_shows_invalidated_facts_with_reason_and_successor",
+        "tests/commands/test_engines.py::test_profile_and_notes",
+    ],
+    "notes": [
+        "tests/commands/test_inspect.py::test_notes_filters_by_date_type_and_limit",
+        "tests/commands/test_engines.py::test_profile_and_notes",
+    ],
+    "search": [
+        "tests/commands/test_job_snapshot.py::test_search_ranks_the_matching_note_first",
+        "tests/commands/test_engines.py::test_search",
+    ],
+    "job run": [
+        "tests/commands/test_job_snapshot.py::test_job_run_is_idempotent_per_day",
+        "tests/commands/test_engines.py::test_job_run",
+    ],
     "snapshot": [
-        "tests/commands/test_job_snapshot.py::test_snapshot_writes_one_markdown_file_per_guild"
+        "tests/commands/test_job_snapshot.py::test_snapshot_writes_one_markdown_file_per_guild",
+        "tests/commands/test_engines.py::test_snapshot",
     ],
     "db check": ["tests/commands/test_db.py::test_check_passes_on_a_healthy_database"],
-    "db backup": ["tests/commands/test_db.py::test_backup_writes_a_checked_copy"],
+    "db backup": [
+        "tests/commands/test_db.py::test_backup_writes_a_checked_copy",
+        "tests/commands/test_engines.py::test_db_check_backup_and_copy",
+    ],
     "db copy": [_COPY],
     "migrate-v1": [
-        "tests/commands/test_migrate.py::test_active_facts_become_guarded_profile_facts_once"
+        "tests/commands/test_migrate.py::test_active_facts_become_guarded_profile_facts_once",
+        "tests/commands/test_engines.py::test_migrate_v1",
     ],
-    "reembed": ["tests/commands/test_reembed.py::test_command_reembeds_with_the_configured_model"],
+    "reembed": [
+        "tests/commands/test_reembed.py::test_command_reembeds_with_the_configured_model",
+        "tests/commands/test_engines.py::test_reembed",
+    ],
     "eval": ["tests/lab/eval/test_notes.py::test_eval_command"],
     "bench ingest": [
         "tests/lab/bench/test_ingest_bench.py::test_main_prints_one_figure_per_line",

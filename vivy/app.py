@@ -43,7 +43,7 @@ from vivy.metrics.observer import MetricsObserver
 from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy
 from vivy.storage.db import Database
-from vivy.storage.engines import open_store
+from vivy.storage.engines import open_engine
 from vivy.storage.port import Store
 
 __all__ = ["App", "bind_gauges", "check_embedding_model", "database_size", "running_app"]
@@ -158,7 +158,7 @@ async def running_app(
             await check_llm(configured)
         except EndpointUnreachable as error:  # work waits in the outbox until it answers
             log.warning("llm endpoint unreachable", detail=str(error))
-    store, db = open_store(settings.database, settings.database_url, inline=inline_db, fence=fence)
+    store, db = open_engine(settings.target, inline=inline_db, fence=fence)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (

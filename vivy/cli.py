@@ -65,6 +65,7 @@ COMMAND_MODULES = (
     "vivy.commands.run",
     "vivy.commands.importer",
     "vivy.commands.inspect",
+    "vivy.commands.guilds",
     "vivy.commands.db",
     "vivy.commands.migrate",
     "vivy.commands.reembed",

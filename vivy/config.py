@@ -12,7 +12,7 @@ import ipaddress
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -220,6 +220,18 @@ class Settings:
     def zone(self) -> ZoneInfo:
         """The IANA time zone of the midnight job."""
         return ZoneInfo(self.timezone)
+
+    @property
+    def target(self) -> Path | str:
+        """The database ``VIVY_DB`` names: the PostgreSQL URL, else the SQLite file."""
+        return self.database if self.database_url is None else self.database_url
+
+    def with_target(self, database: Path | str) -> Settings:
+        """These settings on ``database`` instead: a SQLite file's path, or a PostgreSQL
+        connection string (a ``postgresql://`` URL or libpq's ``key=value`` form)."""
+        if isinstance(database, str):
+            return replace(self, database_url=database)
+        return replace(self, database=database, database_url=None)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

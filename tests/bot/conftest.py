@@ -33,6 +33,7 @@ from tests.storage import PgProbe, Probe, SqliteProbe
 from vivy.app import App, running_app
 from vivy.bot.gateway import INTENTS, Gateway
 from vivy.bot.reply import RateLimit, ReplyRateLimiter
+from vivy.bot.wiring import gateway_for
 from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMUnavailable
@@ -336,9 +337,9 @@ async def running_harness(
                 own_user_id=VIVY,
                 scheduler=False,
             ) as app:
-                gateway = Gateway(
-                    bot.rest,
+                gateway = gateway_for(
                     app,
+                    bot.rest,
                     own_user_id=VIVY,
                     limiter=ReplyRateLimiter(limit) if limit else None,
                 )

@@ -24,7 +24,8 @@ from hikari.impl import GatewayShardImpl, RESTClientImpl
 from prometheus_client import CollectorRegistry
 
 from vivy.app import running_app
-from vivy.bot.gateway import INTENTS, Gateway
+from vivy.bot.gateway import INTENTS
+from vivy.bot.wiring import gateway_for
 from vivy.clock import Clock
 from vivy.commands.demo import DEMO_EXPORT
 from vivy.commands.importer import llm_factory, run_import
@@ -105,7 +106,7 @@ def gemini_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     """The demo export imported through the Gemini fake (the run the others are compared to)."""
     db = tmp_path_factory.mktemp("gemini") / "vivy.db"
     with provider("gemini") as (env, _):
-        assert run_import([str(DEMO_EXPORT)], database=str(db), environ=env) == 0
+        assert run_import([str(DEMO_EXPORT)], database=db, environ=env) == 0
     return db, env
 
 
@@ -123,11 +124,11 @@ def test_openai_import_matches_the_gemini_import(
     db = tmp_path / "vivy.db"
     with provider("openai") as (env, fake):
         if backend == "asyncio":
-            assert run_import([str(DEMO_EXPORT)], database=str(db), environ=env) == 0
+            assert run_import([str(DEMO_EXPORT)], database=db, environ=env) == 0
         else:
             settings = Settings.from_env(env)
             report = import_exports(
-                [DEMO_EXPORT], settings, llm=llm_factory(env, backend="trio"), database=str(db)
+                [DEMO_EXPORT], settings, llm=llm_factory(env, backend="trio"), database=db
             )
             assert report.complete and report.llm == "openai"
         ours = memory(db)
@@ -159,7 +160,7 @@ def test_a_troubled_endpoint_loses_and_duplicates_no_note(
             answer({"unexpected": True}),
             answer({"unexpected": True}),
         )
-        assert run_import([str(DEMO_EXPORT)], database=str(db), environ=env) == 0
+        assert run_import([str(DEMO_EXPORT)], database=db, environ=env) == 0
         formats = [r.response_format for r in fake.calls("chat")]
     assert memory(db) == memory(gemini_db)
     # The refusal is learned once: past the calls already in flight (at most the import's
@@ -190,7 +191,7 @@ async def test_a_mention_is_answered_from_the_imported_memory(name: str, tmp_pat
                     own_user_id=VIVY,
                     scheduler=False,
                 ) as app:
-                    gateway = Gateway(bot.rest, app, own_user_id=VIVY)
+                    gateway = gateway_for(app, bot.rest, own_user_id=VIVY)
                     gateway.subscribe(bot.event_manager)
                     await _mention(bot, "what happened at game night?")
                     gateway.unsubscribe(bot.event_manager)
@@ -212,7 +213,7 @@ async def test_a_mention_is_answered_from_the_imported_memory(name: str, tmp_pat
 async def _import(env: dict[str, str], db: Path) -> int:
     """``vivy import`` of the demo export, run in a worker thread (it runs its own loop)."""
     return await anyio.to_thread.run_sync(
-        lambda: run_import([str(DEMO_EXPORT)], database=str(db), environ=env)
+        lambda: run_import([str(DEMO_EXPORT)], database=db, environ=env)
     )
 
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 import psycopg
@@ -31,7 +30,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 import vivy.commands.db
 from tests.importer import ANA, BEN, GUILD, LOUNGE, THREAD_LATER, TWO_DAYS, import_files
-from tests.pg import embedded_postgres
+from tests.pg import embedded_postgres, pg_url
 from vivy.cli import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 from vivy.errors import StorageError
 from vivy.llm.offline.embeddings import hash_embedding
@@ -149,14 +148,6 @@ def original(source: Path, tmp_path: Path) -> Path:
     path = tmp_path / "original.db"
     shutil.copy(source, path)
     return path
-
-
-def pg_url(conninfo: str) -> str:
-    """The ``postgresql://`` URL of a test's connection string (its schema in ``options``)."""
-    info = conninfo_to_dict(conninfo)
-    user, dbname = info.pop("user", "postgres"), info.pop("dbname")
-    query = "&".join(f"{key}={quote(str(value), safe='')}" for key, value in info.items())
-    return f"postgresql://{user}@/{dbname}?{query}"
 
 
 @pytest.fixture

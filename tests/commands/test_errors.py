@@ -125,11 +125,12 @@ CASES = (
         EXIT_USAGE,
     ),
     Case(
-        "`vivy db backup` with `VIVY_DB=postgresql://…`",
-        ("db", "backup", "{tmp}/backup.db"),
-        "SQLite database files only",
+        "`vivy db backup` of a PostgreSQL `VIVY_DB` without `pg_dump`",
+        ("db", "backup", "{tmp}/backup.dump"),
+        "pg_dump is not installed here",
         EXIT_USAGE,
-        {"VIVY_DB": "postgresql://vivy:secret@db.example/vivy"},
+        {"VIVY_DB": "postgresql://vivy:secret@db.example/vivy", "PATH": "{tmp}"},
+        absent="secret",
     ),
     Case(
         "`VIVY_SHARD_IDS=7` with `VIVY_SHARD_COUNT=4`",

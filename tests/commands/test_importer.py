@@ -112,7 +112,7 @@ def test_progress_is_a_bar_on_a_terminal(
     err = _Terminal()
     code = run_import(
         [str(TWO_DAYS)],
-        database=str(tmp_path / "v.db"),
+        database=tmp_path / "v.db",
         environ={},
         stderr=err,
         ticker=_Ticker(1.0),
@@ -129,7 +129,7 @@ def test_progress_off_a_terminal_is_a_line_every_few_seconds(tmp_path: Path) -> 
     err = io.StringIO()
     code = run_import(
         [str(TWO_DAYS)],
-        database=str(tmp_path / "v.db"),
+        database=tmp_path / "v.db",
         environ={},
         stderr=err,
         ticker=_Ticker(LOG_EVERY_S / 2),
@@ -146,7 +146,7 @@ def test_progress_off_a_terminal_waits_for_the_interval(tmp_path: Path) -> None:
     err = io.StringIO()
     run_import(
         [str(TWO_DAYS)],
-        database=str(tmp_path / "v.db"),
+        database=tmp_path / "v.db",
         environ={},
         stderr=err,
         ticker=_Ticker(0.0),

@@ -73,7 +73,7 @@ def test_import_with_a_gemini_key_survives_slow_answers(
     )
     db = tmp_path / "v.db"
     environ = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url}
-    assert run_import([str(export)], database=str(db), environ=environ) == 0
+    assert run_import([str(export)], database=db, environ=environ) == 0
     out = capsys.readouterr().out
     assert "(gemini LLM)" in out and "1 conversation note" in out
     methods = [r.method for r in fake_gemini.requests]
@@ -108,7 +108,7 @@ def test_a_nightly_job_that_fails_fails_the_import(
         "VIVY_MIN_CLUSTER_NOTES": "1",
     }
     with pytest.raises(VivyError, match="nightly job failed for 2026-05-01"):
-        run_import([str(export)], database=str(tmp_path / "v.db"), environ=environ)
+        run_import([str(export)], database=tmp_path / "v.db", environ=environ)
     out = capsys.readouterr().out
     assert "failed:      2026-05-01" in out
     assert "nightly job: none ran to the end" in out
@@ -127,7 +127,7 @@ def test_a_too_long_summary_is_clipped_and_its_note_written(
     )
     db = tmp_path / "v.db"
     environ = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake_gemini.base_url}
-    assert run_import([str(export)], database=str(db), environ=environ) == 0
+    assert run_import([str(export)], database=db, environ=environ) == 0
     assert "1 conversation note" in capsys.readouterr().out
     assert [r.method for r in fake_gemini.requests].count("generateContent") == 2
     database = Database.open(db)

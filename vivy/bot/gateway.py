@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import hikari
 import structlog
 
 from vivy.actors.channel import Ack
-from vivy.app import App
+from vivy.actors.router import Router
 from vivy.bot.catchup import (
     CATCHUP_CONCURRENCY,
     ChannelCatchUp,
@@ -49,15 +49,20 @@ from vivy.bot.reply import (
     render_mentions,
     split_message,
 )
+from vivy.clock import Clock
+from vivy.config import Settings
+from vivy.llm.port import LLM
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, IngestOutcome
+from vivy.storage.port import ImportStore
 
 __all__ = [
     "CATCHUP_ACK_WINDOW",
     "INTENTS",
     "TYPING_REFRESH_S",
     "Gateway",
+    "GatewayObserver",
 ]
 
 log = structlog.get_logger(__name__)
@@ -85,37 +90,61 @@ _WITH_LAST_MESSAGE = (
 )
 
 
+class GatewayObserver(Protocol):
+    """What the gateway reports for metrics."""
+
+    def gateway_connected(self, connected: bool) -> None:
+        """Whether any shard is connected now."""
+
+    def caught_up(self, messages: int) -> None:
+        """``messages`` were stored from a channel's history."""
+
+    def replied(self, outcome: ReplyOutcome) -> None:
+        """An answer to a message addressed to Vivy ended with ``outcome``."""
+
+    def retrieved(self, path: RetrievalPath, seconds: float) -> None:
+        """A reply's memory was built along ``path`` in ``seconds`` (also the retriever's
+        ``observe``)."""
+
+
 class Gateway:
-    """Connects hikari's events and REST client to the running app.
+    """Connects hikari's events and REST client to the running pipeline.
 
     :meth:`subscribe` registers the handlers on a hikari event manager. ``rest`` sends the
-    answers; ``cache`` (the bot's) names channels; ``retriever`` and ``limiter`` default to
-    ones built on the app.
+    answers; captured messages go to ``router``; a message addressed to Vivy is answered by
+    ``chat`` with the memory ``retriever`` builds; a guild's channels are caught up from
+    their stored ``positions``; ``commands`` serve ``/memory``; ``cache`` (the bot's) names
+    channels; what happens is told to ``observer``.
     """
 
     def __init__(
         self,
         rest: hikari.api.RESTClient,
-        app: App,
         *,
         own_user_id: int,
+        router: Router,
+        retriever: Retriever,
+        chat: LLM,
+        clock: Clock,
+        settings: Settings,
+        positions: ImportStore,
+        commands: MemoryCommands,
+        observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
-        retriever: Retriever | None = None,
         limiter: ReplyRateLimiter | None = None,
     ) -> None:
         self._rest = rest
-        self._app = app
         self._own = own_user_id
+        self._router = router
+        self._retriever = retriever
+        self._chat = chat
+        self._clock = clock
+        self._settings = settings
+        self._positions = positions
+        self._commands = commands
+        self._observer = observer
         self._cache = cache
-        self._retriever = retriever or Retriever(
-            app.store.search,
-            app.llm,
-            app.clock,
-            observe=self._observe_retrieval,
-            settings=app.settings.retrieval(),
-        )
         self._limiter = limiter or ReplyRateLimiter()
-        self._commands = MemoryCommands(app, forgotten=self._retriever.clear_cache)
         self._connected: set[int] = set()
         self._holds: ChannelHolds[Capture] = ChannelHolds()
         self._catchups: set[anyio.CancelScope] = set()
@@ -197,19 +226,19 @@ class Gateway:
 
     async def _edit(self, edit: IncomingEdit) -> None:
         try:
-            await self._app.router.edit(edit)
+            await self._router.edit(edit)
         except Exception:
             log.exception("edit not applied", message_id=edit.message_id)
 
     async def _delete_one(self, delete: IncomingDelete) -> None:
         try:
-            await self._app.router.delete(delete)
+            await self._router.delete(delete)
         except Exception:
             log.exception("deletion not applied", message_id=delete.message_id)
 
     async def _capture(self, incoming: IncomingMessage) -> None:
         try:
-            await self._app.router.ingest(incoming)
+            await self._router.ingest(incoming)
         except Exception:
             log.exception(
                 "message not captured",
@@ -233,7 +262,7 @@ class Gateway:
         (dispatched after this one) reaches the router before the channel's history does.
         """
         guild_id = int(event.guild_id)
-        settings = self._app.settings
+        settings = self._settings
         if settings.catchup_messages == 0 or not settings.capture_enabled:
             return
         if settings.allowed_guilds is not None and guild_id not in settings.allowed_guilds:
@@ -259,13 +288,11 @@ class Gateway:
         once its history is stored; ``latest`` is each channel's newest message id as Discord
         announced it. Logs and returns the guild's counts."""
         try:
-            marks = await self._app.store.imports.fed_high_marks(channel_ids)
+            marks = await self._positions.fed_high_marks(channel_ids)
         except Exception:
             log.exception("catch-up skipped: stored positions not readable", guild_id=guild_id)
             marks = {}
-        due = channels_to_catch_up(
-            channel_ids, marks, self._app.settings.blacklisted_channels, latest
-        )
+        due = channels_to_catch_up(channel_ids, marks, self._settings.blacklisted_channels, latest)
         for channel_id in channel_ids:
             if channel_id not in due:
                 await self._release(channel_id)
@@ -317,7 +344,7 @@ class Gateway:
     async def _read_history(self, guild_id: int, channel_id: int, after: int) -> ChannelCatchUp:
         """Feed the channel's messages after ``after``, oldest first and at most the cap, to
         the router (never answered); returns the counts."""
-        cap = self._app.settings.catchup_messages
+        cap = self._settings.catchup_messages
         name = self._channel_name(channel_id)
         read = stored = 0
         capped = False
@@ -331,7 +358,7 @@ class Gateway:
             incoming = incoming_message(message, name, guild_id=guild_id)
             if incoming is None:
                 continue
-            acks.append(await self._app.router.submit(incoming))
+            acks.append(await self._router.submit(incoming))
             if len(acks) >= CATCHUP_ACK_WINDOW:
                 stored += await self._count_stored(acks)
                 acks = []
@@ -348,7 +375,7 @@ class Gateway:
                 log.exception("caught-up message not captured")
                 continue
             stored += outcome in (IngestOutcome.STORED, IngestOutcome.TRUNCATED)
-        self._app.metrics.catchup_messages.inc(stored)
+        self._observer.caught_up(stored)
         return stored
 
     async def _release(self, channel_id: int) -> None:
@@ -382,12 +409,12 @@ class Gateway:
     ) -> None:
         """A shard is connected: the gateway gauge reads 1."""
         self._connected.add(event.shard.id)
-        self._app.metrics.gateway_connected.set(1)
+        self._observer.gateway_connected(True)
 
     async def on_shard_down(self, event: hikari.ShardDisconnectedEvent) -> None:
         """A shard lost its connection: the gauge reads 0 once no shard is connected."""
         self._connected.discard(event.shard.id)
-        self._app.metrics.gateway_connected.set(1 if self._connected else 0)
+        self._observer.gateway_connected(bool(self._connected))
 
     # Answers -------------------------------------------------------------------------------
 
@@ -410,7 +437,7 @@ class Gateway:
     async def answer(self, message: hikari.Message) -> ReplyOutcome:
         """Answer a message addressed to Vivy, as a reply; returns how it ended."""
         author = int(message.author.id)
-        now = self._app.clock.now()
+        now = self._clock.now()
         decision = self._limiter.check(author, now)
         if decision is not RateDecision.ALLOW:
             if decision is RateDecision.DENY_NOTIFY:
@@ -426,7 +453,7 @@ class Gateway:
             memory = await self._memory(message, conversation, mentioned, bound)
             request = build_chat_request(conversation, self._own, memory)
             try:
-                answer = await self._app.llm.chat(request)
+                answer = await self._chat.chat(request)
                 text = answer.text.strip() or NO_ANSWER
             except Exception:
                 bound.exception("chat model failed; apologising")
@@ -435,12 +462,8 @@ class Gateway:
             outcome = ReplyOutcome.FAILED
         return self._count(outcome)
 
-    def _observe_retrieval(self, path: RetrievalPath, seconds: float) -> None:
-        """Record a retrieval's latency under its path."""
-        self._app.metrics.retrieval_duration.labels(path).observe(seconds)
-
     def _count(self, outcome: ReplyOutcome) -> ReplyOutcome:
-        self._app.metrics.replies.labels(outcome).inc()
+        self._observer.replied(outcome)
         return outcome
 
     @asynccontextmanager
@@ -537,8 +560,8 @@ class Gateway:
         bound: structlog.typing.FilteringBoundLogger,
     ) -> str:
         """The ``<background_facts>`` block, or "" when retrieval is off or failed."""
-        if not self._app.settings.retrieval_enabled:
-            self._app.metrics.retrieval_duration.labels(RetrievalPath.DISABLED).observe(0.0)
+        if not self._settings.retrieval_enabled:
+            self._observer.retrieved(RetrievalPath.DISABLED, 0.0)
             return ""
         assert message.guild_id is not None
         query = " ".join(self._own_mention.sub(" ", message.content or "").split())

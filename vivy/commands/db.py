@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -23,14 +25,13 @@ from pathlib import Path
 
 import structlog
 
-from vivy.config import Settings, is_postgres_url
+from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError, VivyError
 from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.llm import configured_embedding as network_embedding
 from vivy.storage.copy import BATCH_ROWS, conclude_copy, copy_database, shown
+from vivy.storage.engines import Target, open_view, target_of
 from vivy.storage.port import ReadOnlyStore
-from vivy.storage.postgres.readonly import open_postgres_readonly
-from vivy.storage.readonly import ReadOnlyDatabase, open_sqlite_readonly
 from vivy.storage.readonly import backup_database as storage_backup
 from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
@@ -40,9 +41,10 @@ __all__ = [
     "check_database",
     "configured_embedding",
     "copy_databases",
-    "database_path",
     "database_target",
     "discord_id",
+    "dump_postgres",
+    "existing",
     "quiet_logs",
     "read_only",
     "register",
@@ -53,52 +55,33 @@ __all__ = [
 # --- shared by the operator commands --------------------------------------------------------
 
 
-def add_database_option(parser: argparse.ArgumentParser, *, postgres: bool = False) -> None:
-    """Add ``--db PATH`` (default: ``$VIVY_DB``, else ``vivy.db``); with ``postgres`` it
-    may be a PostgreSQL URL as well."""
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--db URL|PATH`` (default: ``$VIVY_DB``, else ``vivy.db``)."""
     parser.add_argument(
         "--db",
-        metavar="URL|PATH" if postgres else "PATH",
+        metavar="URL|PATH",
         default=None,
-        help=("database file or postgresql:// URL" if postgres else "database file")
-        + " (default: $VIVY_DB, else vivy.db)",
+        help="database file or postgresql:// URL (default: $VIVY_DB, else vivy.db)",
     )
 
 
-def database_path(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Path:
-    """The SQLite database named by ``--db``, else by the settings; a PostgreSQL ``VIVY_DB``
-    is refused: the operator commands read SQLite files only for now."""
-    if getattr(args, "db", None):
-        if is_postgres_url(args.db):
-            raise ConfigError(f"--db {args.db.split('@')[-1]!r}: {_SQLITE_ONLY}")
-        return Path(args.db)
-    settings = Settings.from_env(os.environ if environ is None else environ)
-    if settings.database_url is not None:
-        raise ConfigError(f"VIVY_DB is a PostgreSQL URL: {_SQLITE_ONLY}")
-    return settings.database
-
-
-def database_target(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
-) -> Path | str:
+def database_target(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Target:
     """The database named by ``--db``, else by the settings: a SQLite file's path, or a
-    PostgreSQL URL (for the commands that read either engine)."""
+    PostgreSQL URL."""
     if getattr(args, "db", None):
-        return _database(args.db)
-    settings = Settings.from_env(os.environ if environ is None else environ)
-    return settings.database if settings.database_url is None else settings.database_url
+        return target_of(args.db)
+    return Settings.from_env(os.environ if environ is None else environ).target
 
 
-def _database(text: str) -> Path | str:
-    """A command-line database: a ``postgresql://`` URL, else a SQLite file's path."""
-    return text if is_postgres_url(text) else Path(text)
-
-
-#: Why an operator command refuses a PostgreSQL database.
-_SQLITE_ONLY = (
-    "this command reads SQLite database files only for now (vivy run, vivy import, "
-    "vivy db check and vivy db copy take PostgreSQL); pass --db PATH"
-)
+def existing(database: Target) -> Target:
+    """``database``, refused in one line when it is a SQLite file that does not exist (a
+    command that works on a database must not create an empty one)."""
+    if isinstance(database, Path) and not database.is_file():
+        raise StorageError(
+            f"no such database file: {database}; pass --db with the database `vivy run` or "
+            "`vivy import` writes"
+        )
+    return database
 
 
 def _batch_size(text: str) -> int:
@@ -121,17 +104,10 @@ def discord_id(text: str) -> int:
 
 
 @contextmanager
-def read_only(path: Path) -> Iterator[ReadOnlyStore]:
+def read_only(database: Target) -> Iterator[ReadOnlyStore]:
     """A read-only view of an existing Vivy database of the supported version."""
-    with open_sqlite_readonly(path) as store:
+    with open_view(database) as store:
         yield store
-
-
-def _open_read_only(database: Path | str) -> ReadOnlyDatabase:
-    """A read-only view of ``database`` on its engine, whatever its schema version."""
-    if isinstance(database, Path):
-        return open_sqlite_readonly(database, require_schema=False)
-    return open_postgres_readonly(database, require_schema=False)
 
 
 def require_writable(path: Path) -> None:
@@ -198,19 +174,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "compare the schema version with this Vivy's, and check the note vectors against the "
         "recorded embedding model. Exits 1 when anything is wrong.",
     )
-    add_database_option(check, postgres=True)
+    add_database_option(check)
     check.set_defaults(handler=lambda args: check_database(database_target(args)))
     backup = sub.add_parser(
         "backup",
-        help="copy the database with SQLite's online backup API",
-        description="Copy the database to PATH with SQLite's online backup API (safe while "
-        "Vivy runs) and check the copy's integrity. An existing PATH is kept unless --force.",
+        help="back the database up to a file while Vivy runs",
+        description="Copy a SQLite database to PATH with SQLite's online backup API (safe "
+        "while Vivy runs) and check the copy's integrity; dump a PostgreSQL database to PATH "
+        "with pg_dump (custom format, for pg_restore) when pg_dump is installed, else say what "
+        "to run. An existing PATH is kept unless --force.",
     )
     backup.add_argument("path", metavar="PATH", help="where to write the backup")
     backup.add_argument("--force", action="store_true", help="replace PATH if it exists")
     add_database_option(backup)
     backup.set_defaults(
-        handler=lambda args: backup_database(database_path(args), Path(args.path), force=args.force)
+        handler=lambda args: backup_database(
+            database_target(args), Path(args.path), force=args.force
+        )
     )
     copy = sub.add_parser(
         "copy",
@@ -235,8 +215,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     copy.set_defaults(
         handler=lambda args: copy_databases(
-            _database(args.source),
-            _database(args.target),
+            target_of(args.source),
+            target_of(args.target),
             replace=args.replace,
             batch_rows=args.batch_size,
         )
@@ -246,7 +226,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def check_database(database: Path | str, environ: Mapping[str, str] | None = None) -> int:
     """Print the checks of the database (a SQLite file or a PostgreSQL URL); 0 when all
     pass, 1 otherwise."""
-    with _open_read_only(database) as store:
+    with open_view(database, require_schema=False) as store:
         lines, problems = database_checks(store, os.environ if environ is None else environ)
     for line in lines:
         print(line)
@@ -337,7 +317,7 @@ def copy_databases(
     if report.mismatches:
         failures.append(f"row counts differ in {', '.join(report.mismatches)}")
     for side, database in (("source", source), ("target", target)):
-        with _open_read_only(database) as store:
+        with open_view(database, require_schema=False) as store:
             _, problems = database_checks(store, os.environ if environ is None else environ)
         print(f"check {side}: {'ok' if not problems else f'{len(problems)} problems'}")
         failures += [f"{side}: {problem}" for problem in problems]
@@ -353,14 +333,17 @@ def copy_databases(
     return 0
 
 
-def backup_database(source: Path, target: Path, *, force: bool = False) -> int:
-    """Back up ``source`` to ``target`` with the online backup API; 0 on success."""
+def backup_database(source: Target, target: Path, *, force: bool = False) -> int:
+    """Back up ``source`` to ``target``: SQLite's online backup API, or ``pg_dump``; 0 on
+    success."""
     if target.exists() and not force:
         raise VivyError(f"{target} already exists; pass --force to replace it")
     if target.exists() and not target.is_file():
         raise VivyError(f"{target} is not a file")
     if not target.parent.is_dir():
         raise VivyError(f"no such directory: {target.parent}")
+    if isinstance(source, str):
+        return dump_postgres(source, target)
     if target.resolve() == source.resolve():
         raise VivyError("the backup cannot replace the database itself")
     pages, problems = storage_backup(source, target)
@@ -368,4 +351,26 @@ def backup_database(source: Path, target: Path, *, force: bool = False) -> int:
         raise StorageError(f"the backup failed its integrity check: {problems[0]}")
     size = target.stat().st_size
     print(f"backed up {source} to {target} ({pages} pages, {size:,} bytes); integrity_check: ok")
+    return 0
+
+
+def dump_postgres(url: str, target: Path) -> int:
+    """Dump the PostgreSQL database at ``url`` to ``target`` with ``pg_dump`` (custom format,
+    restored with ``pg_restore``); without ``pg_dump`` on the PATH, say in one line what to
+    run. 0 on success."""
+    command = ["pg_dump", "--format=custom", f"--file={target}"]
+    found = shutil.which("pg_dump")
+    if found is None:
+        raise ConfigError(
+            f"pg_dump is not installed here: run {' '.join(command)} --dbname={shown(url)!r}"
+            " where it is (PostgreSQL's client tools)"
+        )
+    done = subprocess.run(
+        [found, *command[1:], f"--dbname={url}"], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        first = next((line for line in done.stderr.splitlines() if line.strip()), "failed")
+        raise StorageError(f"pg_dump of {shown(url)} failed: {first.strip()}")
+    size = target.stat().st_size
+    print(f"dumped {shown(url)} to {target} with pg_dump ({size:,} bytes); restore: pg_restore")
     return 0

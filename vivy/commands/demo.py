@@ -18,9 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
@@ -38,12 +36,9 @@ from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
 from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.retrieval.operator import OperatorStore, serving_operator_store
-from vivy.storage.engines import open_store
-from vivy.storage.port import ReadOnlyStore
+from vivy.retrieval.operator import serving_operator_store
+from vivy.storage.engines import Target, open_store, open_view
 from vivy.storage.postgres.embedded import embedded_server
-from vivy.storage.postgres.readonly import open_postgres_readonly
-from vivy.storage.readonly import open_sqlite_readonly
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -140,14 +135,14 @@ def run_demo(
 
 def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[str, str]) -> int:
     """The demo on the SQLite file ``path``, or on the PostgreSQL database at ``url``."""
-    settings = replace(Settings.from_env(env), database=path, database_url=url)
+    database: Target = path if url is None else url
+    settings = Settings.from_env(env).with_target(database)
     registry = CollectorRegistry()
     batch = load_exports([DEMO_EXPORT])
     make_model = llm_factory(env)
-    store, _ = open_store(path, url, inline=True)
-    store.close()  # created now, so the operator API can serve it
+    open_store(database, inline=True).close()  # created now, so the operator API can serve it
     with (
-        _serving_operator_store(path, url) as api,
+        serving_operator_store(database) as api,
         MetricsServer(
             registry,
             api,
@@ -171,7 +166,7 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
         report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
         print(format_report(report, shown_database(settings)))
         guild = batch.messages[0].guild_id
-        with _read_only(path, url) as reader:
+        with open_view(database) as reader:
             _section("Notes")
             print_notes(reader, guild, limit=100)
             _section("Profiles")
@@ -179,7 +174,7 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
                 print_profile(reader, guild, user_id, include_invalidated=False)
                 print()
         _section("Memory for a question")
-        anyio.run(_answer, path, url, batch.messages, make_model)
+        anyio.run(_answer, database, batch.messages, make_model)
         query = urlencode({"guild_id": guild, "q": "game night"})
         search_url = f"{server.url}/api/memory/search?{query}"
         auth = {"Authorization": f"Bearer {settings.api_token}"} if settings.api_token else {}
@@ -196,42 +191,8 @@ def _section(title: str) -> None:
     print(f"\n{'=' * 8} {title} {'=' * (60 - len(title))}\n")
 
 
-@contextmanager
-def _read_only(path: Path, url: str | None) -> Iterator[ReadOnlyStore]:
-    """A read-only view of the demo's database on either engine."""
-    store: ReadOnlyStore = open_postgres_readonly(url) if url else open_sqlite_readonly(path)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-@contextmanager
-def _serving_operator_store(path: Path, url: str | None) -> Iterator[OperatorStore]:
-    """The operator API's store over the demo's database: SQLite's from
-    :func:`~vivy.retrieval.operator.serving_operator_store`, PostgreSQL's made the same way
-    (its own event loop in a background thread)."""
-    if url is None:
-        with serving_operator_store(path) as api:
-            yield api
-        return
-    with anyio.from_thread.start_blocking_portal() as portal:
-        store, _ = open_store(path, url)
-        try:
-            clock = portal.call(_wall_clock)  # a Clock reads the loop's time: make it there
-            yield OperatorStore(store.search, portal.call, now=clock.now)
-        finally:
-            store.close()
-
-
-async def _wall_clock() -> Clock:
-    """The wall clock, made on the event loop it will be read on."""
-    return Clock.wall()
-
-
 async def _answer(
-    path: Path,
-    url: str | None,
+    database: Target,
     messages: Sequence[ExportMessage],
     make_model: Callable[[], LLM],
 ) -> None:
@@ -239,7 +200,7 @@ async def _answer(
     question = next(m for m in messages if QUESTION_MARKER in m.content)
     earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
     llm = make_model()
-    store, _ = open_store(path, url)
+    store = open_store(database, read_only=True)
     try:
         clock = Clock.starting_at(question.timestamp + 3 * 86400)
         retriever = Retriever(store.search, llm, clock)

@@ -21,12 +21,13 @@ import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from vivy.commands.db import add_database_option, database_path, quiet_logs, require_writable
+from vivy.commands.db import add_database_option, database_target, quiet_logs, require_writable
 from vivy.config import Settings, shown_database
 from vivy.errors import VivyError
 from vivy.importer import ImportProgress, ImportReport, RealTimeLLM, import_exports
 from vivy.llm import OfflineLLM, build_llm, check_llm
 from vivy.llm.port import LLM
+from vivy.storage.engines import Target
 
 __all__ = [
     "LOG_EVERY_S",
@@ -64,11 +65,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _handle(args: argparse.Namespace) -> int:
-    if not args.db and Settings.from_env(os.environ).database_url is not None:
-        return run_import(args.paths, database=None)  # VIVY_DB names a PostgreSQL database
-    path = database_path(args)
-    require_writable(path)
-    return run_import(args.paths, database=str(path))
+    database = database_target(args)
+    if not isinstance(database, str):
+        require_writable(database)
+    return run_import(args.paths, database=database)
 
 
 def llm_factory(environ: Mapping[str, str], *, backend: str = "asyncio") -> Callable[[], LLM]:
@@ -83,7 +83,7 @@ def llm_factory(environ: Mapping[str, str], *, backend: str = "asyncio") -> Call
 def run_import(
     paths: list[str],
     *,
-    database: str | None,
+    database: Target | None,
     environ: Mapping[str, str] | None = None,
     stderr: TextIO | None = None,
     ticker: Callable[[], float] = time.monotonic,
@@ -106,7 +106,7 @@ def run_import(
             )
     finally:
         display.close()
-    shown = database if database is not None else shown_database(settings)
+    shown = shown_database(settings if database is None else settings.with_target(database))
     print(format_report(report, shown))
     if report.failed_days:
         raise VivyError(

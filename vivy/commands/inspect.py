@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, date, datetime
-from pathlib import Path
 
-from vivy.commands.db import add_database_option, database_path, discord_id, read_only
+from vivy.commands.db import add_database_option, database_target, discord_id, read_only
 from vivy.memory.dates import short_date
 from vivy.memory.facts import FactRecord
 from vivy.memory.notes import Note, NoteType
+from vivy.storage.engines import Target
 from vivy.storage.port import ReadOnlyStore
 
 __all__ = [
@@ -66,7 +66,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_database_option(profile)
     profile.set_defaults(
         handler=lambda args: show_profile(
-            database_path(args), args.guild, args.user, include_invalidated=args.all
+            database_target(args), args.guild, args.user, include_invalidated=args.all
         )
     )
     notes = commands.add_parser(
@@ -84,7 +84,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_database_option(notes)
     notes.set_defaults(
         handler=lambda args: show_notes(
-            database_path(args),
+            database_target(args),
             args.guild,
             since=args.since,
             note_type=args.note_type,
@@ -110,9 +110,11 @@ def format_fact(fact: FactRecord) -> list[str]:
     return lines
 
 
-def show_profile(path: Path, guild_id: int, user_id: int, *, include_invalidated: bool) -> int:
+def show_profile(
+    database: Target, guild_id: int, user_id: int, *, include_invalidated: bool
+) -> int:
     """Print a member's profile; returns the exit code."""
-    with read_only(path) as store:
+    with read_only(database) as store:
         return print_profile(store, guild_id, user_id, include_invalidated=include_invalidated)
 
 
@@ -164,7 +166,7 @@ def format_note(note: Note) -> list[str]:
 
 
 def show_notes(
-    path: Path,
+    database: Target,
     guild_id: int,
     *,
     since: date | None = None,
@@ -172,7 +174,7 @@ def show_notes(
     limit: int = 20,
 ) -> int:
     """Print a guild's notes; returns the exit code."""
-    with read_only(path) as store:
+    with read_only(database) as store:
         return print_notes(store, guild_id, since=since, note_type=note_type, limit=limit)
 
 

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import replace
 from datetime import date, timedelta
-from pathlib import Path
 
 import anyio
 
 from vivy.app import running_app
 from vivy.clock import Clock, system_now
-from vivy.commands.db import add_database_option, database_path
+from vivy.commands.db import add_database_option, database_target, existing
 from vivy.config import Settings
-from vivy.errors import ConfigError, StorageError
+from vivy.errors import ConfigError
 from vivy.state.schedule import local_day
+from vivy.storage.engines import Target
 
 __all__ = ["DISCORD_EPOCH_DAY", "register", "run_job"]
 
@@ -55,17 +54,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     run.add_argument("--date", type=_day, default=None, help="local day (default: yesterday)")
     add_database_option(run)
-    run.set_defaults(handler=lambda args: run_job(database_path(args), args.date))
+    run.set_defaults(handler=lambda args: run_job(database_target(args), args.date))
 
 
-def run_job(path: os.PathLike[str] | str, day: date | None) -> int:
-    """Run the job for ``day`` on the database at ``path``; returns the exit code."""
-    settings = replace(Settings.from_env(os.environ), database=Path(path), database_url=None)
-    if not settings.database.is_file():
-        raise StorageError(
-            f"no such database file: {settings.database}; pass --db with the database "
-            "`vivy run` or `vivy import` writes"
-        )
+def run_job(database: Target, day: date | None) -> int:
+    """Run the job for ``day`` on ``database``; returns the exit code."""
+    settings = Settings.from_env(os.environ).with_target(existing(database))
     wall = system_now()  # the entry point's one wall-clock read
     today = local_day(wall, settings.zone)
     target = day or today - timedelta(days=1)

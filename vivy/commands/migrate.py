@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from vivy.clock import system_now
-from vivy.commands.db import add_database_option, database_path, discord_id
+from vivy.commands.db import add_database_option, database_target, discord_id, existing
 from vivy.config import Settings
 from vivy.errors import StorageError
+from vivy.storage.engines import Target
 from vivy.storage.v1 import V1Migration, migrate_v1_database
 
 __all__ = ["format_migration", "register", "run_migration"]
@@ -42,12 +43,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         dest="source",
         metavar="V1_DB",
         default=None,
-        help="read the v1 tables from this file (default: the Vivy database itself)",
+        help="read the v1 tables from this SQLite file (default: the Vivy database itself,"
+        " when it is a SQLite file)",
     )
     add_database_option(parser)
     parser.set_defaults(
         handler=lambda args: run_migration(
-            database_path(args),
+            database_target(args),
             args.guild,
             source=Path(args.source) if args.source else None,
         )
@@ -55,7 +57,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run_migration(
-    path: Path,
+    database: Target,
     guild_id: int,
     *,
     source: Path | None = None,
@@ -64,14 +66,13 @@ def run_migration(
 ) -> int:
     """Migrate the v1 facts into ``guild_id``; prints what was done and returns the exit code."""
     settings = Settings.from_env(os.environ if environ is None else environ)
-    if not path.is_file():
-        raise StorageError(f"no such database file: {path}")
+    existing(database)
     if source is not None and not source.is_file():
         raise StorageError(f"no such v1 database file: {source}")
     # The command line is the entry point, so it is where wall time is read.
     at = system_now() if now is None else now
     report = migrate_v1_database(
-        path, guild_id, at, source=source, blacklisted_users=settings.blacklisted_users
+        database, guild_id, at, source=source, blacklisted_users=settings.blacklisted_users
     )
     print(format_migration(report, guild_id))
     return 0

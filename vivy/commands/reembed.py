@@ -18,19 +18,18 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 
 from vivy.actors.note_writer import contextual_text, window_header
 from vivy.clock import Clock
-from vivy.commands.db import add_database_option, database_path, quiet_logs
-from vivy.errors import LLMInvalidOutput, StorageError
+from vivy.commands.db import add_database_option, database_target, existing, quiet_logs
+from vivy.errors import LLMInvalidOutput
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.notes import NoteText, NoteType
+from vivy.storage.engines import Target, open_store
 from vivy.storage.port import Store
-from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -75,7 +74,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"notes per embedding call (1-1000, default {DEFAULT_BATCH})",
     )
     add_database_option(parser)
-    parser.set_defaults(handler=lambda args: run_reembed(database_path(args), args.batch_size))
+    parser.set_defaults(handler=lambda args: run_reembed(database_target(args), args.batch_size))
 
 
 def _batch_size(text: str) -> int:
@@ -167,11 +166,10 @@ async def reembed_notes(
 
 
 def run_reembed(
-    path: Path, batch_size: int = DEFAULT_BATCH, *, environ: Mapping[str, str] | None = None
+    database: Target, batch_size: int = DEFAULT_BATCH, *, environ: Mapping[str, str] | None = None
 ) -> int:
-    """Re-embed the notes of the database at ``path``; prints the result, returns the exit code."""
-    if not path.is_file():
-        raise StorageError(f"no such database file: {path}")
+    """Re-embed the notes of ``database``; prints the result, returns the exit code."""
+    existing(database)
     env = os.environ if environ is None else environ
     show = sys.stderr.isatty()
 
@@ -183,7 +181,7 @@ def run_reembed(
         # The command line is the entry point, so it is where wall time is read.
         clock = Clock.wall()
         llm = make_llm(env, clock=clock)
-        store = open_sqlite_store(path, inline=True)
+        store = open_store(database, inline=True)
         try:
             return await reembed_notes(
                 store, llm, batch_size=batch_size, progress=progress if show else None

@@ -234,7 +234,7 @@ async def _serve_app(
     import anyio
 
     from vivy.app import running_app
-    from vivy.bot.gateway import Gateway
+    from vivy.bot.wiring import gateway_for
     from vivy.heap import settle_heap
     from vivy.retrieval.operator import OperatorStore, loop_caller
     from vivy.shards import ALL_SHARDS
@@ -252,7 +252,7 @@ async def _serve_app(
         lease=lease,
     ) as app:
         server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
-        gateway = Gateway(bot.rest, app, own_user_id=me, cache=bot.cache)
+        gateway = gateway_for(app, bot.rest, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:
             await _start(bot, settings.shards)

@@ -10,19 +10,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import anyio
 
 from vivy.clock import Clock
-from vivy.commands.db import add_database_option, database_path, discord_id, read_only
+from vivy.commands.db import add_database_option, database_target, discord_id
 from vivy.commands.importer import llm_factory
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip, quoted_text
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.engines import Target, open_store
 
 __all__ = ["register", "search"]
 
@@ -53,18 +52,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_database_option(parser)
     parser.set_defaults(
         handler=lambda args: search(
-            database_path(args), args.guild, " ".join(args.query), args.limit
+            database_target(args), args.guild, " ".join(args.query), args.limit
         )
     )
 
 
-def search(path: Path, guild_id: int, query: str, limit: int) -> int:
+def search(database: Target, guild_id: int, query: str, limit: int) -> int:
     """Print the fused ranking; returns the exit code."""
     if not query.strip():
         raise ConfigError("the query is blank: say what to look for")
-    with read_only(path):  # refuses a missing or foreign database before opening it for real
-        pass
-    hits = anyio.run(_search, path, guild_id, query, limit)
+    hits = anyio.run(_search, database, guild_id, query, limit)
     if not hits:
         print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)
         return 0
@@ -79,9 +76,9 @@ def search(path: Path, guild_id: int, query: str, limit: int) -> int:
     return 0
 
 
-async def _search(path: Path, guild_id: int, query: str, limit: int) -> list[NoteHit]:
+async def _search(database: Target, guild_id: int, query: str, limit: int) -> list[NoteHit]:
+    store = open_store(database, read_only=True)
     llm = llm_factory(os.environ)()
-    store = open_sqlite_store(path, read_only=True)
     try:
         settings = Settings.from_env(os.environ).retrieval()
         retriever = Retriever(store.search, llm, Clock.wall(), settings=settings)

@@ -11,10 +11,11 @@ import argparse
 from datetime import date, timedelta
 from pathlib import Path
 
-from vivy.commands.db import add_database_option, database_path, read_only
+from vivy.commands.db import add_database_option, database_target, read_only
 from vivy.errors import ConfigError, StorageError
 from vivy.memory.dates import short_date
 from vivy.memory.notes import Note, NoteType
+from vivy.storage.engines import Target
 from vivy.storage.port import ReadOnlyStore
 
 __all__ = ["register", "render_guild", "write_snapshots"]
@@ -36,16 +37,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--out", type=Path, default=Path("snapshots"), help="directory (default: ./snapshots)"
     )
     add_database_option(parser)
-    parser.set_defaults(handler=lambda args: write_snapshots(database_path(args), args.out))
+    parser.set_defaults(handler=lambda args: write_snapshots(database_target(args), args.out))
 
 
-def write_snapshots(path: Path, out: Path) -> int:
+def write_snapshots(database: Target, out: Path) -> int:
     """Write ``out/guild-<id>.md`` for every guild; returns the exit code."""
     if out.exists() and not out.is_dir():
         raise ConfigError(
             f"--out {out} is a file, not a folder; name a folder to write the snapshots into"
         )
-    with read_only(path) as store:
+    with read_only(database) as store:
         documents = {guild: render_guild(store, guild) for guild in store.guild_ids()}
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
@@ -230,7 +230,7 @@ async def replay(
     pulse = _Pulse()
     gate = _CallGate(llm, limit, pulse)
     tally = _Tally()
-    peek, _ = open_store(settings.database, settings.database_url, inline=True)
+    peek = open_store(settings.target, inline=True)
     try:
         if peek.leases is not None and (running := await peek.leases.live(system_now())):
             raise ConfigError(
@@ -423,7 +423,7 @@ def import_exports(
     settings: Settings,
     *,
     llm: LLM | Callable[[], LLM],
-    database: str | Path | None = None,
+    database: Path | str | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
     registry: CollectorRegistry | None = None,
     concurrency: int | None = None,
@@ -435,7 +435,7 @@ def import_exports(
     """
     batch = load_exports(paths)
     if database is not None:
-        settings = replace(settings, database=Path(database), database_url=None)
+        settings = settings.with_target(database)
     model = llm() if callable(llm) else llm
     try:
         return trio.run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["EmbeddingModel", "EmbeddingState", "LeaseHolder", "OutboxState"]
+__all__ = ["EmbeddingModel", "EmbeddingState", "GuildCounts", "LeaseHolder", "OutboxState"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +58,14 @@ class EmbeddingState:
     vector_dimension: int | None
     #: Whether an interrupted ``vivy reembed`` left staged vectors.
     reembed_staged: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GuildCounts:
+    """What a database remembers of one guild, in counts (``vivy guilds``): its notes, its
+    members, and the messages its conversation notes were written from or its buffers hold."""
+
+    guild_id: int
+    notes: int
+    members: int
+    messages: int

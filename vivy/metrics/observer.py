@@ -18,6 +18,8 @@ from vivy.metrics.registry import (
     Metrics,
     NoteType,
     ProfileUpdateOutcome,
+    ReplyOutcome,
+    RetrievalPath,
     SchedulerPass,
 )
 from vivy.state.gate import IngestOutcome
@@ -99,3 +101,19 @@ class MetricsObserver:
         """Another process took the shard's lease over."""
         self.metrics.shard_lease_held.labels(shard=str(shard)).set(0)
         self.metrics.shard_leases_lost.inc()
+
+    def gateway_connected(self, connected: bool) -> None:
+        """Whether any gateway shard is connected now."""
+        self.metrics.gateway_connected.set(1 if connected else 0)
+
+    def caught_up(self, messages: int) -> None:
+        """``messages`` were stored from a channel's history."""
+        self.metrics.catchup_messages.inc(messages)
+
+    def replied(self, outcome: ReplyOutcome) -> None:
+        """An answer to a message addressed to Vivy ended with ``outcome``."""
+        self.metrics.replies.labels(outcome).inc()
+
+    def retrieved(self, path: RetrievalPath, seconds: float) -> None:
+        """A reply's memory was built along ``path`` in ``seconds``."""
+        self.metrics.retrieval_duration.labels(path).observe(seconds)

@@ -21,7 +21,6 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from vivy.clock import Clock
-from vivy.errors import StorageError
 from vivy.memory.facts import Fact
 from vivy.memory.members import MemberCard
 from vivy.retrieval import search
@@ -29,8 +28,8 @@ from vivy.retrieval.context import SECTION_TITLES, sections_of
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import OFFLINE_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.storage.engines import open_store
 from vivy.storage.port import SearchStore
-from vivy.storage.sqlite import open_sqlite_store
 
 __all__ = ["OperatorStore", "loop_caller", "serving_operator_store"]
 
@@ -125,15 +124,14 @@ class OperatorStore:
 
 @contextmanager
 def serving_operator_store(
-    path: str | Path, *, now: Callable[[], float] | None = None
+    database: Path | str, *, now: Callable[[], float] | None = None
 ) -> Iterator[OperatorStore]:
-    """An operator store over the existing database at ``path``, for tools that serve the API
-    without running the app (``vivy demo``): its own event loop in a background thread.
-    ``now`` defaults to the wall clock (:meth:`~vivy.clock.Clock.wall`)."""
-    if not Path(path).exists():
-        raise StorageError(f"no database at {path}")
+    """An operator store over the existing ``database`` (a SQLite file or a PostgreSQL URL),
+    opened read-only, for tools that serve the API without running the app (``vivy demo``):
+    its own event loop in a background thread. ``now`` defaults to the wall clock
+    (:meth:`~vivy.clock.Clock.wall`)."""
     with anyio.from_thread.start_blocking_portal() as portal:
-        store = open_sqlite_store(path)
+        store = open_store(database, read_only=True)
         try:
             clock = portal.call(_wall_clock)  # a Clock reads the loop's time: make it there
             yield OperatorStore(store.search, portal.call, now=now or clock.now)

@@ -11,8 +11,8 @@ each process of a fleet resumes its own work and no other's.
 A method is one unit of work: a method that writes commits its changes in one transaction
 before it returns, and fails as a whole.
 
-:class:`Store` bundles the areas; :func:`vivy.storage.sqlite.open_sqlite_store` opens the
-SQLite engine behind them.
+:class:`Store` bundles the areas; :func:`vivy.storage.engines.open_store` opens either
+engine behind them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         CloseReason,
         StoredBuffer,
     )
-    from vivy.memory.database import EmbeddingModel, LeaseHolder, OutboxState
+    from vivy.memory.database import EmbeddingModel, GuildCounts, LeaseHolder, OutboxState
     from vivy.memory.evidence import EvidenceLine, WindowText
     from vivy.memory.facts import Fact, FactRecord, PendingUpdate, UpdateContext
     from vivy.memory.members import (
@@ -414,6 +414,10 @@ class ReadOnlyStore(Protocol):
 
     def guild_ids(self) -> list[int]:
         """Every guild with a member, a note or server lore, in id order."""
+
+    def guild_counts(self) -> list[GuildCounts]:
+        """Every guild with a member, a note, server lore or a buffer, with its counts, in id
+        order."""
 
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name."""

@@ -21,7 +21,7 @@ from typing import Protocol
 import sqlean
 
 from vivy.errors import StorageError
-from vivy.memory.database import EmbeddingState
+from vivy.memory.database import EmbeddingState, GuildCounts
 from vivy.memory.facts import PROFILE_SECTIONS, FactRecord
 from vivy.memory.notes import Note
 from vivy.storage import checks, evidence, meta
@@ -117,6 +117,23 @@ class ReadOnlyDatabase:
             " UNION SELECT guild_id FROM server_lore ORDER BY 1"
         )
         return [int(r[0]) for r in rows]
+
+    def guild_counts(self) -> list[GuildCounts]:
+        """Every guild with a member, a note, server lore or a buffer, with its counts, in id
+        order."""
+        rows = self._tx.all(
+            "SELECT g.guild_id,"
+            " (SELECT COUNT(*) FROM interaction_notes n WHERE n.guild_id = g.guild_id),"
+            " (SELECT COUNT(*) FROM guild_members m WHERE m.guild_id = g.guild_id),"
+            " (SELECT COALESCE(SUM(n.message_count), 0) FROM interaction_notes n"
+            "  WHERE n.guild_id = g.guild_id AND n.note_type = 'conversation')"
+            " + (SELECT COUNT(*) FROM buffer_messages b JOIN channel_buffers c"
+            "  ON c.id = b.buffer_id WHERE c.guild_id = g.guild_id)"
+            " FROM (SELECT guild_id FROM guild_members UNION SELECT guild_id FROM interaction_notes"
+            " UNION SELECT guild_id FROM server_lore UNION SELECT guild_id FROM channel_buffers)"
+            " AS g ORDER BY g.guild_id"
+        )
+        return [GuildCounts(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name (bytewise)."""

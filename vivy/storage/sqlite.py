@@ -18,7 +18,7 @@ from vivy.storage.port import Store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import BinaryIndex
 
-__all__ = ["open_sqlite_store", "sqlite_store"]
+__all__ = ["open_sqlite_database", "open_sqlite_store", "sqlite_store"]
 
 
 def sqlite_store(db: Database) -> Store:
@@ -39,14 +39,22 @@ def sqlite_store(db: Database) -> Store:
 
 
 def open_sqlite_store(path: str | Path, *, inline: bool = False, read_only: bool = False) -> Store:
-    """Open (creating and migrating as needed) the SQLite database at ``path`` as a store.
+    """Open (creating and migrating as needed) the SQLite database at ``path`` as a store;
+    see :func:`open_sqlite_database`."""
+    return sqlite_store(open_sqlite_database(path, inline=inline, read_only=read_only))
+
+
+def open_sqlite_database(
+    path: str | Path, *, inline: bool = False, read_only: bool = False
+) -> Database:
+    """The owner of the SQLite database at ``path``, created and migrated as needed.
 
     ``inline`` runs calls on the event loop's thread (tests under trio's MockClock). A
-    ``read_only`` store only reads an existing Vivy database of this version, never creating,
+    ``read_only`` owner only reads an existing Vivy database of this version, never creating,
     migrating or writing it, on read-only media too (:func:`~vivy.storage.checks.open_readonly`).
     """
     if not read_only:
-        return sqlite_store(Database.open(path, inline=inline))
+        return Database.open(path, inline=inline)
     conns: list[Connection] = []
     try:
         for _ in range(1 + SIDE_CONNECTIONS):
@@ -56,4 +64,4 @@ def open_sqlite_store(path: str | Path, *, inline: bool = False, read_only: bool
         for conn in conns:
             conn.close()
         raise
-    return sqlite_store(Database(conns[0], inline=inline, sides=tuple(conns[1:])))
+    return Database(conns[0], inline=inline, sides=tuple(conns[1:]))

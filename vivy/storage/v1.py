@@ -11,10 +11,19 @@ from vivy.clock import parse_utc
 from vivy.errors import StorageError
 from vivy.memory.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
+from vivy.storage import checks
 from vivy.storage.db import Database
 from vivy.storage.dialect import Tx
+from vivy.storage.postgres.db import PgDatabase
 
-__all__ = ["V1Migration", "migrate_v1_database", "migrate_v1_facts", "migrated_label"]
+__all__ = [
+    "V1Fact",
+    "V1Migration",
+    "migrate_v1_database",
+    "migrate_v1_facts",
+    "migrated_label",
+    "read_v1_facts",
+]
 
 
 @dataclass(slots=True)
@@ -27,15 +36,35 @@ class V1Migration:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _v1_tables_present(tx: Tx, schema: str) -> bool:
-    found = {
-        str(r[0])
-        for r in tx.execute(
-            f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'"
-            " AND name IN ('facts', 'users')"
-        )
-    }
-    return found == {"facts", "users"}
+#: One active v1 fact: its id, its member's Discord id and name, its text and its time.
+V1Fact = tuple[int, str, str, str, str]
+
+
+def read_v1_facts(source: Path) -> list[V1Fact]:
+    """The active facts of the seed-000 (v1) SQLite database at ``source``, newest first;
+    the file is only read."""
+    conn = checks.open_readonly(source)
+    try:
+        found = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('facts', 'users')"
+            )
+        }
+        if found != {"facts", "users"}:
+            raise StorageError(
+                f"no seed-000 `facts` and `users` tables found in the v1 database {source}"
+            )
+        return [
+            (int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]))
+            for r in conn.execute(
+                "SELECT f.id, u.discord_id, u.username, f.fact_text, f.created_at"
+                " FROM facts f JOIN users u ON u.id = f.user_id"
+                " WHERE f.is_active = 1 ORDER BY f.created_at DESC, f.id DESC"
+            ).fetchall()
+        ]
+    finally:
+        conn.close()
 
 
 _REFUSED = {"instruction": "instruction-like", "too_long": "too long"}
@@ -50,26 +79,19 @@ def migrate_v1_facts(
     tx: Tx,
     guild_id: int,
     now: float,
+    rows: list[V1Fact],
     *,
-    schema: str = "main",
     blacklisted_users: frozenset[int] = frozenset(),
 ) -> V1Migration:
-    """Copy seed 000's active facts into ``guild_id``'s profiles, section ``other``.
+    """Copy seed 000's active facts ``rows`` (:func:`read_v1_facts`) into ``guild_id``'s
+    profiles, section ``other``.
 
     Runs in the caller's transaction. A fact is skipped (and counted by reason) when it was
     migrated before (its ``source_label`` names its v1 id), fails the fact guards, repeats an
     active fact, belongs to a member who opted out or is blacklisted, or would overflow the
-    section or profile cap (newest v1 facts are kept first). ``facts`` and ``vec_facts`` are
-    only read. ``schema`` names an attached v1 database (``main`` when it is the same file).
+    section or profile cap (newest v1 facts are kept first).
     """
-    if not _v1_tables_present(tx, schema):
-        raise StorageError("no seed-000 `facts` and `users` tables found in the v1 database")
     report = V1Migration()
-    rows = tx.execute(
-        f"SELECT f.id, u.discord_id, u.username, f.fact_text, f.created_at"
-        f" FROM {schema}.facts f JOIN {schema}.users u ON u.id = f.user_id"
-        f" WHERE f.is_active = 1 ORDER BY f.created_at DESC, f.id DESC"
-    ).fetchall()
     report.active_v1 = len(rows)
     opted_out = {
         int(r[0])
@@ -169,53 +191,44 @@ def _migrate_member(
             (guild_id, user_id, facts[0][1], now),
         )
         tx.execute(
-            "INSERT INTO user_profiles (guild_id, user_id, version, updated_at)"
+            "INSERT INTO user_profiles AS p (guild_id, user_id, version, updated_at)"
             " VALUES (?, ?, 1, ?) ON CONFLICT (guild_id, user_id) DO UPDATE SET"
-            " version = version + 1, updated_at = excluded.updated_at",
+            " version = p.version + 1, updated_at = excluded.updated_at",
             (guild_id, user_id, now),
         )
     return added
 
 
 def migrate_v1_database(
-    path: Path,
+    database: Path | str,
     guild_id: int,
     now: float,
     *,
     source: Path | None = None,
     blacklisted_users: frozenset[int] = frozenset(),
 ) -> V1Migration:
-    """Run :func:`migrate_v1_facts` on the Vivy database at ``path`` in one transaction.
+    """Run :func:`migrate_v1_facts` on the Vivy ``database`` (a SQLite file or a PostgreSQL
+    URL) in one transaction, created or migrated to this Vivy's schema first, as at startup.
 
-    The v1 tables are read from ``source`` (attached for the run) or, when None, from the same
-    file. The database is created or migrated to this Vivy's schema first, as at startup.
+    The v1 tables are read from ``source``, the v1 bot's SQLite file, or, when None, from the
+    Vivy database itself (a SQLite file holding both).
     """
-    db = Database.open(path, inline=True)
+    if source is None:
+        if isinstance(database, str):
+            raise StorageError("the v1 tables are in the v1 bot's SQLite file: pass --from V1_DB")
+        source = database
+    rows = read_v1_facts(source)
+    owner: Database | PgDatabase = (
+        PgDatabase.open(database, inline=True)
+        if isinstance(database, str)
+        else Database.open(database, inline=True)
+    )
     try:
-        schema = "main"
-        if source is not None:
-            db.read_sync(_attach, source)
-            schema = "v1"
-        try:
-            return db.write_sync(
-                partial(
-                    migrate_v1_facts,
-                    guild_id=guild_id,
-                    now=now,
-                    schema=schema,
-                    blacklisted_users=blacklisted_users,
-                )
-            )
-        finally:
-            if source is not None:
-                db.read_sync(_detach)
+        return owner.write_sync(
+            partial(migrate_v1_facts, blacklisted_users=blacklisted_users),
+            guild_id,
+            now,
+            rows,
+        )
     finally:
-        db.close()
-
-
-def _attach(tx: Tx, source: Path) -> None:
-    tx.execute("ATTACH DATABASE ? AS v1", (str(source.resolve()),))
-
-
-def _detach(tx: Tx) -> None:
-    tx.execute("DETACH DATABASE v1")
+        owner.close()

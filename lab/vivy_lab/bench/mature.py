@@ -115,7 +115,7 @@ def seed_full_profiles(
     learnt from conversations in the months before ``before``, oldest first."""
 
     async def seed() -> None:
-        store, db = open_store(database, None, inline=True)
+        store = open_store(database, inline=True)
         try:
             for member, user_id in enumerate(user_ids):
                 facts = full_profile(member)
@@ -126,7 +126,6 @@ def seed_full_profiles(
                     )
                     await store.profiles.apply_plan(guild_id, user_id, version, plan, learnt)
         finally:
-            if db is not None:
-                db.close()
+            store.close()
 
     trio.run(seed)

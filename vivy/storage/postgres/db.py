@@ -72,11 +72,13 @@ IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 HNSW_ITERATIVE_SCAN = "strict_order"
 
 
-def connect(uri: str) -> PgConnection:
+def connect(uri: str, *, read_only: bool = False) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
-    transactions itself)."""
+    transactions itself); with ``read_only`` every transaction of it is read-only."""
     try:
         conn = psycopg.connect(with_timeouts(uri), autocommit=True)
+        if read_only:
+            conn.execute("SET default_transaction_read_only = on")
         conn.execute(
             f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}';"
             f" SET hnsw.iterative_scan = '{HNSW_ITERATIVE_SCAN}'"
@@ -201,10 +203,17 @@ class PgDatabase:
     """
 
     def __init__(
-        self, conn: PgConnection, *, inline: bool, uri: str = "", fence: Fence | None = None
+        self,
+        conn: PgConnection,
+        *,
+        inline: bool,
+        uri: str = "",
+        fence: Fence | None = None,
+        read_only: bool = False,
     ) -> None:
         self._conn = conn
         self._uri = uri
+        self._read_only = read_only
         self._fence = fence
         self._tx = self._transaction_of(conn)
         self._inline = inline
@@ -213,18 +222,35 @@ class PgDatabase:
         self._sides = tuple(PgSide(uri) for _ in range(SIDE_CONNECTIONS)) if uri else ()
 
     @classmethod
-    def open(cls, uri: str, *, inline: bool = False, fence: Fence | None = None) -> PgDatabase:
-        """Connect to ``uri`` and migrate the database as needed.
+    def open(
+        cls,
+        uri: str,
+        *,
+        inline: bool = False,
+        fence: Fence | None = None,
+        read_only: bool = False,
+    ) -> PgDatabase:
+        """Connect to ``uri`` and migrate the database as needed; with ``read_only`` the
+        database must be at this Vivy's schema version already, and every write through the
+        owner is refused.
 
         ``inline`` runs calls on the event loop's thread (tests under trio's MockClock).
         """
-        conn = connect(uri)
+        conn = connect(uri, read_only=read_only)
         try:
-            migrate(conn)
+            if not read_only:
+                migrate(conn)
+            elif (version := schema_version(conn)) != PG_SCHEMA_VERSION:
+                if version > PG_SCHEMA_VERSION:
+                    raise SchemaTooNew(version, PG_SCHEMA_VERSION)
+                raise StorageError(
+                    f"the database has schema version {version}, not this Vivy's"
+                    f" {PG_SCHEMA_VERSION}; start Vivy on it once to migrate it"
+                )
         except BaseException:
             conn.close()
             raise
-        return cls(conn, inline=inline, uri=uri, fence=fence)
+        return cls(conn, inline=inline, uri=uri, fence=fence, read_only=read_only)
 
     def _transaction_of(self, conn: PgConnection) -> Tx:
         """The :class:`Tx` of calls on ``conn``: the fence's shards, its leases checked."""
@@ -298,7 +324,7 @@ class PgDatabase:
         """``fn`` in one transaction on the connection, psycopg errors translated."""
         if (self._conn.closed or self._conn.broken) and self._uri:
             self._conn.close()
-            self._conn = connect(self._uri)
+            self._conn = connect(self._uri, read_only=self._read_only)
             self._tx = self._transaction_of(self._conn)
             log.info("database connection opened again")
         conn = self._conn

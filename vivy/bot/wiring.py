@@ -1,0 +1,47 @@
+"""The bot's gateway made from the running app: the parts it uses, and nothing else of it."""
+
+from __future__ import annotations
+
+import hikari
+
+from vivy.app import App
+from vivy.bot.commands import MemoryCommands
+from vivy.bot.gateway import Gateway
+from vivy.bot.reply import ReplyRateLimiter
+from vivy.retrieval import Retriever
+
+__all__ = ["gateway_for"]
+
+
+def gateway_for(
+    app: App,
+    rest: hikari.api.RESTClient,
+    *,
+    own_user_id: int,
+    cache: hikari.api.Cache | None = None,
+    limiter: ReplyRateLimiter | None = None,
+) -> Gateway:
+    """The gateway of the running ``app``: its router, a retriever over its store and LLM, its
+    ``/memory`` commands (which clear the retriever's cache when a member is forgotten), its
+    stored channel positions and its metrics."""
+    retriever = Retriever(
+        app.store.search,
+        app.llm,
+        app.clock,
+        observe=app.observer.retrieved,
+        settings=app.settings.retrieval(),
+    )
+    return Gateway(
+        rest,
+        own_user_id=own_user_id,
+        router=app.router,
+        retriever=retriever,
+        chat=app.llm,
+        clock=app.clock,
+        settings=app.settings,
+        positions=app.store.imports,
+        commands=MemoryCommands(app, forgotten=retriever.clear_cache),
+        observer=app.observer,
+        cache=cache,
+        limiter=limiter,
+    )
