@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Build the long-conversation retrieval eval set (issue 13, Build item 4).
 
-It writes ``lab/vivy_lab/data/longconv_eval.json`` (the full set: ~8 guilds, ~5,000 messages, ~500
-questions) and ``tests/lab/eval/longconv_small.json`` (the first 2 guilds with ~30 questions
+It writes ``lab/vivy_lab/data/longconv_eval.json`` (the full set: ~8 guilds, ~5,000 messages,
+~600 questions) and ``tests/lab/eval/longconv_small.json`` (the first 2 guilds with ~36 questions
 each, for the test suite). Each guild is a small group (2 or 3 members) chatting in one
 channel over 6-16 weeks, in 15-25 sessions days apart; each session carries the "ideal LLM
 summary" note it would become. Each question carries the ids of the messages that answer it,
-in one of four kinds: single-hop, multi-hop (messages from two or more sessions), temporal
-(time matters; asked after the last session, so "last month" resolves) and open-domain
-(an inference from what a member said, without the question's key word).
+in one of five kinds: single-hop, multi-hop (messages from two or more sessions), temporal
+(time matters; asked after the last session, so "last month" resolves), open-domain
+(an inference from what a member said, without the question's key word) and paraphrase (a
+fact asked in words of the asker's own: no content word of the question, after porter
+stemming, is in the answer message or the three messages either side of it, which the
+generator checks with SQLite's FTS5 porter tokenizer, the one the retriever's keyword index
+uses; only what the words mean can find the answer).
 
 How the chat is made: every member gets a few life *threads* (a pet, a job change, a trip, a
 hobby project, a family event, a move, an illness, a course, a game). A thread is a list of
@@ -43,6 +47,7 @@ import argparse
 import json
 import random
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,10 +60,10 @@ DEFAULT_OUT = ROOT / "lab" / "vivy_lab" / "data" / "longconv_eval.json"
 DEFAULT_SMALL_OUT = ROOT / "tests" / "lab" / "eval" / "longconv_small.json"
 DEFAULT_SEED = 7
 DEFAULT_GUILDS = 8
-KINDS = ("single-hop", "multi-hop", "temporal", "open-domain")
-QUOTA = {"single-hop": 22, "multi-hop": 12, "temporal": 16, "open-domain": 12}
+KINDS = ("single-hop", "multi-hop", "temporal", "open-domain", "paraphrase")
+QUOTA = {"single-hop": 22, "multi-hop": 12, "temporal": 16, "open-domain": 12, "paraphrase": 12}
 SMALL_GUILDS = 2
-SMALL_QUOTA = {"single-hop": 11, "multi-hop": 6, "temporal": 7, "open-domain": 6}
+SMALL_QUOTA = {"single-hop": 11, "multi-hop": 6, "temporal": 7, "open-domain": 6, "paraphrase": 6}
 FIRST_DAY = datetime(2026, 1, 5, tzinfo=UTC)
 DETAIL_SHARE = 0.45  # how often a note spells out a beat's details rather than its gist
 PARAPHRASE_SHARE = 0.2  # how often a question is asked in words of its own ("~" phrasings)
@@ -2108,6 +2113,211 @@ THREAD_KINDS: dict[str, Callable[[Picker], Thread]] = {
     "game": game,
 }
 
+# The paraphrase kind: a fact asked about in words of the asker's own, none of which (after
+# stemming) was said in the answer message or the three messages either side of it, so only
+# what the words mean can find it. Written as members would ask, per thread kind and fact
+# tag; a phrasing that happens to share a word with what was said is skipped.
+REPHRASE: dict[str, dict[str, list[str]]] = {
+    "pet": {
+        "landlord": [
+            "Why was {O} suddenly allowed to keep an animal in {Pp} flat?",
+            "Who gave {O} permission to keep animals at home?",
+        ],
+        "adopt": ["What animal did {O} take in?", "Which creature joined {O}'s household?"],
+        "breed": [
+            "What type of animal did {O} adopt, exactly?",
+            "Which sort of furry companion does {O} have?",
+        ],
+        "name": [
+            "What does {O} call {Pp} new animal?",
+            "How did {O} christen the furry newcomer?",
+        ],
+        "vet": [
+            "What did the animal doctor diagnose when {O} took {Pp} pet in?",
+            "Why did {O}'s little companion need medical attention?",
+        ],
+        "meds": [
+            "What medicine or care was prescribed for {O}'s animal?",
+            "What remedy did {O}'s furry patient get?",
+        ],
+        "trick": [
+            "What clever behaviour has {O}'s animal mastered lately?",
+            "What mischief has {O}'s furry friend learned?",
+        ],
+    },
+    "job": {
+        "complaint": [
+            "What was making {O} miserable in {Pp} previous position?",
+            "Why did {O} want to quit?",
+        ],
+        "role": [
+            "What does {O} do for a living now?",
+            "What position did {O} go after?",
+        ],
+        "boss": [
+            "Who does {O} report to these days, and what are they like?",
+            "Who is {O}'s supervisor at the place {P} switched to?",
+        ],
+        "commute": [
+            "How does {O} travel to the office these days?",
+            "How does {O} reach the workplace each morning?",
+        ],
+        "offer": [
+            "Was {O} successful with the application?",
+            "Did the hiring process work out for {O}?",
+        ],
+        "start": ["When does {O} begin in the role?", "When is {O}'s first shift at the firm?"],
+    },
+    "trip": {
+        "idea": [
+            "Where was {O} dreaming of going on holiday?",
+            "Which destination was {O} daydreaming about?",
+        ],
+        "booked": [
+            "Did {O} make the travel reservations?",
+            "Is {O}'s holiday locked in?",
+        ],
+        "companion": [
+            "Who is joining {O} on the holiday?",
+            "Is {O} travelling alone or with someone?",
+        ],
+        "lodging": [
+            "What accommodation did {O} book abroad?",
+            "Where did {O} sleep while abroad?",
+        ],
+        "worry": [
+            "What was making {O} anxious before the holiday?",
+            "What was {O} nervous about ahead of travelling?",
+        ],
+        "highlight": [
+            "What did {O} enjoy most while abroad?",
+            "What was the standout moment of {O}'s holiday?",
+        ],
+        "mishap": [
+            "Did anything unlucky happen to {O} while abroad?",
+            "What misfortune did {O} run into on holiday?",
+        ],
+    },
+    "hobby": {
+        "start": [
+            "What craft project did {O} take up?",
+            "What hands-on pastime did {O} pick up?",
+        ],
+        "material": [
+            "What did {O} choose for {Pp} project?",
+            "What supplies is {O} working with on that project?",
+        ],
+        "problem": [
+            "What went wrong with {O}'s handiwork?",
+            "What setback did {O}'s project hit?",
+        ],
+        "fix": [
+            "How did {O} repair the issue with {Pp} project?",
+            "How did {O} solve the setback?",
+        ],
+        "result": [
+            "How pleased was {O} with the finished piece?",
+            "How did {O}'s creation end up?",
+        ],
+    },
+    "family": {
+        "announce": [
+            "What big occasion is coming up among {O}'s relatives?",
+            "What celebration are {O}'s relatives preparing?",
+        ],
+        "venue": [
+            "Where will {O}'s relatives celebrate?",
+            "What location did {O}'s relatives choose for the celebration?",
+        ],
+        "gift": [
+            "What present are {O} and {Pp} relatives giving?",
+            "What are {O}'s relatives handing over as a present?",
+        ],
+        "task": [
+            "What duty was {O} nervous about at the celebration?",
+            "What role did {O} dread at the family occasion?",
+        ],
+        "after": [
+            "What was the most memorable bit of the celebration for {O}?",
+            "What stood out at {O}'s family occasion?",
+        ],
+    },
+    "move": {
+        "reason": ["Why did {O} decide to relocate?", "What pushed {O} to change flats?"],
+        "place": [
+            "Which neighbourhood did {O} relocate to?",
+            "What area of town does {O} live in now?",
+        ],
+        "feature": [
+            "What's nice about {O}'s flat?",
+            "What does {O} love about {Pp} home?",
+        ],
+        "mishap": [
+            "What disaster struck when {O} relocated?",
+            "What mishap happened while {O} was changing homes?",
+        ],
+        "neighbour": ["Who lives next door to {O} now?", "Who did {O} get to know on {Pp} floor?"],
+        "nb_trait": [
+            "What's the person next door to {O} like?",
+            "What's special about the resident beside {O}?",
+        ],
+    },
+    "illness": {
+        "ail": [
+            "What happened to {O}'s health?",
+            "What medical trouble did {O} have?",
+        ],
+        "cause": [
+            "What caused {O}'s health trouble?",
+            "What accident led to {O}'s injury?",
+        ],
+        "advice": [
+            "What did the physician recommend for {O}?",
+            "What treatment plan was {O} given?",
+        ],
+        "recovery": ["Is {O} feeling better now?", "How is {O} healing?"],
+    },
+    "course": {
+        "signup": ["What lessons did {O} enrol in?", "What is {O} studying in {Pp} free time?"],
+        "schedule": [
+            "How often do {O}'s lessons take place?",
+            "On which days does {O} study?",
+        ],
+        "teacher": ["Who instructs {O}'s course?", "Who leads the lessons {O} attends?"],
+        "quirk": [
+            "What odd habit does {O}'s instructor have?",
+            "What's peculiar about the person leading {O}'s lessons?",
+        ],
+        "struggle": [
+            "Why was {O} frustrated with the lessons?",
+            "What was difficult for {O} in the course?",
+        ],
+        "grade": [
+            "How did {O}'s final assessment go?",
+            "Did {O} succeed at the end of the lessons?",
+        ],
+    },
+    "game": {
+        "started": [
+            "Which title is {O} hooked on these days?",
+            "What video game did {O} pick up recently?",
+        ],
+        "style": ["Is {O} using a walkthrough?", "What approach is {O} taking with that title?"],
+        "stuck": [
+            "Which part was giving {O} trouble?",
+            "Where did {O} hit a wall in that title?",
+        ],
+        "how": [
+            "How did {O} get past the tough part in the end?",
+            "What helped {O} overcome the obstacle?",
+        ],
+        "hours": [
+            "How much time has {O} sunk into that title?",
+            "How long has {O} spent on that video game?",
+        ],
+    },
+}
+
 
 def fill(text: str, ctx: dict[str, str]) -> str:
     """Fill ``{key}`` placeholders from ``ctx``, twice, since parameters may hold placeholders."""
@@ -2480,6 +2690,8 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
             }
         )
     last_end = datetime.strptime(sessions[-1]["end"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    questions = make_questions(w, last_end)
+    questions += make_paraphrases(w, sessions, last_end, seed, QUOTA["paraphrase"])
     return {
         "guild_id": str(ID_BASE["guild"] + g),
         "channel": w.channel,
@@ -2487,9 +2699,7 @@ def build_guild(g: int, seed: int, people: list[tuple[str, str, list[str]]]) -> 
             {"user_id": m.user_id, "name": m.name, "aliases": m.aliases} for m in w.members
         ],
         "sessions": sessions,
-        "questions": [
-            {"id": f"g{g}-q{i + 1:03d}", **q} for i, q in enumerate(make_questions(w, last_end))
-        ],
+        "questions": [{"id": f"g{g}-q{i + 1:03d}", **q} for i, q in enumerate(questions)],
     }
 
 
@@ -2713,6 +2923,83 @@ def make_questions(w: Guild, last_end: datetime) -> list[dict[str, Any]]:
     return chosen
 
 
+#: Words that carry no content: a paraphrase may share these with what was said.
+FUNCTION_WORDS = frozenset(
+    "a an the and or but so to of in on at for with from by as into about is are was were be been "
+    "being am do does did done have has had i me my you your he him his she her it its we us our "
+    "they them their this that these those what which who whom whose when where why how if then "
+    "than not no s t d ll m re ve".split()
+)
+#: Messages either side of an answer that a paraphrase must share no content word with either
+#: (an evidence window holds four consecutive messages).
+PARAPHRASE_REACH = 3
+
+
+class Stems:
+    """Content words as the retriever's keyword index sees them: SQLite's FTS5 with the porter
+    stemmer ("working" and "works" are "work"), function words left out."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        self.db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        self.function = self.of(" ".join(sorted(FUNCTION_WORDS)), everything=True)
+
+    def of(self, text: str, *, everything: bool = False) -> set[str]:
+        """The stems of ``text``'s words (without function words unless ``everything``)."""
+        self.db.execute("DELETE FROM t")
+        self.db.execute("INSERT INTO t (x) VALUES (?)", (text,))
+        found = {str(row[0]) for row in self.db.execute("SELECT term FROM v")}
+        return found if everything else found - self.function
+
+
+def paraphrase_shared(stems: Stems, question: str, said: list[str]) -> set[str]:
+    """The content stems ``question`` shares with the texts ``said``."""
+    return stems.of(question) & stems.of("\n".join(said))
+
+
+def make_paraphrases(
+    w: Guild, sessions: list[dict[str, Any]], last_end: datetime, seed: int, quota: int
+) -> list[dict[str, Any]]:
+    """Questions of the paraphrase kind: one per fact that some phrasing of :data:`REPHRASE`
+    can ask without a content word of the answer message or its neighbours, sampled down to
+    ``quota``. Its own random stream, so the other kinds' questions stay as they were."""
+    r = random.Random(f"longconv-paraphrase:{seed}:{w.g}")
+    stems = Stems()
+    near: dict[str, list[str]] = {}
+    for session in sessions:
+        texts = [m["text"] for m in session["messages"]]
+        for i, m in enumerate(session["messages"]):
+            near[m["id"]] = texts[max(0, i - PARAPHRASE_REACH) : i + PARAPHRASE_REACH + 1]
+    found: list[dict[str, Any]] = []
+    for ti, t in enumerate(w.threads):
+        o = w.owners[ti]
+        for tag, phrasings in REPHRASE.get(t.kind, {}).items():
+            said = w.facts.get((ti, tag))
+            if said is None:
+                continue
+            for phrasing in r.sample(phrasings, len(phrasings)):
+                text = first_upper(fill(phrasing, {**t.p, **w.members[o].ctx(r)}))
+                if not paraphrase_shared(stems, text, near[said.msg_id]):
+                    others = [i for i in range(len(w.members)) if i != o]
+                    at = (last_end + timedelta(days=r.randint(1, 14))).replace(
+                        hour=r.randint(9, 22), minute=r.randint(0, 59), second=0
+                    )
+                    found.append(
+                        {
+                            "kind": "paraphrase",
+                            "question": text,
+                            "asked_by": w.members[r.choice(others)].user_id,
+                            "asked_at": iso(at),
+                            "answer_message_ids": [said.msg_id],
+                        }
+                    )
+                    break
+    return r.sample(found, min(quota, len(found)))
+
+
 DESCRIPTION = (
     "Synthetic long-conversation retrieval eval for Vivy (issue 13), generated by "
     "scripts/build_longconv_eval.py. Each guild is one channel where 2-3 members chat over weeks in "
@@ -2825,6 +3112,15 @@ def report(data: dict[str, Any]) -> list[str]:
             f"overlap_{k}_{part}: {sums[k][i] / n:.3f}"
             for i, part in enumerate(("answer_messages", "note", "session_raw"))
         ]
+    stems = Stems()
+    shared = 0
+    for guild in data["guilds"]:
+        where = {m["id"]: m["text"] for s in guild["sessions"] for m in s["messages"]}
+        for q in guild["questions"]:
+            if q["kind"] == "paraphrase":
+                said = [where[i] for i in q["answer_message_ids"]]
+                shared += len(paraphrase_shared(stems, q["question"], said))
+    lines.append(f"paraphrase_shared_answer_stems: {shared}")
     lines.append(f"single_hop_some_answer_word_in_summary: {any_in_note / max(1, singles):.3f}")
     lines.append(f"single_hop_some_detail_word_in_summary: {detail_in_note / max(1, singles):.3f}")
     lines.append(f"single_hop_half_detail_words_in_summary: {half_in_note / max(1, singles):.3f}")

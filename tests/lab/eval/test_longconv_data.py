@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "build_longconv_eval.py"
 FULL = ROOT / "lab" / "vivy_lab" / "data" / "longconv_eval.json"
 SMALL = ROOT / "tests" / "lab" / "eval" / "longconv_small.json"
-KINDS = {"single-hop", "multi-hop", "temporal", "open-domain"}
+KINDS = {"single-hop", "multi-hop", "temporal", "open-domain", "paraphrase"}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def test_ids_are_unique_snowflake_strings(eval_data: dict[str, Any]) -> None:
 
 
 def test_every_kind_is_present_in_every_guild(eval_data: dict[str, Any]) -> None:
-    """Each guild asks questions of all four kinds and of no other."""
+    """Each guild asks questions of all five kinds and of no other."""
     for guild in eval_data["guilds"]:
         assert {q["kind"] for q in guild["questions"]} == KINDS
 
@@ -109,7 +109,7 @@ def test_multi_hop_answers_span_sessions(eval_data: dict[str, Any]) -> None:
 
 
 def test_full_set_has_the_planned_size_and_spread() -> None:
-    """About 5,000 messages in ~8 guilds and 400-600 questions, kinds spread as planned."""
+    """About 5,000 messages in ~8 guilds and 500-700 questions, kinds spread as planned."""
     data = load(FULL)
     guilds = data["guilds"]
     messages = sum(len(s["messages"]) for g in guilds for s in g["sessions"])
@@ -117,11 +117,12 @@ def test_full_set_has_the_planned_size_and_spread() -> None:
     total = sum(kinds.values())
     assert len(guilds) == 8
     assert 4000 <= messages <= 6000
-    assert 400 <= total <= 600
+    assert 500 <= total <= 700
     assert all(15 <= len(g["sessions"]) <= 25 for g in guilds)
     assert all(12 <= len(s["messages"]) <= 50 for g in guilds for s in g["sessions"])
-    assert 0.30 <= kinds["single-hop"] / total <= 0.40
-    assert 0.15 <= kinds["open-domain"] / total <= 0.25
+    assert 0.25 <= kinds["single-hop"] / total <= 0.40
+    assert 0.12 <= kinds["open-domain"] / total <= 0.25
+    assert 0.12 <= kinds["paraphrase"] / total <= 0.25
     assert len(load(SMALL)["guilds"]) == 2
 
 
@@ -151,6 +152,44 @@ def test_questions_share_words_with_what_was_said_more_than_with_notes(
     assert f["overlap_single-hop_note"] < f["overlap_single-hop_answer_messages"] - 0.08
     assert f["overlap_open-domain_answer_messages"] < 0.15
     assert 0.25 <= f["single_hop_some_detail_word_in_summary"] <= 0.45
+
+
+def porter_stems(db: Any, text: str) -> set[str]:
+    """The stems SQLite's FTS5 porter tokenizer (the keyword index's) makes of ``text``."""
+    db.execute("DELETE FROM t")
+    db.execute("INSERT INTO t (x) VALUES (?)", (text,))
+    return {str(row[0]) for row in db.execute("SELECT term FROM v")}
+
+
+def test_paraphrases_share_no_content_word_with_their_answers(eval_data: dict[str, Any]) -> None:
+    """No content word of a paraphrase question (the retriever's own query terms) shares its
+    stem, by the keyword index's porter tokenizer, with a content word of the messages that
+    answer it; and the generator's own stricter check (neighbouring messages too, fewer
+    words counted as function words) reports no shared stem."""
+    import sqlean
+
+    from vivy.retrieval.search import query_terms
+
+    db = sqlean.connect(":memory:")
+    db.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+    asked = 0
+    for guild in eval_data["guilds"]:
+        where = {m["id"]: m["text"] for s in guild["sessions"] for m in s["messages"]}
+        for q in guild["questions"]:
+            if q["kind"] != "paraphrase":
+                continue
+            asked += 1
+            terms = porter_stems(db, " ".join(query_terms(q["question"])))
+            said = porter_stems(
+                db, " ".join(query_terms(" ".join(where[i] for i in q["answer_message_ids"])))
+            )
+            assert terms and not terms & said, (q["id"], terms & said)
+    assert asked >= 6 * len(eval_data["guilds"])
+    db.close()
+    assert figures(eval_data)["paraphrase_shared_answer_stems"] == 0
 
 
 def test_regenerating_reproduces_the_committed_files(tmp_path: Path) -> None:
