@@ -9,6 +9,7 @@ import pytest
 import sqlean
 
 from tests.importer import TWO_DAYS, import_files, snapshot
+from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
 from vivy.storage.checks import check_integrity, open_readonly
 from vivy.storage.schema import SCHEMA_VERSION
 
@@ -53,7 +54,7 @@ def test_check_passes_on_a_healthy_database(
         "integrity_check: ok",
         "foreign_key_check: ok",
         f"schema version: {SCHEMA_VERSION} (this Vivy supports {SCHEMA_VERSION}) ok",
-        "embedding model: offline-hash-v1 (768 dimensions); 6 vectors for 6 notes",
+        f"embedding model: {LOCAL_EMBEDDING_MODEL} (256 dimensions); 6 vectors for 6 notes",
         "evidence: ok",
         f"{imported}: ok",
     ]
@@ -97,7 +98,7 @@ def test_check_reports_vectors_that_do_not_match_the_notes(
     conn.close()
     r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
-    assert "problem: vec_notes holds 768-dimensional vectors but meta records 384" in r.out
+    assert "problem: vec_notes holds 256-dimensional vectors but meta records 384" in r.out
     assert "problem: 7 notes but 6 note vectors" in r.out
 
 

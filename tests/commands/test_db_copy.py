@@ -29,11 +29,11 @@ import sqlean
 from psycopg.conninfo import conninfo_to_dict
 
 import vivy.commands.db
+from tests.hashing import hash_embedding
 from tests.importer import ANA, BEN, GUILD, LOUNGE, THREAD_LATER, TWO_DAYS, import_files
 from tests.pg import embedded_postgres, pg_url
 from vivy.cli import EXIT_INTERRUPTED, EXIT_RUNTIME, EXIT_USAGE
 from vivy.errors import StorageError
-from vivy.llm.offline.embeddings import hash_embedding
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.facts import NewFact, RetiredFact
 from vivy.memory.notes import NewNote, Participant, PlannedUpdate

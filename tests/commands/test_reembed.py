@@ -13,6 +13,7 @@ import pytest
 import sqlean
 
 import vivy.commands.reembed as reembed_command
+from tests.hashing import HashingEmbedder, hash_embedding
 from tests.importer import GUILD, TWO_DAYS, import_files
 from vivy.actors.note_writer import contextual_text
 from vivy.app import running_app
@@ -21,7 +22,7 @@ from vivy.commands.db import check_database
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.llm.metered import MeteredLLM, NullMeter
-from vivy.llm.offline import OfflineLLM, hash_embedding
+from vivy.llm.offline import LOCAL_EMBEDDING_MODEL, OfflineLLM
 from vivy.llm.port import LLM
 from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection, Database
@@ -36,16 +37,15 @@ pytestmark = pytest.mark.anyio
 
 
 class SmallModel(OfflineLLM):
-    """Another embedding model: hashing into 256 dimensions under a new name."""
+    """Another embedding model: hashing into 64 dimensions under a new name."""
 
     def __init__(self) -> None:
-        super().__init__(dimension=256)
-        self.embedding_model = "small-hash-v2"
+        super().__init__(embedder=HashingEmbedder(dimension=64, model="small-hash-v2"))
 
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database whose notes were embedded by the offline model (768 dimensions)."""
+    """A database whose notes were embedded by the offline model."""
     db = tmp_path_factory.mktemp("reembed") / "v.db"
     import_files(db, TWO_DAYS)
     return db
@@ -86,12 +86,12 @@ async def test_model_change_is_refused_until_reembed_has_run(copy: Path) -> None
         report = await reembed_command.reembed_notes(
             sqlite_store(db), SmallModel(), batch_size=4, progress=seen.append
         )
-        assert (report.notes, report.model, report.dimension) == (6, "small-hash-v2", 256)
-        assert report.previous == "offline-hash-v1 (768 dimensions)"
+        assert (report.notes, report.model, report.dimension) == (6, "small-hash-v2", 64)
+        assert report.previous == f"{LOCAL_EMBEDDING_MODEL} (256 dimensions)"
         assert seen == [4, 6]
-        assert await db.read(vec_notes_dimension) == 256
+        assert await db.read(vec_notes_dimension) == 64
         assert await db.read(get_meta, "embedding_model") == "small-hash-v2"
-        assert await db.read(get_meta, "embedding_dimension") == "256"
+        assert await db.read(get_meta, "embedding_dimension") == "64"
         assert await db.read(count_rows, "vec_notes") == 6
         assert await db.read(get_meta, "reembed_model") is None
         first = await db.read(
@@ -102,7 +102,7 @@ async def test_model_change_is_refused_until_reembed_has_run(copy: Path) -> None
         )
         people = ["Ana", "ben", "Cleo"]  # in the order they first spoke
         text = contextual_text(first[1], first[2], people, json.loads(first[3]), first[4], first[5])
-        note_id, distance = await db.read(_nearest, hash_embedding(text, 256))
+        note_id, distance = await db.read(_nearest, hash_embedding(text, 64))
         assert note_id == 1 and distance < 1e-6  # the same text the NoteWriter embedded
     finally:
         db.close()
@@ -127,14 +127,14 @@ async def test_interrupted_reembed_resumes_and_keeps_old_vectors_meanwhile(
     try:
         with pytest.raises(RuntimeError):
             await reembed_command.reembed_notes(sqlite_store(db), Failing(), batch_size=4)
-        assert await db.read(vec_notes_dimension) == 768
-        assert await db.read(get_meta, "embedding_model") == "offline-hash-v1"
+        assert await db.read(vec_notes_dimension) == 256
+        assert await db.read(get_meta, "embedding_model") == LOCAL_EMBEDDING_MODEL
         capsys.readouterr()
         assert check_database(copy, environ={}) == 0
         assert "interrupted `vivy reembed` left staged vectors" in capsys.readouterr().out
         report = await reembed_command.reembed_notes(sqlite_store(db), SmallModel(), batch_size=4)
         assert (report.notes, report.resumed) == (6, 4)
-        assert await db.read(vec_notes_dimension) == 256
+        assert await db.read(vec_notes_dimension) == 64
     finally:
         db.close()
 
@@ -152,13 +152,13 @@ def test_command_reembeds_with_the_configured_model(
     r = run_cli(capsys, "reembed", "--db", str(copy))
     assert r.code == 0, r.err
     assert r.out.strip() == (
-        "re-embedded 6 notes and 7 evidence windows with small-hash-v2 (256 dimensions); "
-        "before: offline-hash-v1 (768 dimensions)"
+        "re-embedded 6 notes and 7 evidence windows with small-hash-v2 (64 dimensions); "
+        f"before: {LOCAL_EMBEDDING_MODEL} (256 dimensions)"
     )
     conn = sqlean.connect(str(copy))
     lengths = conn.execute("SELECT DISTINCT length(embedding) FROM evidence_windows").fetchall()
     conn.close()
-    assert [tuple(row) for row in lengths] == [(256 * 4,)]
+    assert [tuple(row) for row in lengths] == [(64 * 4,)]
 
 
 def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,10 +8,11 @@ import anyio
 import pytest
 from trio.testing import MockClock
 
+from tests.hashing import HashingEmbedder
 from vivy.clock import Clock
 from vivy.errors import LLMError, LLMInvalidOutput, LLMUnavailable
 from vivy.llm.metered import CountingMeter, LLMObservation, MeteredLLM, NullMeter
-from vivy.llm.offline import OFFLINE_EMBEDDING_MODEL, OFFLINE_MODEL, OfflineLLM
+from vivy.llm.offline import OFFLINE_MODEL, OfflineLLM
 from vivy.llm.port import (
     ChatAnswer,
     ChatRequest,
@@ -134,12 +135,8 @@ async def test_cancellation_is_not_a_failure() -> None:
 
 async def test_wrapper_exposes_the_inner_attributes() -> None:
     """Dimension, embedding model, quality and model names pass through."""
-    llm = metered(OfflineLLM(dimension=64), CountingMeter())
-    assert (llm.dimension, llm.embedding_model, llm.quality) == (
-        64,
-        OFFLINE_EMBEDDING_MODEL,
-        "offline",
-    )
+    llm = metered(OfflineLLM(embedder=HashingEmbedder(dimension=64)), CountingMeter())
+    assert (llm.dimension, llm.embedding_model, llm.quality) == (64, "test-hash", "offline")
     assert llm.model_for(ModelTier.PRO) == OFFLINE_MODEL
     await llm.aclose()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import subprocess
@@ -17,13 +16,14 @@ import pytest
 import vivy
 from vivy.errors import LLMError
 from vivy.llm.offline import (
+    LOCAL_EMBEDDING_DIMENSION,
+    LOCAL_EMBEDDING_MODEL,
     OFFLINE_EMBEDDING_MODEL,
     OFFLINE_MODEL,
     OfflineLLM,
     cluster_notes,
     consolidate_profile,
     facts,
-    hash_embedding,
     profile_operations,
     write_note,
 )
@@ -349,43 +349,6 @@ def test_outputs_are_deterministic() -> None:
     assert cluster_notes(day) == cluster_notes(day)
 
 
-def cosine(a: list[float], b: list[float]) -> float:
-    """Cosine similarity of two unit vectors."""
-    return math.fsum(x * y for x, y in zip(a, b, strict=True))
-
-
-def test_embeddings_are_normalised_and_sized() -> None:
-    """Vectors are unit length with the requested dimension, even for empty text."""
-    for text in ("Elden Ring builds", "", "the and of"):
-        vector = hash_embedding(text, 768)
-        assert len(vector) == 768
-        assert math.isclose(math.fsum(v * v for v in vector), 1.0)
-    assert len(hash_embedding("x", 64)) == 64
-
-
-def test_similar_texts_are_closer_than_unrelated_ones() -> None:
-    """Texts sharing words score higher cosine similarity than unrelated texts."""
-    query = hash_embedding("Which Elden Ring build should I use?")
-    related = hash_embedding("Sam started a new Elden Ring strength build")
-    unrelated = hash_embedding("Recipe for banana bread with walnuts")
-    assert cosine(query, related) > 0.3
-    assert cosine(query, related) > cosine(query, unrelated) + 0.3
-
-
-def test_embedding_does_not_depend_on_python_hash_seed() -> None:
-    """An interpreter with another PYTHONHASHSEED computes the very same vector."""
-    code = "from vivy.llm.offline import hash_embedding; print(hash_embedding('Elden Ring', 16))"
-    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
-    run = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONHASHSEED": seed},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert run.stdout.strip() == repr(hash_embedding("Elden Ring", 16))
-
-
 @pytest.mark.anyio
 async def test_provider_answers_every_request_builder() -> None:
     """OfflineLLM answers note, update, consolidation and cluster requests from payloads."""
@@ -445,12 +408,17 @@ async def test_provider_refuses_mismatched_requests() -> None:
 
 
 @pytest.mark.anyio
-async def test_provider_embeds_with_its_own_model_name() -> None:
-    """Embeddings have the configured dimension and the offline model label."""
-    llm = OfflineLLM(dimension=32)
+async def test_provider_embeds_with_the_local_model() -> None:
+    """Embeddings come from the local model, with its dimension and name on the provider."""
+    llm = OfflineLLM()
     vectors = await llm.embed(["a cat", "a dog"], EmbeddingTask.QUERY)
-    assert [len(vector) for vector in vectors] == [32, 32]
-    assert (llm.embedding_model, llm.quality) == (OFFLINE_EMBEDDING_MODEL, "offline")
+    assert [len(vector) for vector in vectors] == [LOCAL_EMBEDDING_DIMENSION] * 2
+    assert (llm.dimension, llm.embedding_model, llm.quality) == (
+        LOCAL_EMBEDDING_DIMENSION,
+        OFFLINE_EMBEDDING_MODEL,
+        "offline",
+    )
+    assert OFFLINE_EMBEDDING_MODEL == LOCAL_EMBEDDING_MODEL
     assert vectors == await llm.embed(["a cat", "a dog"], EmbeddingTask.DOCUMENT)
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
-from vivy.llm.offline import hash_embedding
+from vivy.llm.offline import shared_embedder
 from vivy.storage.db import Connection, Database
 from vivy.storage.members import forget_member
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
-from vivy.storage.schema import serialize_vector
+from vivy.storage.schema import binary_dimensions, serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
 GUILD, OTHER = 1, 2
@@ -27,9 +28,13 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def _bits(conn: Connection, text: str) -> bytes:
-    vector = serialize_vector(hash_embedding(text))
+    """The binary copy of ``text``'s vector, made as the notes' (the local model's)."""
+    vector = shared_embedder().embed([text])[0]
     return bytes(
-        conn.execute("SELECT vec_quantize_binary(vec_slice(?, 0, 384))", (vector,)).fetchone()[0]
+        conn.execute(
+            "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
+            (serialize_vector(vector), binary_dimensions(len(vector))),
+        ).fetchone()[0]
     )
 
 
@@ -71,7 +76,7 @@ def test_nearest_matches_sqlite_vec_and_follows_every_change(db: Database) -> No
         lambda conn: [int(r[0]) for r in conn.execute("SELECT id FROM interaction_notes")]
     )
     db.write_sync(stage_vectors, [(note_id, hash_embedding(f"other {note_id}")) for note_id in ids])
-    assert db.write_sync(swap_note_vectors, "test-model", 768) == len(ids)
+    assert db.write_sync(swap_note_vectors, "test-model", 256) == len(ids)
     assert nearest() == exact()
 
 

@@ -27,13 +27,13 @@ import structlog
 
 from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError, VivyError
-from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.llm import configured_embedding as network_embedding
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
 from vivy.storage.copy import BATCH_ROWS, conclude_copy, copy_database, shown
 from vivy.storage.engines import Target, open_view, target_of
 from vivy.storage.port import ReadOnlyStore
 from vivy.storage.readonly import backup_database as storage_backup
-from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
+from vivy.storage.schema import SCHEMA_VERSION
 
 __all__ = [
     "add_database_option",
@@ -152,7 +152,7 @@ def quiet_logs() -> Iterator[None]:
 def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
     """The embedding model and dimension the environment selects (without opening a client)."""
     selected = network_embedding(Settings.from_env(environ))
-    return selected or (OFFLINE_EMBEDDING_MODEL, EMBEDDING_DIMENSION_DEFAULT)
+    return selected or (LOCAL_EMBEDDING_MODEL, LOCAL_EMBEDDING_DIMENSION)
 
 
 # --- the commands ---------------------------------------------------------------------------

@@ -143,6 +143,8 @@ class Dialect:
     #: Replaces every note's vector by its staged one (``vivy reembed``); (tx, dimension) ->
     #: vectors written.
     refill_note_vectors: Callable[[Tx, int], int]
+    #: Makes the (empty) note-vector table take vectors of this dimension.
+    size_note_vectors: Callable[[Tx, int], None]
     #: Statements that make processes changing ``meta`` at once take their turns.
     lock_meta: tuple[str, ...]
     #: Records that the vectors of these notes (None: of every note) are removed or replaced.
@@ -205,6 +207,14 @@ def _pg_refill(tx: Tx, dimension: int) -> int:
     ).rowcount
 
 
+def _pg_size(tx: Tx, dimension: int) -> None:
+    """pgvector's note-vector table and its HNSW index made again at ``dimension`` when its
+    column has another one (called while no note exists)."""
+    if note_vector_dimension(tx.conn) != dimension:
+        tx.execute("DROP TABLE IF EXISTS vec_notes")
+        tx.conn.execute(vec_notes_ddl(dimension).encode())
+
+
 def vector_text(values: Sequence[float]) -> str:
     """pgvector's text form of ``values`` (``[x,y,…]``), bound as text and cast."""
     return "[" + ",".join(repr(float(x)) for x in values) + "]"
@@ -237,6 +247,7 @@ SQLITE = Dialect(
     purge_note_index=("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')",),
     vector_type="BLOB",
     refill_note_vectors=_sqlite_refill,
+    size_note_vectors=lambda tx, dimension: None,  # a BLOB column takes any length
     lock_meta=(),
     vectors_replaced=vectors_replaced,
 )
@@ -256,6 +267,7 @@ POSTGRES = Dialect(
     purge_note_index=(),
     vector_type="vector",
     refill_note_vectors=_pg_refill,
+    size_note_vectors=_pg_size,
     lock_meta=("LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE",),
     vectors_replaced=lambda tx, note_ids: None,
 )

@@ -30,7 +30,9 @@ def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel 
     """Record ``model`` as the embedding model on first use, or while no note exists.
 
     Returns the model recorded instead when notes embedded by another model exist (nothing
-    changes then), else None. Processes adopting a model at once take their turns.
+    changes then), else None. Processes adopting a model at once take their turns. While no
+    note exists the note-vector table takes ``dimension``: a new database is made for the
+    configured model.
     """
     for statement in tx.dialect.lock_meta:
         tx.execute(statement)
@@ -38,8 +40,11 @@ def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel 
     stored_dim = get_meta(tx, "embedding_dimension")
     if stored == model and stored_dim == str(dimension):
         return None
-    if stored is not None and tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is not None:
-        return EmbeddingModel(stored, stored_dim)
+    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is not None:
+        if stored is not None:
+            return EmbeddingModel(stored, stored_dim)
+    else:
+        tx.dialect.size_note_vectors(tx, dimension)
     set_meta(tx, "embedding_model", model)
     set_meta(tx, "embedding_dimension", str(dimension))
     return None

@@ -36,7 +36,7 @@ from typing import Any, cast
 from vivy.commands.demo import DEMO_EXPORT
 from vivy.config import Settings
 from vivy.importer import ExportMessage, import_exports, load_exports
-from vivy.llm.offline import OfflineLLM, hash_embedding, profile_operations
+from vivy.llm.offline import OfflineLLM, profile_operations, shared_embedder
 from vivy.llm.offline.text import clip
 from vivy.llm.port import (
     ChatAnswer,
@@ -255,7 +255,7 @@ def per_message_cost(messages: Sequence[ExportMessage]) -> dict[str, int]:
         tokens_out += tokens(json.dumps(extracted))
         for text in extracted:
             embeddings += 1
-            vector = hash_embedding(text)
+            vector = shared_embedder().embed([text])[0]
             similar = sorted(
                 (1 - sum(a * b for a, b in zip(vector, old, strict=True)), old_text)
                 for old_text, old in facts[message.author_id]

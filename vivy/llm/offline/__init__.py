@@ -1,7 +1,8 @@
-"""The offline provider: the LLM port without a key, a network or a model.
+"""The offline provider: the LLM port without a key or a network.
 
 It keeps Vivy useful when no Gemini key is set (seed 000's graceful degradation) and gives
-the demo and the tests a deterministic LLM. Everything is plain text statistics and rules:
+the demo and the tests a deterministic LLM. Everything but the embeddings is plain text
+statistics and rules:
 
 * notes are extracts: salient noun phrases for the title and topics (names first; verbs,
   adverbs and chat noise never make a topic), who talked plus a few representative quoted
@@ -13,7 +14,8 @@ the demo and the tests a deterministic LLM. Everything is plain text statistics 
   in a profile-update call or, for the members a note call lists, in the note's answer;
 * consolidation merges near-duplicate facts and retires superseded ones;
 * topic clusters group notes that share salient terms;
-* embeddings hash word unigrams and bigrams into a fixed-size signed vector.
+* embeddings come from a static sentence-embedding model shipped inside the ``wordllama``
+  wheel (:mod:`.embeddings`), loaded from the installed package with no network.
 
 Its output is labelled: ``quality`` is ``"offline"`` and note summaries start with
 ``(offline extract)``, so nobody mistakes an extract for a model's summary. It reads the
@@ -30,7 +32,12 @@ from __future__ import annotations
 
 from vivy.llm.offline.chat import offline_chat_answer
 from vivy.llm.offline.clusters import cluster_notes
-from vivy.llm.offline.embeddings import hash_embedding
+from vivy.llm.offline.embeddings import (
+    LOCAL_EMBEDDING_DIMENSION,
+    LOCAL_EMBEDDING_MODEL,
+    Embedder,
+    LocalEmbedder,
+)
 from vivy.llm.offline.notes import write_note
 from vivy.llm.offline.profiles import (
     consolidate_profile,
@@ -42,18 +49,23 @@ from vivy.llm.offline.provider import (
     OFFLINE_MODEL,
     OFFLINE_QUALITY,
     OfflineLLM,
+    shared_embedder,
 )
 
 __all__ = [
+    "LOCAL_EMBEDDING_DIMENSION",
+    "LOCAL_EMBEDDING_MODEL",
     "OFFLINE_EMBEDDING_MODEL",
     "OFFLINE_MODEL",
     "OFFLINE_QUALITY",
+    "Embedder",
+    "LocalEmbedder",
     "OfflineLLM",
     "cluster_notes",
     "consolidate_profile",
     "conversation_operations",
-    "hash_embedding",
     "offline_chat_answer",
     "profile_operations",
+    "shared_embedder",
     "write_note",
 ]

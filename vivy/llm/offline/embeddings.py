@@ -1,76 +1,117 @@
-"""Hashing embeddings: stemmed word unigrams and bigrams hashed into a signed vector.
+"""The offline embedding: a static sentence-embedding model shipped inside a PyPI wheel.
 
-Embedding is on the import's hot path (every note and every evidence window), so the
-per-word and per-feature work is memoised and only the buckets a text touches are normalised; the
-vectors are exactly those of :func:`vivy.llm.port.l2_normalise` over the dense vector.
+`wordllama <https://github.com/dleemiller/WordLlama>`_ ships its ``l2_supercat`` model in its
+wheel: one 256-dimension vector per token of Llama 2's 32,000-token vocabulary, trained so
+that the mean of a text's token vectors embeds the text. Embedding is a tokenizer run and
+an average, so a query embeds in well under a millisecond on one core and needs no network:
+the weights and the tokenizer are read from the installed package, and wordllama is told
+never to download (``docs/benchmarks.md`` compares it with the other candidates measured).
+
+Texts are lower-cased first: the Llama tokenizer is case-sensitive, and the casing of chat
+("LOL", "SIGNED THE LEASE") says little about what a message means.
+
+:class:`LocalEmbedder` is the reusable piece: the offline provider embeds with it, and any
+provider without embeddings of its own can too.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-from collections import Counter
-from functools import lru_cache
-from itertools import pairwise
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from vivy.llm.offline.text import STOPWORDS, WORD
+from vivy.errors import LLMError
 
-__all__ = ["hash_embedding"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
+__all__ = ["LOCAL_EMBEDDING_DIMENSION", "LOCAL_EMBEDDING_MODEL", "Embedder", "LocalEmbedder"]
 
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """A light suffix strip so "games"/"game" and "learning"/"learn" share a feature."""
-    for suffix, replacement, keep in (("ies", "y", 3), ("ing", "", 4), ("ed", "", 4), ("s", "", 3)):
-        if word.endswith(suffix) and len(word) - len(suffix) >= keep and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + replacement
-    return word
+#: The name stored with vectors the local model made (``meta.embedding_model``).
+LOCAL_EMBEDDING_MODEL = "wordllama-l2-supercat-256"
+#: The length of its vectors.
+LOCAL_EMBEDDING_DIMENSION = 256
 
-
-@lru_cache(maxsize=1 << 16)
-def _feature_index(feature: str, dimension: int) -> tuple[int, float]:
-    """A stable bucket and sign for ``feature`` (blake2b, never Python's salted hash)."""
-    digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
-    sign = -1.0 if digest >> 63 else 1.0
-    return digest % dimension, sign
+#: Texts embedded per tokenizer call; a batch pads to its longest text.
+_BATCH = 64
+#: Characters of a text that are embedded: a mean over more words moves little, and the cap
+#: bounds the work and memory of one pathological message.
+_MAX_CHARS = 4000
 
 
-@lru_cache(maxsize=1 << 16)
-def _word_form(raw: str) -> tuple[str, bool] | None:
-    """The feature form of a word as written (lower case, stemmed) and whether it is a
-    stopword; None when nothing but punctuation is left."""
-    word = raw.lower().strip("'’-_")
-    if not word:
-        return None
-    return _stem(word), word in STOPWORDS
+class Embedder(Protocol):
+    """What a provider needs of an embedding model: its name, its vectors' length, and
+    L2-normalised vectors of texts (synchronous CPU work)."""
+
+    model: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text, ``dimension`` long."""
+        ...
 
 
-def hash_embedding(text: str, dimension: int = 768) -> list[float]:
-    """A deterministic, L2-normalised feature-hashing embedding of ``text``.
+class LocalEmbedder:
+    """Embeds texts with the static model shipped in the ``wordllama`` wheel, offline.
 
-    Features are stemmed word unigrams (weight 1) and bigrams (weight 0.7) with sublinear
-    term frequency; stopwords are dropped unless nothing else is left. Each feature adds its
-    weight, with a hashed sign, to one of ``dimension`` buckets: all unigrams, then all
-    bigrams, each in order of first appearance.
+    The model (about 33 MB of float32 weights in memory) is loaded on first use, once per
+    embedder, under a lock; :meth:`embed` is synchronous CPU work and safe to call from any
+    thread.
     """
-    forms = [form for form in map(_word_form, WORD.findall(text)) if form is not None]
-    content = [stem for stem, stopword in forms if not stopword]
-    if not content:
-        content = [stem for stem, _ in forms]
-    buckets: dict[int, float] = {}
-    for word, count in Counter(content).items():
-        index, sign = _feature_index(f"u:{word}", dimension)
-        buckets[index] = buckets.get(index, 0.0) + sign * (1.0 + math.log(count))
-    for (first, second), count in Counter(pairwise(content)).items():
-        index, sign = _feature_index(f"b:{first} {second}", dimension)
-        buckets[index] = buckets.get(index, 0.0) + sign * (0.7 * (1.0 + math.log(count)))
-    # Untouched buckets add nothing to the exactly rounded sum of squares, and stay 0.0.
-    norm = math.sqrt(math.fsum(value * value for value in buckets.values()))
-    vector = [0.0] * dimension
-    if norm == 0.0 or not math.isfinite(norm):
-        index, sign = _feature_index("<empty>", dimension)
-        vector[index] = sign
-        return vector
-    for index, value in buckets.items():
-        vector[index] = value / norm
-    return vector
+
+    model = LOCAL_EMBEDDING_MODEL
+    dimension = LOCAL_EMBEDDING_DIMENSION
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._inference: Any = None
+
+    def _loaded(self) -> Any:
+        """wordllama's inference object, loaded from the installed package alone."""
+        with self._lock:
+            if self._inference is None:
+                try:
+                    import wordllama
+                    from wordllama import WordLlama
+                except ImportError as exc:  # pragma: no cover - a dependency of Vivy
+                    raise LLMError(
+                        "the offline embedding model needs the wordllama package;"
+                        " reinstall Vivy (pip install -e .)"
+                    ) from exc
+                folder = Path(wordllama.__file__).parent
+                try:
+                    self._inference = WordLlama.load(
+                        config="l2_supercat",
+                        cache_dir=folder,
+                        dim=LOCAL_EMBEDDING_DIMENSION,
+                        disable_download=True,
+                    )
+                except (OSError, ValueError) as exc:
+                    raise LLMError(
+                        f"cannot load the offline embedding model from {folder} ({exc});"
+                        " reinstall the wordllama package"
+                    ) from exc
+            return self._inference
+
+    def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """L2-normalised embeddings of ``texts``, one row each; an empty text embeds as the
+        placeholder ``<empty>``, so every row has a direction."""
+        import numpy as np
+
+        inference = self._loaded()
+        prepared = [(text[:_MAX_CHARS].lower().strip() or "<empty>") for text in texts]
+        if not prepared:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors: npt.NDArray[np.float32] = np.asarray(
+            inference.embed(prepared, norm=True, batch_size=_BATCH), dtype=np.float32
+        )
+        if vectors.shape != (len(prepared), self.dimension) or not np.isfinite(vectors).all():
+            raise LLMError("the offline embedding model returned unusable vectors")
+        return vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """L2-normalised embeddings of ``texts`` as plain floats, one list each."""
+        rows: list[list[float]] = self.embed_array(texts).tolist()
+        return rows

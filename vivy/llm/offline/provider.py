@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import anyio.lowlevel
 
-from vivy.errors import ConfigError, LLMError
+from vivy.errors import LLMError
 from vivy.llm.offline.chat import offline_chat_answer
 from vivy.llm.offline.clusters import cluster_notes
-from vivy.llm.offline.embeddings import hash_embedding
+from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL, Embedder, LocalEmbedder
 from vivy.llm.offline.notes import write_note
 from vivy.llm.offline.profiles import (
     consolidate_profile,
@@ -37,24 +37,41 @@ from vivy.llm.schemas import (
     ProfileOperations,
 )
 
-__all__ = ["OFFLINE_EMBEDDING_MODEL", "OFFLINE_MODEL", "OFFLINE_QUALITY", "OfflineLLM"]
+__all__ = [
+    "OFFLINE_EMBEDDING_MODEL",
+    "OFFLINE_MODEL",
+    "OFFLINE_QUALITY",
+    "OfflineLLM",
+    "shared_embedder",
+]
 
 #: The name recorded as the model of offline generations.
 OFFLINE_MODEL = "offline-extractive-v1"
-#: The name recorded with offline embedding vectors.
-OFFLINE_EMBEDDING_MODEL = "offline-hash-v1"
+#: The name recorded with offline embedding vectors: the local model's.
+OFFLINE_EMBEDDING_MODEL = LOCAL_EMBEDDING_MODEL
 #: The quality label of everything the offline provider writes.
 OFFLINE_QUALITY = "offline"
 
 
-class OfflineLLM:
-    """The LLM port without a key or network: deterministic extracts, rules and hashing."""
+_SHARED: list[LocalEmbedder] = []
 
-    def __init__(self, *, dimension: int = 768) -> None:
-        if dimension < 1:
-            raise ConfigError("the embedding dimension must be positive")
-        self.dimension = dimension
-        self.embedding_model = OFFLINE_EMBEDDING_MODEL
+
+def shared_embedder() -> LocalEmbedder:
+    """The process's one :class:`LocalEmbedder`: the model's weights are loaded once however
+    many offline providers a process makes (the tests make hundreds)."""
+    if not _SHARED:
+        _SHARED.append(LocalEmbedder())
+    return _SHARED[0]
+
+
+class OfflineLLM:
+    """The LLM port without a key or network: deterministic extracts and rules, and the
+    local embedding model (:class:`~vivy.llm.offline.embeddings.LocalEmbedder`)."""
+
+    def __init__(self, *, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder if embedder is not None else shared_embedder()
+        self.dimension = self._embedder.dimension
+        self.embedding_model = self._embedder.model
         self.quality = OFFLINE_QUALITY
 
     def model_for(self, tier: ModelTier) -> str:
@@ -88,9 +105,13 @@ class OfflineLLM:
         return Generation(value=parsed, usage=Usage(), model=OFFLINE_MODEL, quality=self.quality)
 
     async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
-        """Hashing embeddings; documents and queries are embedded alike."""
+        """The local model's embeddings; documents and queries are embedded alike.
+
+        Run inline: a batch of notes and windows embeds in about a millisecond, less than a
+        hop to a worker thread would cost.
+        """
         await anyio.lowlevel.checkpoint()
-        return [hash_embedding(text, self.dimension) for text in texts]
+        return self._embedder.embed(texts)
 
     async def chat(self, request: ChatRequest) -> ChatAnswer:
         """A reply that reads back the relevant remembered facts, marked as offline."""
