@@ -61,6 +61,7 @@ __all__ = [
     "clip",
     "escape_attribute",
     "escape_text",
+    "quoted_lines",
     "quoted_text",
     "render_context",
     "sections_of",
@@ -178,20 +179,34 @@ def quoted_text(line: EvidenceLine, note: Note) -> str:
     return readable(line.text, {p.user_id: p.display_name for p in note.participants})
 
 
-def _evidence_lines(
-    note: Note, lines: Sequence[EvidenceLine], line_chars: int, budget: list[int]
-) -> list[str]:
-    """``  > Name, Mon D: text`` for each line while the shared ``budget`` (chars) lasts."""
-    shown: list[str] = []
-    for line in lines:
-        name = escape_text(line.author_name)
-        text = escape_text(clip(quoted_text(line, note), line_chars))
-        rendered = f"  > {name}, {short_date(note_date(line.created_at))}: {text}"
-        if len(rendered) > budget[0]:
-            break
-        budget[0] -= len(rendered)
-        shown.append(rendered)
-    return shown
+def _evidence_line(note: Note, line: EvidenceLine, line_chars: int) -> str:
+    """``  > Name, Mon D: text`` for one quoted line of ``note``."""
+    name = escape_text(line.author_name)
+    text = escape_text(clip(quoted_text(line, note), line_chars))
+    return f"  > {name}, {short_date(note_date(line.created_at))}: {text}"
+
+
+def quoted_lines(
+    evidence: Sequence[tuple[Note, Sequence[EvidenceLine]]],
+    *,
+    evidence_tokens: int = 400,
+    evidence_line_chars: int = 200,
+) -> list[tuple[EvidenceLine, ...]]:
+    """The lines quoted under each of some notes (``evidence``, each note with its lines, in
+    rank order): each note's lines in order while the budget shared by all of them lasts
+    (about four characters a token), as :func:`render_context` quotes them."""
+    budget = evidence_tokens * CHARS_PER_TOKEN
+    quoted: list[tuple[EvidenceLine, ...]] = []
+    for note, lines in evidence:
+        shown: list[EvidenceLine] = []
+        for line in lines:
+            size = len(_evidence_line(note, line, evidence_line_chars))
+            if size > budget:
+                break
+            budget -= size
+            shown.append(line)
+        quoted.append(tuple(shown))
+    return quoted
 
 
 def render_context(
@@ -211,11 +226,14 @@ def render_context(
         body += _profile(profile)
     if parts.notes or parts.clusters:
         body.append("<notes>")
-        budget = [evidence_tokens * CHARS_PER_TOKEN]
-        for note in parts.notes:
+        quoted = quoted_lines(
+            [(note, parts.evidence.get(note.id, ())) for note in parts.notes],
+            evidence_tokens=evidence_tokens,
+            evidence_line_chars=evidence_line_chars,
+        )
+        for note, lines in zip(parts.notes, quoted, strict=True):
             body.append(_note_line(note, summary_chars, cluster=False))
-            lines = parts.evidence.get(note.id, ())
-            body += _evidence_lines(note, lines, evidence_line_chars, budget)
+            body += [_evidence_line(note, line, evidence_line_chars) for line in lines]
         body += [_note_line(note, summary_chars, cluster=True) for note in parts.clusters]
         body.append("</notes>")
     activity = [block for block in parts.activity if block.notes]

@@ -46,10 +46,13 @@ __all__ = [
     "EvalQuestion",
     "EvalReport",
     "EvalSet",
+    "NoteEvalSearches",
     "format_report",
+    "fused_shortfall",
     "load_eval_set",
     "recall_at",
     "run_eval",
+    "search_note_eval",
 ]
 
 #: The cut-offs reported.
@@ -162,19 +165,21 @@ async def _store(store: Store, note: NewNote, buffer_key: int) -> int:
     return note_id
 
 
-async def run_eval(
-    llm: LLM | None = None,
-    eval_set: EvalSet | None = None,
-    *,
-    settings: RetrievalSettings = DEFAULT_SETTINGS,
-) -> EvalReport:
-    """Store the eval notes in a temporary database and score every ranking on every question.
+@dataclass(frozen=True, slots=True)
+class NoteEvalSearches:
+    """Every question's search of the note eval, kept so that rankings can be recomputed:
+    the candidates found, the question's relevant keys, and each note id's key."""
 
-    ``llm`` embeds notes and questions (the offline provider by default).
-    """
-    llm = llm if llm is not None else OfflineLLM()
-    data = eval_set if eval_set is not None else load_eval_set()
-    calibration = settings.calibration or calibration_for(llm.embedding_model)
+    questions: tuple[EvalQuestion, ...]
+    candidates: tuple[tuple[Candidate, ...], ...]
+    keys: dict[int, str]
+    now: float
+
+
+async def search_note_eval(
+    llm: LLM, data: EvalSet, settings: RetrievalSettings = DEFAULT_SETTINGS
+) -> NoteEvalSearches:
+    """Store the eval notes in a temporary database and run every question's searches once."""
     channels = {name: i for i, name in enumerate(sorted({n.channel for n in data.notes}), 1)}
     people = {
         name: i for i, name in enumerate(sorted({p for n in data.notes for p in n.participants}), 1)
@@ -215,12 +220,9 @@ async def run_eval(
                 ended_at=at,
             )
             keys[await _store(store, new, index)] = note.key
-
-        scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
-        kind_scores: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
-        kept: list[float] = []
+        found: list[tuple[Candidate, ...]] = []
         for question, qvector in zip(data.questions, query_vectors, strict=True):
-            (found,) = await store.search.find_notes(
+            (result,) = await store.search.find_notes(
                 [
                     NoteSearch(
                         guild_id=data.guild_id,
@@ -232,19 +234,59 @@ async def run_eval(
                     )
                 ]
             )
-            rankings = _rankings(
-                found.candidates, now=now, calibration=calibration, settings=settings
-            )
-            kept.append(float(len(rankings["fused+gate"][: max(KS)])))
-            for method, ids in rankings.items():
-                ranked = [keys[i] for i in ids if i in keys]
-                for k in KS:
-                    scores[method][k].append(recall_at(ranked, question.relevant, k))
-                kind_scores[method].setdefault(question.kind, []).append(
-                    recall_at(ranked, question.relevant, 5)
-                )
+            found.append(result.candidates)
     finally:
         store.close()
+    return NoteEvalSearches(data.questions, tuple(found), keys, now)
+
+
+def fused_shortfall(
+    searches: NoteEvalSearches, calibration: Calibration, settings: RetrievalSettings
+) -> float:
+    """How far the fused ranking's recall@5 falls below the better single search's (0 when
+    it does not)."""
+    sums = {method: 0.0 for method in ("vector", "keyword", "fused")}
+    for question, candidates in zip(searches.questions, searches.candidates, strict=True):
+        rankings = _rankings(
+            candidates, now=searches.now, calibration=calibration, settings=settings
+        )
+        for method in sums:
+            ranked = [searches.keys[i] for i in rankings[method] if i in searches.keys]
+            sums[method] += recall_at(ranked, question.relevant, 5)
+    return max(0.0, max(sums["vector"], sums["keyword"]) - sums["fused"]) / max(
+        1, len(searches.questions)
+    )
+
+
+async def run_eval(
+    llm: LLM | None = None,
+    eval_set: EvalSet | None = None,
+    *,
+    settings: RetrievalSettings = DEFAULT_SETTINGS,
+) -> EvalReport:
+    """Store the eval notes in a temporary database and score every ranking on every question.
+
+    ``llm`` embeds notes and questions (the offline provider by default).
+    """
+    llm = llm if llm is not None else OfflineLLM()
+    data = eval_set if eval_set is not None else load_eval_set()
+    calibration = settings.calibration or calibration_for(llm.embedding_model)
+    searches = await search_note_eval(llm, data, settings)
+    scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
+    kind_scores: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
+    kept: list[float] = []
+    for question, candidates in zip(data.questions, searches.candidates, strict=True):
+        rankings = _rankings(
+            candidates, now=searches.now, calibration=calibration, settings=settings
+        )
+        kept.append(float(len(rankings["fused+gate"][: max(KS)])))
+        for method, ids in rankings.items():
+            ranked = [searches.keys[i] for i in ids if i in searches.keys]
+            for k in KS:
+                scores[method][k].append(recall_at(ranked, question.relevant, k))
+            kind_scores[method].setdefault(question.kind, []).append(
+                recall_at(ranked, question.relevant, 5)
+            )
 
     kinds: dict[str, int] = {}
     for question in data.questions:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from vivy_lab.commands import eval as eval_command
+from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
 from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
 from vivy_lab.fakes.openai import FakeOpenAI
 
@@ -49,13 +50,27 @@ async def test_report_table() -> None:
 
 
 def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
-    """``vivy eval --check`` prints the table and exits 0 while fusion holds up."""
+    """``vivy eval --check`` prints the tables and exits 0 while the retriever holds up
+    against every baseline and fusion against either search alone."""
     parser = argparse.ArgumentParser()
     eval_command.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["eval", "--check"])
     assert args.handler(args) == 0
     out = capsys.readouterr().out
-    assert "fused+gate" in out and "offline-hash-v1" in out
+    assert "fused+gate" in out and LOCAL_EMBEDDING_MODEL in out
+    assert "quoted-line recall@k" in out and "FAIL" not in out
+
+
+def test_goals_are_checked_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--goals`` adds the paraphrase and quoted-line targets to ``--check``: each one the
+    retriever misses is a FAIL line naming it, and any of them exits 1."""
+    parser = argparse.ArgumentParser()
+    eval_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", "--check", "--goals"])
+    code = args.handler(args)
+    failures = [line for line in capsys.readouterr().out.splitlines() if line.startswith("FAIL")]
+    assert code == (1 if failures else 0)
+    assert all("paraphrase recall@5" in line or "quoted-line recall@5" in line for line in failures)
 
 
 def test_check_fails_when_fusion_loses(monkeypatch: pytest.MonkeyPatch) -> None:
