@@ -2,20 +2,23 @@
 
     python scripts/learn_fusion_weights.py [--eval-set PATH] [--rounds 3]
 
-Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, the
-offline embedding); then coordinate ascent changes one weight of
+Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, with
+the offline provider's local embedding model); the model's similarity scale is measured on
+the *training* guilds (every other guild; :func:`vivy_lab.eval.longconv.measure_calibration`)
+and ranks with it; then coordinate ascent changes one weight of
 :class:`vivy.retrieval.ranking.Weights` at a time and keeps a change when it raises the
-objective on the *training* guilds (every other guild): the mean over question kinds of
-session recall at 1, 5 and 10, so no kind is traded away for another, less twice every
-shortfall below the better plain BM25 baseline at each (kind, k), the goal being to beat it
-everywhere. The *held-out* guilds
+objective on the training guilds: the mean over question kinds of session recall at 1, 5
+and 10, so no kind is traded away for another, less twice every shortfall below the best
+baseline (BM25 raw, BM25 sessions, dense, RRF) at each (kind, k), the goal being to beat
+them everywhere. The *held-out* guilds
 show whether the weights generalise. Then the gate's thresholds are chosen to let the fewest
 notes through for questions memory cannot answer (each guild asked another guild's
-questions) while the gated recall@10 stays within 0.01 of the ungated one, on the training
-guilds.
+questions) while the gated recall@10 stays within 0.01 of the ungated one in every question
+kind, on the training guilds.
 
-It prints the weights and gate to put in ``vivy/retrieval/ranking.py`` and the figures of the
-current defaults and of the learned values on both halves. Nothing is written.
+It prints the calibration, weights and gate to put in ``vivy/retrieval/ranking.py`` and the
+figures of the current defaults and of the learned values on both halves. Nothing is
+written.
 """
 
 from __future__ import annotations
@@ -23,23 +26,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import replace
 
 import anyio
 
 from vivy.llm.offline import OfflineLLM
-from vivy.retrieval.ranking import OFFLINE_CALIBRATION, Gate, Weights
+from vivy.llm.port import EmbeddingTask
+from vivy.retrieval.ranking import Calibration, Gate, Weights
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy_lab.eval.longconv import (
+    BASELINES,
     KINDS,
     LongEval,
     Searched,
-    bm25_index,
-    bm25_sessions,
+    baseline_rankings,
     load_longconv,
+    measure_calibration,
     ranked_sessions,
     search_questions,
     session_recall,
 )
+from vivy_lab.eval.notes import NoteEvalSearches, fused_shortfall, load_eval_set, search_note_eval
 
 FEATURES = (
     "note_keyword",
@@ -53,15 +60,17 @@ FEATURES = (
     "diversity",
 )
 FACTORS = (0.0, 0.25, 0.5, 0.75, 1.5, 2.0, 3.0)
+#: How much a shortfall below a baseline costs, against a gain in mean recall.
+PENALTY = 6.0
 
 
 def recall_by_kind(
-    searched: Sequence[Searched], weights: Weights, gate: Gate | None
+    searched: Sequence[Searched], calibration: Calibration, weights: Weights, gate: Gate | None
 ) -> dict[str, dict[int, float]]:
     """Mean session recall at 1, 5 and 10 per question kind."""
     sums: dict[str, dict[int, list[float]]] = {kind: {1: [], 5: [], 10: []} for kind in KINDS}
     for one in searched:
-        ranked = ranked_sessions(one, calibration=OFFLINE_CALIBRATION, weights=weights, gate=gate)
+        ranked = ranked_sessions(one, calibration=calibration, weights=weights, gate=gate)
         for k in (1, 5, 10):
             sums[one.question.kind][k].append(session_recall(ranked, one.answers, k))
     return {
@@ -70,24 +79,20 @@ def recall_by_kind(
     }
 
 
-def baseline_by_kind(searched: Sequence[Searched], data: LongEval) -> dict[str, dict[int, float]]:
-    """Per kind and k, the better of the two plain BM25 baselines' mean session recall."""
-    windows = {guild.guild_id: bm25_index(guild) for guild in data.guilds}
-    whole = {guild.guild_id: bm25_index(guild, whole=True) for guild in data.guilds}
-    guild_of = {q.id: guild.guild_id for guild in data.guilds for q in guild.questions}
+def baseline_by_kind(
+    searched: Sequence[Searched], rankings: dict[str, dict[str, list[str]]]
+) -> dict[str, dict[int, float]]:
+    """Per kind and k, the best baseline's mean session recall (``rankings``: each baseline's
+    sessions by question id)."""
     table: dict[str, dict[int, float]] = {}
     for kind in KINDS:
         mine = [one for one in searched if one.question.kind == kind]
         table[kind] = {}
         for k in (1, 5, 10):
             best = 0.0
-            for indexes in (windows, whole):
+            for method in BASELINES:
                 recalls = [
-                    session_recall(
-                        bm25_sessions(indexes[guild_of[one.question.id]], one.question.question),
-                        one.answers,
-                        k,
-                    )
+                    session_recall(rankings[method][one.question.id], one.answers, k)
                     for one in mine
                 ]
                 best = max(best, sum(recalls) / len(recalls) if recalls else 0.0)
@@ -97,30 +102,38 @@ def baseline_by_kind(searched: Sequence[Searched], data: LongEval) -> dict[str, 
 
 def objective(
     searched: Sequence[Searched],
+    calibration: Calibration,
     weights: Weights,
     gate: Gate | None,
     baseline: dict[str, dict[int, float]] | None = None,
+    notes: NoteEvalSearches | None = None,
 ) -> float:
     """The mean over kinds of mean recall at 1, 5 and 10, less twice every shortfall below
-    the better plain BM25 baseline (when given): the goal is to beat it everywhere."""
-    table = recall_by_kind(searched, weights, gate)
+    the best baseline (when given), and twice the note eval's fused recall@5 shortfall below
+    its better single search (when given): the goal is to beat them everywhere."""
+    table = recall_by_kind(searched, calibration, weights, gate)
     value = sum(sum(per.values()) / 3 for per in table.values()) / len(table)
     if baseline is not None:
-        value -= 2 * sum(
+        value -= PENALTY * sum(
             max(0.0, baseline[kind][k] - per[k]) for kind, per in table.items() for k in per
         )
+    if notes is not None:
+        settings = dataclasses.replace(DEFAULT_SETTINGS, weights=weights)
+        value -= PENALTY * fused_shortfall(notes, calibration, settings)
     return value
 
 
 def learn(
     searched: Sequence[Searched],
+    calibration: Calibration,
     start: Weights,
     rounds: int,
     baseline: dict[str, dict[int, float]],
+    notes: NoteEvalSearches,
 ) -> Weights:
-    """Coordinate ascent over the feature weights, on ``searched``."""
+    """Coordinate ascent over the feature weights, on ``searched`` (and the note eval)."""
     best = start
-    best_value = objective(searched, best, None, baseline)
+    best_value = objective(searched, calibration, best, None, baseline, notes)
     for round_number in range(rounds):
         improved = False
         for name in FEATURES:
@@ -130,7 +143,7 @@ def learn(
                 if value == current:
                     continue
                 trial = dataclasses.replace(best, **{name: value})
-                score = objective(searched, trial, None, baseline)
+                score = objective(searched, calibration, trial, None, baseline, notes)
                 if score > best_value + 1e-6:
                     best, best_value, improved = trial, score, True
         print(f"round {round_number + 1}: objective {best_value:.4f}")
@@ -157,64 +170,90 @@ def strangers(data: LongEval) -> LongEval:
 
 
 def calibrate_gate(
-    searched: Sequence[Searched], unanswerable: Sequence[Searched], weights: Weights
+    searched: Sequence[Searched],
+    unanswerable: Sequence[Searched],
+    calibration: Calibration,
+    weights: Weights,
 ) -> Gate:
     """The gate that lets the fewest notes through for questions memory cannot answer,
-    while recall@10 of the answerable ones stays within 0.01 of no gate."""
+    while recall@10 of the answerable ones stays within 0.01 of no gate in every kind."""
 
-    def recall10(gate: Gate | None) -> float:
-        table = recall_by_kind(searched, weights, gate)
-        return sum(per[10] for per in table.values()) / len(table)
+    def recall10(gate: Gate | None) -> dict[str, float]:
+        table = recall_by_kind(searched, calibration, weights, gate)
+        return {kind: per[10] for kind, per in table.items()}
 
     def kept(gate: Gate | None) -> float:
         counts = [
-            len(ranked_sessions(one, calibration=OFFLINE_CALIBRATION, weights=weights, gate=gate))
+            len(ranked_sessions(one, calibration=calibration, weights=weights, gate=gate))
             for one in unanswerable
         ]
         return sum(counts) / len(counts)
 
-    floor = recall10(None) - 0.01
+    floor = {kind: value - 0.01 for kind, value in recall10(None).items()}
     best = Gate(min_score=0.0)
     fewest = kept(best)
     print(f"no gate: {fewest:.2f} notes of 10 for unanswerable questions")
     for step in range(1, 60):
         trial = Gate(min_score=step / 100)
-        if recall10(trial) < floor:
+        if any(value < floor[kind] for kind, value in recall10(trial).items()):
             break
         best, fewest = trial, kept(trial)
     print(f"{best}: {fewest:.2f} notes of 10 for unanswerable questions")
     return best
 
 
-def show(label: str, searched: Sequence[Searched], weights: Weights, gate: Gate | None) -> None:
+def show(
+    label: str,
+    searched: Sequence[Searched],
+    calibration: Calibration,
+    weights: Weights,
+    gate: Gate | None,
+) -> None:
     """One line of figures per kind."""
-    table = recall_by_kind(searched, weights, gate)
-    print(f"{label}: objective {objective(searched, weights, gate):.4f}")
+    table = recall_by_kind(searched, calibration, weights, gate)
+    print(f"{label}: objective {objective(searched, calibration, weights, gate):.4f}")
     for kind, per in table.items():
         print(f"  {kind:12} @1 {per[1]:.3f}  @5 {per[5]:.3f}  @10 {per[10]:.3f}")
 
 
 async def main(data: LongEval, rounds: int) -> None:
-    """Search once, learn on half the guilds, report both halves."""
-    searched = await search_questions(data, OfflineLLM(), DEFAULT_SETTINGS, evidence=True)
-    unanswerable = await search_questions(
-        strangers(data), OfflineLLM(), DEFAULT_SETTINGS, evidence=True
-    )
+    """Search once, measure the scale and learn on half the guilds, report both halves."""
+    llm = OfflineLLM()
+    questions = [q.question for guild in data.guilds for q in guild.questions]
+    vectors = await llm.embed(questions, EmbeddingTask.QUERY)
+    searched = await search_questions(data, llm, DEFAULT_SETTINGS, evidence=True, vectors=vectors)
+    unanswerable = await search_questions(strangers(data), llm, DEFAULT_SETTINGS, evidence=True)
+    found = await baseline_rankings(data, llm, vectors)
+    ids = [q.id for guild in data.guilds for q in guild.questions]
+    rankings = {method: dict(zip(ids, found[method], strict=True)) for method in BASELINES}
     train_guilds = {guild.guild_id for guild in data.guilds[::2]}
     train_ids = {
         q.id for guild in data.guilds if guild.guild_id in train_guilds for q in guild.questions
     }
     train = [one for one in searched if one.question.id in train_ids]
     held_out = [one for one in searched if one.question.id not in train_ids]
+    calibration = measure_calibration(train)
+    print(f"measured on the training guilds: {calibration}")
     defaults = DEFAULT_SETTINGS.weights
-    show("defaults, training guilds", train, defaults, DEFAULT_SETTINGS.gate)
-    show("defaults, held-out guilds", held_out, defaults, DEFAULT_SETTINGS.gate)
-    train_data = LongEval(tuple(g for g in data.guilds if g.guild_id in train_guilds))
-    learned = learn(train, defaults, rounds, baseline_by_kind(train, train_data))
+    show("defaults, training guilds", train, calibration, defaults, DEFAULT_SETTINGS.gate)
+    show("defaults, held-out guilds", held_out, calibration, defaults, DEFAULT_SETTINGS.gate)
+    baseline = baseline_by_kind(train, rankings)
+    held_baseline = baseline_by_kind(held_out, rankings)
+    for label, table in (("training", baseline), ("held-out", held_baseline)):
+        for kind, per in table.items():
+            figures = f"@1 {per[1]:.3f}  @5 {per[5]:.3f}  @10 {per[10]:.3f}"
+            print(f"  best baseline, {label} guilds, {kind:12} {figures}")
+    notes = await search_note_eval(llm, load_eval_set())
+    shortfall = fused_shortfall(notes, calibration, DEFAULT_SETTINGS)
+    print(f"note eval: fused recall@5 below the better single search by {shortfall:.3f}")
+    learned = learn(train, calibration, defaults, rounds, baseline, notes)
+    shortfall = fused_shortfall(notes, calibration, replace(DEFAULT_SETTINGS, weights=learned))
+    print(f"note eval, learned: fused recall@5 below the better single search by {shortfall:.3f}")
     train_strangers = [one for one in unanswerable if one.question.id[9:] in train_ids]
-    gate = calibrate_gate(train, train_strangers, learned)
-    show("learned, training guilds", train, learned, gate)
-    show("learned, held-out guilds", held_out, learned, gate)
+    gate = calibrate_gate(train, train_strangers, calibration, learned)
+    show("learned, training guilds", train, calibration, learned, gate)
+    show("learned, held-out guilds", held_out, calibration, learned, gate)
+    print(calibration)
     print(learned)
     print(gate)
 

@@ -6,7 +6,7 @@ import pytest
 
 from vivy.retrieval.ranking import (
     GEMINI_CALIBRATION,
-    OFFLINE_CALIBRATION,
+    LOCAL_CALIBRATION,
     Calibration,
     Gate,
     Weights,
@@ -78,10 +78,13 @@ def test_recency_decays_hyperbolically(age_days: float, expected: float) -> None
 
 @pytest.mark.parametrize(
     ("model", "expected"),
-    [("offline-hash-v1", OFFLINE_CALIBRATION), ("gemini-embedding-001", GEMINI_CALIBRATION)],
+    [
+        ("wordllama-l2-supercat-256", LOCAL_CALIBRATION),
+        ("gemini-embedding-001", GEMINI_CALIBRATION),
+    ],
 )
 def test_calibration_follows_the_embedding_model(model: str, expected: Calibration) -> None:
-    """The offline hashing model and Gemini have their own similarity scales."""
+    """The local model and Gemini have their own similarity scales."""
     assert calibration_for(model) == expected
 
 
@@ -147,7 +150,7 @@ def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> No
 @pytest.mark.parametrize(
     ("name", "candidate", "kept"),
     [
-        ("a strong keyword match", cand(1, bm25=5.0, coverage=1.0, window_bm25=5.0), True),
+        ("a strong match", cand(1, similarity=0.6, bm25=5.0, coverage=1.0, window_bm25=5.0), True),
         ("in the named time", cand(1, time_distance_s=0.0), True),
         ("a weak keyword match", cand(1, bm25=0.1, coverage=0.1), False),
         ("weak both", cand(1, similarity=0.25, bm25=0.1, coverage=0.1), False),

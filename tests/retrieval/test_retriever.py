@@ -310,8 +310,9 @@ async def test_query_embedding_includes_recent_conversation(tmp_path: Path) -> N
 
 
 async def test_profile_selection_and_limits(tmp_path: Path) -> None:
-    """Conversation users first, then three mentions at most, skipping opted-out members."""
-    world = make_world(tmp_path)
+    """Conversation users first, then three mentions at most, skipping opted-out members
+    (note participants, which a question may add too, left out here)."""
+    world = make_world(tmp_path, RetrievalSettings(participant_profiles=0))
     request = ask(
         "zzzz qqqq",
         (ALEX, "Alex"),

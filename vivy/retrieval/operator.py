@@ -26,7 +26,7 @@ from vivy.memory.members import MemberCard
 from vivy.retrieval import search
 from vivy.retrieval.context import SECTION_TITLES, sections_of
 from vivy.retrieval.ranked import NoteHit, ranked_notes
-from vivy.retrieval.ranking import OFFLINE_CALIBRATION
+from vivy.retrieval.ranking import LOCAL_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.engines import open_store
 from vivy.storage.port import SearchStore
@@ -89,7 +89,7 @@ class OperatorStore:
                 limits=[(None, max(1, limit))],
                 channel_id=None,
                 now=self._now(),
-                calibration=OFFLINE_CALIBRATION,
+                calibration=LOCAL_CALIBRATION,
                 settings=self._settings,
             )
             return list(found.hits)

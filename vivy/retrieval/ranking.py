@@ -41,11 +41,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL
 from vivy.storage.search_types import Candidate
 
 __all__ = [
+    "CALIBRATIONS",
     "GEMINI_CALIBRATION",
-    "OFFLINE_CALIBRATION",
+    "LOCAL_CALIBRATION",
     "Calibration",
     "Features",
     "Gate",
@@ -70,16 +72,23 @@ class Calibration:
     ceiling: float
 
 
-#: The offline hashing embedding: unrelated texts share almost no features (cos 0 to 0.1).
-OFFLINE_CALIBRATION = Calibration(floor=0.05, ceiling=0.35)
+#: The local model (``wordllama-l2-supercat-256``), measured on the long-conversation eval
+#: set's training guilds by ``scripts/learn_fusion_weights.py``
+#: (:func:`vivy.retrieval.longconv.measure_calibration`): the median similarity of a question
+#: to a note that does not answer it, and the 90th percentile of one that does.
+LOCAL_CALIBRATION = Calibration(floor=0.190, ceiling=0.495)
 #: gemini-embedding-001 (768 dims, query against document): unrelated texts still score
-#: about 0.5. An estimate; check it on real data with ``vivy eval --provider gemini``.
+#: about 0.5. Not yet measured (no key on the machines the eval runs on):
+#: ``vivy eval --provider gemini`` prints the scale it measures.
 GEMINI_CALIBRATION = Calibration(floor=0.50, ceiling=0.80)
+
+#: Measured scales by embedding model name.
+CALIBRATIONS: dict[str, Calibration] = {LOCAL_EMBEDDING_MODEL: LOCAL_CALIBRATION}
 
 
 def calibration_for(embedding_model: str) -> Calibration:
-    """The calibration of an embedding model: offline hashing, or Gemini for any other."""
-    return OFFLINE_CALIBRATION if embedding_model.startswith("offline") else GEMINI_CALIBRATION
+    """The similarity scale of an embedding model: its measured one, else Gemini's."""
+    return CALIBRATIONS.get(embedding_model, GEMINI_CALIBRATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +96,20 @@ class Weights:
     """The fusion's weights (see the module docstring) and the recency scale.
 
     The defaults are the ones ``scripts/learn_fusion_weights.py`` printed on the bundled
-    long-conversation eval set with the offline embedding.
+    long-conversation eval set with the local embedding model, its similarities on the
+    measured scale (:data:`LOCAL_CALIBRATION`), which puts other models on the same scale.
     """
 
-    note_keyword: float = 0.45
-    evidence_keyword: float = 0.28
-    note_vector: float = 0.0
-    evidence_vector: float = 0.0
-    coverage: float = 2.0
-    name: float = 0.1
-    time: float = 4.8
-    recency: float = 0.135
+    note_keyword: float = 0.12
+    evidence_keyword: float = 0.049
+    note_vector: float = 1.26
+    evidence_vector: float = 2.52
+    coverage: float = 0.553
+    name: float = 0.14
+    time: float = 9.6
+    recency: float = 0.2
     channel: float = 0.02
-    diversity: float = 0.45
+    diversity: float = 0.945
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
 
@@ -127,7 +137,7 @@ class Gate:
     ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
     """
 
-    min_score: float = 0.06
+    min_score: float = 0.03
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,16 +100,28 @@ class SearchHits:
 def shown_windows(
     windows: Sequence[WindowMatch], similar: Sequence[WindowMatch]
 ) -> dict[int, tuple[int, ...]]:
-    """Each note's best windows, best first: those found by keyword, then those most similar
-    to the question (``similar`` best first within each note), at most :data:`WINDOWS_SHOWN`."""
-    best: dict[int, list[int]] = {}
+    """Each note's best windows, at most :data:`WINDOWS_SHOWN`: the one most similar to the
+    question, the best found by keyword, then the next of each (``windows`` and ``similar``
+    best first within each note), so that what the words mean and the words themselves both
+    choose the quoted lines."""
+    by_keyword: dict[int, list[int]] = {}
     for found in windows:
-        best.setdefault(found.note_id, []).append(found.window_id)
+        by_keyword.setdefault(found.note_id, []).append(found.window_id)
+    by_meaning: dict[int, list[int]] = {}
     for found in similar:
-        ids = best.setdefault(found.note_id, [])
-        if found.window_id not in ids and len(ids) < WINDOWS_SHOWN:
-            ids.append(found.window_id)
-    return {note_id: tuple(ids[:WINDOWS_SHOWN]) for note_id, ids in best.items()}
+        by_meaning.setdefault(found.note_id, []).append(found.window_id)
+    shown: dict[int, tuple[int, ...]] = {}
+    for note_id in dict.fromkeys([*by_keyword, *by_meaning]):
+        meaning, keyword = by_meaning.get(note_id, []), by_keyword.get(note_id, [])
+        ids: list[int] = []
+        for rank in range(max(len(meaning), len(keyword))):
+            for window_id in (*meaning[rank : rank + 1], *keyword[rank : rank + 1]):
+                if window_id not in ids:
+                    ids.append(window_id)
+            if len(ids) >= WINDOWS_SHOWN:
+                break
+        shown[note_id] = tuple(ids[:WINDOWS_SHOWN])
+    return shown
 
 
 def assemble_candidates(
