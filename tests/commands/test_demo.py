@@ -125,3 +125,34 @@ def test_postgres_and_db_together_are_refused(capsys: pytest.CaptureFixture[str]
     """``--postgres`` starts its own server, so a ``--db`` beside it is a usage error."""
     assert main(["demo", "--postgres", "--db", "vivy.db"]) == 2
     assert "--postgres starts a server of its own" in capsys.readouterr().err
+
+
+def test_a_question_in_other_words_finds_the_message_that_answers_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a key, the demo's question in other words ("which instrument did Maya
+    learn?") shares no content word with the message that answers it (by the keyword
+    index's porter stems), and its memory context quotes that message under its note."""
+    import sqlean
+
+    from vivy.commands.demo import PARAPHRASED_ANSWER, PARAPHRASED_QUESTION
+    from vivy.retrieval.search import query_terms
+
+    db = sqlean.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+    stems = []
+    for text in (PARAPHRASED_QUESTION, PARAPHRASED_ANSWER):
+        db.execute("DELETE FROM t")
+        db.execute("INSERT INTO t (x) VALUES (?)", (" ".join(query_terms(text)),))
+        stems.append({row[0] for row in db.execute("SELECT term FROM v")})
+    db.close()
+    assert stems[0] and not stems[0] & stems[1]
+
+    assert run_demo(str(tmp_path / "demo.db"), environ={}) == 0
+    out = capsys.readouterr().out
+    section = out.split("======== Memory for a question in other words ")[1]
+    notes = section.split("<notes>")[1].split("</notes>")[0]
+    assert f"> Maya, Mar 2: wait kai is a musician?? {PARAPHRASED_ANSWER}" in notes
+    assert "Violin and Static Lullaby" in notes
+    assert "The message that answers it, quoted in the memory: > Maya, Mar 2:" in section

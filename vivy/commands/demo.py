@@ -6,9 +6,11 @@ the real pipeline — router, channel actors, NoteWriter, ProfileUpdaters, Sched
 afterwards; ``--db postgresql://…`` writes into a database you run), with virtual time
 (trio's MockClock) standing in for three days, so buffers close by inactivity and by max age
 and the nightly job runs for each day. It then prints the notes, each member's profile with
-sources, and the memory context Vivy would build for a member's question, with the answer.
-``/metrics`` is served while it runs. Without a Gemini key the offline provider is used
-(offline quality); with ``GEMINI_API_KEY`` or ``MEMORY_GEMINI_TOKEN`` set, Gemini.
+sources, and the memory context Vivy would build for a member's question, with the answer;
+then the same for a question in other words than were said (:data:`PARAPHRASED_QUESTION`),
+which only the embedding can connect with the message that answers it. ``/metrics`` is
+served while it runs. Without a Gemini key the offline provider is used (offline quality);
+with ``GEMINI_API_KEY`` or ``MEMORY_GEMINI_TOKEN`` set, Gemini.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ DEMO_EXPORT = Path(__file__).resolve().parents[1] / "data" / "demo_export.json"
 
 #: The member's question the demo answers (it is in the bundled export).
 QUESTION_MARKER = "remember about Sam's dog"
+#: A question in other words than were said (no content word of it is in the message that
+#: answers it), asked by the member after the export ends: only meaning can find the answer.
+PARAPHRASED_ASKER = "Sam"
+PARAPHRASED_QUESTION = "which instrument did Maya learn?"
+#: The bundled message that answers it.
+PARAPHRASED_ANSWER = "I play the violin! classically trained, very rusty"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,6 +183,8 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
                 print()
         _section("Memory for a question")
         anyio.run(_answer, database, batch.messages, make_model)
+        _section("Memory for a question in other words")
+        anyio.run(_answer_paraphrased, database, batch.messages, make_model)
         query = urlencode({"guild_id": guild, "q": "game night"})
         search_url = f"{server.url}/api/memory/search?{query}"
         auth = {"Authorization": f"Bearer {settings.api_token}"} if settings.api_token else {}
@@ -199,34 +209,72 @@ async def _answer(
     """Build the memory context for the member's question in the export, and answer it."""
     question = next(m for m in messages if QUESTION_MARKER in m.content)
     earlier = [m for m in messages if m.channel_id == question.channel_id][-8:]
+    conversation = tuple(
+        ConversationMessage(m.author_id, m.author_name, m.content)
+        for m in earlier
+        if m.timestamp < question.timestamp and not m.author_is_bot
+    )[-5:]
+    await _ask(
+        database,
+        make_model,
+        RetrievalRequest(
+            guild_id=question.guild_id,
+            channel_id=question.channel_id,
+            query=question.content,
+            conversation=conversation,
+            mentioned_user_ids=tuple(question.mentions),
+        ),
+        question.author_name,
+        question.timestamp + 3 * 86400,
+    )
+
+
+async def _answer_paraphrased(
+    database: Target,
+    messages: Sequence[ExportMessage],
+    make_model: Callable[[], LLM],
+) -> None:
+    """Ask :data:`PARAPHRASED_QUESTION` after the export ends, in the channel of the message
+    that answers it, and show where that message is in the memory context."""
+    answer = next(m for m in messages if PARAPHRASED_ANSWER in m.content)
+    asker = next(m for m in messages if m.author_name == PARAPHRASED_ASKER)
+    request = RetrievalRequest(
+        guild_id=answer.guild_id,
+        channel_id=answer.channel_id,
+        query=PARAPHRASED_QUESTION,
+        conversation=(
+            ConversationMessage(asker.author_id, asker.author_name, PARAPHRASED_QUESTION),
+        ),
+    )
+    xml = await _ask(
+        database, make_model, request, asker.author_name, messages[-1].timestamp + 86400
+    )
+    quoted = [line for line in xml.splitlines() if PARAPHRASED_ANSWER in line]
+    shown = quoted[0].strip() if quoted else "(not quoted)"
+    print(f"\nThe message that answers it, quoted in the memory: {shown}")
+
+
+async def _ask(
+    database: Target,
+    make_model: Callable[[], LLM],
+    request: RetrievalRequest,
+    asker: str,
+    at: float,
+) -> str:
+    """Print the memory context for ``request`` asked at ``at`` and the answer; return the
+    context."""
     llm = make_model()
     store = open_store(database, read_only=True)
     try:
-        clock = Clock.starting_at(question.timestamp + 3 * 86400)
-        retriever = Retriever(store.search, llm, clock)
-        conversation = tuple(
-            ConversationMessage(m.author_id, m.author_name, m.content)
-            for m in earlier
-            if m.timestamp < question.timestamp and not m.author_is_bot
-        )[-5:]
-        context = await retriever.build_context(
-            RetrievalRequest(
-                guild_id=question.guild_id,
-                channel_id=question.channel_id,
-                query=question.content,
-                conversation=conversation,
-                mentioned_user_ids=tuple(question.mentions),
-            )
-        )
-        print(f"{question.author_name} asks: {question.content}\n")
+        retriever = Retriever(store.search, llm, Clock.starting_at(at))
+        context = await retriever.build_context(request)
+        print(f"{asker} asks: {request.query}\n")
         print(f"Memory context ({context.path} retrieval):\n{context.xml or '(empty)'}\n")
         answer = await llm.chat(
-            chat_request(
-                (ChatTurn("user", question.author_name, question.content),),
-                memory_context=context.xml,
-            )
+            chat_request((ChatTurn("user", asker, request.query),), memory_context=context.xml)
         )
         print(f"Vivy would answer ({answer.quality}): {answer.text}")
+        return context.xml
     finally:
         await llm.aclose()
         store.close()
