@@ -35,8 +35,8 @@ import anyio  # noqa: E402
 
 from vivy.llm.offline import LocalEmbedder  # noqa: E402
 from vivy.llm.port import EmbeddingTask  # noqa: E402
-from vivy.retrieval.baselines import dense_index, dense_sessions  # noqa: E402
-from vivy.retrieval.longconv import KINDS, load_longconv, session_recall  # noqa: E402
+from vivy_lab.eval.baselines import dense_index, dense_sessions  # noqa: E402
+from vivy_lab.eval.longconv import KINDS, load_longconv, session_recall  # noqa: E402
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 _WORD = re.compile(r"[^\W_]+")

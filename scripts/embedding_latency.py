@@ -25,10 +25,10 @@ import resource  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
-from vivy.bench.machine import loop_ms, others_percent, read_cpu_times  # noqa: E402
 from vivy.llm.offline import LocalEmbedder  # noqa: E402
-from vivy.retrieval.baselines import raw_windows  # noqa: E402
-from vivy.retrieval.longconv import load_longconv  # noqa: E402
+from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times  # noqa: E402
+from vivy_lab.eval.baselines import raw_windows  # noqa: E402
+from vivy_lab.eval.longconv import load_longconv  # noqa: E402
 
 
 def rss_mb() -> float:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from vivy.storage.search_types import Candidate, NoteSearchResult
 from vivy_lab.eval.longconv import (
     BASELINES,
     KINDS,
@@ -22,7 +23,6 @@ from vivy_lab.eval.longconv import (
     session_recall,
     short_of_goals,
 )
-from vivy.storage.search_types import Candidate, NoteSearchResult
 
 SMALL = Path(__file__).with_name("longconv_small.json")
 

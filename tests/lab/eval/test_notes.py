@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vivy_lab.commands import eval as eval_command
 from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
+from vivy_lab.commands import eval as eval_command
 from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
 from vivy_lab.fakes.openai import FakeOpenAI
 
