@@ -78,6 +78,7 @@ async def ranked_notes(
             candidates=max(settings.candidates, limit),
             keyword_candidates=max(settings.keyword_candidates, limit),
             evidence=settings.evidence,
+            reranked=max(settings.reranked, settings.candidates, limit),
             window_candidates=settings.window_candidates,
             name_grams=grams,
             time=span,

@@ -22,8 +22,12 @@ class RetrievalSettings:
     conversation_profiles: int = 10
     mention_profiles: int = 3
     participant_profiles: int = 3
-    #: Vector candidates taken from the binary index and re-ranked exactly, per search.
+    #: Notes kept from the vector search, per search.
     candidates: int = 40
+    #: Candidates of the approximate vector index (binary codes) re-ranked by exact cosine,
+    #: of which ``candidates`` are kept: with embeddings of real text the sign bits of a
+    #: vector lose enough that the true nearest notes need a wide pool.
+    reranked: int = 400
     #: Keyword matches taken from FTS5, per search.
     keyword_candidates: int = 30
     #: Search the notes' evidence (their kept messages); off with ``VIVY_EVIDENCE_DAYS=0``.

@@ -8,9 +8,9 @@ Rules of this module:
   have enough (:func:`vivy.storage.fts.best_of_guild`). Nothing read here can belong to
   another guild, whatever the caller passes.
 * Vector search runs in two steps. A hamming KNN over the binary-quantised vectors finds
-  ``candidates`` notes of the guild; the exact cosine distance of their float vectors
-  (``vec_distance_cosine``) re-ranks them. Neither step sees another guild's notes, so the
-  guild filter is never applied after a top-k cut.
+  ``reranked`` notes of the guild; the exact cosine distance of their float vectors
+  (``vec_distance_cosine``) re-ranks them and the ``candidates`` closest are kept. Neither
+  step sees another guild's notes, so the guild filter is never applied after a top-k cut.
 * User text never reaches FTS5 as syntax: the terms are word tokens only, and
   :func:`match_expression` quotes each one and joins them with OR, so ``"``, ``*``,
   ``NEAR``, ``-`` or ``column:`` in a message are plain text.
@@ -355,7 +355,7 @@ def search_notes_sync(
                     vector,
                     note_type=search.note_type,
                     limit=search.candidates,
-                    candidates=search.candidates,
+                    candidates=max(search.reranked, search.candidates),
                 )
             except sqlean.Error:
                 vector_failed = True

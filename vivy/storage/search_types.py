@@ -144,7 +144,9 @@ class NoteSearch:
     types. With
     ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
     by keyword; the found notes' windows by vector); ``name_grams`` are the question's word
-    runs that may name a member, and ``time`` the interval it names.
+    runs that may name a member, and ``time`` the interval it names. The vector search
+    re-ranks ``reranked`` candidates of its approximate index by exact cosine and keeps the
+    ``candidates`` closest.
     """
 
     guild_id: int
@@ -154,6 +156,7 @@ class NoteSearch:
     candidates: int
     keyword_candidates: int
     evidence: bool = True
+    reranked: int = 400
     window_candidates: int = 80
     name_grams: tuple[str, ...] = ()
     time: TimeRange | None = None

@@ -131,7 +131,7 @@ def _sqlite_size(
     fill_s, workload = build(path, size, queries, seed)
     speed = loop_ms()
     timed = anyio.run(_time_searches, open_sqlite_store(path), workload, settings, passes)
-    vector_timings, recalls = quantised_recall(path, workload, candidates=settings.candidates)
+    vector_timings, recalls = quantised_recall(path, workload, candidates=settings.reranked)
     return _result(
         size,
         fill_s,
@@ -162,7 +162,9 @@ def _postgres_size(
     speed = loop_ms()
     timed = anyio.run(_time_searches, open_postgres_store(url), workload, settings, passes)
     with connect(url) as conn:
-        vector_s, recall = exact_recall(conn, workload, candidates=settings.candidates)
+        vector_s, recall = exact_recall(
+            conn, workload, limit=settings.candidates, candidates=settings.reranked
+        )
     return _result(size, fill_s, timed, vector_s, recall, speed)
 
 
@@ -241,10 +243,10 @@ def format_results(
 ) -> str:
     """The results as a table, one row per size."""
     vectors = (
-        f"PostgreSQL, {settings.candidates} HNSW candidates (ef_search"
-        f" {max(EF_SEARCH, settings.candidates)}, iterative scan)"
+        f"PostgreSQL, {settings.reranked} HNSW candidates (ef_search"
+        f" {max(EF_SEARCH, settings.reranked)}, iterative scan) re-ranked exactly"
         if postgres
-        else f"{settings.candidates} binary-index candidates re-ranked exactly"
+        else f"{settings.reranked} binary-index candidates re-ranked exactly"
     )
     lines = [
         f"retrieval bench: search_notes without the embedding call, top 10, {vectors}",
@@ -272,8 +274,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--candidates",
         type=int,
-        default=DEFAULT_SETTINGS.candidates,
-        help="binary-index candidates re-ranked exactly (the retriever's setting by default)",
+        default=DEFAULT_SETTINGS.reranked,
+        help="approximate-index candidates re-ranked exactly (the retriever's setting by default)",
     )
     parser.add_argument("--db-dir", default=None, help="where the temporary databases go")
     parser.add_argument("--seed", type=int, default=0)
@@ -308,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise ConfigError(f"--db-dir {args.db_dir}: no such directory; create it or leave it out")
     if args.db is not None and not is_postgres_url(args.db):
         parser.error(f"--db {args.db}: expected a postgresql:// URL (SQLite needs no option)")
-    settings = RetrievalSettings(candidates=args.candidates)
+    settings = RetrievalSettings(reranked=args.candidates)
     results = run_retrieval_bench(
         sizes,
         args.queries,

@@ -298,6 +298,7 @@ async def search_questions(
                         terms=tuple(search.query_terms(question.question)),
                         note_type=CONVERSATION,
                         candidates=max(settings.candidates, max(KS)),
+                        reranked=max(settings.reranked, settings.candidates, max(KS)),
                         keyword_candidates=max(settings.keyword_candidates, max(KS)),
                         evidence=evidence,
                         window_candidates=settings.window_candidates,
@@ -601,13 +602,13 @@ def format_long_report(report: LongReport) -> str:
     lines.append(
         "quoted-line recall@k (answer messages among the lines quoted under the first k notes)"
     )
-    lines.append("                    " + " ".join(f"@{k}".rjust(6) for k in QUOTED_KS))
+    lines.append(" " * 26 + " ".join(f"@{k}".rjust(6) for k in QUOTED_KS))
     for part in (None, *KINDS):
         for path in ("shipped", "keyword_only"):
             table = report.quoted[path] if part is None else report.quoted_by_kind[path][part]
             label = path if part is None else f"  {part} {path}"
             values = " ".join(f"{table[k]:.3f}".rjust(6) for k in QUOTED_KS)
-            lines.append(f"{label.ljust(19)} {values}")
+            lines.append(f"{label.ljust(25)} {values}")
     lines.append(f"empty results with a shared content word (shipped): {report.empty_with_words}")
     lines.append(
         f"similarity scale of {report.embedding_model}: measured floor {report.measured.floor:.3f}"

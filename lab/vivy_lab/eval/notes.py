@@ -230,6 +230,7 @@ async def search_note_eval(
                         terms=tuple(search.query_terms(question.q)),
                         note_type=None,
                         candidates=max(settings.candidates, max(KS)),
+                        reranked=max(settings.reranked, settings.candidates, max(KS)),
                         keyword_candidates=max(settings.keyword_candidates, max(KS)),
                     )
                 ]

@@ -32,9 +32,14 @@ from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.dialect import vector_text
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.postgres.schema import POSTINGS_BACKFILL, POSTINGS_TABLES
+from vivy.storage.postgres.schema import (
+    POSTINGS_BACKFILL,
+    POSTINGS_TABLES,
+    note_vector_dimension,
+    vec_notes_ddl,
+)
 from vivy.storage.postgres.search import vector_bytes, vector_search
-from vivy_lab.synthetic.sqlite import EXACT_QUERIES, GUILD_ID
+from vivy_lab.synthetic.sqlite import DIMENSION, EXACT_QUERIES, GUILD_ID
 
 __all__ = ["SYNTHETIC_TABLES", "copy_synthetic", "exact_recall"]
 
@@ -50,7 +55,7 @@ SYNTHETIC_TABLES = (
 #: The tables whose triggers keep the keyword postings.
 _TRIGGERED = (sql.Identifier("interaction_notes"), sql.Identifier("evidence_windows"))
 
-#: Memory an index build may use (the 100k HNSW graph of 768-dimension vectors needs ~0.5 GB).
+#: Memory an index build may use (ample for the 100k HNSW graph).
 BUILD_MEMORY = "1GB"
 
 
@@ -76,6 +81,9 @@ def copy_synthetic(source: Path, conn: PgConnection) -> float:
     lite = sqlite_connect(source)
     try:
         with conn.transaction():
+            if note_vector_dimension(conn) != DIMENSION:  # the synthetic vectors' length
+                conn.execute("DROP TABLE vec_notes")
+                conn.execute(vec_notes_ddl(DIMENSION).encode())
             indexes = _drop_secondary_indexes(conn)
             for triggered in _TRIGGERED:  # postings are made in one pass afterwards
                 conn.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER USER").format(triggered))
@@ -137,17 +145,24 @@ def _copy_table(lite: Connection, conn: PgConnection, table: str) -> None:
 
 
 def exact_recall(
-    conn: PgConnection, workload: Sequence[tuple[list[float], str]], *, candidates: int
+    conn: PgConnection,
+    workload: Sequence[tuple[list[float], str]],
+    *,
+    limit: int,
+    candidates: int,
 ) -> tuple[float, float]:
     """The median seconds of the HNSW vector search alone over ``workload`` (``candidates``
-    nearest notes, as the retriever asks), and the mean share of an exact scan's top 10 that
-    its top 10 holds over the first :data:`EXACT_QUERIES` queries."""
+    nearest by the index re-ranked exactly, ``limit`` kept, as the retriever asks), and the
+    mean share of an exact scan's top 10 that its top 10 holds over the first
+    :data:`EXACT_QUERIES` queries."""
     timings: list[float] = []
     recalls: list[float] = []
     for vector, _ in workload:
         with conn.transaction():
             started = time.perf_counter()
-            found = vector_search(conn, GUILD_ID, vector, note_type=None, limit=candidates)
+            found = vector_search(
+                conn, GUILD_ID, vector, note_type=None, limit=limit, candidates=candidates
+            )
             timings.append(time.perf_counter() - started)
         if len(recalls) == EXACT_QUERIES:
             continue

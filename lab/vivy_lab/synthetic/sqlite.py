@@ -5,27 +5,34 @@ rows (the FTS5 index filled by its trigger) with synthetic titles, summaries, to
 entities drawn from a Zipf-distributed vocabulary, their participants, and ``vec_notes``
 rows. One note in ten is a topic cluster.
 
-Vectors are synthetic but clustered, so nearest neighbours mean something: each note is
-``normalise(topic + 0.7 * subtopic + 0.5 * noise)`` over pools of random unit vectors (a
-topic per 20 notes, 512 subtopics, 512 noises), computed inside SQLite (``vec_add``,
-``vec_normalize``) to keep the 100k fill fast. Every conversation note keeps six lines of ten
-words as evidence, in two windows (``evidence_windows``, ``evidence_fts``), each embedded as
-its note's vector plus one more noise. A query is ``normalise(v + 0.8 * u)`` for a random
-stored note ``v`` and a fresh random unit ``u`` (cosine 0.78 to its note, about what a good
-embedding model gives a question and its answer), with three words of that note plus one
-random word as its text. The keyword indexes are then merged as the nightly job merges a
-deployment's (:func:`vivy.storage.fts.merge_step`).
+Vectors are made from real ones, so that nearest neighbours behave as with a deployment's
+embeddings: the local embedding model (:class:`vivy.llm.offline.LocalEmbedder`) embeds every
+message of the bundled long-conversation eval set (about 5,000 lines of chat from 163
+conversations), and each note's vector is the normalised mean of four to eight random
+messages of one random conversation, so notes come in topical clusters of real chat with
+the anisotropy and spread real sentence embeddings have. Every conversation note keeps six
+lines of ten words as evidence, in two windows (``evidence_windows``, ``evidence_fts``),
+each embedded as the mean of its note's vector and one more message of the same
+conversation. A query is the vector of one message of a random conversation (a short line of
+chat, as a question is), with three words of a random stored note plus one random word as
+its text. The keyword indexes are then merged as the nightly job merges a deployment's
+(:func:`vivy.storage.fts.merge_step`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
+from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder
 from vivy.memory.evidence import windows_of
 from vivy.storage.db import Connection, connect, migrate
 from vivy.storage.fts import merge_step
@@ -39,12 +46,12 @@ __all__ = ["DIMENSION", "EXACT_QUERIES", "GUILD_ID", "WALL0", "build", "quantise
 EXACT_QUERIES = 30
 
 GUILD_ID = 4242
-DIMENSION = 768
+#: The local embedding model's dimension, which the vectors come from.
+DIMENSION = LOCAL_EMBEDDING_DIMENSION
 #: 2026-03-02T00:00:00Z: notes spread over the year before it.
 WALL0 = 1772409600.0
-POOL = 512
-#: Notes per topic vector, so that every size has real neighbourhoods of about this size.
-NOTES_PER_TOPIC = 20
+#: Messages of one conversation whose vectors' mean is a note's vector (inclusive range).
+MESSAGES_PER_NOTE = (4, 8)
 VOCABULARY = 6000
 CHANNELS = 40
 MEMBERS = 200
@@ -119,11 +126,27 @@ def _vocabulary(rng: random.Random) -> list[str]:
     return words
 
 
-def _unit(rng: random.Random, scale: float) -> list[float]:
-    """A random direction of length ``scale``."""
-    values = [rng.gauss(0.0, 1.0) for _ in range(DIMENSION)]
-    norm = math.sqrt(math.fsum(v * v for v in values))
-    return [scale * v / norm for v in values]
+@cache
+def _real_vectors() -> tuple[npt.NDArray[np.float32], tuple[npt.NDArray[np.int64], ...]]:
+    """The local model's vectors of every message of the bundled long-conversation eval set,
+    and each conversation's rows among them."""
+    raw = json.loads(
+        resources.files("vivy_lab.data").joinpath("longconv_eval.json").read_text(encoding="utf-8")
+    )
+    texts: list[str] = []
+    sessions: list[npt.NDArray[np.int64]] = []
+    for guild in raw["guilds"]:
+        for session in guild["sessions"]:
+            lines = [m["text"] for m in session["messages"] if m["text"].strip()]
+            sessions.append(np.arange(len(texts), len(texts) + len(lines), dtype=np.int64))
+            texts += lines
+    return LocalEmbedder().embed_array(texts), tuple(sessions)
+
+
+def _mean_vector(rows: npt.NDArray[np.float32]) -> bytes:
+    """The float32 blob of the normalised mean of ``rows``."""
+    mean = rows.mean(axis=0)
+    return serialize_vector((mean / np.linalg.norm(mean)).tolist())
 
 
 def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> None:
@@ -138,21 +161,13 @@ def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> 
     def draw(count: int) -> list[str]:
         return rng.choices(words, cum_weights=cumulative, k=count)
 
+    vectors, sessions = _real_vectors()
+    numbers = np.random.default_rng(rng.getrandbits(64))
     conn.execute("BEGIN")
-    conn.execute("CREATE TEMP TABLE bench_pool (kind INTEGER, i INTEGER, v BLOB)")
-    conn.execute("CREATE UNIQUE INDEX temp.bench_pool_key ON bench_pool (kind, i)")
-    topics = max(8, size // NOTES_PER_TOPIC)
-    conn.executemany(
-        "INSERT INTO bench_pool VALUES (?, ?, ?)",
-        [
-            (kind, i, serialize_vector(_unit(rng, scale)))
-            for kind, scale, count in ((0, 1.0, topics), (1, 0.7, POOL), (2, 0.5, POOL))
-            for i in range(count)
-        ],
-    )
     notes = []
     participants = []
-    picks = []
+    picks: list[tuple[int, str, bytes]] = []
+    sources: list[npt.NDArray[np.int64]] = []
     for note_id in range(1, size + 1):
         at = WALL0 - rng.random() * 365 * 86400.0
         day = time.strftime("%Y-%m-%d", time.gmtime(at))
@@ -181,7 +196,11 @@ def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> 
             )
         )
         participants += [(note_id, 1_000_000 + m, f"member-{m}", 3) for m in members]
-        picks.append((note_id, rng.randrange(topics), rng.randrange(POOL), rng.randrange(POOL)))
+        session = sessions[rng.randrange(len(sessions))]
+        count = min(len(session), rng.randint(*MESSAGES_PER_NOTE))
+        rows = numbers.choice(session, size=count, replace=False)
+        picks.append((note_id, "cluster" if cluster else "conv", _mean_vector(vectors[rows])))
+        sources.append(session)
     conn.executemany(
         "INSERT INTO interaction_notes (id, guild_id, channel_id, channel_name, note_type,"
         " participants, title, summary, topics, entities, note_date, quality, created_at,"
@@ -193,23 +212,15 @@ def _fill(conn: Connection, size: int, rng: random.Random, words: list[str]) -> 
         " VALUES (?, ?, ?, ?)",
         participants,
     )
-    conn.execute("CREATE TEMP TABLE bench_picks (id INTEGER PRIMARY KEY, a, b, n)")
-    conn.executemany("INSERT INTO bench_picks VALUES (?, ?, ?, ?)", picks)
-    conn.execute(
+    conn.executemany(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
-        " SELECT id, ?, CASE note_type WHEN 'topic_cluster' THEN 'cluster' ELSE 'conv' END,"
-        " v, vec_quantize_binary(vec_slice(v, 0, ?)) FROM ("
-        "  SELECT p.id, n.note_type,"
-        "   vec_normalize(vec_add(vec_add(a.v, b.v), x.v)) AS v FROM bench_picks AS p"
-        "  JOIN interaction_notes AS n ON n.id = p.id"
-        "  JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
-        "  JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
-        "  JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n)",
-        (GUILD_ID, binary_dimensions(DIMENSION)),
+        " VALUES (?, ?, ?, ?, vec_quantize_binary(vec_slice(?, 0, ?)))",
+        [
+            (note_id, GUILD_ID, kind, blob, blob, binary_dimensions(DIMENSION))
+            for note_id, kind, blob in picks
+        ],
     )
-    _fill_evidence(conn, size, rng, draw)
-    conn.execute("DROP TABLE bench_picks")
-    conn.execute("DROP TABLE bench_pool")
+    _fill_evidence(conn, rng, draw, picks, sources, numbers)
     conn.execute("COMMIT")
 
 
@@ -218,86 +229,65 @@ LINES_PER_NOTE = 6
 
 
 def _fill_evidence(
-    conn: Connection, size: int, rng: random.Random, draw: Callable[[int], list[str]]
+    conn: Connection,
+    rng: random.Random,
+    draw: Callable[[int], list[str]],
+    picks: Sequence[tuple[int, str, bytes]],
+    sources: Sequence[npt.NDArray[np.int64]],
+    numbers: np.random.Generator,
 ) -> None:
     """Give every conversation note its kept lines and evidence windows, each window's
-    vector its note's plus noise (cosine about 0.9 to the note)."""
+    vector the mean of its note's and one more message of the note's conversation."""
+    vectors, _ = _real_vectors()
     lines = []
     windows = []
-    picks = []
-    window_id = 0
-    for note_id in range(1, size + 1):
-        if note_id % 10 == 0:
+    for (note_id, kind, blob), session in zip(picks, sources, strict=True):
+        if kind != "conv":
             continue  # topic clusters have no evidence
+        note = np.frombuffer(blob, dtype=np.float32)
         rows = [
             (note_id * 100 + i, f"member-{rng.randrange(MEMBERS)}", " ".join(draw(10)))
             for i in range(LINES_PER_NOTE)
         ]
         lines += [(m, note_id, 7, name, text, WALL0) for m, name, text in rows]
         for window in windows_of(rows):
-            window_id += 1
+            extra = vectors[int(numbers.choice(session))]
             windows.append(
                 (
-                    window_id,
                     note_id,
                     GUILD_ID,
                     window.first_message_id,
                     window.last_message_id,
                     window.text,
+                    _mean_vector(np.stack([note, extra])),
                 )
             )
-            picks.append((window_id, note_id, rng.randrange(POOL)))
     conn.executemany(
         "INSERT INTO note_lines (message_id, note_id, author_id, author_name, text, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",
         lines,
     )
     conn.executemany(
-        "INSERT INTO evidence_windows (id, note_id, guild_id, first_message_id,"
-        " last_message_id, text) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO evidence_windows (note_id, guild_id, first_message_id,"
+        " last_message_id, text, embedding) VALUES (?, ?, ?, ?, ?, ?)",
         windows,
     )
-    conn.execute("CREATE TEMP TABLE bench_windows (id INTEGER PRIMARY KEY, note, n)")
-    conn.executemany("INSERT INTO bench_windows VALUES (?, ?, ?)", picks)
-    conn.execute(
-        "UPDATE evidence_windows SET embedding = ("
-        " SELECT vec_normalize(vec_add(vec_add(a.v, b.v), vec_add(x.v, y.v)))"
-        " FROM bench_windows AS w JOIN bench_picks AS p ON p.id = w.note"
-        " JOIN bench_pool AS a ON a.kind = 0 AND a.i = p.a"
-        " JOIN bench_pool AS b ON b.kind = 1 AND b.i = p.b"
-        " JOIN bench_pool AS x ON x.kind = 2 AND x.i = p.n"
-        " JOIN bench_pool AS y ON y.kind = 2 AND y.i = w.n"
-        " WHERE w.id = evidence_windows.id)"
-    )
-    conn.execute("DROP TABLE bench_windows")
 
 
 def _queries(
     conn: Connection, size: int, count: int, rng: random.Random, words: list[str]
 ) -> list[tuple[list[float], str]]:
-    """``count`` (query vector, query text) pairs, each near a random stored note."""
+    """``count`` (query vector, query text) pairs: a real message's vector, and words of a
+    random stored note."""
+    vectors, _ = _real_vectors()
     found: list[tuple[list[float], str]] = []
     for _ in range(count):
         note_id = rng.randrange(1, size + 1)
-        blob, title, summary = conn.execute(
-            "SELECT v.embedding, n.title, n.summary FROM vec_notes AS v"
-            " JOIN interaction_notes AS n ON n.id = v.note_id WHERE v.note_id = ?",
-            (note_id,),
+        title, summary = conn.execute(
+            "SELECT title, summary FROM interaction_notes WHERE id = ?", (note_id,)
         ).fetchone()
-        stored = _floats(blob)
-        noise = _unit(rng, 0.8)
-        mixed = [a + b for a, b in zip(stored, noise, strict=True)]
-        norm = math.sqrt(math.fsum(v * v for v in mixed))
         note_words = f"{title} {summary}".lower().rstrip(".").split()
         text = " ".join([*rng.sample(note_words, 3), rng.choice(words)])
-        found.append(([v / norm for v in mixed], text))
+        vector = vectors[rng.randrange(len(vectors))]
+        found.append((vector.tolist(), text))
     return found
-
-
-def _floats(blob: bytes) -> list[float]:
-    """A float32 blob as floats."""
-    import array
-
-    values = array.array("f")
-    values.frombytes(blob)
-    return list(values)

@@ -82,17 +82,19 @@ def vector_search(
     *,
     note_type: str | None,
     limit: int,
+    candidates: int = 0,
 ) -> list[VectorMatch]:
     """The ``limit`` notes of the guild closest to ``vector`` by cosine,
     best first; ``note_type`` None searches both types. The HNSW index over the binary
-    quantisation finds the ``limit`` nearest by hamming distance (the guild filtered inside
-    the scan: the session's ``hnsw.iterative_scan``, set by
+    quantisation finds the ``candidates`` (at least ``limit``) nearest by hamming distance
+    (the guild filtered inside the scan: the session's ``hnsw.iterative_scan``, set by
     :func:`~vivy.storage.postgres.db.connect`), and their float vectors re-rank them
     exactly, as on SQLite. Runs inside the caller's
     transaction (a raised ``ef_search`` is local to it); a question of another dimension
     than the stored vectors raises."""
-    if limit > EF_SEARCH:  # the session's iterative scan goes on; each step keeps this many
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(limit)),))
+    pool = max(limit, candidates)
+    if pool > EF_SEARCH:  # the session's iterative scan goes on; each step keeps this many
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(pool)),))
     bits = f"bit({len(vector)})"
     rows = conn.execute(
         (
@@ -101,12 +103,14 @@ def vector_search(
             " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
             f" ORDER BY binary_quantize(embedding)::{bits}"
             f" <~> binary_quantize(%(v)b::vector)::{bits} LIMIT %(n)s) AS near"
+            " ORDER BY 2, 1 LIMIT %(m)s"
         ).encode(),
         {
             "v": vector_param(vector),
             "g": guild_id,
             "k": None if note_type is None else VEC_KINDS[note_type],
-            "n": limit,
+            "n": pool,
+            "m": limit,
         },
     ).fetchall()
     found = [VectorMatch(int(r[0]), 1.0 - float(r[1])) for r in rows]
@@ -307,6 +311,7 @@ def search_notes(
                         search.vector,
                         note_type=search.note_type,
                         limit=search.candidates,
+                        candidates=search.reranked,
                     )
             except psycopg.Error:
                 vector_failed = True
