@@ -139,6 +139,8 @@ SCRIPT_TESTS: dict[str, list[str]] = {
     "benchmarks/ingest_instructions.py": [_FRESH_CLONE],
     "scripts/eval_postgres.py": [_FRESH_CLONE],
     "scripts/learn_fusion_weights.py": [_FRESH_CLONE],
+    "scripts/compare_embeddings.py": [_FRESH_CLONE],
+    "scripts/embedding_latency.py": [_FRESH_CLONE],
 }
 
 _SETTING = re.compile(r"^(?:export\s+)?(?:[A-Z_]+=\S*\s*)+")
