@@ -164,6 +164,8 @@ class Settings:
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
     api_token: str | None = None
+    #: Server managers' tokens for the memory page (``label=guild,guild:token ...``).
+    page_tokens: str | None = None
     shutdown_grace_s: float = 10.0
     discord_token: str | None = None
     gemini_key: str | None = None
@@ -291,6 +293,7 @@ class Settings:
             metrics_host=host,
             metrics_port=reader.count("VIVY_METRICS_PORT", 9464, low=1, high=65535),
             api_token=token,
+            page_tokens=_page_tokens(token, reader.text("VIVY_PAGE_TOKENS", "") or None),
             shutdown_grace_s=reader.number(
                 "VIVY_SHUTDOWN_GRACE_SECONDS", 10.0, low=0.0, high=_MAX_SECONDS
             ),
@@ -437,6 +440,14 @@ def shown_database(settings: Settings) -> str:
         return str(settings.database)
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.rsplit('@', 1)[-1]}"
+
+
+def _page_tokens(api_token: str | None, entries: str | None) -> str | None:
+    """``VIVY_PAGE_TOKENS`` once its entries are checked (ConfigError naming a bad one)."""
+    from vivy.web.tokens import Tokens
+
+    Tokens.from_settings(api_token, entries)
+    return entries
 
 
 def is_loopback(host: str) -> bool:

@@ -22,7 +22,8 @@ from vivy.storage.postgres.embedded import embedded_server
 
 
 def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
-    """The demo's "Operator search API (URL): N hits" line holds a URL that gives N hits."""
+    """The demo's "Operator search API (URL): N hits" line holds a URL that gives N hits
+    with the token it printed, and the memory page it printed serves that token's view."""
     demo = subprocess.Popen(
         [sys.executable, "-m", "vivy.cli", "demo", "--linger", "30"],
         stdout=subprocess.PIPE,
@@ -38,17 +39,25 @@ def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
     )
     try:
         assert demo.stdout is not None
-        found = None
+        found = page = token = None
         for line in demo.stdout:
+            page = page or re.search(r"the memory page at (http://\S+)/$", line)
+            token = token or re.match(r"Token for the memory page \(this run only\): (\S+)", line)
             found = re.match(r"Operator search API \((http://\S+)\): (\d+) hits", line)
             if found:
                 break
         assert found is not None, "the demo printed no operator search line"
-        with urllib.request.urlopen(found[1], timeout=10) as answer:
+        assert page is not None and token is not None
+        auth = {"Authorization": f"Bearer {token[1]}"}
+        request = urllib.request.Request(found[1], headers=auth)
+        with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 200
             hits = json.load(answer)["results"]
         assert len(hits) == int(found[2]) > 0
         assert any("game night" in (h["title"] + h["summary"]).lower() for h in hits)
+        request = urllib.request.Request(f"{page[1]}/page/guilds", headers=auth)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert "#/g/" in answer.read().decode()
     finally:
         demo.terminate()
         demo.wait(timeout=30)

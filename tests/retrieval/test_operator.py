@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
 from vivy.errors import StorageError
-from vivy.metrics.server import MetricsServer
 from vivy.retrieval import OperatorStore
 from vivy.retrieval.operator import serving_operator_store
 from vivy.storage.db import Connection, Database
+from vivy.web.server import OperatorServer as MetricsServer
 
 T = TypeVar("T")
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
@@ -36,11 +38,12 @@ from vivy.errors import ConfigError
 from vivy.importer import ExportMessage, import_exports, load_exports
 from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
-from vivy.metrics.server import MetricsServer
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.retrieval.operator import serving_operator_store
+from vivy.retrieval.operator import OperatorStore
 from vivy.storage.engines import Target, open_store, open_view
 from vivy.storage.postgres.embedded import embedded_server
+from vivy.web.memory import StoreMemory
+from vivy.web.server import OperatorServer
 
 __all__ = ["DEMO_EXPORT", "register", "run_demo"]
 
@@ -148,19 +151,23 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
     registry = CollectorRegistry()
     batch = load_exports([DEMO_EXPORT])
     make_model = llm_factory(env)
-    open_store(database, inline=True).close()  # created now, so the operator API can serve it
+    open_store(database, inline=True).close()  # created now, so the API and the page can serve it
+    # The memory page always needs a token: the operator's, or one made for this run.
+    token = settings.api_token or secrets.token_urlsafe(18)
     with (
-        serving_operator_store(database) as api,
-        MetricsServer(
+        OperatorServer(
             registry,
-            api,
             host=settings.metrics_host,
             port=port,
-            bearer_token=settings.api_token,
+            bearer_token=token,
+            page_tokens=settings.page_tokens,
         ) as server,
+        _serving_memory(server, database, make_model),
     ):
-        print(f"Vivy demo: metrics at {server.url}/metrics")
-        provider = Settings.from_env(env).llm_provider
+        print(f"Vivy demo: metrics at {server.url}/metrics, the memory page at {server.url}/")
+        if settings.api_token is None:
+            print(f"Token for the memory page (this run only): {token}")
+        provider = settings.llm_provider
         quality = {
             "offline": "offline provider (offline quality)",
             "gemini": "Gemini models",
@@ -187,18 +194,45 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
         anyio.run(_answer_paraphrased, database, batch.messages, make_model)
         query = urlencode({"guild_id": guild, "q": "game night"})
         search_url = f"{server.url}/api/memory/search?{query}"
-        auth = {"Authorization": f"Bearer {settings.api_token}"} if settings.api_token else {}
+        auth = {"Authorization": f"Bearer {token}"}
         with urlopen(Request(search_url, headers=auth), timeout=10) as answer:
             hits = json.load(answer)["results"]
         print(f"\nOperator search API ({search_url}): {len(hits)} hits")
         if linger > 0:
-            print(f"\nServing {server.url}/metrics for {linger:g} more seconds.")
+            print(
+                f"\nServing {server.url}/metrics and the memory page at {server.url}/ "
+                f"for {linger:g} more seconds."
+            )
             time.sleep(linger)
     return 0
 
 
 def _section(title: str) -> None:
     print(f"\n{'=' * 8} {title} {'=' * (60 - len(title))}\n")
+
+
+@contextmanager
+def _serving_memory(
+    server: OperatorServer, database: Target, make_model: Callable[[], LLM]
+) -> Iterator[None]:
+    """Serve the operator API and the memory page from the demo's database on either
+    engine, through a store and a retriever living on the server's own event loop."""
+    store = open_store(database)
+    llm = make_model()
+
+    async def serve() -> None:
+        clock = Clock.wall()  # a Clock reads the loop's time: make it there
+        server.serve_api(OperatorStore(store.search, server.call, now=clock.now))
+        server.serve_page(StoreMemory(store, Retriever(store.search, llm, clock), now=clock.now))
+
+    try:
+        server.call(serve)
+        yield
+    finally:
+        try:
+            server.call(llm.aclose)
+        finally:
+            store.close()
 
 
 async def _answer(

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from vivy.clock import Clock
-    from vivy.metrics.server import MetricsServer
     from vivy.shards import Shards
+    from vivy.web.server import OperatorServer
 
 __all__ = ["NO_TOKEN_MESSAGE", "make_bot", "own_user_id", "register", "run_bot", "serve"]
 
@@ -191,29 +191,35 @@ async def serve(
     bot's user, so a port in use, a wrong token or an unreachable Discord stops Vivy before
     the app starts (and writes).
     """
+    import anyio
     from prometheus_client import CollectorRegistry
 
     from vivy.clock import Clock
-    from vivy.metrics.server import MetricsServer
+    from vivy.web.server import OperatorServer
 
     assert settings.discord_token is not None
     me = own_user_id(settings.discord_token)
     clock = Clock.wall()  # the one wall-clock read; all else uses `clock`
     registry = CollectorRegistry()
     # The port is taken before the app starts, so a port in use stops Vivy before it writes.
-    server = MetricsServer(
+    server = OperatorServer(
         registry,
         host=settings.metrics_host,
         port=settings.metrics_port,
         bearer_token=settings.api_token,
+        page_tokens=settings.page_tokens,
+        guilds=settings.allowed_guilds,
     )
-    server.start()
+    server.bind()
     try:
-        if bot is None:  # Vivy's own bot: check Discord before the app starts and writes
-            await check_discord(settings.discord_token, rest_url=settings.discord_rest_url)
-            bot = make_bot(settings.discord_token, rest_url=settings.discord_rest_url)
-        log.info("serving /metrics and the operator API", url=server.url)
-        await _serve_app(settings, clock, server, registry, me, bot, environ, guild_ids)
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve)
+            if bot is None:  # Vivy's own bot: check Discord before the app starts and writes
+                await check_discord(settings.discord_token, rest_url=settings.discord_rest_url)
+                bot = make_bot(settings.discord_token, rest_url=settings.discord_rest_url)
+            log.info("serving /metrics, the operator API and the memory page", url=server.url)
+            await _serve_app(settings, clock, server, registry, me, bot, environ, guild_ids)
+            tg.cancel_scope.cancel()
     finally:
         server.stop()
     log.info("vivy stopped")
@@ -223,21 +229,26 @@ async def serve(
 async def _serve_app(
     settings: Settings,
     clock: Clock,
-    server: MetricsServer,
+    server: OperatorServer,
     registry: CollectorRegistry,
     me: int,
     bot: hikari.GatewayBot,
     environ: Mapping[str, str] | None,
     guild_ids: Sequence[int],
 ) -> None:
-    """The app and the gateway, with the operator API served once the database is open."""
+    """The app and the gateway, with the operator API and the memory page served once the
+    database is open."""
     import anyio
 
     from vivy.app import running_app
     from vivy.bot.wiring import gateway_for
     from vivy.heap import settle_heap
+    from vivy.memory.members import BufferedRef
+    from vivy.retrieval import Retriever
     from vivy.retrieval.operator import OperatorStore, loop_caller
     from vivy.shards import ALL_SHARDS
+    from vivy.state.gate import IncomingDelete
+    from vivy.web.memory import StoreMemory
 
     # On PostgreSQL every process leases its shards (all of them without VIVY_SHARD_IDS), so
     # processes sharing the database never write the same channel.
@@ -252,6 +263,13 @@ async def _serve_app(
         lease=lease,
     ) as app:
         server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
+
+        async def drop(guild_id: int, refs: Sequence[BufferedRef]) -> None:
+            for ref in refs:
+                await app.router.delete(IncomingDelete(guild_id, ref.channel_id, ref.message_id))
+
+        retriever = Retriever(app.store.search, app.llm, app.clock, settings=settings.retrieval())
+        server.serve_page(StoreMemory(app.store, retriever, now=app.clock.now, drop_messages=drop))
         gateway = gateway_for(app, bot.rest, own_user_id=me, cache=bot.cache)
         gateway.subscribe(bot.event_manager)
         try:

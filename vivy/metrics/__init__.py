@@ -1,8 +1,8 @@
-"""Prometheus metrics for Vivy and the HTTP server that exposes them.
+"""Prometheus metrics for Vivy.
 
 :class:`Metrics` holds every metric family on an injected ``CollectorRegistry``; label values
-are the bounded enums defined here. :class:`MetricsServer` serves ``/metrics`` and the
-read-only operator memory API backed by an :class:`OperatorAPI`.
+are the bounded enums defined here. :class:`vivy.web.server.OperatorServer` serves them on
+``/metrics``.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ __all__ = [
     "LLMOutcome",
     "LLMProvider",
     "Metrics",
-    "MetricsServer",
     "NoteType",
-    "OperatorAPI",
     "ProfileUpdateOutcome",
     "Rejection",
     "ReplyOutcome",
@@ -56,4 +54,3 @@ from vivy.metrics.registry import (
     SchedulerPass,
     TokenDirection,
 )
-from vivy.metrics.server import MetricsServer, OperatorAPI

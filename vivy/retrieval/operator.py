@@ -1,7 +1,7 @@
 """The operator memory API's data: note search and member profiles (seed 003's search API).
 
-:class:`OperatorStore` implements :class:`~vivy.metrics.server.OperatorAPI`. The metrics
-server calls it on its own request threads, outside any event loop; it hands each call to
+:class:`OperatorStore` implements :class:`~vivy.web.asgi.OperatorAPI`. The operator
+server calls it on worker threads, outside any event loop; it hands each call to
 the event loop that owns the storage (``call``: :func:`anyio.from_thread.run` with that
 loop's token, or a blocking portal's ``call``), so the API reads through the same storage
 owner as the bot and never opens a connection of its own. Searches are by keyword only

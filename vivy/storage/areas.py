@@ -20,6 +20,7 @@ from vivy.storage import (
     jobs,
     maintenance,
     members,
+    memory_page,
     meta,
     notes,
     profiles,
@@ -40,6 +41,7 @@ __all__ = [
     "MetaArea",
     "NoteArea",
     "Owner",
+    "PageArea",
     "ProfileArea",
     "ReembedArea",
     "SearchArea",
@@ -218,6 +220,25 @@ class ImportArea(Area):
     outbox_state = reads(maintenance.outbox_state)
 
 
+class PageArea(Area):
+    """The memory page's reads and corrections (:mod:`vivy.storage.memory_page`)."""
+
+    guild_ids = reads(memory_page.guild_ids)
+    newest_day = reads(memory_page.newest_day)
+    timeline = reads(memory_page.timeline)
+    activity = reads(memory_page.activity)
+    members = reads(memory_page.members)
+    member = reads(memory_page.member)
+    fact_history = reads(memory_page.fact_history)
+    note = reads(memory_page.note)
+    job_log = reads(memory_page.job_log)
+    health = reads(memory_page.health)
+    corrections = reads(memory_page.corrections)
+    remove_fact = writes(memory_page.remove_fact)
+    remove_note = writes(memory_page.remove_note)
+    forget_member = writes(memory_page.forget_member)
+
+
 class SidesOwner(Owner, Protocol):
     """An owner that also lends a read its side connections (:meth:`read_with_sides`)."""
 
@@ -299,6 +320,7 @@ def store_of(
         reembed=ReembedArea(owner),
         search=SearchArea(owner, search_one),
         imports=ImportArea(owner),
+        pages=PageArea(owner),
         closer=closer,
         leases=leases,
     )

@@ -61,6 +61,7 @@ COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("server_lore", ("id",)),
     CopiedTable("memory_job_log", ("guild_id", "job_date", "pass")),
     CopiedTable("scheduler_runs", ("job_date",)),
+    CopiedTable("memory_corrections", ("id",)),
 )
 
 

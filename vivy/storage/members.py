@@ -37,6 +37,8 @@ __all__ = [
     "MATCH_THRESHOLD",
     "add_lore",
     "delete_buffered_messages",
+    "delete_facts",
+    "delete_notes",
     "fact_matches",
     "forget_facts",
     "forget_member",
@@ -380,9 +382,9 @@ def _notes_to_delete(tx: Tx, guild_id: int, user_id: int, pattern: re.Pattern[st
     return sorted(doomed)
 
 
-def _delete_notes(tx: Tx, note_ids: Sequence[int], user_id: int) -> None:
-    """Delete notes with their vectors and index rows; other members' facts from them lose
-    the title."""
+def delete_notes(tx: Tx, note_ids: Sequence[int], user_id: int) -> None:
+    """Delete notes with their vectors and index rows; facts from them of members other than
+    ``user_id`` lose the title."""
     if not note_ids:
         return
     ids, params = tx.dialect.any("source_note_id", note_ids)
@@ -400,7 +402,8 @@ def _delete_notes(tx: Tx, note_ids: Sequence[int], user_id: int) -> None:
         tx.execute(statement)
 
 
-def _delete_facts(tx: Tx, fact_ids: Sequence[int]) -> None:
+def delete_facts(tx: Tx, fact_ids: Sequence[int]) -> None:
+    """Delete facts, and the links of the facts they superseded to them."""
     if not fact_ids:
         return
     ids, params = tx.dialect.any("superseded_by", fact_ids)
@@ -463,7 +466,7 @@ def forget_member(tx: Tx, guild_id: int, user_id: int) -> ForgetReport:
     messages, refs = delete_buffered_messages(tx, guild_id, user_id, drop_closed_buffers=True)
     _scrub_buffered(tx, guild_id, user_id)
     doomed = _notes_to_delete(tx, guild_id, user_id, pattern)
-    _delete_notes(tx, doomed, user_id)
+    delete_notes(tx, doomed, user_id)
     forget_lines(tx, guild_id, user_id)
     _scrub_lines(tx, guild_id, user_id)
     purge_evidence_index(tx)
@@ -482,7 +485,7 @@ def forget_member(tx: Tx, guild_id: int, user_id: int) -> ForgetReport:
         )
         if pattern.search(str(r[1])) or pattern.search(str(r[2]))
     ]
-    _delete_facts(tx, own + others)
+    delete_facts(tx, own + others)
     for table in ("user_profiles", "profile_updates", "member_names"):
         tx.execute(f"DELETE FROM {table} WHERE guild_id = ? AND user_id = ?", (guild_id, user_id))
     lore = [

@@ -45,6 +45,16 @@ if TYPE_CHECKING:
         RememberOutcome,
     )
     from vivy.memory.notes import NewNote, Note, NoteText, PlannedUpdate
+    from vivy.memory.page import (
+        Correction,
+        DayActivity,
+        GuildHealth,
+        JobRun,
+        MemberRow,
+        NoteLine,
+        PageFact,
+        TimelineNote,
+    )
     from vivy.state.buffer import Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
@@ -61,6 +71,7 @@ __all__ = [
     "MemberStore",
     "MetaStore",
     "NoteStore",
+    "PageStore",
     "ProfileStore",
     "ReadOnlyStore",
     "ReembedStore",
@@ -342,6 +353,57 @@ class ImportStore(Protocol):
         """The pipeline's unfinished work."""
 
 
+class PageStore(Protocol):
+    """The memory page's reads and corrections; every one names its guild, and each
+    correction is logged with ``who`` made it in its own transaction."""
+
+    async def guild_ids(self) -> list[int]:
+        """Every guild with a member or a note."""
+
+    async def newest_day(self, guild_id: int) -> str | None:
+        """The UTC date of the guild's newest note."""
+
+    async def timeline(self, guild_id: int, first: str, last: str) -> list[TimelineNote]:
+        """The guild's notes dated ``first`` to ``last``, newest day first."""
+
+    async def activity(self, guild_id: int, first: str, last: str) -> list[DayActivity]:
+        """Notes, messages and clusters per day from ``first`` to ``last``."""
+
+    async def members(self, guild_id: int) -> list[MemberRow]:
+        """The guild's named members."""
+
+    async def member(self, guild_id: int, user_id: int) -> MemberRow | None:
+        """One member, or None when the guild does not know them."""
+
+    async def fact_history(self, guild_id: int, user_id: int) -> list[PageFact]:
+        """Every fact of the member with its history."""
+
+    async def note(self, guild_id: int, note_id: int) -> tuple[Note, list[NoteLine]] | None:
+        """A note of the guild with its kept messages."""
+
+    async def job_log(self, guild_id: int, limit: int) -> list[JobRun]:
+        """The guild's newest nightly passes."""
+
+    async def health(self, guild_id: int) -> tuple[GuildStatus, GuildHealth]:
+        """The guild's counts, evidence kept and last errors."""
+
+    async def corrections(self, guild_id: int, limit: int) -> list[Correction]:
+        """The guild's newest corrections."""
+
+    async def remove_fact(
+        self, guild_id: int, user_id: int, fact_id: int, who: str, now: float
+    ) -> str | None:
+        """Invalidate an active fact as ``/memory forget`` does; its text, or None."""
+
+    async def remove_note(self, guild_id: int, note_id: int, who: str, now: float) -> int | None:
+        """Delete a note with what was derived from it; notes removed, or None."""
+
+    async def forget_member(
+        self, guild_id: int, user_id: int, who: str, now: float
+    ) -> ForgetReport:
+        """Forget the member as forget-me does."""
+
+
 class SearchStore(Protocol):
     """Note search and the reads a reply's memory context is built from; every read is
     scoped to the guild it names."""
@@ -500,6 +562,7 @@ class Store:
     reembed: ReembedStore
     search: SearchStore
     imports: ImportStore
+    pages: PageStore
     closer: Closer
     #: Shard leases; None on SQLite, whose database one process owns.
     leases: LeaseStore | None = None

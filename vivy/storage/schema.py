@@ -360,8 +360,21 @@ ALTER TABLE scheduler_runs_v4 RENAME TO scheduler_runs;
 #: taken so that both engines keep stepping through the same numbers.
 _V5 = ""
 
+#: Version 6: the memory page's corrections log: who removed what, and when.
+_V6 = """
+CREATE TABLE memory_corrections (
+    id        INTEGER PRIMARY KEY,
+    guild_id  INTEGER NOT NULL,
+    done_at   REAL NOT NULL,
+    actor     TEXT NOT NULL,
+    action    TEXT NOT NULL CHECK (action IN ('remove_fact', 'remove_note', 'forget_member')),
+    target    TEXT NOT NULL
+);
+CREATE INDEX memory_corrections_by_guild ON memory_corrections (guild_id, done_at);
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

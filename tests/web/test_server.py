@@ -1,4 +1,4 @@
-"""Tests for vivy.metrics.server: /metrics, the operator API and its access rules."""
+"""Tests for vivy.web.server: /metrics, the operator API, its access rules and limits."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from email.message import Message
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 from prometheus_client import CollectorRegistry
 
 from vivy.errors import ConfigError
-from vivy.metrics import IngestOutcome, Metrics, MetricsServer
+from vivy.metrics import IngestOutcome, Metrics
+from vivy.web.server import TIMEOUT_S
+from vivy.web.server import OperatorServer as MetricsServer
 
 TOKEN = "s3cret-token"
 
@@ -40,17 +45,17 @@ class FakeOperatorAPI:
         return {"user_id": user_id, "facts": [{"text": "likes tea", "source_note": 7}]}
 
 
-def _get(url: str, *, token: str | None = None) -> tuple[int, dict[str, str], bytes]:
+def _get(url: str, *, token: str | None = None) -> tuple[int, Message, bytes]:
     """GET ``url``; return status, headers and body, also for HTTP errors."""
     request = urllib.request.Request(url)
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
         with error:
-            return error.code, dict(error.headers), error.read()
+            return error.code, error.headers, error.read()
 
 
 @pytest.fixture
@@ -203,21 +208,14 @@ def test_api_without_backend_is_503_until_vivy_has_started(metrics: Metrics) -> 
         assert _get(f"{server.url}/metrics")[0] == 200
 
 
-@pytest.mark.parametrize("method", ["HEAD", "OPTIONS"])
-def test_head_and_options_are_refused_like_post(server: MetricsServer, method: str) -> None:
-    """HEAD and OPTIONS get 405 with ``Allow: GET``, as the other methods do; HEAD without
-    a body."""
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "BREW"])
+def test_other_methods_are_refused_like_post(server: MetricsServer, method: str) -> None:
+    """HEAD, OPTIONS and unknown methods get 405 with ``Allow: GET``, as POST does; HEAD
+    without a body."""
     request = f"{method} /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    with socket.create_connection((server.host, server.port), timeout=5) as conn:
-        conn.sendall(request.encode())
-        answer = b""
-        while chunk := conn.recv(65536):
-            answer += chunk
-    head, _, body = answer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    fields = dict(line.split(": ", 1) for line in lines[1:])
-    assert int(lines[0].split()[1]) == 405
-    assert fields["Allow"] == "GET"
+    code, fields, body = _raw(server, request.encode())
+    assert code == 405
+    assert fields["allow"] == "GET"
     assert (body == b"") == (method == "HEAD")
 
 
@@ -303,8 +301,9 @@ def test_double_start_raises(server: MetricsServer) -> None:
         server.start()
 
 
-def _raw(server: MetricsServer, request: bytes) -> tuple[int, str, bytes]:
-    """Send ``request`` as raw bytes; the status, content type and body of the answer."""
+def _raw(server: MetricsServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``request`` as raw bytes; the status, header fields (by lower-case name) and body
+    of the answer."""
     with socket.create_connection((server.host, server.port), timeout=5) as conn:
         conn.sendall(request)
         answer = b""
@@ -312,23 +311,50 @@ def _raw(server: MetricsServer, request: bytes) -> tuple[int, str, bytes]:
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
-    fields = dict(line.split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), fields.get("Content-Type", ""), body
+    fields = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
+    return int(lines[0].split()[1]), fields, body
+
+
+def test_a_long_target_is_414_in_json(server: MetricsServer) -> None:
+    """A request target over 8 KiB gets 414 with a JSON error."""
+    request = b"GET /metrics?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    code, fields, body = _raw(server, request)
+    assert code == 414
+    assert fields["content-type"] == "application/json"
+    assert "longer than" in json.loads(body)["error"]
 
 
 @pytest.mark.parametrize(
-    ("request_bytes", "status"),
+    "request_bytes",
     [
-        (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 414),
-        (b"GET /metrics HTTP/1.1\r\nX-Big: " + b"b" * 70000 + b"\r\n\r\n", 431),
-        (b"BREW /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+        b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nX-Big: " + b"b" * 70000 + b"\r\n\r\n",
     ],
 )
-def test_the_standard_librarys_error_answers_are_json(
-    server: MetricsServer, request_bytes: bytes, status: int
-) -> None:
-    """Errors the stdlib server answers itself (414, 431, 501, ...) are JSON, not HTML."""
-    code, content_type, body = _raw(server, request_bytes)
-    assert code == status
-    assert content_type == "application/json"
-    assert json.loads(body)["error"]
+def test_a_head_over_64_kib_is_400_and_closed(server: MetricsServer, request_bytes: bytes) -> None:
+    """A request line or header over 64 KiB is refused (h11 answers 400) and the connection
+    closed, before any of it reaches a route."""
+    code, fields, _ = _raw(server, request_bytes)
+    assert code == 400
+    assert fields["connection"] == "close"
+
+
+def test_a_silent_client_is_dropped(metrics: Metrics) -> None:
+    """A client that sends half a request and then nothing is disconnected after the
+    time-out, so it cannot hold a connection forever (real time, once per run)."""
+    with MetricsServer(metrics.registry, port=0) as server:
+        with socket.create_connection((server.host, server.port), timeout=TIMEOUT_S + 5) as conn:
+            conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            assert conn.recv(65536) == b""  # closed by the server, not by our own time-out
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_serves_under_either_event_loop(metrics: Metrics, anyio_backend: str) -> None:
+    """:meth:`OperatorServer.serve` runs in the caller's event loop, asyncio or trio."""
+    server = MetricsServer(metrics.registry, port=0)
+    server.bind()
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        status, _, _ = await anyio.to_thread.run_sync(_get, f"{server.url}/metrics")
+        assert status == 200
+        tg.cancel_scope.cancel()

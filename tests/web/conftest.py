@@ -1,0 +1,70 @@
+"""A memory page over a database made by importing the bundled demo export, on each engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tests.pg import ENGINES
+from vivy.clock import Clock
+from vivy.commands.demo import DEMO_EXPORT
+from vivy.config import Settings
+from vivy.importer import import_exports, load_exports
+from vivy.llm.offline import OfflineLLM
+from vivy.retrieval import Retriever
+from vivy.storage.engines import open_store
+from vivy.storage.port import Store
+from vivy.web.memory import StoreMemory
+from vivy.web.server import OperatorServer
+
+#: The operator's token, and a server manager's (labelled ``alice``) for every guild.
+OPERATOR_TOKEN = "operator-token-0123456789"
+MANAGER_TOKEN = "alice-token-0123456789abcdef"
+#: A manager whose token sees another guild only.
+STRANGER_TOKEN = "stranger-token-0123456789ab"
+
+
+@dataclass
+class DemoPage:
+    """A running memory page over the imported demo."""
+
+    server: OperatorServer
+    store: Store
+    guild: int
+    engine: str
+
+
+@pytest.fixture(params=ENGINES)
+def demo_page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DemoPage]:
+    """The demo export imported on SQLite or PostgreSQL, served by an OperatorServer."""
+    url = None
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_uri")
+    path = tmp_path / "demo.db"
+    settings = replace(Settings.from_env({}), database=path, database_url=url)
+    import_exports([DEMO_EXPORT], settings, llm=OfflineLLM, registry=CollectorRegistry())
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    server = OperatorServer(
+        CollectorRegistry(),
+        port=0,
+        bearer_token=OPERATOR_TOKEN,
+        page_tokens=f"alice=*:{MANAGER_TOKEN} stranger=1:{STRANGER_TOKEN}",
+    )
+    store, _ = open_store(path, url)
+    llm = OfflineLLM()
+
+    async def serve() -> None:
+        clock = Clock.wall()
+        server.serve_page(StoreMemory(store, Retriever(store.search, llm, clock), now=clock.now))
+
+    with server:
+        server.call(serve)
+        try:
+            yield DemoPage(server, store, guild, request.param)
+        finally:
+            server.call(llm.aclose)
+            store.close()
