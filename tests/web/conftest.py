@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,9 +42,21 @@ class DemoPage:
 @pytest.fixture(params=ENGINES)
 def demo_page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DemoPage]:
     """The demo export imported on SQLite or PostgreSQL, served by an OperatorServer."""
-    url = None
-    if request.param == "postgres":
-        url = request.getfixturevalue("pg_uri")
+    url = request.getfixturevalue("pg_uri") if request.param == "postgres" else None
+    with serving_demo(tmp_path, url) as page:
+        yield page
+
+
+@pytest.fixture
+def sqlite_page(tmp_path: Path) -> Iterator[DemoPage]:
+    """The demo export imported on SQLite, served by an OperatorServer."""
+    with serving_demo(tmp_path, None) as page:
+        yield page
+
+
+@contextmanager
+def serving_demo(tmp_path: Path, url: str | None) -> Iterator[DemoPage]:
+    """Import the demo export (into PostgreSQL at ``url``, else SQLite) and serve its page."""
     path = tmp_path / "demo.db"
     settings = replace(Settings.from_env({}), database=path, database_url=url)
     import_exports([DEMO_EXPORT], settings, llm=OfflineLLM, registry=CollectorRegistry())
@@ -64,7 +77,7 @@ def demo_page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DemoPa
     with server:
         server.call(serve)
         try:
-            yield DemoPage(server, store, guild, request.param)
+            yield DemoPage(server, store, guild, "sqlite" if url is None else "postgres")
         finally:
             server.call(llm.aclose)
             store.close()
