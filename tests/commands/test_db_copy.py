@@ -129,6 +129,13 @@ async def _enrich(path: Path) -> None:
             GUILD, ANA, "Ana", "interests", "Ana keeps bees", "stated", 9400.0
         )
         await store.members.add_lore(GUILD, ANA, "The server's bakery is called Crumb", 9500.0)
+        await store.members.remember_fact(
+            GUILD, ANA, "Ana", "other", "Ana dislikes mornings", "stated", 9600.0
+        )
+        wrong = next(
+            f for f in await store.profiles.active_facts(GUILD, ANA) if "mornings" in f.text
+        )
+        assert await store.pages.remove_fact(GUILD, ANA, wrong.id, "alice", 9700.0)
     finally:
         store.close()
 
