@@ -137,6 +137,9 @@ SCRIPT_TESTS: dict[str, list[str]] = {
     "benchmarks/load.py": [_FRESH_CLONE],
     "benchmarks/db_copy.py": [_FRESH_CLONE],
     "benchmarks/ingest_instructions.py": [_FRESH_CLONE],
+    "benchmarks/memory_page.py": [
+        "tests/web/test_memory_page_bench.py::test_prints_a_timed_row_for_every_view"
+    ],
     "scripts/eval_postgres.py": [_FRESH_CLONE],
     "scripts/learn_fusion_weights.py": [_FRESH_CLONE],
     "scripts/compare_embeddings.py": [_FRESH_CLONE],
