@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import urllib.error
@@ -14,9 +15,12 @@ import anyio
 import anyio.to_thread
 import pytest
 from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
 
 from vivy.errors import ConfigError
 from vivy.metrics import IngestOutcome, Metrics
+from vivy.web.asgi import MAX_IN_FLIGHT
+from vivy.web.server import TIMEOUT_S
 from vivy.web.server import OperatorServer as MetricsServer
 
 TOKEN = "s3cret-token"
@@ -336,6 +340,123 @@ def test_a_head_over_64_kib_is_400_and_closed(server: MetricsServer, request_byt
     code, fields, _ = _raw(server, request_bytes)
     assert code == 400
     assert fields["connection"] == "close"
+
+
+async def _closed_at(stream: anyio.abc.ByteStream) -> float:
+    """Read ``stream`` to its end (the server closing it); the virtual time it ended."""
+    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+        while True:
+            await stream.receive()
+    return anyio.current_time()
+
+
+@pytest.mark.anyio
+async def test_a_request_head_must_arrive_within_the_time_out(metrics: Metrics) -> None:
+    """A client that trickles half a request head is dropped the time-out after it connected,
+    however recently it sent a byte (virtual time: the server's own timers decide)."""
+    server = MetricsServer(metrics.registry, port=0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        async with await anyio.connect_tcp(server.host, server.port) as conn:
+            opened = anyio.current_time()
+            await conn.send(b"GET /metrics HTTP/1.1\r\n")
+            await anyio.sleep(TIMEOUT_S - 1)
+            await conn.send(b"Host: x\r\n")
+            assert await _closed_at(conn) == opened + TIMEOUT_S
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_an_idle_connection_is_closed_after_the_time_out(metrics: Metrics) -> None:
+    """A kept-alive connection that sends nothing after its answer is closed the time-out
+    after the answer, and one that asks again in time is served."""
+    server = MetricsServer(metrics.registry, port=0)
+    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        async with await anyio.connect_tcp(server.host, server.port) as conn:
+            for _ in range(2):
+                await conn.send(request)
+                answer = b""
+                while not answer.endswith(b"\r\n0\r\n\r\n"):  # the last chunk
+                    answer += await conn.receive()
+                assert answer.startswith(b"HTTP/1.1 200")
+                answered = anyio.current_time()
+                await anyio.sleep(TIMEOUT_S - 1)
+            assert await _closed_at(conn) == answered + TIMEOUT_S
+        tg.cancel_scope.cancel()
+
+
+class _HeldMemory:
+    """A memory whose guild list waits until released; ``full`` is set once ``readers``
+    requests wait in it."""
+
+    def __init__(self, readers: int) -> None:
+        self._readers = readers
+        self.full = anyio.Event()
+        self.release = anyio.Event()
+
+    async def guild_ids(self) -> list[int]:
+        """No guild, once released."""
+        self._readers -= 1
+        if self._readers == 0:
+            self.full.set()
+        await self.release.wait()
+        return []
+
+
+@pytest.mark.anyio
+async def test_requests_beyond_the_cap_are_refused_at_once(metrics: Metrics) -> None:
+    """While MAX_IN_FLIGHT requests are being served, one more gets 503 with Retry-After at
+    once, /metrics included; the held ones are then answered."""
+    server = MetricsServer(metrics.registry, port=0, bearer_token=TOKEN)
+    memory = _HeldMemory(MAX_IN_FLIGHT)
+    server.serve_page(memory)  # type: ignore[arg-type]
+    request = f"GET /page/guilds HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    held: list[anyio.abc.SocketStream] = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        for _ in range(MAX_IN_FLIGHT):
+            conn = await anyio.connect_tcp(server.host, server.port)
+            await conn.send(request.encode())
+            held.append(conn)
+        await memory.full.wait()
+        async with await anyio.connect_tcp(server.host, server.port) as extra:
+            await extra.send(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b""
+            with contextlib.suppress(anyio.EndOfStream):
+                while True:
+                    answer += await extra.receive()
+        head = answer.split(b"\r\n\r\n", 1)[0].lower()
+        assert head.startswith(b"http/1.1 503") and b"retry-after: 1" in head
+        memory.release.set()
+        for conn in held:
+            async with conn:
+                assert (await conn.receive()).startswith(b"HTTP/1.1 200")
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+async def test_a_client_silent_mid_body_is_dropped_after_the_time_out(metrics: Metrics) -> None:
+    """A correction whose body stops coming is dropped the time-out after its last byte (a
+    byte in time keeps it), without reaching the memory or logging an error."""
+    server = MetricsServer(metrics.registry, port=0, bearer_token=TOKEN)
+    server.serve_page(_HeldMemory(1))  # type: ignore[arg-type]
+    head = (
+        f"POST /page/g/1/fact/1/remove HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 20\r\n\r\n"
+    )
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve)
+            async with await anyio.connect_tcp(server.host, server.port) as conn:
+                await conn.send(head.encode() + b"user_")
+                await anyio.sleep(TIMEOUT_S - 1)
+                await conn.send(b"i")
+                sent = anyio.current_time()
+                assert await _closed_at(conn) == sent + TIMEOUT_S
+            tg.cancel_scope.cancel()
+    assert [e for e in logs if e["log_level"] == "error"] == []
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])

@@ -28,7 +28,7 @@ import structlog
 from prometheus_client import CollectorRegistry, make_asgi_app
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -418,10 +418,13 @@ def _valid_day(text: str) -> bool:
 async def _form(request: Request) -> dict[str, str]:
     """A correction's small URL-encoded body."""
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise HTTPException(413, f"the request body is longer than {MAX_BODY_BYTES} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise HTTPException(413, f"the request body is longer than {MAX_BODY_BYTES} bytes")
+    except ClientDisconnect:  # dropped mid-body (silent too long): no one to answer, no error
+        raise HTTPException(400, "the client left before its request body arrived") from None
     try:
         return dict(parse_qsl(body.decode(), strict_parsing=False))
     except UnicodeDecodeError:

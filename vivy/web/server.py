@@ -5,8 +5,10 @@ Hypercorn serves :func:`vivy.web.asgi.operator_app` under whichever event loop r
 beforehand by :meth:`OperatorServer.bind`, so a port in use or a non-loopback address without
 a token stops Vivy before it starts anything. :meth:`~OperatorServer.start` runs it instead
 on an event loop of its own in a background thread, for tools outside any loop (``vivy
-demo``). Limits: request heads over 64 KiB get 400, targets over 8 KiB 414, a client silent
-for 10 s is dropped, at most 32 requests are served at once.
+demo``). Limits: request heads over 64 KiB get 400, targets over 8 KiB 414; a request head
+must arrive within 10 s of the connection or of the previous answer, a client silent for 10 s
+mid-body is dropped, an idle connection closes after 10 s; at most 32 requests are served at
+once.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9464
 #: Largest request line and headers together; more gets 400 and the connection closes.
 MAX_HEAD_BYTES = 64 * 1024
-#: Seconds a client may stay silent (mid-request or between requests) before it is dropped.
+#: Seconds a request head may take to arrive (from the connection or the previous answer),
+#: and that a client may stay silent mid-body, before it is dropped.
 TIMEOUT_S = 10
 
 T = TypeVar("T")
