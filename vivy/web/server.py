@@ -50,6 +50,10 @@ TIMEOUT_S = 10
 T = TypeVar("T")
 
 _log = structlog.get_logger(__name__)
+#: Hypercorn's own records: its errors show, its info lines (the address it runs on) only
+#: repeat what Vivy logs itself once it serves.
+_hypercorn_log = logging.getLogger("vivy.web.hypercorn")
+_hypercorn_log.setLevel(logging.WARNING)
 
 
 class OperatorServer:
@@ -159,7 +163,7 @@ class OperatorServer:
         config.graceful_timeout = 1.0
         config.h2_max_concurrent_streams = 32
         config.accesslog = None
-        config.errorlog = logging.getLogger("vivy.web.hypercorn")
+        config.errorlog = _hypercorn_log
         config.include_server_header = False
         app = operator_app(self._surface)
         _log.debug("metrics_server_started", host=self._host, port=self._port)
