@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from vivy.config import Settings
 from vivy.importer import import_exports, load_exports
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import Retriever
-from vivy.storage.engines import open_store
+from vivy.storage.engines import Target, open_store
 from vivy.storage.port import Store
 from vivy.web.memory import StoreMemory
 from vivy.web.server import OperatorServer
@@ -58,7 +58,8 @@ def sqlite_page(tmp_path: Path) -> Iterator[DemoPage]:
 def serving_demo(tmp_path: Path, url: str | None) -> Iterator[DemoPage]:
     """Import the demo export (into PostgreSQL at ``url``, else SQLite) and serve its page."""
     path = tmp_path / "demo.db"
-    settings = replace(Settings.from_env({}), database=path, database_url=url)
+    database: Target = path if url is None else url
+    settings = Settings.from_env({}).with_target(database)
     import_exports([DEMO_EXPORT], settings, llm=OfflineLLM, registry=CollectorRegistry())
     guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
     server = OperatorServer(
@@ -67,7 +68,7 @@ def serving_demo(tmp_path: Path, url: str | None) -> Iterator[DemoPage]:
         bearer_token=OPERATOR_TOKEN,
         page_tokens=f"alice=*:{MANAGER_TOKEN} stranger=1:{STRANGER_TOKEN}",
     )
-    store, _ = open_store(path, url)
+    store = open_store(database)
     llm = OfflineLLM()
 
     async def serve() -> None:
