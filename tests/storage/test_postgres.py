@@ -142,7 +142,7 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
 
 
 def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection) -> None:
-    """Note vectors are in an HNSW index over their binary quantisation; keywords are in the
+    """Note vectors are in an HNSW index over them in half precision; keywords are in the
     postings tables' primary keys, and no GIN index is left to keep up; the note and window
     vectors are kept in their rows."""
     rows = pg.execute(
@@ -155,7 +155,7 @@ def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection
         ("vec_notes", "vec_notes_hnsw"),
         ("window_postings", "window_postings_pkey"),
     ]
-    assert "bit_hamming_ops" in rows[1][2] and "binary_quantize(embedding)" in rows[1][2]
+    assert "halfvec_cosine_ops" in rows[1][2] and "(embedding)::halfvec(" in rows[1][2]
     stored = pg.execute(
         "SELECT attrelid::regclass::text, attstorage FROM pg_attribute"
         " WHERE attname = 'embedding'"
@@ -167,8 +167,8 @@ def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection
 
 def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: str) -> None:
     """Upgrading a database of version 4 makes the postings of the notes and windows it
-    holds (the triggers only see rows written after them) and rebuilds the vector index
-    over the binary quantisation; the keyword search then finds the old note."""
+    holds (the triggers only see rows written after them), and version 7 rebuilds the vector
+    index over the vectors in half precision; the keyword search then finds the old note."""
     conn = connect(pg_uri)
     try:
         conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
@@ -192,7 +192,7 @@ def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: 
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'vec_notes_hnsw'"
             " AND schemaname = current_schema()"
         ).fetchone()
-        assert "binary_quantize(embedding)" in index
+        assert "halfvec_cosine_ops" in index
     finally:
         conn.close()
 

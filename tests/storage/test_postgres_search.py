@@ -71,12 +71,12 @@ def fill_vectors(conn: PgConnection) -> None:
         )
 
 
-#: The order of the HNSW index over the notes' binary quantisation.
-HAMMING = f"binary_quantize(embedding)::bit({DIM}) <~> binary_quantize(%s::vector)::bit({DIM})"
+#: The order of the HNSW index over the notes' vectors in half precision.
+HAMMING = f"embedding::halfvec({DIM}) <=> %s::vector::halfvec({DIM})"
 
 
 def test_the_guild_filter_is_inside_the_hnsw_scan(db: PgDatabase) -> None:
-    """Through the HNSW index (over the binary quantisation, re-ranked by cosine), a guild
+    """Through the HNSW index (over the vectors in half precision, re-ranked exactly), a guild
     whose notes are all farther than 60 of another guild's still gets its five nearest,
     best first, where a plain HNSW scan finds fewer."""
     db.write_sync(on_conn(fill_vectors))

@@ -373,8 +373,12 @@ CREATE TABLE memory_corrections (
 CREATE INDEX memory_corrections_by_guild ON memory_corrections (guild_id, done_at);
 """
 
+#: Version 7 changes PostgreSQL's note-vector index only; SQLite's schema is unchanged (the
+#: two engines keep one version number).
+_V7 = ""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -149,20 +149,16 @@ def exact_recall(
     workload: Sequence[tuple[list[float], str]],
     *,
     limit: int,
-    candidates: int,
 ) -> tuple[float, float]:
-    """The median seconds of the HNSW vector search alone over ``workload`` (``candidates``
-    nearest by the index re-ranked exactly, ``limit`` kept, as the retriever asks), and the
-    mean share of an exact scan's top 10 that its top 10 holds over the first
-    :data:`EXACT_QUERIES` queries."""
+    """The median seconds of the HNSW vector search alone over ``workload`` (``limit``
+    nearest kept, as the retriever asks), and the mean share of an exact scan's top 10 that
+    its top 10 holds over the first :data:`EXACT_QUERIES` queries."""
     timings: list[float] = []
     recalls: list[float] = []
     for vector, _ in workload:
         with conn.transaction():
             started = time.perf_counter()
-            found = vector_search(
-                conn, GUILD_ID, vector, note_type=None, limit=limit, candidates=candidates
-            )
+            found = vector_search(conn, GUILD_ID, vector, note_type=None, limit=limit)
             timings.append(time.perf_counter() - started)
         if len(recalls) == EXACT_QUERIES:
             continue

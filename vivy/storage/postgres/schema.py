@@ -9,8 +9,8 @@ copied from one to the other. :data:`PG_MIGRATIONS` must have one entry per SQLi
 Where SQLite needs an extension's virtual table, PostgreSQL has a native equivalent:
 
 * ``vec_notes`` is a plain table with a pgvector ``vector`` column and an HNSW index over
-  its binary quantisation (the HNSW graph replaces the SQLite engine's in-memory bit scan;
-  both re-rank their candidates by exact cosine);
+  its vectors in half precision (version 7; the HNSW graph replaces the SQLite engine's
+  in-memory bit scan; both re-rank their candidates by exact cosine);
 * ``notes_fts`` and ``evidence_fts`` are ``tsvector`` columns generated from the indexed text
   (``simple`` configuration for notes, its title weighted ``A``, topics and entities ``B``,
   summary ``D`` as SQLite's BM25 column weights do; ``english`` stemming for evidence like
@@ -56,9 +56,9 @@ def note_vector_dimension(conn: psycopg.Connection[tuple[Any, ...]]) -> int | No
 
 
 def vec_notes_ddl(dimension: int) -> str:
-    """DDL of the note-vector table for ``dimension`` and its HNSW index over the vectors'
-    binary quantisation (hamming distance; searches re-rank its candidates by exact cosine,
-    as SQLite's engine re-ranks its binary KNN); vectors are kept in the rows (version 5)."""
+    """DDL of the note-vector table for ``dimension`` and its HNSW index over the vectors in
+    half precision (cosine distance; searches re-rank its candidates by exact cosine, as
+    SQLite's engine re-ranks its binary KNN); vectors are kept in the rows (version 5)."""
     return f"""
 CREATE TABLE vec_notes (
     note_id    BIGINT PRIMARY KEY,
@@ -67,7 +67,7 @@ CREATE TABLE vec_notes (
     embedding  vector({int(dimension)}) NOT NULL
 );
 CREATE INDEX vec_notes_hnsw ON vec_notes USING hnsw
-    ((binary_quantize(embedding)::bit({int(dimension)})) bit_hamming_ops);
+    ((embedding::halfvec({int(dimension)})) halfvec_cosine_ops);
 ALTER TABLE vec_notes ALTER COLUMN embedding SET STORAGE MAIN;
 CREATE INDEX vec_notes_by_guild ON vec_notes (guild_id, note_kind);
 """
@@ -477,8 +477,23 @@ CREATE TABLE memory_corrections (
 CREATE INDEX memory_corrections_by_guild ON memory_corrections (guild_id, done_at);
 """
 
+#: Version 7: the note-vector index is an HNSW over the vectors in half precision (cosine),
+#: not over their binary quantisation: with embeddings of real text the bits lose so much
+#: that an HNSW over them kept too few of the true nearest notes at 100k.
+_V7 = """
+DROP INDEX IF EXISTS vec_notes_hnsw;
+DO $$
+BEGIN
+    EXECUTE format('CREATE INDEX vec_notes_hnsw ON vec_notes USING hnsw'
+                   ' ((embedding::halfvec(%s)) halfvec_cosine_ops)',
+                   (SELECT atttypmod FROM pg_attribute
+                    WHERE attrelid = 'vec_notes'::regclass AND attname = 'embedding'));
+END
+$$;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 #: The newest schema version of this engine; equal to SQLite's.
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

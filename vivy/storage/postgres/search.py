@@ -11,9 +11,8 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
   on its own returns ``hnsw.ef_search`` candidates and filters them afterwards, so a guild
   whose notes are not among the nearest of all guilds would get too few; with
   ``hnsw.iterative_scan`` the scan goes on until ``limit`` rows of the guild are found.
-* Vector search runs in two steps, as on SQLite: the HNSW index over the binary-quantised
-  vectors finds the candidates by hamming distance, their float vectors re-rank them by
-  exact cosine.
+* Vector search runs in two steps, as on SQLite: the HNSW index over the vectors in half
+  precision finds the candidates by cosine, their float vectors re-rank them exactly.
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
 * A failing vector query (a question embedded at another dimension) is reported in the
   result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
@@ -69,10 +68,9 @@ __all__ = [
 #: A keyword search's match type (notes or evidence windows).
 M = TypeVar("M")
 
-#: Candidates the HNSW scan keeps per step at least (pgvector's default, so a search of at
-#: most this many sets nothing; one asking for more raises it to its limit). A larger value
-#: barely raises the recall against an exact scan and costs more time a search.
-EF_SEARCH = 40
+#: Candidates the half-precision HNSW scan keeps per step, and at least the nearest notes it
+#: returns to be re-ranked exactly (a search asking for more raises it to its limit).
+EF_SEARCH = 60
 
 
 def vector_search(
@@ -82,28 +80,24 @@ def vector_search(
     *,
     note_type: str | None,
     limit: int,
-    candidates: int = 0,
 ) -> list[VectorMatch]:
-    """The ``limit`` notes of the guild closest to ``vector`` by cosine,
-    best first; ``note_type`` None searches both types. The HNSW index over the binary
-    quantisation finds the ``candidates`` (at least ``limit``) nearest by hamming distance
-    (the guild filtered inside the scan: the session's ``hnsw.iterative_scan``, set by
-    :func:`~vivy.storage.postgres.db.connect`), and their float vectors re-rank them
-    exactly, as on SQLite. Runs inside the caller's
-    transaction (a raised ``ef_search`` is local to it); a question of another dimension
-    than the stored vectors raises."""
-    pool = max(limit, candidates)
-    if pool > EF_SEARCH:  # the session's iterative scan goes on; each step keeps this many
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(pool)),))
-    bits = f"bit({len(vector)})"
+    """The ``limit`` notes of the guild closest to ``vector`` by cosine, best first;
+    ``note_type`` None searches both types. The HNSW index over the vectors in half precision
+    finds at least :data:`EF_SEARCH` nearest (the guild filtered inside the scan: the
+    session's ``hnsw.iterative_scan``, set by :func:`~vivy.storage.postgres.db.connect`), and
+    their float vectors re-rank them exactly. Runs inside the caller's transaction (a raised
+    ``ef_search`` is local to it); a question of another dimension than the stored vectors
+    raises."""
+    pool = max(limit, EF_SEARCH)
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(pool)),))
+    half = f"halfvec({len(vector)})"
     rows = conn.execute(
         (
-            "SELECT note_id, embedding <=> %(v)b::vector FROM (SELECT note_id, embedding"
-            " FROM vec_notes WHERE guild_id = %(g)s"
+            "SELECT note_id, embedding <=> %(v)b::vector AS distance FROM (SELECT note_id,"
+            " embedding FROM vec_notes WHERE guild_id = %(g)s"
             " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
-            f" ORDER BY binary_quantize(embedding)::{bits}"
-            f" <~> binary_quantize(%(v)b::vector)::{bits} LIMIT %(n)s) AS near"
-            " ORDER BY 2, 1 LIMIT %(m)s"
+            f" ORDER BY embedding::{half} <=> %(v)b::vector::{half} LIMIT %(n)s) AS near"
+            " ORDER BY distance, note_id LIMIT %(m)s"
         ).encode(),
         {
             "v": vector_param(vector),
@@ -311,7 +305,6 @@ def search_notes(
                         search.vector,
                         note_type=search.note_type,
                         limit=search.candidates,
-                        candidates=search.reranked,
                     )
             except psycopg.Error:
                 vector_failed = True
