@@ -157,6 +157,7 @@ def _postgres_size(
     url = new_schema(scratch, f"retrieval_{size}")
     with connect(url) as conn:
         migrate(conn)
+        conn.execute("SET statement_timeout = 0")  # a bulk build, as vivy db copy's steps
         fill_s = copy_synthetic(path, conn)
     path.unlink()
     speed = loop_ms()
