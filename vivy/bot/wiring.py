@@ -10,7 +10,19 @@ from vivy.bot.gateway import Gateway
 from vivy.bot.reply import ReplyRateLimiter
 from vivy.retrieval import Retriever
 
-__all__ = ["gateway_for"]
+__all__ = ["gateway_for", "reply_retriever"]
+
+
+def reply_retriever(app: App) -> Retriever:
+    """The retriever that builds replies' memory, over the app's store and LLM, reporting to
+    its metrics."""
+    return Retriever(
+        app.store.search,
+        app.llm,
+        app.clock,
+        observe=app.observer.retrieved,
+        settings=app.settings.retrieval(),
+    )
 
 
 def gateway_for(
@@ -20,17 +32,13 @@ def gateway_for(
     own_user_id: int,
     cache: hikari.api.Cache | None = None,
     limiter: ReplyRateLimiter | None = None,
+    retriever: Retriever | None = None,
 ) -> Gateway:
-    """The gateway of the running ``app``: its router, a retriever over its store and LLM, its
-    ``/memory`` commands (which clear the retriever's cache when a member is forgotten), its
-    stored channel positions and its metrics."""
-    retriever = Retriever(
-        app.store.search,
-        app.llm,
-        app.clock,
-        observe=app.observer.retrieved,
-        settings=app.settings.retrieval(),
-    )
+    """The gateway of the running ``app``: its router, ``retriever`` (else a
+    :func:`reply_retriever` of its own), its ``/memory`` commands (which clear the
+    retriever's cache when a member is forgotten), its stored channel positions and its
+    metrics."""
+    retriever = retriever or reply_retriever(app)
     return Gateway(
         rest,
         own_user_id=own_user_id,

@@ -241,10 +241,9 @@ async def _serve_app(
     import anyio
 
     from vivy.app import running_app
-    from vivy.bot.wiring import gateway_for
+    from vivy.bot.wiring import gateway_for, reply_retriever
     from vivy.heap import settle_heap
     from vivy.memory.members import BufferedRef
-    from vivy.retrieval import Retriever
     from vivy.retrieval.operator import OperatorStore, loop_caller
     from vivy.shards import ALL_SHARDS
     from vivy.state.gate import IncomingDelete
@@ -268,9 +267,18 @@ async def _serve_app(
             for ref in refs:
                 await app.router.delete(IncomingDelete(guild_id, ref.channel_id, ref.message_id))
 
-        retriever = Retriever(app.store.search, app.llm, app.clock, settings=settings.retrieval())
-        server.serve_page(StoreMemory(app.store, retriever, now=app.clock.now, drop_messages=drop))
-        gateway = gateway_for(app, bot.rest, own_user_id=me, cache=bot.cache)
+        # The page searches with the replies' retriever and empties its cache on a correction,
+        # so the next reply's memory has none of what was removed.
+        retriever = reply_retriever(app)
+        memory = StoreMemory(
+            app.store,
+            retriever,
+            now=app.clock.now,
+            drop_messages=drop,
+            on_change=retriever.clear_cache,
+        )
+        server.serve_page(memory)
+        gateway = gateway_for(app, bot.rest, own_user_id=me, cache=bot.cache, retriever=retriever)
         gateway.subscribe(bot.event_manager)
         try:
             await _start(bot, settings.shards)

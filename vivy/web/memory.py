@@ -175,7 +175,9 @@ class StoreMemory:
     """:class:`MemorySource` over a store and the retriever of replies.
 
     ``now`` gives the UTC wall time of corrections; ``drop_messages`` (the running bot's
-    router) drops a forgotten member's messages from open buffers, as forget-me does.
+    router) drops a forgotten member's messages from open buffers, as forget-me does;
+    ``on_change`` runs after every correction (the running bot empties its replies' cache,
+    whose memory fingerprint a fact removed in the same instant as another leaves alike).
     """
 
     def __init__(

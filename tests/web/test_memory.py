@@ -1,0 +1,73 @@
+"""The memory page's store-backed source: a correction reaches the replies' retriever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from vivy.clock import Clock
+from vivy.commands.demo import DEMO_EXPORT
+from vivy.config import Settings
+from vivy.importer import import_exports, load_exports
+from vivy.llm.offline import OfflineLLM
+from vivy.retrieval import RetrievalRequest, Retriever
+from vivy.storage.engines import open_store
+from vivy.web.memory import StoreMemory
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo export imported into a SQLite file, once for the module."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    settings = Settings.from_env({}).with_target(path)
+    import_exports([DEMO_EXPORT], settings, llm=OfflineLLM, registry=CollectorRegistry())
+    return path
+
+
+@pytest.fixture
+def demo_db(imported: Path, tmp_path: Path) -> Path:
+    """A copy of the imported demo of this test's own."""
+    path = tmp_path / "demo.db"
+    path.write_bytes(imported.read_bytes())
+    return path
+
+
+async def test_a_correction_is_seen_by_the_next_reply_at_once(demo_db: Path) -> None:
+    """Two facts of a member removed on the page at the same instant (the memory's
+    fingerprint alike after each) are both gone from the very next reply's memory, though
+    the reply before each was cached."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        retriever = Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0))
+        memory = StoreMemory(
+            store, retriever, now=lambda: 2_000_000_000.0, on_change=retriever.clear_cache
+        )
+        sam = next(m for m in await memory.members(guild) if m.name == "Sam")
+        profile = await memory.profile(guild, sam.user_id)
+        assert profile is not None
+        facts = [f for f in profile.facts if f.invalidated_at is None][:2]
+        assert len(facts) == 2
+        request = RetrievalRequest(
+            guild_id=guild,
+            channel_id=1,
+            query="what is Sam up to",
+            mentioned_user_ids=(sam.user_id,),
+        )
+        for fact in facts:
+            before = await retriever.build_context(request)
+            assert fact.text in before.xml
+            hits = retriever.statistics().cache_hits
+            assert (await retriever.build_context(request)).xml == before.xml
+            assert retriever.statistics().cache_hits == hits + 1
+            removed = await memory.remove_fact(guild, sam.user_id, fact.id, "alice")
+            assert removed == fact.text
+            assert fact.text not in (await retriever.build_context(request)).xml
+    finally:
+        await llm.aclose()
+        store.close()
