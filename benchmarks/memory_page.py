@@ -1,14 +1,16 @@
 """Server time of the memory page's views on a large guild: timeline, profile, search.
 
-    python benchmarks/memory_page.py --size 100000 [--db /tmp/page.db] [--runs 20]
+    python benchmarks/memory_page.py --size 100000 [--db /tmp/page.db | --db postgresql://…]
+        [--runs 20]
 
 Builds (or reuses, with ``--db`` naming an existing file) the retrieval benchmark's synthetic
-guild (:mod:`vivy_lab.synthetic.sqlite`), gives one member a full profile with history
-through the storage port, then calls the page's ASGI application in-process (no socket, no
-browser: the time is the server's, from request to the last byte of the answer) with the
-operator's token, and prints one row per view with its median, 90th percentile and worst
-time in milliseconds, beside ``loop_ms`` and ``others_pct`` (how fast and how shared the
-machine was while it ran).
+guild (:mod:`vivy_lab.synthetic.sqlite`); with ``--db`` a PostgreSQL URL, copies it into a
+throwaway database on that server (:mod:`vivy_lab.synthetic.postgres`, dropped afterwards).
+It gives one member a full profile with history through the storage port, then calls the
+page's ASGI application in-process (no socket, no browser: the time is the server's, from
+request to the last byte of the answer) with the operator's token, and prints one row per
+view with its median, 90th percentile and worst time in milliseconds, beside ``loop_ms`` and
+``others_pct`` (how fast and how shared the machine was while it ran).
 """
 
 from __future__ import annotations
@@ -25,14 +27,18 @@ import anyio
 from prometheus_client import CollectorRegistry
 
 from vivy.clock import Clock
+from vivy.config import is_postgres_url
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import Retriever
+from vivy.storage.engines import Target, open_store
 from vivy.storage.port import Store
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.postgres.db import connect, migrate
 from vivy.web.asgi import Surface, operator_app
 from vivy.web.memory import StoreMemory
 from vivy.web.tokens import Tokens
 from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times
+from vivy_lab.scratch import scratch_database
+from vivy_lab.synthetic.postgres import copy_synthetic
 from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
 
 TOKEN = "benchmark-token-0123456789"
@@ -92,8 +98,8 @@ async def _get(app: Any, path: str, query: str = "") -> tuple[int, float]:
     return status, time.perf_counter() - started
 
 
-async def _measure(path: Path, runs: int) -> list[tuple[str, list[float]]]:
-    store = open_sqlite_store(path)
+async def _measure(database: Target, runs: int) -> list[tuple[str, list[float]]]:
+    store = open_store(database)
     llm = OfflineLLM()
     try:
         if not await store.pages.fact_history(GUILD_ID, MEMBER):
@@ -133,19 +139,28 @@ def main(argv: list[str] | None = None) -> int:
     """Build or reuse the synthetic guild and print the views' server times."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000, help="notes in the guild")
-    parser.add_argument("--db", type=Path, help="reuse (or build into) this database file")
+    parser.add_argument(
+        "--db",
+        help="reuse (or build into) this SQLite file, or measure PostgreSQL on the server of "
+        "this postgresql:// URL (in a throwaway database)",
+    )
     parser.add_argument("--runs", type=int, default=20, help="timed requests per view")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.db or Path(tmp) / "page.db"
-        if not path.exists():
-            started = time.perf_counter()
-            build(path, args.size, 1, seed=7)
-            print(f"built {args.size} notes in {time.perf_counter() - started:.1f} s")
-        loop = loop_ms()
-        before = read_cpu_times()
-        rows = anyio.run(_measure, path, args.runs)
-        others = others_percent(before, read_cpu_times())
+        if args.db and is_postgres_url(args.db):
+            path = Path(tmp) / "page.db"
+            _build(path, args.size)
+            with scratch_database(args.db) as url:
+                with connect(url) as conn:
+                    migrate(conn)
+                    print(f"copied into PostgreSQL in {copy_synthetic(path, conn):.1f} s")
+                path.unlink()
+                loop, rows, others = _timed(url, args.runs)
+        else:
+            path = Path(args.db) if args.db else Path(tmp) / "page.db"
+            if not path.exists():
+                _build(path, args.size)
+            loop, rows, others = _timed(path, args.runs)
     print(f"{'view':40} {'p50_ms':>8} {'p90_ms':>8} {'max_ms':>8}  loop_ms={loop:.0f}", end="")
     print(f" others_pct={others:.0f}" if others is not None else "")
     for name, times in rows:
@@ -153,6 +168,22 @@ def main(argv: list[str] | None = None) -> int:
         p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
         print(f"{name:40} {statistics.median(times):8.1f} {p90:8.1f} {ordered[-1]:8.1f}")
     return 0
+
+
+def _build(path: Path, size: int) -> None:
+    started = time.perf_counter()
+    build(path, size, 1, seed=7)
+    print(f"built {size} notes in {time.perf_counter() - started:.1f} s")
+
+
+def _timed(
+    database: Target, runs: int
+) -> tuple[float, list[tuple[str, list[float]]], float | None]:
+    """The loop speed, each view's times, and the share of the machine others used."""
+    loop = loop_ms()
+    before = read_cpu_times()
+    rows = anyio.run(_measure, database, runs)
+    return loop, rows, others_percent(before, read_cpu_times())
 
 
 if __name__ == "__main__":
