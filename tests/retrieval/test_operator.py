@@ -6,17 +6,19 @@ import json
 import threading
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio.from_thread
 import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
 from vivy.errors import StorageError
 from vivy.retrieval import OperatorStore
-from vivy.retrieval.operator import serving_operator_store
 from vivy.storage.db import Connection, Database
+from vivy.storage.engines import open_store
 from vivy.web.server import OperatorServer as MetricsServer
 
 T = TypeVar("T")
@@ -47,6 +49,18 @@ def seed(conn: Connection) -> dict[str, int]:
     add_fact(conn, OTHER, 2, "bio", "OTHERGUILDFACT", "Elsewhere, Feb 7")
     add_member(conn, GUILD, 9, "Lurker")
     return ids
+
+
+@contextmanager
+def serving_operator_store(path: Path, *, now: Callable[[], float]) -> Iterator[OperatorStore]:
+    """An operator store over the existing database ``path``, opened read-only, on an event
+    loop of its own in a background thread, as a server outside the app would hold it."""
+    with anyio.from_thread.start_blocking_portal() as portal:
+        store = open_store(path, read_only=True)
+        try:
+            yield OperatorStore(store.search, portal.call, now=now)
+        finally:
+            store.close()
 
 
 @pytest.fixture
@@ -137,6 +151,6 @@ def test_served_by_the_metrics_server(store: tuple[OperatorStore, dict[str, int]
 
 def test_store_needs_a_database(tmp_path: Path) -> None:
     """A missing file is an error, not a new empty database."""
-    with pytest.raises(StorageError), serving_operator_store(tmp_path / "missing.db"):
-        pass
+    with pytest.raises(StorageError):
+        open_store(tmp_path / "missing.db", read_only=True)
     assert not (tmp_path / "missing.db").exists()

@@ -103,8 +103,12 @@ def test_a_manager_reads_and_corrects_the_memory(
         expect(fact).to_be_visible()
         fact_text = fact.inner_text().split(" — ")[0].strip()
         page.screenshot(path=str(shots / "memory-page-profile.png"), full_page=True)
+        _search(page, "Bento")
+        expect(page.locator("#fact-hits")).to_contain_text(fact_text)
 
-        fact.locator("a.source").click()
+        page.click("nav a[data-view=members]")
+        page.click("#members a:text-is('Sam')")
+        page.locator("#facts li.fact", has_text=fact_text).first.locator("a.source").click()
         expect(page.locator("#view h1")).to_contain_text("Bento")
         expect(page.locator("#evidence")).to_contain_text("my dog is named Bento")
         page.screenshot(path=str(shots / "memory-page-note.png"), full_page=True)
@@ -115,13 +119,9 @@ def test_a_manager_reads_and_corrects_the_memory(
         expect(page.locator("#facts")).not_to_contain_text(fact_text)
         expect(page.locator("#history")).to_contain_text("removed on the memory page by alice")
 
-        page.click("nav a[data-view=search]")
-        page.fill("input[name=q]", "Bento")
-        page.press("input[name=q]", "Enter")
-        expect(page.locator("#hits")).to_be_visible()
-        facts = page.locator("#fact-hits")
-        if facts.count():
-            expect(facts).not_to_contain_text(fact_text)
+        _search(page, "Bento")
+        expect(page.locator("#hits .hit").first).to_contain_text("Bento")
+        assert page.locator("#fact-hits li", has_text=fact_text).count() == 0
 
         page.click("nav a[data-view=corrections]")
         row = page.locator("#corrections tbody tr").first
@@ -135,3 +135,11 @@ def test_a_manager_reads_and_corrects_the_memory(
         page.screenshot(path=str(shots / "memory-page-health.png"), full_page=True)
     finally:
         page.close()
+
+
+def _search(page: object, question: str) -> None:
+    """Open the search view and ask ``question``; return once its notes are listed."""
+    page.click("nav a[data-view=search]")  # type: ignore[attr-defined]
+    page.fill("input[name=q]", question)  # type: ignore[attr-defined]
+    page.press("input[name=q]", "Enter")  # type: ignore[attr-defined]
+    sync_api.expect(page.locator("#hits")).to_be_visible()  # type: ignore[attr-defined]

@@ -12,15 +12,12 @@ fit a JavaScript number).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 import anyio.from_thread
 import anyio.lowlevel
 
-from vivy.clock import Clock
 from vivy.memory.facts import Fact
 from vivy.memory.members import MemberCard
 from vivy.retrieval import search
@@ -28,10 +25,9 @@ from vivy.retrieval.context import SECTION_TITLES, sections_of
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import LOCAL_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
-from vivy.storage.engines import open_store
 from vivy.storage.port import SearchStore
 
-__all__ = ["OperatorStore", "loop_caller", "serving_operator_store"]
+__all__ = ["OperatorStore", "loop_caller"]
 
 T = TypeVar("T")
 
@@ -122,23 +118,6 @@ class OperatorStore:
         }
 
 
-@contextmanager
-def serving_operator_store(
-    database: Path | str, *, now: Callable[[], float] | None = None
-) -> Iterator[OperatorStore]:
-    """An operator store over the existing ``database`` (a SQLite file or a PostgreSQL URL),
-    opened read-only, for tools that serve the API without running the app (``vivy demo``):
-    its own event loop in a background thread. ``now`` defaults to the wall clock
-    (:meth:`~vivy.clock.Clock.wall`)."""
-    with anyio.from_thread.start_blocking_portal() as portal:
-        store = open_store(database, read_only=True)
-        try:
-            clock = portal.call(_wall_clock)  # a Clock reads the loop's time: make it there
-            yield OperatorStore(store.search, portal.call, now=now or clock.now)
-        finally:
-            store.close()
-
-
 def _fact_json(fact: Fact) -> dict[str, Any]:
     """One fact as JSON."""
     return {
@@ -172,8 +151,3 @@ def _hit_json(hit: NoteHit) -> dict[str, Any]:
         "score": round(hit.score, 6),
         "keyword_score": None if hit.keyword_score is None else round(hit.keyword_score, 6),
     }
-
-
-async def _wall_clock() -> Clock:
-    """The wall clock, made on the event loop it will be read on."""
-    return Clock.wall()
