@@ -45,12 +45,12 @@ def drop_file_override() -> None:
 
 
 def command_environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """This environment without Vivy's settings and keys, plus ``extra``."""
+    """This environment without Vivy's settings and keys (so each command logs at its default
+    level, as for a new user), plus ``extra``."""
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("VIVY_", "GOOGLE_GEMINI"))
         and key not in {"GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "DISCORD_TOKEN"}
     }
-    # `vivy run` logs at info level; the test reads the one line that is its answer.
-    return {**env, "VIVY_LOG_LEVEL": "error", **extra}
+    return {**env, **extra}
