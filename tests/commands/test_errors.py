@@ -2,8 +2,8 @@
 
 Each case runs ``python -m vivy.cli`` in a subprocess, a few at a time, at the command's
 default log level, and must end with a non-zero exit code, one line on stderr, no traceback,
-the variable or file at fault named, and the database file byte for byte as it was. The table of docs/errors.md lists
-every case (checked below).
+the variable or file at fault named, and the database file byte for byte as it was. The
+table of docs/errors.md lists every case (checked below).
 """
 
 from __future__ import annotations
