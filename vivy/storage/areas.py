@@ -59,11 +59,15 @@ class Owner(Protocol):
     """An engine's one owner of its connection (:class:`~vivy.storage.db.Database`,
     :class:`~vivy.storage.postgres.db.PgDatabase`)."""
 
-    async def read(self, fn: Callable[[Tx], T], /) -> T:
-        """Run ``fn(tx)`` as a read."""
+    async def read(
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(tx, *args, **kwargs)`` as a read."""
 
-    async def write(self, fn: Callable[[Tx], T], /) -> T:
-        """Run ``fn(tx)`` in one committed transaction."""
+    async def write(
+        self, fn: Callable[Concatenate[Tx, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(tx, *args, **kwargs)`` in one committed transaction."""
 
 
 class Area:
@@ -79,13 +83,9 @@ Method = Callable[Concatenate[Area, P], Coroutine[Any, Any, T]]
 
 def _method(fn: Callable[Concatenate[Tx, P], T], write: bool) -> Method[P, T]:
     async def method(self: Area, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        def call(tx: Tx) -> T:
-            return fn(tx, *args, **kwargs)
-
-        call.__name__ = fn.__name__
         if write:
-            return await self._owner.write(call)
-        return await self._owner.read(call)
+            return await self._owner.write(fn, *args, **kwargs)
+        return await self._owner.read(fn, *args, **kwargs)
 
     method.__name__ = fn.__name__
     method.__doc__ = fn.__doc__
