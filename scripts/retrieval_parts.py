@@ -27,16 +27,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vivy.memory.evidence import EvidenceLine
+from vivy.retrieval.lines import WordVectors, best_lines, local_word_vectors
 from vivy.retrieval.query import name_grams
-from vivy.retrieval.ranked import _matching_lines
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import DEFAULT_SETTINGS
-from vivy.storage import evidence
+from vivy.storage import notes as note_reads
 from vivy.storage import search as note_search
 from vivy.storage.db import connect
+from vivy.storage.dialect import sqlite_tx
 from vivy.storage.schema import serialize_vector
-from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermMatcher
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import BinaryIndex
 from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
 
@@ -58,15 +59,18 @@ def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[list
 
 def _quoted(
     found: NoteSearchResult,
-    spans: Mapping[int, Sequence[EvidenceLine]],
+    terms: Sequence[str],
+    lines: Mapping[int, Sequence[EvidenceLine]],
     chosen: Sequence[int],
+    words: WordVectors,
 ) -> list[tuple[EvidenceLine, ...]]:
     """The lines each chosen note would quote, as :func:`ranked_notes` picks them."""
-    matcher = TermMatcher.of(found.term_weights)
     return [
-        _matching_lines(
-            [line for w in found.windows.get(note_id, ()) for line in spans[w]],
-            matcher,
+        best_lines(
+            lines.get(note_id, ()),
+            terms,
+            found.term_weights,
+            words,
             DEFAULT_SETTINGS.evidence_lines,
         )
         for note_id in chosen
@@ -84,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path, workload = _workload(args.db_dir, args.size, args.seed)
     conn = connect(path)
     index = BinaryIndex()
+    words = local_word_vectors()
     fastest: dict[str, list[float]] = {}
 
     def timed(query: int, part: str, fn: Callable[..., T], *fn_args: Any, **kwargs: Any) -> T:
@@ -141,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conn,
                 search,
                 [c.note_id for c in found.candidates],
-                compare=True,
+                serialize_vector(vector),
             )
             ranked = timed(
                 query,
@@ -157,11 +162,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 term_weights=found.term_weights,
             )
             chosen = [one.note_id for one in ranked]
-            windows = [w for note_id in chosen for w in found.windows.get(note_id, ())]
-            timed(query, "chosen notes", note_search.guild_notes, conn, GUILD_ID, chosen)
-            spans = timed(query, "their windows' lines", evidence.window_lines, conn, windows)
+            _, lines = timed(
+                query,
+                "chosen notes and their lines",
+                note_reads.note_hits,
+                sqlite_tx(conn),
+                GUILD_ID,
+                chosen,
+                chosen,
+            )
             timed(
-                query, "quoted lines (term match, instruction guard)", _quoted, found, spans, chosen
+                query,
+                "quoted lines (word vectors, instruction guard)",
+                _quoted,
+                found,
+                search.terms,
+                lines,
+                chosen[: DEFAULT_SETTINGS.conversation_notes],
+                words,
             )
     conn.close()
     for part, times in fastest.items():

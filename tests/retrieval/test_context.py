@@ -16,6 +16,7 @@ from vivy.retrieval.context import (
     clip,
     escape_attribute,
     escape_text,
+    quoted_lines,
     render_context,
 )
 
@@ -247,3 +248,22 @@ def test_evidence_lines_stop_at_the_token_budget() -> None:
     )
     text = render_context(parts, evidence_tokens=15)
     assert "a" * 40 in text and "b" * 40 not in text and "Second" in text
+
+
+def test_the_budget_goes_round_the_notes_best_lines_first() -> None:
+    """Lines are taken in turns, each note's next best in rank order, and quoted in the
+    order they were said: with room for three lines, the first note shows its two best and
+    the second its best, not the first note three."""
+    first = note(1, "2026-02-23", "First", "one")
+    second = note(2, "2026-02-24", "Second", "two")
+    best_first = (
+        evidence_line(3, "Sam", "a3" * 10),
+        evidence_line(1, "Sam", "a1" * 10),
+        evidence_line(2, "Sam", "a2" * 10),
+    )
+    size = len("  > Sam, Feb 23: ") + 20
+    quoted = quoted_lines(
+        [(first, best_first), (second, (evidence_line(9, "Sam", "b9" * 10),))],
+        evidence_tokens=3 * size // 4 + 1,
+    )
+    assert [[line.message_id for line in lines] for lines in quoted] == [[1, 3], [9]]

@@ -109,11 +109,11 @@ class FlakySearch:
         return await self.inner.find_notes(searches)
 
     async def note_hits(
-        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+        self, guild_id: int, note_ids: Sequence[int], evidence_of: Sequence[int]
     ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
         """Fail on request, else read."""
         self._check("note_hits")
-        return await self.inner.note_hits(guild_id, note_ids, window_ids)
+        return await self.inner.note_hits(guild_id, note_ids, evidence_of)
 
     async def find_and_load(
         self,

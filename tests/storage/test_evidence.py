@@ -172,9 +172,10 @@ async def test_an_edit_after_the_note_rewrites_the_line(store: Store, probe: Pro
     assert await store.buffers.edit_message(3, "we went with Waffles", WALL0 + 99)
     assert await keyword(store, GUILD, "biscuit") == []
     assert await keyword(store, GUILD, "waffles") == [note_id]
-    first, _ = await window_ids(probe)
-    _, lines = await store.search.note_hits(GUILD, [note_id], [first])
-    assert [line.text for line in lines[first] if line.message_id == 3] == ["we went with Waffles"]
+    _, lines = await store.search.note_hits(GUILD, [note_id], [note_id])
+    assert [line.text for line in lines[note_id] if line.message_id == 3] == [
+        "we went with Waffles"
+    ]
     assert await probe.evidence_problems() == []
 
 

@@ -205,7 +205,8 @@ async def test_find_and_load_chooses_on_the_results_and_loads_only_the_guilds(
 ) -> None:
     """One call searches, lets the caller choose from the results, and loads what it chose:
     the same results as :meth:`find_notes`, the chosen value as returned, the chosen notes
-    of the guild only (another guild's id is dropped) and the chosen windows' lines."""
+    of the guild only (another guild's id is dropped) and their evidence lines (never
+    another guild's)."""
     mine = await add_note(store, GUILD, "Biscuit", embedding=QUERY, lines=("biscuit", "yes"))
     theirs = await add_note(store, OTHER_GUILD, "Biscuit", embedding=QUERY)
     seen: list[list[NoteSearchResult]] = []
@@ -213,14 +214,15 @@ async def test_find_and_load_chooses_on_the_results_and_loads_only_the_guilds(
     def choose(results: list[NoteSearchResult]) -> Chosen[str]:
         seen.append(results)
         (result,) = results
-        return Chosen("picked", (theirs, mine), tuple(result.windows[mine]))
+        assert mine in result.windows
+        return Chosen("picked", (theirs, mine), (theirs, mine))
 
     loaded = await store.search.find_and_load(GUILD, [search(GUILD)], choose)
     assert list(loaded.results) == seen[0] == await store.search.find_notes([search(GUILD)])
     assert loaded.value == "picked"
     assert [note.id for note in loaded.notes] == [mine]
-    (window,) = loaded.results[0].windows[mine]
-    assert [line.text for line in loaded.lines[window]] == ["biscuit", "yes"]
+    assert list(loaded.lines) == [mine]
+    assert [line.text for line in loaded.lines[mine]] == ["biscuit", "yes"]
 
 
 async def test_an_opted_out_member_is_hidden_in_their_guild_only(store: Store) -> None:

@@ -70,7 +70,7 @@ def search(database: Target, guild_id: int, query: str, limit: int) -> int:
         where = f"#{note.channel_name}" if note.channel_name else "all channels"
         print(f"{rank:2}. {hit.score:.3f}  [{short_date(note.note_date)}] {note.title}  ({where})")
         print(f"    {note.summary[:200]}")
-        for line in hit.lines:
+        for line in hit.said:
             said = short_date(note_date(line.created_at))
             print(f"      > {line.author_name}, {said}: {clip(quoted_text(line, note), 160)}")
     return 0

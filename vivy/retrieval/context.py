@@ -29,9 +29,10 @@ The format is seed 002's, with inline sources so the bot can say where it learne
 * ``<notes>``: conversation notes in rank order, then the day's topic clusters (marked
   ``Daily topic:``), each ``- [Mon D] Title — summary`` with the summary cut to about 300
   characters ("..." marks a cut). Under a conversation note, the lines of its evidence that
-  matched the question, ``  > Name, Mon D: text`` (clipped), so the chat model can quote what
-  was said and when; all notes' lines together stay within a token budget (about four
-  characters a token), taken in rank order.
+  best answer the question, ``  > Name, Mon D: text`` (clipped), so the chat model can quote
+  what was said and when; all notes' lines together stay within a token budget (about four
+  characters a token), taken in turns: each note's best line in rank order, then each
+  note's next best.
 * ``<recent_activity>`` (seed 004's transient memory, no LLM call): for each member of the
   conversation, the titles of conversation notes they took part in over the last days.
 * ``<server_lore>``: the guild's active lore, oldest first.
@@ -192,21 +193,31 @@ def quoted_lines(
     evidence_tokens: int = 400,
     evidence_line_chars: int = 200,
 ) -> list[tuple[EvidenceLine, ...]]:
-    """The lines quoted under each of some notes (``evidence``, each note with its lines, in
-    rank order): each note's lines in order while the budget shared by all of them lasts
-    (about four characters a token), as :func:`render_context` quotes them."""
+    """The lines quoted under each of some notes (``evidence``, each note with its lines best
+    first, in rank order), in the order they were said, as :func:`render_context` quotes
+    them: in turns, each note's next best line in rank order, while the budget shared by all
+    of them lasts (about four characters a token). A note whose next line does not fit
+    quotes no more, so every note shows its best lines, and a long line of the first note
+    does not crowd out the best line of the others."""
     budget = evidence_tokens * CHARS_PER_TOKEN
-    quoted: list[tuple[EvidenceLine, ...]] = []
-    for note, lines in evidence:
-        shown: list[EvidenceLine] = []
-        for line in lines:
+    shown: list[list[EvidenceLine]] = [[] for _ in evidence]
+    open_notes = [index for index, (_, lines) in enumerate(evidence) if lines]
+    turn = 0
+    while open_notes:
+        still_open: list[int] = []
+        for index in open_notes:
+            note, lines = evidence[index]
+            line = lines[turn]
             size = len(_evidence_line(note, line, evidence_line_chars))
             if size > budget:
-                break
+                continue
             budget -= size
-            shown.append(line)
-        quoted.append(tuple(shown))
-    return quoted
+            shown[index].append(line)
+            if turn + 1 < len(lines):
+                still_open.append(index)
+        open_notes = still_open
+        turn += 1
+    return [tuple(sorted(lines, key=lambda line: line.message_id)) for lines in shown]
 
 
 def render_context(

@@ -4,8 +4,9 @@ Everything a note search does but the embedding call, over the storage port's ``
 area: one call finds every search's candidates (:mod:`vivy.storage.search`), ranking is pure
 (:mod:`vivy.retrieval.ranking`) and runs inside that same call, on the storage owner's
 thread, which then loads the chosen notes and their evidence lines (one hand-off, not two).
-The retriever, the operator API, ``vivy search`` and the benchmark all search through
-:func:`ranked_notes`.
+The lines that best answer the question are then chosen among each note's
+(:mod:`vivy.retrieval.lines`). The retriever, the operator API, ``vivy search`` and the
+benchmark all search through :func:`ranked_notes`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.memory.evidence import EvidenceLine
-from vivy.memory.guards import looks_like_instruction
 from vivy.memory.notes import Note
+from vivy.retrieval.lines import WordVectors, best_lines
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
 from vivy.storage.port import SearchStore
-from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult, TermMatcher
+from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult
 
 __all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
 
@@ -38,8 +39,14 @@ class NoteHit:
     score: float
     vector_score: float | None
     keyword_score: float | None
-    #: The note's evidence lines that matched, oldest first (none without evidence).
+    #: The note's evidence lines that best answer the question, best first (none without
+    #: evidence).
     lines: tuple[EvidenceLine, ...] = ()
+
+    @property
+    def said(self) -> tuple[EvidenceLine, ...]:
+        """:attr:`lines` in the order they were said."""
+        return tuple(sorted(self.lines, key=lambda line: line.message_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +68,14 @@ async def ranked_notes(
     now: float,
     calibration: Calibration,
     settings: RetrievalSettings,
+    words: WordVectors | None = None,
 ) -> list[RankedNotes]:
     """Search the guild's notes for ``text`` (and ``vector``) once per (note type, limit)
     of ``limits`` (type None: both), rank and gate each, and load the best notes of each
-    with their matching evidence lines, in the order of ``limits``.
+    with the evidence lines that best answer ``text``, in the order of ``limits``.
+
+    ``words`` are the word vectors lines are chosen with (:mod:`vivy.retrieval.lines`);
+    without them, lines are chosen by the question's words alone.
     """
     span = time_range(text, now, settings.timezone)
     terms = tuple(query_terms(text))
@@ -102,35 +113,24 @@ async def ranked_notes(
             )
             for result, (_, limit) in zip(found, limits, strict=True)
         ]
-        return Chosen(
-            ranked,
-            tuple(s.note_id for scored in ranked for s in scored),
-            tuple(
-                w
-                for result, scored in zip(found, ranked, strict=True)
-                for s in scored
-                for w in result.windows.get(s.note_id, ())
-            ),
-        )
+        chosen = tuple(dict.fromkeys(s.note_id for scored in ranked for s in scored))
+        return Chosen(ranked, chosen, chosen)
 
     loaded = await store.find_and_load(guild_id, searches, choose)
     notes = {note.id: note for note in loaded.notes}
     answers: list[RankedNotes] = []
     for result, scored in zip(loaded.results, loaded.value, strict=True):
-        matcher = TermMatcher.of(result.term_weights)
         hits = tuple(
             NoteHit(
                 notes[s.note_id],
                 s.score,
                 s.similarity,
                 s.bm25,
-                _matching_lines(
-                    [
-                        line
-                        for w in result.windows.get(s.note_id, ())
-                        for line in loaded.lines.get(w, ())
-                    ],
-                    matcher,
+                best_lines(
+                    loaded.lines.get(s.note_id, ()),
+                    terms,
+                    result.term_weights,
+                    words,
                     settings.evidence_lines,
                 ),
             )
@@ -139,26 +139,3 @@ async def ranked_notes(
         )
         answers.append(RankedNotes(hits, result.vector_failed))
     return answers
-
-
-def _matching_lines(
-    lines: Sequence[EvidenceLine], matcher: TermMatcher, limit: int
-) -> tuple[EvidenceLine, ...]:
-    """Up to ``limit`` of a note's evidence lines, those sharing a question word first, in
-    the order they were said; a line that reads as an instruction to the bot is never quoted.
-
-    Lines are checked for instructions only until ``limit`` are chosen: the check is the
-    costliest step of a search, and most lines are never quoted.
-    """
-    unique = list({line.message_id: line for line in lines}.values())
-    matched = [line for line in unique if matcher.found(line.text)]
-    chosen: list[EvidenceLine] = []
-    for pool in (matched, unique) if matched else (unique,):
-        for line in pool:
-            if len(chosen) == limit:
-                break
-            if not looks_like_instruction(line.text):
-                chosen.append(line)  # seed 003: never quote orders to the bot
-        if chosen:
-            break
-    return tuple(sorted(chosen, key=lambda line: line.message_id))

@@ -51,6 +51,7 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.notes import NoteType
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
+from vivy.retrieval.lines import WordVectors, local_word_vectors
 from vivy.retrieval.paths import RetrievalPath
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import calibration_for
@@ -240,7 +241,9 @@ class Retriever:
     """Builds the memory context of a reply, and searches notes for commands and operators.
 
     ``observe(path, seconds)`` is called once per :meth:`build_context` with the path taken
-    and the time it took (the metrics module records it as a histogram).
+    and the time it took (the metrics module records it as a histogram). ``words`` choose
+    the quoted lines (:mod:`vivy.retrieval.lines`): the local model's word vectors unless
+    given.
     """
 
     def __init__(
@@ -251,8 +254,10 @@ class Retriever:
         *,
         observe: Callable[[RetrievalPath, float], None] | None = None,
         settings: RetrievalSettings = DEFAULT_SETTINGS,
+        words: WordVectors | None = None,
     ) -> None:
         self._store = store
+        self._words = words if words is not None else local_word_vectors()
         self._llm = llm
         self._clock = clock
         self._observe = observe
@@ -299,6 +304,7 @@ class Retriever:
             now=self._clock.now(),
             calibration=self._calibration,
             settings=self._settings,
+            words=self._words,
         )
         return list(found.hits)
 
@@ -349,6 +355,7 @@ class Retriever:
                 now=now,
                 calibration=self._calibration,
                 settings=settings,
+                words=self._words,
             )
             notes, clusters = found_notes.hits, found_clusters.hits
             if found_notes.vector_failed or found_clusters.vector_failed:

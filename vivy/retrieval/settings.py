@@ -35,7 +35,7 @@ class RetrievalSettings:
     #: Evidence windows taken by keyword and by vector, per search.
     window_candidates: int = 30
     #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
-    evidence_lines: int = 4
+    evidence_lines: int = 6
     evidence_line_chars: int = 200
     evidence_tokens: int = 400
     #: IANA zone in which "yesterday" or "in May" is understood.

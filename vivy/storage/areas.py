@@ -293,7 +293,7 @@ class SearchArea(Area):
             return chosen_and_loaded(
                 results,
                 choose,
-                lambda found, windows: notes.note_hits(tx, guild_id, found, windows),
+                lambda found, evidence_of: notes.note_hits(tx, guild_id, found, evidence_of),
             )
 
         return await self._sides_owner.read_with_sides(find)

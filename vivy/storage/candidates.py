@@ -206,12 +206,13 @@ def chosen_and_loaded(
     ],
 ) -> Loaded[T]:
     """Both engines' ``find_and_load`` after the searches: ``choose`` picks from
-    ``results``, ``load`` reads the chosen notes and windows' lines (on the same connection)."""
+    ``results``, ``load`` reads the chosen notes and their evidence lines (on the same
+    connection)."""
     chosen = choose(results)
-    notes, lines = load(chosen.note_ids, chosen.window_ids)
+    notes, lines = load(chosen.note_ids, chosen.evidence_of)
     return Loaded(
         tuple(results),
         chosen.value,
         tuple(notes),
-        {window_id: tuple(found) for window_id, found in lines.items()},
+        {note_id: tuple(found) for note_id, found in lines.items()},
     )

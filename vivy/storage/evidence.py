@@ -178,8 +178,8 @@ def lines_of_notes(tx: Tx, note_ids: Sequence[int]) -> dict[int, list[EvidenceLi
     notes, params = tx.dialect.any("note_id", note_ids)
     for message_id, note_id, author_id, name, text, at in tx.all(
         f"SELECT message_id, note_id, author_id, author_name, text, created_at FROM note_lines"
-        f" WHERE {notes} AND note_id IN (SELECT note_id FROM evidence_windows)"
-        f" ORDER BY note_id, message_id",
+        f" AS l WHERE {notes} AND EXISTS (SELECT 1 FROM evidence_windows AS w"
+        f" WHERE w.note_id = l.note_id) ORDER BY note_id, message_id",
         params,
     ):
         found.setdefault(int(note_id), []).append(

@@ -21,7 +21,7 @@ from vivy.memory.dates import note_date
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import NewNote, Note, Participant, PlannedUpdate
 from vivy.storage.dialect import Tx
-from vivy.storage.evidence import insert_windows, window_lines
+from vivy.storage.evidence import insert_windows, lines_of_notes
 
 __all__ = [
     "add_member_name",
@@ -292,9 +292,11 @@ def notes_between(tx: Tx, guild_id: int, start: float, end: float, note_type: st
 
 
 def note_hits(
-    tx: Tx, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+    tx: Tx, guild_id: int, note_ids: Sequence[int], evidence_of: Sequence[int]
 ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
     """The guild's notes ``note_ids`` in the order given (another guild's are left out), and
-    the lines of each evidence window."""
+    the evidence lines of those of them in ``evidence_of``, oldest first, by note id."""
     found = [note for note in get_notes(tx, note_ids) if note.guild_id == guild_id]
-    return found, {w: tuple(lines) for w, lines in window_lines(tx, window_ids).items()}
+    ours = {note.id for note in found}
+    lines = lines_of_notes(tx, [note_id for note_id in evidence_of if note_id in ours])
+    return found, {note_id: tuple(found_lines) for note_id, found_lines in lines.items()}

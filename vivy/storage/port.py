@@ -416,9 +416,10 @@ class SearchStore(Protocol):
         candidates, in order. A failing vector search is reported in its result."""
 
     async def note_hits(
-        self, guild_id: int, note_ids: Sequence[int], window_ids: Sequence[int]
+        self, guild_id: int, note_ids: Sequence[int], evidence_of: Sequence[int]
     ) -> tuple[list[Note], dict[int, tuple[EvidenceLine, ...]]]:
-        """The guild's notes by id in the order given, and the lines of each evidence window."""
+        """The guild's notes by id in the order given, and the evidence lines of those of
+        them in ``evidence_of``, oldest first, by note id."""
 
     async def find_and_load(
         self,

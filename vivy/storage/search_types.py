@@ -179,19 +179,20 @@ class NoteSearchResult:
 
 @dataclass(frozen=True, slots=True)
 class Chosen(Generic[T]):
-    """What a caller picked from search results: its own ``value`` (a ranking, say) and the
-    notes and evidence windows to load for it (see :meth:`SearchStore.find_and_load`)."""
+    """What a caller picked from search results: its own ``value`` (a ranking, say), the
+    notes to load for it and those of them whose evidence lines to load (see
+    :meth:`SearchStore.find_and_load`)."""
 
     value: T
     note_ids: tuple[int, ...]
-    window_ids: tuple[int, ...]
+    evidence_of: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Loaded(Generic[T]):
     """The answer of :meth:`SearchStore.find_and_load`: every search's result, the caller's
-    chosen ``value``, the chosen notes of the guild (in the order chosen) and the lines of
-    each chosen evidence window."""
+    chosen ``value``, the chosen notes of the guild (in the order chosen) and the evidence
+    lines of those it chose them for, oldest first, by note id."""
 
     results: tuple[NoteSearchResult, ...]
     value: T

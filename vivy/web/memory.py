@@ -316,7 +316,7 @@ def _hit(hit: NoteHit, hidden: set[int]) -> SearchHit:
         hit.keyword_score,
         tuple(
             QuotedLine(line.author_name, line.text, line.created_at)
-            for line in hit.lines
+            for line in hit.said
             if line.author_id not in hidden
         ),
     )

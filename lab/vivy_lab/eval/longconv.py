@@ -39,6 +39,7 @@ from vivy.memory.evidence import windows_of
 from vivy.memory.notes import NewNote, Participant
 from vivy.retrieval import search
 from vivy.retrieval.context import quoted_lines
+from vivy.retrieval.lines import local_word_vectors
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
@@ -318,6 +319,7 @@ async def search_questions(
                     now=question.asked_at,
                     calibration=calibration,
                     settings=settings,
+                    words=local_word_vectors(),
                 )
                 for blob in (vector, None)
             ]

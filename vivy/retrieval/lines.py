@@ -1,0 +1,168 @@
+"""Which of a found note's evidence lines a reply quotes: the ones that answer the question.
+
+A window's embedding averages four lines, so the line that answers ("I play the violin!") is
+diluted by its neighbours, and a question in other words ("which instrument did Maya
+learn?") shares no keyword with it. Lines are therefore scored by *late interaction* over
+static word vectors: each content word of the question is matched to the most similar word
+of the line (the cosine of their word vectors; 1 for a word the line contains, as the
+porter-stemmed evidence index would match it), and a line scores the idf-weighted mean of
+those best matches. A question word no note holds weighs as much as the rarest one that
+does: words of other phrasings are the ones this is for.
+
+Word vectors come from the local embedding model (:class:`WordVectors`, a word embedded on
+its own is the mean of its token vectors), whatever provider embeds the notes: they only
+choose lines among the few notes already chosen, so they never change which notes are found.
+Without them (the model cannot load) lines are scored by the question words they contain.
+
+Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of recent words so
+that a search embeds only the words it has not seen.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vivy.errors import LLMError
+from vivy.memory.evidence import EvidenceLine
+from vivy.memory.guards import looks_like_instruction
+from vivy.retrieval.search import STOPWORDS, strip_markup
+from vivy.storage.search_types import TermMatcher
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["WordVectors", "best_lines", "content_words", "line_scores", "local_word_vectors"]
+
+#: Word tokens as the keyword indexes see them (letters and digits).
+_TOKEN = re.compile(r"[^\W_]+")
+
+Embed = Callable[[Sequence[str]], "npt.NDArray[np.float32]"]
+
+
+def content_words(text: str) -> list[str]:
+    """The distinct words of ``text`` that can carry meaning, lower-cased, in order: markup,
+    stop words and single letters dropped (digits kept)."""
+    words = _TOKEN.findall(strip_markup(text).lower())
+    return [
+        word
+        for word in dict.fromkeys(words)
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+    ]
+
+
+class WordVectors:
+    """Unit vectors of single words from ``embed`` (texts to unit rows), the most recently
+    used ``size`` kept; safe to share between threads."""
+
+    def __init__(self, embed: Embed, *, size: int = 10_000) -> None:
+        self._embed = embed
+        self._size = size
+        self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def of(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit row per word of ``words``; the words not cached are embedded in one call.
+
+        Raises :class:`~vivy.errors.LLMError` when the model cannot embed.
+        """
+        with self._lock:
+            cache = self._cache
+            missing = [word for word in dict.fromkeys(words) if word not in cache]
+            if missing:
+                for word, row in zip(missing, self._embed(missing), strict=True):
+                    cache[word] = row
+            rows = []
+            for word in words:
+                rows.append(cache[word])
+                cache.move_to_end(word)
+            while len(cache) > self._size:
+                cache.popitem(last=False)
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(rows)
+
+
+_LOCAL: list[WordVectors] = []
+_LOCAL_LOCK = threading.Lock()
+
+
+def local_word_vectors() -> WordVectors:
+    """The process's word vectors from the local embedding model (loaded on first use, and
+    shared with the offline provider's embeddings)."""
+    with _LOCAL_LOCK:
+        if not _LOCAL:
+            from vivy.llm.offline.provider import shared_embedder
+
+            _LOCAL.append(WordVectors(shared_embedder().embed_array))
+        return _LOCAL[0]
+
+
+def line_scores(
+    texts: Sequence[str],
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    vectors: WordVectors | None,
+) -> list[float]:
+    """How well each of ``texts`` answers a question of ``terms``: the mean over the terms,
+    weighted by their idf (``weights``; a term without one weighs as the heaviest), of the
+    term's best match among the text's words (see the module docstring). With ``vectors``
+    None, a term matches only a text that contains it. A text without a content word, or a
+    question without terms, scores 0."""
+    if not terms or not texts:
+        return [0.0] * len(texts)
+    heaviest = max(weights.values(), default=1.0)
+    weight = np.array([weights.get(term, heaviest) for term in terms], dtype=np.float32)
+    matcher = TermMatcher.of(terms)
+    best = np.zeros((len(terms), len(texts)), dtype=np.float32)
+    if vectors is not None:
+        words = [content_words(text) for text in texts]
+        unique = list(dict.fromkeys(word for found in words for word in found))
+        if unique:
+            position = {word: index for index, word in enumerate(unique)}
+            similarity = vectors.of(list(terms)) @ vectors.of(unique).T
+            with_words = [index for index, found in enumerate(words) if found]
+            flat = [position[word] for index in with_words for word in words[index]]
+            starts = np.cumsum([0] + [len(words[index]) for index in with_words[:-1]])
+            best[:, with_words] = np.maximum.reduceat(similarity[:, flat], starts, axis=1)
+    term_index = {term: index for index, term in enumerate(terms)}
+    for column, text in enumerate(texts):
+        for term in matcher.found(text):
+            best[term_index[term], column] = 1.0
+    scores: npt.NDArray[np.float32] = weight @ best / float(weight.sum())
+    return [float(score) for score in scores]
+
+
+def best_lines(
+    lines: Sequence[EvidenceLine],
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    vectors: WordVectors | None,
+    limit: int,
+) -> tuple[EvidenceLine, ...]:
+    """Up to ``limit`` of a note's ``lines`` that best answer the question, best first
+    (:func:`line_scores`; ties to the earlier line). A line that reads as an instruction to
+    the bot is never chosen; lines are checked only until ``limit`` are, as the check is the
+    costliest step of choosing.
+
+    Falls back to matching words alone when the word vectors cannot be made.
+    """
+    unique = list({line.message_id: line for line in lines}.values())
+    texts = [line.text for line in unique]
+    try:
+        scores = line_scores(texts, terms, weights, vectors)
+    except LLMError:
+        scores = line_scores(texts, terms, weights, None)
+    order = sorted(range(len(unique)), key=lambda index: (-scores[index], index))
+    chosen: list[EvidenceLine] = []
+    for index in order:
+        if len(chosen) == limit:
+            break
+        if not looks_like_instruction(unique[index].text):
+            chosen.append(unique[index])  # seed 003: never quote orders to the bot
+    return tuple(chosen)
