@@ -65,16 +65,13 @@ def _quoted(
     words: WordVectors,
 ) -> list[tuple[EvidenceLine, ...]]:
     """The lines each chosen note would quote, as :func:`ranked_notes` picks them."""
-    return [
-        best_lines(
-            lines.get(note_id, ()),
-            terms,
-            found.term_weights,
-            words,
-            DEFAULT_SETTINGS.evidence_lines,
-        )
-        for note_id in chosen
-    ]
+    return best_lines(
+        [lines.get(note_id, ()) for note_id in chosen],
+        terms,
+        found.term_weights,
+        words,
+        DEFAULT_SETTINGS.evidence_lines,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

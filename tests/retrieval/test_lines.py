@@ -96,7 +96,7 @@ def test_best_lines_come_best_first_without_instructions() -> None:
         line(3, "the weather is nice"),
         line(4, "I play the violin!"),
     ]
-    chosen = best_lines(lines, ["instrument"], {}, WordVectors(Space()), 2)
+    (chosen,) = best_lines([lines], ["instrument"], {}, WordVectors(Space()), 2)
     assert [one.message_id for one in chosen] == [4, 1]
 
 
@@ -107,7 +107,7 @@ def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
         raise LLMError("no model")
 
     lines = [line(1, "I play the violin!"), line(2, "the weather is nice")]
-    chosen = best_lines(lines, ["weather"], {}, WordVectors(broken), 1)
+    (chosen,) = best_lines([lines], ["weather"], {}, WordVectors(broken), 1)
     assert [one.message_id for one in chosen] == [2]
 
 
@@ -133,5 +133,5 @@ def test_the_local_model_finds_the_answer_in_other_words() -> None:
         line(4, "my landlord finally fixed the heating"),
         line(5, "lol same, mondays are rough"),
     ]
-    chosen = best_lines(lines, ["instrument", "maya", "learn"], {}, local_word_vectors(), 1)
+    (chosen,) = best_lines([lines], ["instrument", "maya", "learn"], {}, local_word_vectors(), 1)
     assert [one.message_id for one in chosen] == [2]

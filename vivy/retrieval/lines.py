@@ -20,6 +20,7 @@ that a search embeds only the words it has not seen.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -48,10 +49,11 @@ Embed = Callable[[Sequence[str]], "npt.NDArray[np.float32]"]
 def content_words(text: str) -> list[str]:
     """The distinct words of ``text`` that can carry meaning, lower-cased, in order: markup,
     stop words and single letters dropped (digits kept)."""
-    words = _TOKEN.findall(strip_markup(text).lower())
+    if "<" in text or "http" in text:
+        text = strip_markup(text)
     return [
         word
-        for word in dict.fromkeys(words)
+        for word in dict.fromkeys(_TOKEN.findall(text.lower()))
         if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
     ]
 
@@ -112,57 +114,69 @@ def line_scores(
     """How well each of ``texts`` answers a question of ``terms``: the mean over the terms,
     weighted by their idf (``weights``; a term without one weighs as the heaviest), of the
     term's best match among the text's words (see the module docstring). With ``vectors``
-    None, a term matches only a text that contains it. A text without a content word, or a
-    question without terms, scores 0."""
-    if not terms or not texts:
+    None, a term matches only a word it starts (by its stem, as :class:`TermMatcher` does). A
+    text without a content word, or a question without terms, scores 0."""
+    words = [content_words(text) for text in texts]
+    with_words = [index for index, found in enumerate(words) if found]
+    if not terms or not with_words:
         return [0.0] * len(texts)
     heaviest = max(weights.values(), default=1.0)
     weight = np.array([weights.get(term, heaviest) for term in terms], dtype=np.float32)
-    matcher = TermMatcher.of(terms)
-    best = np.zeros((len(terms), len(texts)), dtype=np.float32)
+    unique = list(dict.fromkeys(word for found in words for word in found))
     if vectors is not None:
-        words = [content_words(text) for text in texts]
-        unique = list(dict.fromkeys(word for found in words for word in found))
-        if unique:
-            position = {word: index for index, word in enumerate(unique)}
-            similarity = vectors.of(list(terms)) @ vectors.of(unique).T
-            with_words = [index for index, found in enumerate(words) if found]
-            flat = [position[word] for index in with_words for word in words[index]]
-            starts = np.cumsum([0] + [len(words[index]) for index in with_words[:-1]])
-            best[:, with_words] = np.maximum.reduceat(similarity[:, flat], starts, axis=1)
-    term_index = {term: index for index, term in enumerate(terms)}
-    for column, text in enumerate(texts):
-        for term in matcher.found(text):
-            best[term_index[term], column] = 1.0
+        similarity = vectors.of(list(terms)) @ vectors.of(unique).T
+    else:
+        similarity = np.zeros((len(terms), len(unique)), dtype=np.float32)
+    row = {term: index for index, term in enumerate(terms)}
+    alphabetical = sorted(unique)
+    position = {word: index for index, word in enumerate(unique)}
+    for stem, stemmed in TermMatcher.of(terms).terms_of.items():
+        columns = []
+        at = bisect.bisect_left(alphabetical, stem)
+        while at < len(alphabetical) and alphabetical[at].startswith(stem):
+            columns.append(position[alphabetical[at]])
+            at += 1
+        for term in stemmed:
+            similarity[row[term], columns] = 1.0
+    flat = [position[word] for index in with_words for word in words[index]]
+    starts = np.cumsum([0] + [len(words[index]) for index in with_words[:-1]])
+    best = np.zeros((len(terms), len(texts)), dtype=np.float32)
+    best[:, with_words] = np.maximum.reduceat(similarity[:, flat], starts, axis=1)
     scores: npt.NDArray[np.float32] = weight @ best / float(weight.sum())
     return [float(score) for score in scores]
 
 
 def best_lines(
-    lines: Sequence[EvidenceLine],
+    notes: Sequence[Sequence[EvidenceLine]],
     terms: Sequence[str],
     weights: Mapping[str, float],
     vectors: WordVectors | None,
     limit: int,
-) -> tuple[EvidenceLine, ...]:
-    """Up to ``limit`` of a note's ``lines`` that best answer the question, best first
-    (:func:`line_scores`; ties to the earlier line). A line that reads as an instruction to
-    the bot is never chosen; lines are checked only until ``limit`` are, as the check is the
-    costliest step of choosing.
+) -> list[tuple[EvidenceLine, ...]]:
+    """For each note's ``lines`` (of ``notes``), up to ``limit`` that best answer the
+    question, best first (:func:`line_scores`, all notes' lines scored at once; ties to the
+    earlier line). A line that reads as an instruction to the bot is never chosen; lines are
+    checked only until ``limit`` are, as the check is the costliest step of choosing.
 
     Falls back to matching words alone when the word vectors cannot be made.
     """
-    unique = list({line.message_id: line for line in lines}.values())
-    texts = [line.text for line in unique]
+    unique = [list({line.message_id: line for line in lines}.values()) for lines in notes]
+    texts = [line.text for lines in unique for line in lines]
     try:
         scores = line_scores(texts, terms, weights, vectors)
     except LLMError:
         scores = line_scores(texts, terms, weights, None)
-    order = sorted(range(len(unique)), key=lambda index: (-scores[index], index))
-    chosen: list[EvidenceLine] = []
-    for index in order:
-        if len(chosen) == limit:
-            break
-        if not looks_like_instruction(unique[index].text):
-            chosen.append(unique[index])  # seed 003: never quote orders to the bot
-    return tuple(chosen)
+    chosen: list[tuple[EvidenceLine, ...]] = []
+    offset = 0
+    for lines in unique:
+        own = scores[offset : offset + len(lines)]
+        offset += len(lines)
+        order = sorted(range(len(lines)), key=lambda index: (-own[index], index))
+        picked: list[EvidenceLine] = []
+        for index in order:
+            if len(picked) == limit:
+                break
+            if not looks_like_instruction(lines[index].text):
+                picked.append(lines[index])  # seed 003: never quote orders to the bot
+        chosen.append(tuple(picked))
+    return chosen

@@ -120,22 +120,17 @@ async def ranked_notes(
     notes = {note.id: note for note in loaded.notes}
     answers: list[RankedNotes] = []
     for result, scored in zip(loaded.results, loaded.value, strict=True):
+        kept = [s for s in scored if s.note_id in notes]
+        lines = best_lines(
+            [loaded.lines.get(s.note_id, ()) for s in kept],
+            terms,
+            result.term_weights,
+            words,
+            settings.evidence_lines,
+        )
         hits = tuple(
-            NoteHit(
-                notes[s.note_id],
-                s.score,
-                s.similarity,
-                s.bm25,
-                best_lines(
-                    loaded.lines.get(s.note_id, ()),
-                    terms,
-                    result.term_weights,
-                    words,
-                    settings.evidence_lines,
-                ),
-            )
-            for s in scored
-            if s.note_id in notes
+            NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)
+            for s, quoted in zip(kept, lines, strict=True)
         )
         answers.append(RankedNotes(hits, result.vector_failed))
     return answers
