@@ -10,43 +10,37 @@ completions and embeddings API under a ``/v1`` base URL. What is deliberate here
   retries time-outs, 408/429/5xx (waiting at least what ``Retry-After`` asks) and invalid
   output, with jittered backoff through anyio.
 * Structured output climbs down :class:`~vivy.llm.structured.StructuredMode` s as servers
-  refuse them (JSON schema, then JSON mode, then the schema in the prompt), remembered per
-  server and model for the process. An answer that fails its schema is retried once in the
-  same conversation, quoting the validation error; the tokens of every attempt are metered.
+  refuse them, remembered per server and model for the process, and an answer that fails
+  its schema is repaired once (:class:`~vivy.llm.openai_structured.StructuredCall`).
 * Embeddings ask for ``dimensions`` (OpenAI's models shorten to it) until a server refuses
   the parameter; a vector of another length than the configured dimension is an error
   naming ``VIVY_OPENAI_EMBEDDING_DIMENSION``, never a vector stored.
-* SDK exceptions are translated at this boundary (:func:`_mapped_errors`) into one-line
-  :class:`~vivy.errors.LLMError` s that name the setting to fix where one is at fault.
+* SDK exceptions are translated at this boundary
+  (:func:`~vivy.llm.openai_sdk.mapped_errors`) into one-line :class:`~vivy.errors.LLMError` s
+  that name the setting to fix where one is at fault.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 import anyio.lowlevel
 import httpx2
 import openai
-import pydantic
-import structlog
 from openai import Omit, omit
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 
 from vivy.config import OPENAI_EMBEDDING_MODEL, OPENAI_FLASH_MODEL
-from vivy.errors import (
-    ConfigError,
-    EndpointUnreachable,
-    LLMError,
-    LLMInvalidOutput,
-    LLMUnavailable,
-)
+from vivy.errors import ConfigError, EndpointUnreachable, LLMError, LLMInvalidOutput, LLMUnavailable
+from vivy.llm.openai_sdk import completion_text, completion_usage, mapped_errors, status_of
+from vivy.llm.openai_structured import StructuredCall
 from vivy.llm.port import (
     ChatAnswer,
     ChatRequest,
@@ -55,24 +49,11 @@ from vivy.llm.port import (
     GenerationRequest,
     ModelTier,
     T,
-    Usage,
     l2_normalise,
 )
 from vivy.llm.prompts import chat_system_instruction
-from vivy.llm.retry import Backoff, LLMRateLimited, call_with_retries, retry_after, retryable_status
-from vivy.llm.structured import (
-    SERVER_MODES,
-    StructuredMode,
-    StructuredModes,
-    answer_text,
-    estimate_tokens,
-    find_json,
-    is_format_refusal,
-    parse_answer,
-    repair_prompt,
-    response_schema,
-    schema_instruction,
-)
+from vivy.llm.retry import Backoff, call_with_retries
+from vivy.llm.structured import SERVER_MODES, StructuredModes
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -93,8 +74,6 @@ OPENAI_QUALITY = "openai"
 _FLASH_VARIABLE = "VIVY_OPENAI_FLASH_MODEL"
 _PRO_VARIABLE = "VIVY_OPENAI_PRO_MODEL"
 _EMBEDDING_VARIABLE = "VIVY_OPENAI_EMBEDDING_MODEL"
-
-_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,97 +121,8 @@ class WrongDimension(LLMError):
     """
 
 
-class _FormatRefused(Exception):
-    """The server refused the request's ``response_format`` (not an error of the caller)."""
-
-
 class _DimensionsRefused(Exception):
     """The server refused the embeddings request's ``dimensions`` parameter."""
-
-
-def _detail(error: openai.APIStatusError) -> str:
-    """The server's error message on one line, at most 200 characters."""
-    body = error.body
-    message: object = body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message", inner) if isinstance(inner, dict) else inner
-    text = " ".join(str(message if message is not None else error.message).split())
-    return text[:200]
-
-
-@contextmanager
-def _mapped_errors(config: OpenAIConfig, *, variable: str, model: str) -> Iterator[None]:
-    """Translate the SDK's exceptions for a call to ``model`` (named by ``variable``)."""
-    server = config.server
-    try:
-        yield
-    except openai.APITimeoutError as error:
-        raise LLMUnavailable(f"{server} timed out after {config.timeout_s:g} s") from error
-    except openai.APIConnectionError as error:
-        cause = error.__cause__ or error
-        raise LLMUnavailable(
-            f"{server} unreachable ({type(cause).__name__}: {cause}); check "
-            "VIVY_OPENAI_BASE_URL and that the server is running"
-        ) from error
-    except openai.APIStatusError as error:
-        status = error.status_code
-        detail = f"{server} answered HTTP {status}: {_detail(error)}"
-        if status == 429:
-            headers = dict(error.response.headers)
-            raise LLMRateLimited(detail, retry_after_s=retry_after(headers, error.body)) from error
-        if retryable_status(status):
-            raise LLMUnavailable(detail) from error
-        if status in (401, 403):
-            raise LLMError(f"{detail}; set VIVY_OPENAI_API_KEY to a key it accepts") from error
-        if status == 404:
-            raise LLMError(
-                f"{detail}; set {variable} to a model the server has (not {model!r}), "
-                "or pull it there"
-            ) from error
-        raise LLMError(detail) from error
-    except (openai.APIResponseValidationError, pydantic.ValidationError, ValueError) as error:
-        raise LLMInvalidOutput(f"{server} sent an unreadable response ({error})") from error
-
-
-@dataclass(slots=True)
-class _Attempts:
-    """What the attempts of one structured call share: the tokens spent and the repair."""
-
-    spent: list[Usage] = field(default_factory=list)
-    repaired: bool = False
-
-    def usage(self) -> Usage:
-        """The tokens of every attempt together."""
-        return Usage(
-            input_tokens=sum(u.input_tokens for u in self.spent),
-            output_tokens=sum(u.output_tokens for u in self.spent),
-        )
-
-
-def _usage(completion: ChatCompletion, messages: Sequence[ChatCompletionMessageParam]) -> Usage:
-    """The completion's token counts, estimated from the text when the server sent none."""
-    reported = completion.usage
-    if reported is not None and (reported.prompt_tokens or reported.completion_tokens):
-        return Usage(reported.prompt_tokens or 0, reported.completion_tokens or 0)
-    sent = sum(estimate_tokens(str(message.get("content") or "")) for message in messages)
-    answer = completion.choices[0].message.content if completion.choices else None
-    return Usage(sent, estimate_tokens(answer or ""))
-
-
-def _message_text(completion: ChatCompletion, who: str) -> str:
-    """The answer's text; :class:`LLMInvalidOutput` when refused, filtered, cut or empty."""
-    if not completion.choices:
-        raise LLMInvalidOutput(f"{who} returned no choices")
-    choice = completion.choices[0]
-    if choice.message.refusal:
-        raise LLMInvalidOutput(f"{who} refused: {' '.join(choice.message.refusal.split())[:120]}")
-    if choice.finish_reason == "content_filter":
-        raise LLMInvalidOutput(f"{who} stopped the answer (content_filter)")
-    text = answer_text(choice.message.content)
-    if not text:
-        raise LLMInvalidOutput(f"{who} returned an empty answer")
-    return text
 
 
 class OpenAILLM:
@@ -272,7 +162,6 @@ class OpenAILLM:
         )
         #: Whether the server takes ``dimensions`` on embeddings; None until it was asked.
         self._dimensions_taken: bool | None = None
-        self._schemas: dict[type[pydantic.BaseModel], dict[str, Any]] = {}
 
     @property
     def config(self) -> OpenAIConfig:
@@ -289,124 +178,42 @@ class OpenAILLM:
     def _who(self, model: str) -> str:
         return f"{model} at {self._config.server}"
 
+    def _mapped_errors(self, variable: str, model: str) -> AbstractContextManager[None]:
+        """The SDK's exceptions of a call to ``model`` (named by ``variable``) translated."""
+        return mapped_errors(
+            self._config.server, self._config.timeout_s, variable=variable, model=model
+        )
+
     # --- structured generation -----------------------------------------------------------
 
     async def generate(self, request: GenerationRequest[T]) -> Generation[T]:
         """A structured answer, validated against ``request.schema``."""
         model = self.model_for(request.tier)
-        attempts = _Attempts()
-        attempt = partial(self._generate_once, model, request, attempts)
-        value = await call_with_retries(
-            attempt, self._config.backoff, self._rng, operation=request.operation.value
-        )
-        return Generation(value=value, usage=attempts.usage(), model=model, quality=self.quality)
-
-    async def _generate_once(
-        self, model: str, request: GenerationRequest[T], attempts: _Attempts
-    ) -> T:
-        """One attempt: the request in the server's mode, and on an answer that fails its
-        schema, the first time, one follow-up quoting the error. A mode the server refuses
-        (or ignores, answering prose) is left for the next one at once."""
-        server = self._config.base_url
-        mode = self._modes.mode(server, model)
-        follow_up: list[ChatCompletionMessageParam] = []
-        while True:
-            messages = [*self._messages(request, mode), *follow_up]
-            try:
-                completion = await self._complete(model, request.tier, messages, mode, request)
-            except _FormatRefused:
-                mode = self._leave(server, model, mode, "refused")
-                follow_up = []
-                continue
-            attempts.spent.append(_usage(completion, messages))
-            text = _message_text(completion, self._who(model))
-            try:
-                return parse_answer(text, request.schema, who=self._who(model))
-            except LLMInvalidOutput as error:
-                ignored = (
-                    mode is not StructuredMode.PROMPT
-                    and not follow_up
-                    and completion.choices[0].finish_reason != "length"
-                    and find_json(text) is None
-                )
-                if ignored:
-                    mode = self._leave(server, model, mode, "ignored")
-                    continue
-                if attempts.repaired:
-                    raise
-                attempts.repaired = True
-                follow_up = [
-                    {"role": "assistant", "content": text},
-                    {"role": "user", "content": repair_prompt(str(error))},
-                ]
-
-    def _leave(self, server: str, model: str, mode: StructuredMode, how: str) -> StructuredMode:
-        """The next mode after ``mode`` was refused or ignored (logged once per change)."""
-        looser = self._modes.refused(server, model, mode)
-        if looser is None:
-            raise LLMError(f"{self._who(model)} refused a request without response_format")
-        _log.info(
-            "structured_mode",
+        call = StructuredCall(
+            request,
+            partial(self._complete, model, request.tier),
+            self._modes,
+            base_url=self._config.base_url,
             server=self._config.server,
             model=model,
-            left=mode.value,
-            how=how,
-            now=looser.value,
         )
-        return looser
-
-    def _messages(
-        self, request: GenerationRequest[T], mode: StructuredMode
-    ) -> list[ChatCompletionMessageParam]:
-        """System and user messages for ``mode`` (the schema in the prompt unless enforced)."""
-        system = request.system
-        if mode is not StructuredMode.JSON_SCHEMA:
-            system = f"{system}\n\n{schema_instruction(self._schema(request.schema))}"
-        return [{"role": "system", "content": system}, {"role": "user", "content": request.prompt}]
+        value = await call_with_retries(
+            call.attempt, self._config.backoff, self._rng, operation=request.operation.value
+        )
+        return Generation(value=value, usage=call.usage(), model=model, quality=self.quality)
 
     async def _complete(
         self,
         model: str,
         tier: ModelTier,
         messages: list[ChatCompletionMessageParam],
-        mode: StructuredMode,
-        request: GenerationRequest[T],
+        response_format: ResponseFormat | Omit,
     ) -> ChatCompletion:
-        """One chat completion call in ``mode``; :class:`_FormatRefused` when the server
-        refuses the format."""
-        response_format: ResponseFormat | Omit = omit
-        if mode is StructuredMode.JSON_SCHEMA:
-            response_format = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": request.schema.__name__,
-                    "schema": self._schema(request.schema),
-                    "strict": False,
-                },
-            }
-        elif mode is StructuredMode.JSON_OBJECT:
-            response_format = {"type": "json_object"}
-        try:
-            with _mapped_errors(self._config, variable=self._variable(tier), model=model):
-                return await self._client.chat.completions.create(
-                    model=model, messages=messages, temperature=0.2, response_format=response_format
-                )
-        except LLMError as error:
-            cause = error.__cause__
-            if (
-                mode is not StructuredMode.PROMPT
-                and isinstance(cause, openai.APIStatusError)
-                and is_format_refusal(cause.status_code, _detail(cause))
-            ):
-                raise _FormatRefused from error
-            raise
-
-    def _schema(self, schema: type[pydantic.BaseModel]) -> dict[str, Any]:
-        """The plain JSON Schema of ``schema``, converted once and cached."""
-        cached = self._schemas.get(schema)
-        if cached is None:
-            cached = self._schemas[schema] = response_schema(schema)
-        return cached
+        """One chat completion call for a structured answer."""
+        with self._mapped_errors(self._variable(tier), model):
+            return await self._client.chat.completions.create(
+                model=model, messages=messages, temperature=0.2, response_format=response_format
+            )
 
     # --- chat ----------------------------------------------------------------------------
 
@@ -430,11 +237,14 @@ class OpenAILLM:
         self, model: str, tier: ModelTier, messages: list[ChatCompletionMessageParam]
     ) -> ChatAnswer:
         """One chat completion call."""
-        with _mapped_errors(self._config, variable=self._variable(tier), model=model):
+        with self._mapped_errors(self._variable(tier), model):
             completion = await self._client.chat.completions.create(model=model, messages=messages)
-        text = _message_text(completion, self._who(model))
+        text = completion_text(completion, self._who(model))
         return ChatAnswer(
-            text=text, usage=_usage(completion, messages), model=model, quality=self.quality
+            text=text,
+            usage=completion_usage(completion, messages),
+            model=model,
+            quality=self.quality,
         )
 
     # --- embeddings ----------------------------------------------------------------------
@@ -501,9 +311,7 @@ class OpenAILLM:
         """The embeddings call; :class:`_DimensionsRefused` when ``dimensions`` was refused."""
         dimensions: int | Omit = self.dimension if with_dimensions else omit
         try:
-            with _mapped_errors(
-                self._config, variable=_EMBEDDING_VARIABLE, model=self.embedding_model
-            ):
+            with self._mapped_errors(_EMBEDDING_VARIABLE, self.embedding_model):
                 response = await self._client.embeddings.create(
                     model=self.embedding_model,
                     input=batch,
@@ -511,12 +319,12 @@ class OpenAILLM:
                     dimensions=dimensions,
                 )
         except LLMError as error:
-            cause = error.__cause__
+            answered = status_of(error)
             if (
                 with_dimensions
-                and isinstance(cause, openai.APIStatusError)
-                and cause.status_code in (400, 422)
-                and any(word in _detail(cause).lower() for word in ("dimension", "matryoshka"))
+                and answered is not None
+                and answered[0] in (400, 422)
+                and any(word in answered[1].lower() for word in ("dimension", "matryoshka"))
             ):
                 raise _DimensionsRefused from error
             raise
@@ -533,11 +341,11 @@ class OpenAILLM:
         :class:`LLMError` when it refuses the key.
         """
         try:
-            with _mapped_errors(self._config, variable="VIVY_OPENAI_BASE_URL", model=""):
+            with self._mapped_errors("VIVY_OPENAI_BASE_URL", ""):
                 page = await self._client.models.list()
         except LLMError as error:
-            cause = error.__cause__
-            if isinstance(cause, openai.APIStatusError) and cause.status_code not in (401, 403):
+            answered = status_of(error)
+            if answered is not None and answered[0] not in (401, 403):
                 return None
             raise
         return [model.id async for model in page]
