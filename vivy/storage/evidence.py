@@ -40,6 +40,7 @@ __all__ = [
     "forget_lines",
     "insert_windows",
     "lines_of_notes",
+    "participant_names",
     "prune_evidence",
     "purge_evidence_index",
     "set_window_embeddings",
@@ -222,6 +223,21 @@ def window_lines(tx: Tx, window_ids: Sequence[int]) -> dict[int, list[EvidenceLi
     return found
 
 
+def participant_names(tx: Tx, note_ids: Sequence[int]) -> dict[int, list[str]]:
+    """The display names of each note's participants, in the order the note writer listed
+    them (one query)."""
+    names: dict[int, list[str]] = {note_id: [] for note_id in note_ids}
+    if names:
+        notes, params = tx.dialect.any("note_id", list(names))
+        for note_id, name in tx.all(
+            f"SELECT note_id, display_name FROM note_participants WHERE {notes}"
+            f" ORDER BY note_id, {tx.dialect.listed_order}",
+            params,
+        ):
+            names[int(note_id)].append(str(name))
+    return names
+
+
 def windows_to_embed(tx: Tx, limit: int) -> list[WindowText]:
     """Up to ``limit`` evidence windows without an embedding (after a model change or an
     edit), oldest first."""
@@ -231,15 +247,7 @@ def windows_to_embed(tx: Tx, limit: int) -> list[WindowText]:
         " ORDER BY w.id LIMIT ?",
         (limit,),
     )
-    names: dict[int, list[str]] = {int(r[5]): [] for r in rows}
-    if names:
-        notes, params = tx.dialect.any("note_id", list(names))
-        for note_id, name in tx.all(
-            f"SELECT note_id, display_name FROM note_participants WHERE {notes}"
-            f" ORDER BY note_id, {tx.dialect.listed_order}",
-            params,
-        ):
-            names[int(note_id)].append(str(name))
+    names = participant_names(tx, [int(r[5]) for r in rows])
     return [
         WindowText(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(names[int(r[5])]))
         for r in rows

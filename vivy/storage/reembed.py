@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from vivy.memory.notes import NoteText
 from vivy.storage.dialect import REEMBED_STAGING, Tx
+from vivy.storage.evidence import participant_names
 from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta, set_meta
 
@@ -53,15 +54,7 @@ def notes_to_embed(tx: Tx, limit: int) -> list[NoteText]:
         " WHERE s.note_id IS NULL ORDER BY n.id LIMIT ?",
         (limit,),
     )
-    names: dict[int, list[str]] = {int(r[0]): [] for r in rows}
-    if names:
-        notes, params = tx.dialect.any("note_id", list(names))
-        for note_id, name in tx.all(
-            f"SELECT note_id, display_name FROM note_participants WHERE {notes}"
-            f" ORDER BY note_id, {tx.dialect.listed_order}",
-            params,
-        ):
-            names[int(note_id)].append(str(name))
+    names = participant_names(tx, [int(r[0]) for r in rows])
     return [
         NoteText(
             id=int(r[0]),

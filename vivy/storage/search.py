@@ -18,39 +18,27 @@ Rules of this module:
   first, the commonest dropped beyond :data:`KEYWORD_POSTINGS_BUDGET`, so its cost stays flat
   as a guild grows to 100k notes.
 * Functions are synchronous and take the connection first, as :class:`~vivy.storage.db.Database`
-  runs them; :class:`vivy.storage.sqlite.SqliteSearchStore` puts them behind the port.
+  runs them; :func:`search_notes_sync` runs a whole search through
+  :meth:`vivy.storage.search_flow.EngineReads.run`, which orders the reads and joins them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from concurrent import futures
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import sqlean
 
-from vivy.memory.notes import NoteType
-from vivy.storage import evidence
-from vivy.storage.candidates import (
-    CandidateDetails,
-    KeywordMatch,
-    SearchHits,
-    VectorMatch,
-    WindowMatch,
-    assemble_candidates,
-    shown_windows,
-)
+from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
 from vivy.storage.db import Connection
-from vivy.storage.dialect import sqlite_tx
+from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
-from vivy.storage.notes import members_named, notes_in_range
 from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
-from vivy.storage.search_types import (
-    NoteSearch,
-    NoteSearchResult,
-)
+from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import BinaryIndex
 
 __all__ = [
@@ -58,7 +46,6 @@ __all__ = [
     "EVIDENCE_POSTINGS_BUDGET",
     "KEYWORD_POSTINGS_BUDGET",
     "TermPlan",
-    "candidate_details",
     "compared_windows",
     "keyword_search",
     "match_expression",
@@ -69,8 +56,8 @@ __all__ = [
     "vector_search",
 ]
 
-#: The note type of conversations (topic clusters have no evidence).
-CONVERSATION = NoteType.CONVERSATION
+#: A side read's result.
+R = TypeVar("R")
 
 
 def match_expression(terms: Sequence[str]) -> str | None:
@@ -234,15 +221,6 @@ def keyword_search(
     return [KeywordMatch(note_id, max(0.0, -score)) for note_id, _, score in found]
 
 
-def _note_keywords(search: NoteSearch, conn: Connection) -> tuple[list[KeywordMatch], TermPlan]:
-    """The notes whose own text matches the planned terms, and the plan (idf among notes)."""
-    plan = plan_terms(conn, search.terms)
-    found = keyword_search(
-        conn, search.guild_id, plan, note_type=search.note_type, limit=search.keyword_candidates
-    )
-    return found, plan
-
-
 #: Threads for the keyword searches of a search (see :func:`search_notes_sync`).
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-keywords")
 
@@ -251,59 +229,67 @@ _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vivy-ke
 EVIDENCE_POSTINGS_BUDGET = 2500
 
 
-def _window_keywords(search: NoteSearch, conn: Connection) -> tuple[list[WindowMatch], TermPlan]:
-    """The evidence windows that match the planned terms, and the plan (idf among windows)."""
-    plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
-    match = match_expression(plan.terms)
-    if match is None:
-        return [], plan
-    found = window_keyword_search(conn, search.guild_id, match, limit=search.window_candidates)
-    return found, plan
-
-
 @dataclass(frozen=True, slots=True)
-class _NoteReads:
-    """What ranking reads of some found notes: their details, their windows' similarity to
-    the question (best first; None when comparing failed) and those windows' texts."""
+class _SideConnection:
+    """A side connection of the owner's: SQLite releases the GIL, so its reads run in a
+    worker thread beside the vector search."""
 
-    details: dict[int, CandidateDetails]
-    similar: list[WindowMatch] | None
-    texts: dict[int, str]
+    conn: Connection
+
+    def read(self, fn: Callable[[Connection], R], /) -> R:
+        """``fn`` run on the connection."""
+        return fn(self.conn)
 
 
-def _read_notes(
-    conn: Connection, search: NoteSearch, note_ids: Sequence[int], vector: bytes | None
-) -> _NoteReads:
-    """The details of the guild's notes ``note_ids`` and, given the question's ``vector``,
-    their windows' similarity to it; a failing comparison (sqlite-vec missing) gives None."""
-    similar: list[WindowMatch] | None = []
-    texts: dict[int, str] = {}
-    if vector is not None:
+class _SqliteReads(EngineReads[Connection]):
+    """A search's reads on SQLite: the guild's binary vectors in ``index`` and the question
+    as a float32 blob (None without a vector)."""
+
+    threads = _KEYWORD_THREADS
+    compare_errors = (sqlean.Error,)
+
+    def __init__(self, index: BinaryIndex, vector: bytes | None) -> None:
+        self.index = index
+        self.vector = vector
+
+    def tx(self, conn: Connection) -> Tx:
+        return sqlite_tx(conn)
+
+    def vectors(self, conn: Connection, search: NoteSearch) -> list[VectorMatch] | None:
+        assert self.vector is not None
         try:
-            similar, texts = _compared_windows(conn, search, note_ids, vector)
+            return vector_search(
+                conn,
+                self.index,
+                search.guild_id,
+                self.vector,
+                note_type=search.note_type,
+                limit=search.candidates,
+                candidates=max(search.reranked, search.candidates),
+            )
         except sqlean.Error:
-            similar = None
-    return _NoteReads(candidate_details(conn, search.guild_id, note_ids), similar, texts)
+            return None
 
+    def note_keywords(self, conn: Connection, search: NoteSearch) -> Found[KeywordMatch]:
+        plan = plan_terms(conn, search.terms)
+        limit = search.keyword_candidates
+        found = keyword_search(conn, search.guild_id, plan, note_type=search.note_type, limit=limit)
+        return found, plan.weights
 
-def _note_side(
-    search: NoteSearch, conn: Connection, vector: bytes | None
-) -> tuple[list[KeywordMatch], TermPlan, _NoteReads]:
-    """On a side connection: the notes' own keyword search, then what ranking reads of the
-    notes it found, so that the main connection need not read them after the join."""
-    found, plan = _note_keywords(search, conn)
-    ids = list(dict.fromkeys(match.note_id for match in found))
-    return found, plan, _read_notes(conn, search, ids, vector)
+    def window_keywords(self, conn: Connection, search: NoteSearch) -> Found[WindowMatch]:
+        plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
+        match = match_expression(plan.terms)
+        if match is None:
+            return [], plan.weights
+        found = window_keyword_search(conn, search.guild_id, match, limit=search.window_candidates)
+        return found, plan.weights
 
-
-def _window_side(
-    search: NoteSearch, conn: Connection, vector: bytes | None
-) -> tuple[list[WindowMatch], TermPlan, _NoteReads]:
-    """On a side connection: the evidence keyword search, then what ranking reads of the
-    notes whose windows it found."""
-    found, plan = _window_keywords(search, conn)
-    ids = list(dict.fromkeys(match.note_id for match in found))
-    return found, plan, _read_notes(conn, search, ids, vector)
+    def windows(
+        self, conn: Connection, search: NoteSearch, note_ids: Sequence[int], compare: bool
+    ) -> tuple[list[WindowMatch], dict[int, str]]:
+        if not compare or self.vector is None:
+            return [], {}
+        return compared_windows(conn, search.guild_id, note_ids, self.vector)
 
 
 def search_notes_sync(
@@ -312,165 +298,14 @@ def search_notes_sync(
     search: NoteSearch,
     sides: Sequence[Connection] = (),
 ) -> NoteSearchResult:
-    """Run every search of ``search`` and join them into ranking candidates, one per note.
-
-    Notes are found by their own text (vector and keyword), by their evidence windows
-    (keyword; conversation notes only) and by the time the question names; the windows of
-    the notes found are then compared with the question's vector exactly. With ``sides``
-    (more connections to the same database) each keyword search runs in a worker thread,
-    and reads the details and window similarities of the notes it found, while the vector
-    search runs here; SQLite releases the GIL. A failing vector query (sqlite-vec missing or
-    its index damaged) is reported, not raised, so the keyword searches still serve; a
-    failing keyword query raises. The terms' weights are their idf among the evidence
-    windows; where no window holds any of them (evidence off, or notes older than it) among
-    the notes.
-    """
-    with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
-    wanted_windows = bool(search.terms) and with_evidence
-    # Side threads compare windows as soon as they found their notes; if the vector search
-    # then fails, what they compared is dropped.
+    """Run every search of ``search`` and join them into ranking candidates, one per note
+    (:meth:`~vivy.storage.search_flow.EngineReads.run`), each keyword search on one of
+    ``sides`` (more connections to the same database) when given. The terms' weights are
+    their idf among the evidence windows; where no window holds any of them (evidence off,
+    or notes older than it) among the notes."""
     vector = None if search.vector is None else serialize_vector(search.vector)
-    may_compare = with_evidence and vector is not None
-    side_vector = vector if may_compare else None
-    note_side, window_side = (*sides[:2], None, None)[:2]
-    notes_ahead = (
-        _KEYWORD_THREADS.submit(_note_side, search, note_side, side_vector)
-        if search.terms and note_side is not None
-        else None
-    )
-    windows_ahead = (
-        _KEYWORD_THREADS.submit(_window_side, search, window_side, side_vector)
-        if wanted_windows and window_side is not None
-        else None
-    )
-    try:
-        vectors: list[VectorMatch] = []
-        vector_failed = False
-        if vector is not None:
-            try:
-                vectors = vector_search(
-                    conn,
-                    index,
-                    search.guild_id,
-                    vector,
-                    note_type=search.note_type,
-                    limit=search.candidates,
-                    candidates=max(search.reranked, search.candidates),
-                )
-            except sqlean.Error:
-                vector_failed = True
-        # While the keyword searches run, read what the notes found so far need.
-        in_time: list[int] = []
-        if search.time is not None:
-            in_time = notes_in_range(
-                sqlite_tx(conn),
-                search.guild_id,
-                search.time.start,
-                search.time.end,
-                note_type=search.note_type or CONVERSATION,
-                limit=search.time_candidates,
-            )
-        early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
-        compare = may_compare and not vector_failed
-        reads = [_read_notes(conn, search, early, vector if compare else None)]
-        named = members_named(sqlite_tx(conn), search.guild_id, list(search.name_grams))
-    finally:
-        # Never leave a side connection busy: the next search will use it.
-        if notes_ahead is not None:
-            futures.wait([notes_ahead])
-        if windows_ahead is not None:
-            futures.wait([windows_ahead])
-    keywords: list[KeywordMatch] = []
-    note_plan = TermPlan({})
-    if notes_ahead is not None:
-        keywords, note_plan, side_reads = notes_ahead.result()
-        reads.append(side_reads)
-    elif search.terms:
-        keywords, note_plan = _note_keywords(search, conn)
-    window_keywords: list[WindowMatch] = []
-    window_plan = TermPlan({})
-    if windows_ahead is not None:
-        window_keywords, window_plan, side_reads = windows_ahead.result()
-        reads.append(side_reads)
-    elif wanted_windows:
-        window_keywords, window_plan = _window_keywords(search, conn)
-    hits = SearchHits(
-        vectors=tuple(vectors),
-        vector_failed=vector_failed,
-        keywords=tuple(keywords),
-        windows=tuple(window_keywords),
-        in_time=tuple(in_time),
-        note_weights=note_plan.weights,
-        window_weights=window_plan.weights,
-    )
-    details: dict[int, CandidateDetails] = {}
-    compared: dict[int, WindowMatch] = {}
-    texts: dict[int, str] = {}
-    complete: set[int] = set()  # notes read with everything ranking needs of them
-    for read in reads:
-        details.update(read.details)
-        texts.update(read.texts)
-        if read.similar is not None:
-            compared.update((match.window_id, match) for match in read.similar)
-        if read.similar is not None or not compare:
-            complete.update(read.details)
-    # Notes no side read (no sides), or whose windows could not be compared: read here,
-    # where a failing comparison raises as any other query of the search would.
-    later = [note_id for note_id in hits.note_ids if note_id not in complete]
-    if later:
-        details.update(candidate_details(conn, search.guild_id, later))
-        if compare and vector is not None:
-            more, more_texts = _compared_windows(conn, search, later, vector)
-            compared.update((match.window_id, match) for match in more)
-            texts.update(more_texts)
-    # Best first: each note's windows in the order of their similarity to the question.
-    similar = (
-        sorted(compared.values(), key=lambda match: (-match.score, match.window_id))
-        if compare
-        else []
-    )
-    shown = shown_windows(hits.windows, similar)
-    wanted = [w for ids in shown.values() for w in ids]
-    # Windows found by keyword but not compared (no embedding yet) are read by id.
-    texts.update(evidence.window_texts(sqlite_tx(conn), [w for w in wanted if w not in texts]))
-    return assemble_candidates(search, hits, similar, details, shown, texts, named)
-
-
-def _compared_windows(
-    conn: Connection, search: NoteSearch, note_ids: Sequence[int], vector: bytes
-) -> tuple[list[WindowMatch], dict[int, str]]:
-    """The question's ``vector``'s exact similarity to each embedded window of
-    ``note_ids``, and those windows' texts (read with their embeddings, on the same page)."""
-    return compared_windows(conn, search.guild_id, note_ids, vector)
-
-
-def candidate_details(
-    conn: Connection, guild_id: int, note_ids: Sequence[int]
-) -> dict[int, CandidateDetails]:
-    """Channel, start and end, searchable text and participants of the guild's notes."""
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    # ``+guild_id`` keeps the planner on the primary key: with a long id list it would
-    # otherwise scan the guild's whole (guild_id, ...) index.
-    rows = conn.execute(
-        f"SELECT id, channel_id, COALESCE(started_at, created_at),"
-        f" COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
-        f" || entities || ' ' || decisions, (SELECT group_concat(user_id)"
-        f" FROM note_participants AS p WHERE p.note_id = n.id) FROM interaction_notes AS n"
-        f" WHERE id IN ({marks}) AND +guild_id = ?",
-        (*note_ids, guild_id),
-    ).fetchall()
-    return {
-        int(r[0]): CandidateDetails(
-            int(r[1]),
-            float(r[2]),
-            float(r[3]),
-            str(r[4]),
-            frozenset(int(user) for user in str(r[5]).split(",")) if r[5] else frozenset(),
-        )
-        for r in rows
-    }
+    sqlite_reads = _SqliteReads(index, vector)
+    return sqlite_reads.run(conn, search, [_SideConnection(side) for side in sides])
 
 
 def compared_windows(

@@ -1,0 +1,289 @@
+"""Note search written once for both engines: which reads run where, and how they join.
+
+A search finds notes by their own text (vector and keyword), by their evidence windows
+(keyword; conversation notes only) and by the time the question names, then compares the
+found notes' windows with the question's vector and joins everything into ranking
+candidates (:func:`~vivy.storage.candidates.assemble_candidates`). With side connections
+each keyword search runs on one in a worker thread, and reads what ranking needs of the
+notes it found, while the vector search runs on the call's own connection.
+
+What differs between the engines is a small :class:`EngineReads`: SQLite's in-memory binary
+index and sqlite-vec's exact distances (:mod:`vivy.storage.search`), pgvector's HNSW scan
+(:mod:`vivy.storage.postgres.search`), and each one's keyword index.
+
+A failing vector query (sqlite-vec missing, a question of another dimension) is reported in
+the result, not raised, so the keyword searches still serve. A window comparison that fails
+on a side, or before the vector search failed, is read again on the call's connection, where
+it raises as any other query of the search would.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from vivy.memory.notes import NoteType
+from vivy.storage import evidence
+from vivy.storage.candidates import (
+    CandidateDetails,
+    KeywordMatch,
+    SearchHits,
+    VectorMatch,
+    WindowMatch,
+    assemble_candidates,
+    shown_windows,
+)
+from vivy.storage.dialect import Tx
+from vivy.storage.notes import members_named, notes_in_range
+from vivy.storage.search_types import NoteSearch, NoteSearchResult
+
+__all__ = ["CONVERSATION", "EngineReads", "Side", "candidate_details"]
+
+#: The note type of conversations (topic clusters have no evidence).
+CONVERSATION = NoteType.CONVERSATION
+
+#: An engine's connection.
+C = TypeVar("C")
+C_co = TypeVar("C_co", covariant=True)
+R = TypeVar("R")
+
+
+class _OfNote(Protocol):
+    """A match of a note or of one of its windows."""
+
+    @property
+    def note_id(self) -> int:
+        """The note matched."""
+
+
+#: A keyword search's match type (notes or evidence windows).
+M = TypeVar("M", bound=_OfNote)
+#: A keyword search's matches and the weights (idf) of the terms it searched.
+Found = tuple[list[M], Mapping[str, float]]
+#: A keyword search's matches, their terms' weights and what ranking reads of their notes.
+_Answer = tuple[list[M], Mapping[str, float], "_NoteReads"]
+
+
+class Side(Protocol[C_co]):
+    """A connection beside the call's own, that runs a part of the search in another thread."""
+
+    def read(self, fn: Callable[[C_co], R], /) -> R:
+        """``fn`` run on this connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NoteReads:
+    """What ranking reads of some found notes: their details, their windows' similarity to
+    the question (best first; None when comparing failed) and those windows' texts."""
+
+    details: dict[int, CandidateDetails]
+    similar: list[WindowMatch] | None
+    texts: dict[int, str]
+
+
+def candidate_details(
+    tx: Tx, guild_id: int, note_ids: Sequence[int]
+) -> dict[int, CandidateDetails]:
+    """Channel, start and end, searchable text and participants of the guild's notes."""
+    if not note_ids:
+        return {}
+    notes, params = tx.dialect.any("id", note_ids)
+    # ``+guild_id`` keeps SQLite's planner on the primary key: with a long id list it would
+    # otherwise scan the guild's whole (guild_id, ...) index.
+    rows = tx.all(
+        "SELECT id, channel_id, COALESCE(started_at, created_at),"
+        " COALESCE(ended_at, created_at), title || ' ' || summary || ' ' || topics || ' '"
+        " || entities || ' ' || decisions, (SELECT string_agg(CAST(user_id AS TEXT), ',')"
+        " FROM note_participants AS p WHERE p.note_id = n.id) FROM interaction_notes AS n"
+        f" WHERE {notes} AND +guild_id = ?",
+        [*params, guild_id],
+    )
+    return {
+        int(r[0]): CandidateDetails(
+            int(r[1]),
+            float(r[2]),
+            float(r[3]),
+            str(r[4]),
+            frozenset(int(user) for user in str(r[5]).split(",")) if r[5] else frozenset(),
+        )
+        for r in rows
+    }
+
+
+class EngineReads(ABC, Generic[C]):
+    """A note search on one engine: the reads it does its own way, and :meth:`run`."""
+
+    #: The worker threads that run the keyword searches on the sides.
+    threads: ClassVar[ThreadPoolExecutor]
+    #: What a failing window comparison raises (read again on the call's connection).
+    compare_errors: ClassVar[tuple[type[Exception], ...]] = ()
+
+    @abstractmethod
+    def tx(self, conn: C) -> Tx:
+        """The written-once storage functions' transaction on ``conn``."""
+
+    @abstractmethod
+    def vectors(self, conn: C, search: NoteSearch) -> list[VectorMatch] | None:
+        """The guild's notes nearest the question's vector, best first; None when the vector
+        query failed (``conn`` stays usable)."""
+
+    @abstractmethod
+    def note_keywords(self, conn: C, search: NoteSearch) -> Found[KeywordMatch]:
+        """The notes whose own text matches the question's terms, with the terms' weights
+        among notes."""
+
+    @abstractmethod
+    def window_keywords(self, conn: C, search: NoteSearch) -> Found[WindowMatch]:
+        """The evidence windows that match the question's terms, with the terms' weights
+        among windows."""
+
+    @abstractmethod
+    def windows(
+        self, conn: C, search: NoteSearch, note_ids: Sequence[int], compare: bool
+    ) -> tuple[list[WindowMatch], dict[int, str]]:
+        """When ``compare``, the question's similarity to each embedded window of the guild's
+        notes ``note_ids``, best first; and the texts of windows this read has at hand."""
+
+    def _read_notes(
+        self, conn: C, search: NoteSearch, note_ids: Sequence[int], compare: bool
+    ) -> _NoteReads:
+        """The details of the guild's notes ``note_ids`` and, when ``compare``, their windows'
+        similarity to the question; a failing comparison gives None."""
+        similar: list[WindowMatch] | None = []
+        texts: dict[int, str] = {}
+        try:
+            similar, texts = self.windows(conn, search, note_ids, compare)
+        except self.compare_errors:
+            similar = None
+        return _NoteReads(
+            candidate_details(self.tx(conn), search.guild_id, note_ids), similar, texts
+        )
+
+    def _and_reads(
+        self, keywords: Callable[[C, NoteSearch], Found[M]], search: NoteSearch, compare: bool
+    ) -> Callable[[C], _Answer[M]]:
+        """A keyword search that then reads what ranking needs of the notes it found."""
+
+        def run(conn: C) -> _Answer[M]:
+            found, weights = keywords(conn, search)
+            ids = list(dict.fromkeys(match.note_id for match in found))
+            return found, weights, self._read_notes(conn, search, ids, compare)
+
+        return run
+
+    def run(self, conn: C, search: NoteSearch, sides: Sequence[Side[C]] = ()) -> NoteSearchResult:
+        """Run every search of ``search`` on ``conn`` (and ``sides``: more connections to the
+        same database) and join them into ranking candidates, one per note."""
+        with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
+        wanted_windows = bool(search.terms) and with_evidence
+        # Sides compare windows as soon as they found their notes; if the vector search then
+        # fails, what they compared is dropped.
+        may_compare = with_evidence and search.vector is not None
+        note_side, window_side = (*sides[:2], None, None)[:2]
+        notes_ahead = (
+            self.threads.submit(
+                note_side.read, self._and_reads(self.note_keywords, search, may_compare)
+            )
+            if search.terms and note_side is not None
+            else None
+        )
+        windows_ahead = (
+            self.threads.submit(
+                window_side.read, self._and_reads(self.window_keywords, search, may_compare)
+            )
+            if wanted_windows and window_side is not None
+            else None
+        )
+        try:
+            found = [] if search.vector is None else self.vectors(conn, search)
+            vectors = found or []
+            compare = may_compare and found is not None
+            # While the keyword searches run, read what the notes found so far need.
+            in_time: list[int] = []
+            if search.time is not None:
+                in_time = notes_in_range(
+                    self.tx(conn),
+                    search.guild_id,
+                    search.time.start,
+                    search.time.end,
+                    note_type=search.note_type or CONVERSATION,
+                    limit=search.time_candidates,
+                )
+            early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
+            reads = [self._read_notes(conn, search, early, compare)]
+            named = members_named(self.tx(conn), search.guild_id, list(search.name_grams))
+        finally:
+            # Never leave a side busy: the next search will use it.
+            running: list[Future[Any]] = [notes_ahead] if notes_ahead is not None else []
+            futures.wait(running + ([windows_ahead] if windows_ahead is not None else []))
+        keywords, note_weights = self._answer(
+            notes_ahead,
+            bool(search.terms),
+            self._and_reads(self.note_keywords, search, compare),
+            conn,
+            reads,
+        )
+        windows, window_weights = self._answer(
+            windows_ahead,
+            wanted_windows,
+            self._and_reads(self.window_keywords, search, compare),
+            conn,
+            reads,
+        )
+        hits = SearchHits(
+            vectors=tuple(vectors),
+            vector_failed=found is None,
+            keywords=tuple(keywords),
+            windows=tuple(windows),
+            in_time=tuple(in_time),
+            note_weights=note_weights,
+            window_weights=window_weights,
+        )
+        details: dict[int, CandidateDetails] = {}
+        compared: dict[int, WindowMatch] = {}
+        texts: dict[int, str] = {}
+        complete: set[int] = set()  # notes read with everything ranking needs of them
+        for read in reads:
+            details.update(read.details)
+            texts.update(read.texts)
+            if read.similar is not None:
+                compared.update((match.window_id, match) for match in read.similar)
+            if read.similar is not None or not compare:
+                complete.update(read.details)
+        # Notes no read found, or whose windows could not be compared: read here, where a
+        # failing comparison raises.
+        later = [note_id for note_id in hits.note_ids if note_id not in complete]
+        if later:
+            details.update(candidate_details(self.tx(conn), search.guild_id, later))
+            more, more_texts = self.windows(conn, search, later, compare)
+            compared.update((match.window_id, match) for match in more)
+            texts.update(more_texts)
+        # Best first: each note's windows in the order of their similarity to the question.
+        similar = sorted(compared.values(), key=lambda match: (-match.score, match.window_id))
+        shown = shown_windows(hits.windows, similar if compare else [])
+        # Windows found by keyword but not read with their note's windows are read by id.
+        unread = [w for ids in shown.values() for w in ids if w not in texts]
+        texts.update(evidence.window_texts(self.tx(conn), unread))
+        return assemble_candidates(
+            search, hits, similar if compare else [], details, shown, texts, named
+        )
+
+    @staticmethod
+    def _answer(
+        ahead: Future[_Answer[M]] | None,
+        wanted: bool,
+        here: Callable[[C], _Answer[M]],
+        conn: C,
+        reads: list[_NoteReads],
+    ) -> Found[M]:
+        """A keyword search's matches and weights, from its side thread or run here without
+        one; what it read of its notes joins ``reads``."""
+        if ahead is None and not wanted:
+            return [], {}
+        found, weights, read = ahead.result() if ahead is not None else here(conn)
+        reads.append(read)
+        return found, weights
