@@ -11,6 +11,7 @@ from trio.testing import MockClock
 from tests.hashing import HashingEmbedder
 from vivy.clock import Clock
 from vivy.errors import LLMError, LLMInvalidOutput, LLMUnavailable
+from vivy.llm.composed import ComposedLLM
 from vivy.llm.metered import CountingMeter, LLMObservation, MeteredLLM, NullMeter
 from vivy.llm.offline import OFFLINE_MODEL, OfflineLLM
 from vivy.llm.port import (
@@ -121,6 +122,23 @@ async def test_embed_and_chat_are_observed() -> None:
     assert meter.observations == [
         LLMObservation("embed", "gemini", "scripted-embed", "ok", 0, 0, 0.5),
         LLMObservation("chat", "gemini", "scripted-flash-001", "ok", 50, 5, 0.5),
+    ]
+
+
+async def test_composed_providers_are_labelled_each_by_its_own() -> None:
+    """Around chat from one provider and embeddings from another, with no labels given, each
+    call is labelled with the provider that served it."""
+    meter = CountingMeter()
+    llm = MeteredLLM(
+        ComposedLLM(Scripted(), OfflineLLM(embedder=HashingEmbedder(dimension=64))),
+        meter,
+        Clock.starting_at(1_771_869_600.0),
+    )
+    await llm.embed(["a"], EmbeddingTask.DOCUMENT)
+    await llm.chat(chat_request([ChatTurn("user", "Alex", "hi")]))
+    assert [(o.operation, o.provider) for o in meter.observations] == [
+        ("embed", "offline"),
+        ("chat", "gemini"),
     ]
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from vivy.clock import Clock
 from vivy.errors import LLMInvalidOutput, LLMUnavailable
+from vivy.llm.composed import ComposedLLM
 from vivy.llm.port import (
     LLM,
     ChatAnswer,
@@ -205,7 +206,8 @@ class MeteredLLM:
     """An :class:`~vivy.llm.port.LLM` that reports every call of ``inner`` to ``meter``.
 
     Generations and chat are labelled with ``provider``, embeddings with
-    ``embedding_provider``; both default to the provider ``inner.quality`` names. Failures
+    ``embedding_provider``; they default to the providers the ``quality`` of ``inner`` and of
+    its embedder name (a :class:`~vivy.llm.composed.ComposedLLM`'s may differ). Failures
     are reported and re-raised unchanged; cancellation is not a failure and is not reported.
     """
 
@@ -220,8 +222,9 @@ class MeteredLLM:
     ) -> None:
         self.inner = inner
         self.provider = provider if provider is not None else Provider.of(inner)
+        embedder = inner.embedder if isinstance(inner, ComposedLLM) else inner
         self.embedding_provider = (
-            embedding_provider if embedding_provider is not None else self.provider
+            embedding_provider if embedding_provider is not None else Provider.of(embedder)
         )
         self.dimension = inner.dimension
         self.embedding_model = inner.embedding_model
