@@ -40,7 +40,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class BufferSettings:
-    """Limits of channel buffers (seed 002: 20–30 min of inactivity, 2 h max, 100 messages)."""
+    """Limits of channel buffers (inactivity, maximum age, messages)."""
 
     inactivity_min_s: float = 20 * 60.0
     inactivity_max_s: float = 30 * 60.0
@@ -65,8 +65,8 @@ def inactivity_window(settings: BufferSettings, channel_id: int, first_message_i
     return round(low + fraction * (high - low), 3)
 
 
-#: Environment variables holding the Gemini API key, in order of precedence (seed 000 keeps
-#: memory traffic on its own key).
+#: Environment variables holding the Gemini API key, in order of precedence (a key of
+#: its own for memory traffic comes first).
 GEMINI_KEY_VARIABLES: tuple[str, ...] = ("MEMORY_GEMINI_TOKEN", "GEMINI_API_KEY")
 
 #: Log levels ``VIVY_LOG_LEVEL`` accepts.

@@ -91,7 +91,7 @@ def contextual_text(
     title: str,
     summary: str,
 ) -> str:
-    """The text embedded for a note: a context header, then title and summary (seed 001)."""
+    """The text embedded for a note: a context header, then title and summary."""
     header = [
         f"Channel: #{channel_name}" if channel_name else "Channel: (unknown)",
         f"Date: {day}",
@@ -103,7 +103,7 @@ def contextual_text(
 
 
 def window_header(channel_name: str, day: str, participants: list[str]) -> str:
-    """The one-line context an evidence window is embedded with (seed 001's header)."""
+    """The one-line context an evidence window is embedded with."""
     channel = f"#{channel_name}" if channel_name else "(unknown channel)"
     return f"{channel} · {day} · {', '.join(participants)}"
 

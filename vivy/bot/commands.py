@@ -1,4 +1,4 @@
-"""The ``/memory`` slash commands: what Vivy knows, and the member's say over it (seed 004).
+"""The ``/memory`` slash commands: what Vivy knows, and the member's say over it.
 
 ``/memory profile [user]``, ``remember <fact>``, ``forget <text>``, ``forget-me``,
 ``opt-out``, ``opt-in``, and for server managers ``lore <fact>`` and ``status``. Every

@@ -1,4 +1,4 @@
-"""``vivy migrate-v1``: seed 000's active facts become profile facts of one guild.
+"""``vivy migrate-v1``: the v1 bot's active facts become profile facts of one guild.
 
 The v1 bot kept facts per user with no guild (``facts`` joined to ``users``); the operator
 names the guild they belong to. Each active fact becomes a fact in section ``other`` with

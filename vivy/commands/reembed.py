@@ -1,4 +1,4 @@
-"""``vivy reembed``: re-embed every note with the configured embedding model (seed 001 backfill).
+"""``vivy reembed``: re-embed every note with the configured embedding model.
 
 Vivy refuses to start when its notes were embedded by another model than the configured one
 (:func:`vivy.app.check_embedding_model`); this command is the way forward. Each note's

@@ -2,7 +2,7 @@
 
 Everything users wrote is quoted as data between tags, with ``&``, ``<`` and ``>``
 escaped so a message cannot close the tag and speak as the system; the system instructions
-say that text inside the tags is never to be obeyed (seed 003's injection guard, in the
+say that text inside the tags is never to be obeyed (the injection guard, in the
 prompt; the profile updater repeats it on the way out). Each builder also attaches its
 structured input as the request's ``payload``, which the offline provider reads instead of
 the prompt text.

@@ -102,7 +102,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class NoteDraft(BaseModel):
-    """A conversation note as the LLM writes it (seed 001's session fields)."""
+    """A conversation note as the LLM writes it."""
 
     model_config = _STRICT
 
@@ -143,7 +143,7 @@ class AddFact(BaseModel):
 
 
 class MergeFacts(BaseModel):
-    """Replace one or more existing facts by a single richer fact (seed 000's MERGE)."""
+    """Replace one or more existing facts by a single richer fact (MERGE)."""
 
     model_config = _STRICT
 
@@ -155,7 +155,7 @@ class MergeFacts(BaseModel):
 
 
 class InvalidateFact(BaseModel):
-    """Retire an existing fact that newer information contradicts (seed 000's INVALIDATE)."""
+    """Retire an existing fact that newer information contradicts (INVALIDATE)."""
 
     model_config = _STRICT
 
@@ -165,7 +165,7 @@ class InvalidateFact(BaseModel):
 
 
 class KeepFact(BaseModel):
-    """Leave an existing fact as it is (seed 000's KEEP); a no-op the model may state."""
+    """Leave an existing fact as it is (KEEP); a no-op the model may state."""
 
     model_config = _STRICT
 

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-#: The sections of a user profile (seed 002's ``user_profiles`` columns).
+#: The sections of a user profile .
 ProfileSection = Literal["bio", "interests", "skills", "opinions", "relationships", "other"]
 
 
@@ -138,7 +138,7 @@ class RetiredFact:
 @dataclass(frozen=True, slots=True)
 class AddFact:
     """Add a new third-person fact to a section; ``note_id`` names its source note when the
-    answer covered several notes (seed 000's ADD)."""
+    answer covered several notes (ADD)."""
 
     section: str
     text: str
@@ -147,7 +147,7 @@ class AddFact:
 
 @dataclass(frozen=True, slots=True)
 class MergeFacts:
-    """Replace one or more existing facts by a single richer fact (seed 000's MERGE)."""
+    """Replace one or more existing facts by a single richer fact (MERGE)."""
 
     fact_ids: tuple[int, ...]
     text: str
@@ -157,7 +157,7 @@ class MergeFacts:
 
 @dataclass(frozen=True, slots=True)
 class InvalidateFact:
-    """Retire an existing fact that newer information contradicts (seed 000's INVALIDATE)."""
+    """Retire an existing fact that newer information contradicts (INVALIDATE)."""
 
     fact_id: int
     reason: str = ""
@@ -165,7 +165,7 @@ class InvalidateFact:
 
 @dataclass(frozen=True, slots=True)
 class KeepFact:
-    """Leave an existing fact as it is (seed 000's KEEP)."""
+    """Leave an existing fact as it is (KEEP)."""
 
     fact_id: int
 

@@ -1,4 +1,4 @@
-"""Guards on what may become a remembered fact (seed 003), decided without I/O.
+"""Guards on what may become a remembered fact, decided without I/O.
 
 A fact must be grounded in its source (an exact compact substring, or enough of its content
 words present there), and must not read as an instruction to the bot, a claim of authority over
@@ -28,7 +28,7 @@ __all__ = [
     "strip_instructions",
 ]
 
-#: Share of a claim's content words that must occur in the source (seed 003: about 45 %).
+#: Share of a claim's content words that must occur in the source.
 GROUNDING_THRESHOLD = 0.45
 
 #: Longest fact kept, in words.

@@ -1,7 +1,7 @@
 """Turning LLM profile operations into a checked plan, without I/O.
 
-The LLM proposes operations on a member's facts (seed 000's model applied to profiles: add,
-merge, invalidate, keep). :func:`plan_operations` validates each one against the member's
+The LLM proposes operations on a member's facts (add, merge, invalidate,
+keep). :func:`plan_operations` validates each one against the member's
 active facts and the guards, and returns what to write and what was rejected and why:
 
 * every new fact carries the note it came from, or is marked as a consolidation (a merge);

@@ -1,4 +1,4 @@
-"""``vivy migrate-v1``: profile facts of the seed 000 bot (v1) brought into Vivy's profiles."""
+"""``vivy migrate-v1``: profile facts of the v1 bot brought into Vivy's profiles."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ V1Fact = tuple[int, str, str, str, str]
 
 
 def read_v1_facts(source: Path) -> list[V1Fact]:
-    """The active facts of the seed-000 (v1) SQLite database at ``source``, newest first;
+    """The active facts of the v1 bot's SQLite database at ``source``, newest first;
     the file is only read."""
     conn = checks.open_readonly(source)
     try:
@@ -83,7 +83,7 @@ def migrate_v1_facts(
     *,
     blacklisted_users: frozenset[int] = frozenset(),
 ) -> V1Migration:
-    """Copy seed 000's active facts ``rows`` (:func:`read_v1_facts`) into ``guild_id``'s
+    """Copy the v1 bot's active facts ``rows`` (:func:`read_v1_facts`) into ``guild_id``'s
     profiles, section ``other``.
 
     Runs in the caller's transaction. A fact is skipped (and counted by reason) when it was

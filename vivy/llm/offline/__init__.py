@@ -1,6 +1,6 @@
 """The offline provider: the LLM port without a key or a network.
 
-It keeps Vivy useful when no Gemini key is set (seed 000's graceful degradation) and gives
+It keeps Vivy useful when no Gemini key is set (graceful degradation) and gives
 the demo and the tests a deterministic LLM. Everything but the embeddings is plain text
 statistics and rules:
 

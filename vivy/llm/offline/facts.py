@@ -334,7 +334,7 @@ def read_statements(user_id: int, notes: Sequence[NoteView]) -> list[Statement]:
 def _read_clause(clause: str, note_id: int, sentence: str) -> Statement | None:
     """The fact the first matching rule reads from ``clause``, if any.
 
-    Clauses that mention secrets or address the bot are dropped whole (seed 003's guard).
+    Clauses that mention secrets or address the bot are dropped whole (the injection guard).
     """
     if _FIRST_PERSON.search(clause) is None:
         return None

@@ -197,7 +197,7 @@ def _within(a: str, b: str) -> bool:
 
 def _is_chatter(line: TranscriptLine) -> bool:
     """Whether ``line`` is not conversation to learn from: an instruction to the bot, an
-    authority claim or secret (seed 003's guard), or a command to another bot."""
+    authority claim or secret (the injection guard), or a command to another bot."""
     return looks_like_instruction(line.text) or _BOT_COMMAND.match(line.text) is not None
 
 
