@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -9,6 +10,10 @@ import sys
 from pathlib import Path
 
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
+
+#: Texts embedded by the wordllama package itself (``WordLlama.load("l2_supercat")`` with
+#: the ``tokenizers`` library), before Vivy shipped the model's files in its own wheel.
+REFERENCE = json.loads((Path(__file__).parent / "data" / "local_embeddings.json").read_text())
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -46,6 +51,24 @@ def test_casing_does_not_change_a_vector() -> None:
     assert loud == quiet
 
 
+def test_vectors_are_the_ones_wordllama_made() -> None:
+    """The shipped files give, bit for bit, the vectors the wordllama package gave for the
+    same texts (chat, a note header, emoji and other scripts, special tokens written in a
+    message, an empty text, an over-long one)."""
+    cases = REFERENCE["cases"]
+    vectors = shared_embedder().embed([case["text"] for case in cases])
+    for case, vector in zip(cases, vectors, strict=True):
+        assert vector == case["vector"], case["text"][:40]
+
+
+def test_tokens_are_the_ones_the_reference_tokenizer_made() -> None:
+    """The SentencePiece tokenizer gives the ids the Hugging Face tokenizer gave, special
+    tokens written in a text included."""
+    for case in REFERENCE["cases"]:
+        if case["token_ids"] is not None:
+            assert shared_embedder().tokens(case["text"]) == case["token_ids"], case["text"][:40]
+
+
 def test_each_embedder_loads_the_same_model() -> None:
     """Two embedders give the very same vectors (one model, loaded twice)."""
     text = ["what does Maya do for a living?"]
@@ -62,15 +85,18 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
+for hub in ("huggingface_hub", "tokenizers", "wordllama"):
+    sys.modules[hub] = None
 from vivy.llm.offline import LocalEmbedder
 print(repr(LocalEmbedder().embed(["Elden Ring"])[0][:4]))
 """
 
 
 def test_model_loads_without_network_or_cache(tmp_path: Path) -> None:
-    """In a fresh interpreter whose sockets refuse to connect and whose home and cache
-    folders are empty, the model loads from the installed wheel and embeds; it writes
-    nothing there, and gives the vector this process computes."""
+    """In a fresh interpreter whose sockets refuse to connect, whose home and cache folders
+    are empty and where no model-hub client can be imported, the model loads from Vivy's
+    own package and embeds; it writes nothing there, and gives the vector this process
+    computes."""
     env = {
         **os.environ,
         "HOME": str(tmp_path),

@@ -14,8 +14,8 @@ statistics and rules:
   in a profile-update call or, for the members a note call lists, in the note's answer;
 * consolidation merges near-duplicate facts and retires superseded ones;
 * topic clusters group notes that share salient terms;
-* embeddings come from a static sentence-embedding model shipped inside the ``wordllama``
-  wheel (:mod:`.embeddings`), loaded from the installed package with no network.
+* embeddings come from a static sentence-embedding model (wordllama's ``l2_supercat``)
+  shipped inside Vivy's own wheel (:mod:`.embeddings`), loaded with no network.
 
 Its output is labelled: ``quality`` is ``"offline"`` and note summaries start with
 ``(offline extract)``, so nobody mistakes an extract for a model's summary. It reads the

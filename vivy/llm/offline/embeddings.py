@@ -1,11 +1,14 @@
-"""The offline embedding: a static sentence-embedding model shipped inside a PyPI wheel.
+"""The offline embedding: a static sentence-embedding model shipped inside Vivy's own wheel.
 
-`wordllama <https://github.com/dleemiller/WordLlama>`_ ships its ``l2_supercat`` model in its
-wheel: one 256-dimension vector per token of Llama 2's 32,000-token vocabulary, trained so
-that the mean of a text's token vectors embeds the text. Embedding is a tokenizer run and
-an average, so a query embeds in well under a millisecond on one core and needs no network:
-the weights and the tokenizer are read from the installed package, and wordllama is told
-never to download (``docs/benchmarks.md`` compares it with the other candidates measured).
+The model is `wordllama <https://github.com/dleemiller/WordLlama>`_'s ``l2_supercat``: one
+256-dimension vector per token of Llama 2's 32,000-token vocabulary, trained so that the mean
+of a text's token vectors embeds the text. Embedding is a tokenizer run and an average, so a
+query embeds in well under a millisecond on one core and needs no network. Its weights (a
+safetensors file, copied unchanged from the wordllama wheel) and its tokenizer (the same Llama
+2 tokenizer, as a SentencePiece model) lie in ``vivy/data/local_model/`` with their licence
+and provenance, made by ``scripts/build_local_model.py``; they are read with the
+``safetensors`` and ``sentencepiece`` packages, which need nothing else, where the wordllama
+package would bring the Hugging Face hub client and its downloader (``docs/llm.md``).
 
 Texts are lower-cased first: the Llama tokenizer is case-sensitive, and the casing of chat
 ("LOL", "SIGNED THE LEASE") says little about what a message means.
@@ -16,9 +19,10 @@ provider without embeddings of its own can too.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
-from pathlib import Path
+from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vivy.errors import LLMError
@@ -27,18 +31,54 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["LOCAL_EMBEDDING_DIMENSION", "LOCAL_EMBEDDING_MODEL", "Embedder", "LocalEmbedder"]
+__all__ = [
+    "LOCAL_EMBEDDING_DIMENSION",
+    "LOCAL_EMBEDDING_MODEL",
+    "Embedder",
+    "LocalEmbedder",
+    "token_ids",
+]
 
 #: The name stored with vectors the local model made (``meta.embedding_model``).
 LOCAL_EMBEDDING_MODEL = "wordllama-l2-supercat-256"
 #: The length of its vectors.
 LOCAL_EMBEDDING_DIMENSION = 256
 
-#: Texts embedded per tokenizer call; a batch pads to its longest text.
+#: The model's files, inside the package.
+_FOLDER = "local_model"
+_WEIGHTS = "l2_supercat_256.safetensors"
+_TOKENIZER = "l2_supercat_tokenizer.model"
+_TENSOR = "embedding.weight"
+
+#: Texts embedded per batch; a batch pads to its longest text.
 _BATCH = 64
 #: Characters of a text that are embedded: a mean over more words moves little, and the cap
 #: bounds the work and memory of one pathological message.
 _MAX_CHARS = 4000
+
+#: The tokenizer's special tokens and their ids. Written in a text, each is that token, and
+#: the text on either side of it is tokenised on its own (as the model's tokenizer did when
+#: it was trained).
+_SPECIAL = {"<unk>": 0, "<s>": 1, "</s>": 2}
+_SPECIAL_SPLIT = re.compile("(" + "|".join(re.escape(token) for token in _SPECIAL) + ")")
+
+
+def token_ids(tokenizer: Any, text: str) -> list[int]:
+    """The token ids of ``text`` by the SentencePiece ``tokenizer``, special tokens written in
+    it included."""
+    ids: list[int] = []
+    for part in _SPECIAL_SPLIT.split(text):
+        if part in _SPECIAL:
+            ids.append(_SPECIAL[part])
+        elif part:
+            ids.extend(tokenizer.encode(part))
+    return ids
+
+
+def _prepared(text: str) -> str:
+    """``text`` as it is tokenised: cut to :data:`_MAX_CHARS`, lower-cased, stripped, and
+    ``<empty>`` when nothing is left."""
+    return text[:_MAX_CHARS].lower().strip() or "<empty>"
 
 
 class Embedder(Protocol):
@@ -54,7 +94,7 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """Embeds texts with the static model shipped in the ``wordllama`` wheel, offline.
+    """Embeds texts with the static model shipped in Vivy's wheel, offline.
 
     The model (about 33 MB of float32 weights in memory) is loaded on first use, once per
     embedder, under a lock; :meth:`embed` is synchronous CPU work and safe to call from any
@@ -66,48 +106,59 @@ class LocalEmbedder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._inference: Any = None
+        self._loaded: tuple[Any, npt.NDArray[np.float32]] | None = None
 
-    def _loaded(self) -> Any:
-        """wordllama's inference object, loaded from the installed package alone."""
+    def _model(self) -> tuple[Any, npt.NDArray[np.float32]]:
+        """The tokenizer and the token vectors, read from the package's files alone."""
         with self._lock:
-            if self._inference is None:
+            if self._loaded is None:
+                import numpy as np
+                from safetensors.numpy import load_file
+                from sentencepiece import SentencePieceProcessor
+
+                folder = resources.files("vivy") / "data" / _FOLDER
                 try:
-                    import wordllama
-                    from wordllama import WordLlama
-                except ImportError as exc:  # pragma: no cover - a dependency of Vivy
-                    raise LLMError(
-                        "the offline embedding model needs the wordllama package;"
-                        " reinstall Vivy (pip install -e .)"
-                    ) from exc
-                folder = Path(wordllama.__file__).parent
-                try:
-                    self._inference = WordLlama.load(
-                        config="l2_supercat",
-                        cache_dir=folder,
-                        dim=LOCAL_EMBEDDING_DIMENSION,
-                        disable_download=True,
-                    )
-                except (OSError, ValueError) as exc:
+                    with resources.as_file(folder / _WEIGHTS) as weights:
+                        vectors = load_file(str(weights))[_TENSOR]
+                    with resources.as_file(folder / _TOKENIZER) as tokenizer:
+                        processor = SentencePieceProcessor(model_file=str(tokenizer))
+                except (OSError, KeyError, RuntimeError) as exc:
                     raise LLMError(
                         f"cannot load the offline embedding model from {folder} ({exc});"
-                        " reinstall the wordllama package"
+                        " reinstall Vivy"
                     ) from exc
-            return self._inference
+                self._loaded = (processor, np.ascontiguousarray(vectors, dtype=np.float32))
+            return self._loaded
+
+    def tokens(self, text: str) -> list[int]:
+        """The ids of the tokens whose vectors :meth:`embed` averages for ``text``."""
+        tokenizer, _ = self._model()
+        return token_ids(tokenizer, _prepared(text))
 
     def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """L2-normalised embeddings of ``texts``, one row each; an empty text embeds as the
         placeholder ``<empty>``, so every row has a direction."""
         import numpy as np
 
-        inference = self._loaded()
-        prepared = [(text[:_MAX_CHARS].lower().strip() or "<empty>") for text in texts]
-        if not prepared:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors: npt.NDArray[np.float32] = np.asarray(
-            inference.embed(prepared, norm=True, batch_size=_BATCH), dtype=np.float32
-        )
-        if vectors.shape != (len(prepared), self.dimension) or not np.isfinite(vectors).all():
+        tokenizer, table = self._model()
+        prepared = [_prepared(text) for text in texts]
+        vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
+        for start in range(0, len(prepared), _BATCH):
+            ids = [token_ids(tokenizer, text) for text in prepared[start : start + _BATCH]]
+            width = max(len(one) for one in ids)
+            padded = np.zeros((len(ids), width), dtype=np.int32)
+            mask = np.zeros((len(ids), width), dtype=np.float32)
+            for row, one in enumerate(ids):
+                padded[row, : len(one)] = one
+                mask[row, : len(one)] = 1.0
+            # The mean of the text's token vectors, computed as wordllama computes it (the
+            # same float32 operations in the same order), so the vectors are its vectors.
+            counts = np.maximum(mask.sum(axis=1, keepdims=True), 1.0).astype(np.float32)
+            pooled = np.sum(table[padded] * mask[..., np.newaxis], axis=1, dtype=np.float32)
+            pooled /= counts
+            pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+            vectors[start : start + len(ids)] = pooled
+        if not np.isfinite(vectors).all():
             raise LLMError("the offline embedding model returned unusable vectors")
         return vectors
 
