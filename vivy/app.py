@@ -38,6 +38,7 @@ from vivy.errors import ConfigError, EndpointUnreachable
 from vivy.llm import check_llm, make_llm
 from vivy.llm.metered import MeteredLLM
 from vivy.llm.port import LLM, ModelTier
+from vivy.memory.database import EmbeddingModel
 from vivy.metrics import ActorKind, Metrics
 from vivy.metrics.observer import MetricsObserver
 from vivy.shards import Fence, Shards
@@ -46,7 +47,14 @@ from vivy.storage.db import Database
 from vivy.storage.engines import open_engine
 from vivy.storage.port import Store
 
-__all__ = ["App", "bind_gauges", "check_embedding_model", "database_size", "running_app"]
+__all__ = [
+    "App",
+    "bind_gauges",
+    "check_embedding_model",
+    "database_size",
+    "require_embedding_model",
+    "running_app",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -77,16 +85,29 @@ async def check_embedding_model(store: Store, model: str, dimension: int) -> Non
     in one line that names the settings to change back or the command that re-embeds."""
     stored = await store.meta.adopt_embedding_model(model, dimension)
     if stored is not None:
-        setting = (
-            f"VIVY_OPENAI_EMBEDDING_DIMENSION={stored.dimension}"
-            if stored.model == model
-            else "VIVY_EMBEDDING_PROVIDER and its embedding model setting"
-        )
-        raise ConfigError(
-            f"the notes in this database were embedded with {stored.model} ({stored.dimension} "
-            f"dimensions) but the configured embedding model is {model} ({dimension} "
-            f"dimensions); run `vivy reembed` first, or set {setting} back"
-        )
+        raise _other_model(stored, model, dimension)
+
+
+async def require_embedding_model(store: Store, model: str, dimension: int) -> None:
+    """Refuse, as :func:`check_embedding_model` does, to search notes embedded by another
+    model than ``model`` at ``dimension``; reads only."""
+    stored = await store.meta.other_embedding_model(model, dimension)
+    if stored is not None:
+        raise _other_model(stored, model, dimension)
+
+
+def _other_model(stored: EmbeddingModel, model: str, dimension: int) -> ConfigError:
+    """The one-line refusal of a database whose notes another embedding model made."""
+    setting = (
+        f"VIVY_OPENAI_EMBEDDING_DIMENSION={stored.dimension}"
+        if stored.model == model
+        else "VIVY_EMBEDDING_PROVIDER and its embedding model setting"
+    )
+    return ConfigError(
+        f"the notes in this database were embedded with {stored.model} ({stored.dimension} "
+        f"dimensions) but the configured embedding model is {model} ({dimension} "
+        f"dimensions); run `vivy reembed` first, or set {setting} back"
+    )
 
 
 def database_size(path: Path) -> int:

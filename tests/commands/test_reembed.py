@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +16,24 @@ import sqlean
 import vivy.commands.reembed as reembed_command
 from tests.hashing import HashingEmbedder, hash_embedding
 from tests.importer import GUILD, TWO_DAYS, import_files
+from tests.pg import ENGINES, pg_url
 from vivy.actors.note_writer import contextual_text
 from vivy.app import running_app
 from vivy.clock import Clock
 from vivy.commands.db import check_database
 from vivy.config import Settings
 from vivy.errors import ConfigError
+from vivy.importer import import_exports
 from vivy.llm.metered import MeteredLLM, NullMeter
 from vivy.llm.offline import LOCAL_EMBEDDING_MODEL, OfflineLLM
 from vivy.llm.port import LLM
+from vivy.retrieval import NoteHit, Retriever
 from vivy.storage.checks import vec_notes_dimension
 from vivy.storage.db import Connection, Database
+from vivy.storage.dialect import Tx
 from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta
+from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.schema import serialize_vector
 from vivy.storage.sqlite import sqlite_store
 
@@ -169,3 +175,106 @@ def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert r.err.startswith(f"vivy reembed: no such database file: {missing};")
     assert not missing.exists()
     assert run_cli(capsys, "reembed", "--batch-size", "0").code == 2
+
+
+class OldModel(OfflineLLM):
+    """The model a database was filled with before: 768 dimensions under another name."""
+
+    def __init__(self) -> None:
+        super().__init__(embedder=HashingEmbedder(dimension=768, model="old-hash-768"))
+
+
+@pytest.fixture(params=ENGINES)
+def old_database(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Settings, str]:
+    """A database of either engine whose notes and evidence :class:`OldModel` embedded,
+    and its ``--db`` argument; the configured model is the shipped offline one."""
+    for name in ("GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "VIVY_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("VIVY_EMBEDDING_PROVIDER", raising=False)
+    if request.param == "postgres":
+        uri = request.getfixturevalue("pg_uri")
+        settings = replace(Settings(), database=tmp_path / "unused.db", database_url=uri)
+        argument = pg_url(uri)
+    else:
+        settings = Settings(database=tmp_path / "v.db")
+        argument = str(tmp_path / "v.db")
+    report = import_exports([TWO_DAYS], settings, llm=OldModel)
+    assert report.notes_written > 0
+    return settings, argument
+
+
+def _embedded(tx: Tx, dimension: int) -> tuple[int, int]:
+    """Note vectors of ``dimension`` floats, and evidence windows embedded with as many."""
+    dims = tx.dialect.vector_dims.format("embedding")
+    notes = tx.scalar(f"SELECT COUNT(*) FROM vec_notes WHERE {dims} = ?", (dimension,))
+    windows = tx.scalar(
+        f"SELECT COUNT(*) FROM evidence_windows WHERE embedding IS NOT NULL AND {dims} = ?",
+        (dimension,),
+    )
+    return int(str(notes)), int(str(windows))
+
+
+def _sampled(settings: Settings, dimension: int) -> tuple[int, int]:
+    """Note vectors and evidence windows of the database stored with ``dimension`` floats."""
+    target = settings.target
+    owner = (
+        PgDatabase.open(target, inline=True)
+        if isinstance(target, str)
+        else Database.open(target, inline=True)
+    )
+    try:
+        return anyio.run(owner.read, _embedded, dimension, backend="trio")
+    finally:
+        owner.close()
+
+
+def _started(settings: Settings, question: str) -> list[NoteHit]:
+    """Start the whole app with the shipped offline model and search the guild's notes."""
+
+    async def start() -> list[NoteHit]:
+        clock = Clock.starting_at(1775800000.0)
+        async with running_app(
+            settings, clock=clock, inline_db=True, llm=OfflineLLM(), scheduler=False
+        ) as app:
+            retriever = Retriever(app.store.search, app.llm, app.clock)
+            return await retriever.search_notes(GUILD, question, limit=3)
+
+    return anyio.run(start, backend="trio")
+
+
+def test_another_models_database_is_refused_then_moved_by_reembed(
+    old_database: tuple[Settings, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On both engines, notes embedded by a 768-dimension model are reported by start-up,
+    `vivy search` and `vivy db check`, never searched with the configured 256-dimension
+    model; `vivy reembed` moves every note and window to it, after which Vivy starts and
+    finds notes by vector."""
+    settings, argument = old_database
+    with pytest.raises(ConfigError, match=r"old-hash-768 \(768 dimensions\).*vivy reembed"):
+        _started(settings, "sourdough")
+    refused = run_cli(capsys, "search", "--db", argument, "--guild", str(GUILD), "sourdough")
+    assert refused.code != 0
+    assert refused.err.startswith("vivy search: the notes in this database were embedded with")
+    assert "run `vivy reembed` first" in refused.err and refused.out == ""
+    checked = run_cli(capsys, "db", "check", "--db", argument)
+    assert "Vivy will not start with it until `vivy reembed` has run" in checked.out
+    notes, windows = _sampled(settings, 768)
+    assert notes > 0 and windows > 0
+
+    moved = run_cli(capsys, "reembed", "--db", argument)
+    assert moved.code == 0, moved.err
+    assert moved.out.strip() == (
+        f"re-embedded {notes} notes and {windows} evidence windows with"
+        f" {LOCAL_EMBEDDING_MODEL} (256 dimensions); before: old-hash-768 (768 dimensions)"
+    )
+    assert _sampled(settings, 768) == (0, 0)
+    assert _sampled(settings, 256) == (notes, windows)
+    checked = run_cli(capsys, "db", "check", "--db", argument)
+    assert checked.code == 0 and "warning" not in checked.out
+    assert f"{LOCAL_EMBEDDING_MODEL} (256 dimensions)" in checked.out
+    found = run_cli(capsys, "search", "--db", argument, "--guild", str(GUILD), "sourdough")
+    assert found.code == 0 and "sourdough" in found.out
+    hits = _started(settings, "who bakes bread for a living?")
+    assert hits and hits[0].vector_score is not None

@@ -1,8 +1,9 @@
 """``vivy search --guild G QUERY``: the retriever's ranking of a guild's notes for a query.
 
 It embeds the query with the configured embedding model (the offline one without a key),
-searches the guild's notes and their evidence as replies do, and prints the hits with their
-scores and, under each, the kept messages that matched (author, date, text). Read-only.
+refuses notes another model embedded (``vivy reembed`` moves them), searches the guild's
+notes and their evidence as replies do, and prints the hits with their scores and, under
+each, the kept messages that matched (author, date, text). Read-only.
 """
 
 from __future__ import annotations
@@ -77,9 +78,12 @@ def search(database: Target, guild_id: int, query: str, limit: int) -> int:
 
 
 async def _search(database: Target, guild_id: int, query: str, limit: int) -> list[NoteHit]:
+    from vivy.app import require_embedding_model
+
     store = open_store(database, read_only=True)
     llm = llm_factory(os.environ)()
     try:
+        await require_embedding_model(store, llm.embedding_model, llm.dimension)
         settings = Settings.from_env(os.environ).retrieval()
         retriever = Retriever(store.search, llm, Clock.wall(), settings=settings)
         return await retriever.search_notes(guild_id, query, limit)

@@ -200,6 +200,7 @@ class MetaArea(Area):
 
     get_meta = reads(meta.get_meta)
     adopt_embedding_model = writes(meta.adopt_embedding_model)
+    other_embedding_model = reads(meta.other_embedding_model)
 
 
 class ReembedArea(Area):

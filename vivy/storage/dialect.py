@@ -15,7 +15,8 @@ adapters rewrite only what a driver needs:
   a note's participants were listed in, and whether binding a NULL costs more than a
   statement without the column (sqlean, on the ingest path);
 * vectors: a float32 blob for sqlite-vec, pgvector's ``vector`` on PostgreSQL, and a note's
-  vector row (sqlite-vec keeps its binary quantisation beside it);
+  vector row (sqlite-vec keeps its binary quantisation beside it), and a stored vector's
+  length;
 * the keyword indexes' upkeep after notes or a member's words are deleted (FTS5 keeps deleted
   terms in its segments until they are merged; PostgreSQL's postings go with their rows),
   and telling in-memory copies of a guild's vectors that some were removed (SQLite's binary
@@ -132,6 +133,8 @@ class Dialect:
     #: A vector parameter's placeholder, and the value bound to it for a vector's floats.
     vector: str
     encode_vector: Callable[[Sequence[float]], object]
+    #: A stored vector's length (``{}``: the column).
+    vector_dims: str
     #: Stores a note's vector: (tx, note id, guild id, note type, floats).
     insert_note_vector: Callable[[Tx, int, int, str, Sequence[float]], None]
     #: Statements that purge deleted evidence windows' and deleted notes' words from the
@@ -242,6 +245,7 @@ SQLITE = Dialect(
     listed_order="rowid",
     vector="?",
     encode_vector=serialize_vector,
+    vector_dims="length({}) / 4",
     insert_note_vector=_sqlite_note_vector,
     purge_evidence_index=("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')",),
     purge_note_index=("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')",),
@@ -262,6 +266,7 @@ POSTGRES = Dialect(
     listed_order="position",
     vector="?::vector",
     encode_vector=vector_text,
+    vector_dims="vector_dims({})",
     insert_note_vector=_pg_note_vector,
     purge_evidence_index=(),
     purge_note_index=(),

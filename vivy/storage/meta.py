@@ -8,7 +8,7 @@ from __future__ import annotations
 from vivy.memory.database import EmbeddingModel
 from vivy.storage.dialect import Tx
 
-__all__ = ["adopt_embedding_model", "get_meta", "set_meta"]
+__all__ = ["adopt_embedding_model", "get_meta", "other_embedding_model", "set_meta"]
 
 
 def get_meta(tx: Tx, key: str) -> str | None:
@@ -26,6 +26,24 @@ def set_meta(tx: Tx, key: str, value: str) -> None:
     )
 
 
+def other_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel | None:
+    """The embedding model the stored notes were embedded with when it is not ``model`` at
+    ``dimension``, else None (also while no note exists). Notes without a recorded model
+    (a database older than the record) are judged by their vectors' length."""
+    stored = get_meta(tx, "embedding_model")
+    stored_dim = get_meta(tx, "embedding_dimension")
+    if stored == model and stored_dim == str(dimension):
+        return None
+    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is None:
+        return None
+    if stored is not None:
+        return EmbeddingModel(stored, stored_dim)
+    found = tx.scalar(f"SELECT {tx.dialect.vector_dims.format('embedding')} FROM vec_notes LIMIT 1")
+    if found is not None and int(found) != dimension:
+        return EmbeddingModel("an unrecorded model", str(int(found)))
+    return None
+
+
 def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel | None:
     """Record ``model`` as the embedding model on first use, or while no note exists.
 
@@ -36,14 +54,14 @@ def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel 
     """
     for statement in tx.dialect.lock_meta:
         tx.execute(statement)
-    stored = get_meta(tx, "embedding_model")
-    stored_dim = get_meta(tx, "embedding_dimension")
-    if stored == model and stored_dim == str(dimension):
+    if get_meta(tx, "embedding_model") == model and get_meta(tx, "embedding_dimension") == str(
+        dimension
+    ):
         return None
-    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is not None:
-        if stored is not None:
-            return EmbeddingModel(stored, stored_dim)
-    else:
+    other = other_embedding_model(tx, model, dimension)
+    if other is not None:
+        return other
+    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is None:
         tx.dialect.size_note_vectors(tx, dimension)
     set_meta(tx, "embedding_model", model)
     set_meta(tx, "embedding_dimension", str(dimension))

@@ -319,6 +319,9 @@ class MetaStore(Protocol):
     async def adopt_embedding_model(self, model: str, dimension: int) -> EmbeddingModel | None:
         """Record the embedding model, or return the other one the notes were embedded with."""
 
+    async def other_embedding_model(self, model: str, dimension: int) -> EmbeddingModel | None:
+        """The other embedding model the notes were embedded with, or None (a read)."""
+
 
 class ReembedStore(Protocol):
     """``vivy reembed``: new note vectors staged until every note has one, then swapped in."""
