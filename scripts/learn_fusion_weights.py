@@ -2,19 +2,20 @@
 
     python scripts/learn_fusion_weights.py [--eval-set PATH] [--rounds 3]
 
-Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, with
-the offline provider's local embedding model); the model's similarity scale is measured on
-the *training* guilds (every other guild; :func:`vivy_lab.eval.longconv.measure_calibration`)
-and ranks with it; then coordinate ascent changes one weight of
-:class:`vivy.retrieval.ranking.Weights` at a time and keeps a change when it raises the
-objective on the training guilds: the mean over question kinds of session recall at 1, 5
-and 10, so no kind is traded away for another, less twice every shortfall below the best
-baseline (BM25 raw, BM25 sessions, dense, RRF) at each (kind, k), the goal being to beat
-them everywhere. The *held-out* guilds
-show whether the weights generalise. Then the gate's thresholds are chosen to let the fewest
-notes through for questions memory cannot answer (each guild asked another guild's
-questions) while the gated recall@10 stays within 0.01 of the ungated one in every question
-kind, on the training guilds.
+Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, with the
+offline provider's local embedding model); the model's similarity scale is measured on the
+*training* guilds (every other guild; :func:`vivy_lab.eval.longconv.measure_calibration`)
+and ranks with it (it also prints the two constants with which the nightly job's measurement
+from a guild's own vectors, :mod:`vivy.retrieval.scale`, gives that scale on those guilds);
+then coordinate ascent changes one weight of :class:`vivy.retrieval.ranking.Weights` at a
+time and keeps a change when it raises the objective on the training guilds: the mean over
+question kinds of session recall at 1, 5 and 10, so no kind is traded away for another, less
+twice every shortfall below the best baseline (BM25 raw, BM25 sessions, dense, RRF) at each
+(kind, k), the goal being to beat them everywhere. The *held-out* guilds show whether the
+weights generalise. Then the gate's thresholds are chosen to let the fewest notes through
+for questions memory cannot answer (each guild asked another guild's questions) while the
+gated recall@10 stays within 0.01 of the ungated one in every question kind, on the training
+guilds.
 
 It prints the calibration, weights and gate to put in ``vivy/retrieval/ranking.py`` and the
 figures of the current defaults and of the learned values on both halves. Nothing is
@@ -40,11 +41,13 @@ from vivy_lab.eval.longconv import (
     LongEval,
     Searched,
     baseline_rankings,
+    guild_statistics,
     load_longconv,
     measure_calibration,
     ranked_sessions,
     search_questions,
     session_recall,
+    spreads_for,
 )
 from vivy_lab.eval.notes import NoteEvalSearches, fused_shortfall, load_eval_set, search_note_eval
 
@@ -234,6 +237,14 @@ async def main(data: LongEval, rounds: int) -> None:
     held_out = [one for one in searched if one.question.id not in train_ids]
     calibration = measure_calibration(train)
     print(f"measured on the training guilds: {calibration}")
+    statistics = await guild_statistics(data, llm)
+    floor_spreads, ceiling_spreads = spreads_for(
+        [statistics[g] for g in sorted(train_guilds) if g in statistics], calibration
+    )
+    print(
+        "the same scale from the training guilds' own vectors (vivy.retrieval.scale):"
+        f" FLOOR_SPREADS = {floor_spreads:.2f}, CEILING_SPREADS = {ceiling_spreads:.2f}"
+    )
     defaults = DEFAULT_SETTINGS.weights
     show("defaults, training guilds", train, calibration, defaults, DEFAULT_SETTINGS.gate)
     show("defaults, held-out guilds", held_out, calibration, defaults, DEFAULT_SETTINGS.gate)

@@ -19,6 +19,7 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation
 from vivy.llm.schemas import ProfileInput
 from vivy.memory.facts import NewFact
+from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.state.profile import CONSOLIDATION_FACT_TOKENS, ProfilePlan, estimate_tokens
 
 from .harness import message
@@ -249,3 +250,62 @@ async def test_only_profiles_with_overlapping_new_facts_are_consolidated(tmp_pat
     assert len(shown) < 30
     lines = [f"{f.id} {f.section}: {f.text}" for f in payload.facts]
     assert sum(estimate_tokens(line) for line in lines) <= CONSOLIDATION_FACT_TOKENS
+
+
+SUBJECTS = [
+    ("I adopted a puppy, a beagle named Biscuit", "a beagle puppy! does Biscuit chew shoes?"),
+    ("my sourdough starter finally rose", "sourdough bread takes patience, what flour?"),
+    ("we signed the lease on the new apartment", "congrats on the apartment, big kitchen?"),
+    ("I run the marathon in Boston next spring", "Boston marathon training sounds brutal"),
+    ("the violin recital is on Friday", "good luck with the violin recital"),
+    ("my laptop battery died again", "that laptop needs a new battery"),
+    ("we planted tomatoes and basil in the garden", "fresh basil and tomatoes from the garden"),
+    ("I started learning Japanese with flashcards", "Japanese kanji flashcards are hard"),
+    ("the Elden Ring boss took me forty tries", "Elden Ring bosses are brutal"),
+    ("our flight to Lisbon got cancelled", "Lisbon flights are a mess this week"),
+    ("I'm repainting the bathroom sage green", "sage green paint sounds calm"),
+    ("the chess club meets on Tuesdays", "I'd join the chess club, I play the Sicilian"),
+]
+
+
+async def chat_subjects(app: App, first_id: int) -> None:
+    """One short conversation per subject, each closing by inactivity before the next."""
+    message_id = first_id
+    for first, second in SUBJECTS:
+        for author, text in ((11, first), (12, second)):
+            await app.router.ingest(message(message_id, author=author, text=text))
+            message_id += 1
+            await anyio.sleep(60)
+        await anyio.sleep(1800)
+
+
+async def measured_scale(app: App) -> SimilarityScale:
+    """Guild 100's stored scale for the app's embedding model."""
+    stored = await app.store.meta.get_meta(scale_key(100, app.llm.embedding_model, 256))
+    assert stored is not None
+    return SimilarityScale.decode(stored)
+
+
+async def test_nightly_job_measures_each_guilds_similarity_scale(tmp_path: Path) -> None:
+    """The nightly job measures the similarity scale of each guild active that day from its
+    own vectors, for the embedding model in use, and measures it again the next night with
+    that day's notes added."""
+    async with running_app(
+        settings(tmp_path / "v.db"),
+        clock=clock_at(utc("2026-03-02T00:30:00")),
+        inline_db=True,
+        llm=OfflineLLM(),
+    ) as app:
+        await chat_subjects(app, 1)
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T00:00:01")))
+        assert [r.scales for r in app.scheduler.reports] == [1]
+        first = await measured_scale(app)
+        assert first.measured_at == utc("2026-03-03T00:00:00")
+        assert first.notes == len(SUBJECTS)
+        assert -1.0 < first.floor < first.ceiling < 1.0
+        await chat_subjects(app, 1001)
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-04T00:00:01")))
+        assert [r.scales for r in app.scheduler.reports] == [1, 1]
+        again = await measured_scale(app)
+        assert again.measured_at == utc("2026-03-04T00:00:00")
+        assert again.notes == 2 * len(SUBJECTS)

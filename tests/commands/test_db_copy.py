@@ -37,6 +37,7 @@ from vivy.errors import StorageError
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.facts import NewFact, RetiredFact
 from vivy.memory.notes import NewNote, Participant, PlannedUpdate
+from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.retrieval.search import query_terms
 from vivy.state.profile import ProfilePlan
 from vivy.storage.checks import open_readonly
@@ -67,9 +68,14 @@ OPEN_CHANNEL = 910000000000000101
 OUTBOX_CHANNEL = 910000000000000102
 
 
+#: The guild's similarity scale the source holds.
+SCALE_KEY = scale_key(GUILD, "hash-768", 768)
+SCALE = SimilarityScale(0.21, 0.52, notes=40, pairs=1440, measured_at=9800.0)
+
+
 async def _enrich(path: Path) -> None:
     """Add what an import leaves empty: open and closed buffers, pending profile updates, a
-    merged and a stated fact, and server lore."""
+    merged and a stated fact, server lore, and the guild's measured similarity scale."""
     db = Database.open(path, inline=True)
     store = sqlite_store(db)
     try:
@@ -136,6 +142,7 @@ async def _enrich(path: Path) -> None:
             f for f in await store.profiles.active_facts(GUILD, ANA) if "mornings" in f.text
         )
         assert await store.pages.remove_fact(GUILD, ANA, wrong.id, "alice", 9700.0)
+        await store.meta.set_meta(SCALE_KEY, SCALE.encode())
     finally:
         store.close()
 
@@ -244,8 +251,8 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(
     original: Path, pg_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """SQLite -> PostgreSQL -> SQLite gives the same rows in every table (ids, vectors and
-    their bits, the participants' order, the id sequences), and both copies pass the checks;
-    the source is not changed by a byte."""
+    their bits, the participants' order, the id sequences, a guild's similarity scale), and
+    both copies pass the checks; the source is not changed by a byte."""
     before = digest(original)
     url = pg_url(pg_uri)
     there = run_cli(capsys, "db", "copy", str(original), url)
@@ -254,6 +261,12 @@ def test_sqlite_to_postgresql_and_back_keeps_every_row(
     assert "interaction_notes: 8" in lines and "check source: ok" in lines
     assert "check target: ok" in lines
     assert lines[-1].startswith(f"copied {original} to postgresql://") and "secret" not in there.out
+    copied = open_postgres_store(pg_uri, inline=True)
+    try:
+        stored = anyio.run(copied.search.get_meta, SCALE_KEY)
+    finally:
+        copied.close()
+    assert stored is not None and SimilarityScale.decode(stored) == SCALE
     back = tmp_path / "back.db"
     again = run_cli(capsys, "db", "copy", url, str(back))
     assert again.code == 0, again.err

@@ -6,13 +6,30 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
+from tests.hashing import hash_embedding
+from vivy.clock import Clock
 from vivy.commands.importer import run_import
 from vivy.errors import VivyError
+from vivy.llm import make_llm
+from vivy.memory.scales import SimilarityScale, scale_key
+from vivy.retrieval import Retriever
+from vivy.retrieval.ranking import GEMINI_CALIBRATION, Calibration
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
-from vivy_lab.fakes.gemini import FakeGemini, answer, error, slow
+from vivy.storage.sqlite import open_sqlite_store
+from vivy_lab.fakes.gemini import (
+    FakeGemini,
+    RecordedRequest,
+    Reply,
+    answer,
+    conversation_answer,
+    embeddings,
+    error,
+    slow,
+)
 
 GUILD = 930000000000000001
 DANA = 830000000000000001
@@ -139,3 +156,111 @@ def test_a_too_long_summary_is_clipped_and_its_note_written(
         database.close()
     assert len(summaries) == 1
     assert 1000 < len(summaries[0]) <= 1200 and summaries[0].endswith("in Denver.")
+
+
+SUBJECTS = [
+    ("adopted a beagle puppy named Biscuit", "Biscuit the beagle puppy chews shoes"),
+    ("my sourdough starter finally rose", "baking sourdough bread with rye flour"),
+    ("we signed the lease on the new apartment", "the apartment has a huge kitchen"),
+    ("training for the Boston marathon", "long runs before the marathon in spring"),
+    ("the violin recital is on Friday", "practising scales for the violin recital"),
+    ("my laptop battery died again", "ordering a new laptop battery"),
+    ("planted tomatoes and basil in the garden", "the garden basil is growing fast"),
+    ("learning Japanese with kanji flashcards", "kanji flashcards every morning"),
+    ("the Elden Ring boss took forty tries", "Elden Ring bosses need patience"),
+    ("our flight to Lisbon got cancelled", "rebooking the Lisbon flight"),
+    ("repainting the bathroom sage green", "sage green paint for the bathroom"),
+    ("the chess club meets on Tuesdays", "studying the Sicilian for chess club"),
+]
+
+
+def _subjects_export(path: Path) -> None:
+    """One member talking about a different subject every two hours of one day."""
+    author = {"id": str(DANA), "name": "dana", "nickname": None, "isBot": False}
+    messages = [
+        {
+            "id": str(1500000000000000000 + 10 * number + line),
+            "type": "Default",
+            "timestamp": f"2026-05-01T{2 * number:02d}:0{line}:00+00:00",
+            "timestampEdited": None,
+            "content": text,
+            "author": author,
+            "mentions": [],
+        }
+        for number, lines in enumerate(SUBJECTS)
+        for line, text in enumerate(lines)
+    ]
+    export = {
+        "guild": {"id": str(GUILD), "name": "G"},
+        "channel": {"id": "931000000000000001", "type": "GuildTextChat", "name": "chat"},
+        "messages": messages,
+    }
+    path.write_text(json.dumps(export))
+
+
+def _hashed_embeddings(recorded: RecordedRequest) -> Reply | None:
+    """Embeddings that carry the words of each text (the hashing test double at the
+    dimension asked for), as a real model's carry their meaning; nothing else."""
+    if recorded.method != "batchEmbedContents":
+        return None
+    vectors = []
+    for item in recorded.body["requests"]:
+        text = " ".join(part.get("text", "") for part in item["content"]["parts"])
+        vectors.append(hash_embedding(text, int(item["outputDimensionality"])))
+    return embeddings(vectors)
+
+
+def test_gemini_vectors_get_a_measured_scale_not_the_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After an import through Gemini (the real SDK against the stand-in, whose vectors
+    carry each text's words), the nightly job has measured the guild's similarity scale
+    for gemini-embedding-001 from its own vectors, and the retriever ranks the guild on it
+    instead of the estimated Gemini scale."""
+    export = tmp_path / "export.json"
+    _subjects_export(export)
+    with FakeGemini(route=_hashed_embeddings) as server:
+        server.script_generate(
+            *[
+                conversation_answer(
+                    {
+                        "title": first.capitalize(),
+                        "summary": f"Dana said: {first}; {second}.",
+                        "topics": [],
+                        "decisions": [],
+                        "open_questions": [],
+                        "entities": [],
+                    },
+                    {DANA: []},
+                )
+                for first, second in SUBJECTS
+            ]
+        )
+        environ = {
+            "GEMINI_API_KEY": "test-key",
+            "GOOGLE_GEMINI_BASE_URL": server.base_url,
+            "VIVY_IMPORT_CONCURRENCY": "1",
+            "VIVY_MIN_CLUSTER_NOTES": "100",
+        }
+        db = tmp_path / "v.db"
+        assert run_import([str(export)], database=db, environ=environ) == 0
+        assert f"{len(SUBJECTS)} conversation notes" in capsys.readouterr().out
+
+        async def read() -> tuple[SimilarityScale | None, Calibration]:
+            store = open_sqlite_store(db, inline=True)
+            llm = make_llm(environ, clock=Clock.wall())
+            try:
+                assert (llm.embedding_model, llm.dimension) == ("gemini-embedding-001", 768)
+                stored = await store.search.get_meta(scale_key(GUILD, llm.embedding_model, 768))
+                measured = None if stored is None else SimilarityScale.decode(stored)
+                retriever = Retriever(store.search, llm, Clock.wall())
+                return measured, await retriever.calibration(GUILD)
+            finally:
+                store.close()
+                await llm.aclose()
+
+        measured, used = anyio.run(read)
+    assert measured is not None
+    assert measured.notes == len(SUBJECTS)
+    assert used == Calibration(measured.floor, measured.ceiling) != GEMINI_CALIBRATION
+    assert measured.floor < 0.3 < measured.ceiling

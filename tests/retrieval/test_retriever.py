@@ -25,6 +25,7 @@ from vivy.llm.port import (
 from vivy.memory.evidence import EvidenceLine, windows_of
 from vivy.memory.members import MemberCard, PeopleReads
 from vivy.memory.notes import Note
+from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.retrieval import (
     ConversationMessage,
     MemoryContext,
@@ -33,6 +34,7 @@ from vivy.retrieval import (
     Retriever,
     RetrieverStatistics,
 )
+from vivy.retrieval.ranking import Calibration, calibration_for
 from vivy.storage import evidence
 from vivy.storage.buffers import delete_stored_message
 from vivy.storage.db import Connection, Database
@@ -155,6 +157,11 @@ class FlakySearch:
         """Fail on request, else read."""
         self._check("member_card")
         return await self.inner.member_card(guild_id, user_id, notes)
+
+    async def get_meta(self, key: str) -> str | None:
+        """Fail on request, else read."""
+        self._check("get_meta")
+        return await self.inner.get_meta(key)
 
 
 def open_db(tmp_path: Path) -> Database:
@@ -472,6 +479,37 @@ async def test_search_notes(tmp_path: Path) -> None:
     keyword_hits = await world.retriever.search_notes(GUILD, "Bento corgi tricks", limit=1)
     assert [h.note.id for h in keyword_hits] == [world.ids["bento"]]
     assert keyword_hits[0].vector_score is None
+
+
+async def test_each_guild_is_ranked_on_its_measured_similarity_scale(tmp_path: Path) -> None:
+    """A guild's measured scale replaces the model's default once the cached one expires, and
+    its notes are scored on it; another guild keeps the default, a failing read falls back to
+    it, and a scale the settings set is used without a read."""
+    world = make_world(tmp_path)
+    model, dimension = world.llm.embedding_model, world.llm.dimension
+    default = calibration_for(model)
+    assert await world.retriever.calibration(GUILD) == default
+    [before] = await world.retriever.search_notes(GUILD, "Bento corgi tricks", limit=1)
+    # Every similarity lies below this floor: the vectors add nothing to a note's score.
+    deaf = SimilarityScale(0.99, 1.0, notes=30, pairs=300, measured_at=WALL0)
+    await sqlite_store(world.db).meta.set_meta(scale_key(GUILD, model, dimension), deaf.encode())
+    assert await world.retriever.calibration(GUILD) == default
+    await anyio.sleep(world.retriever.settings.cache_ttl_s)
+    assert await world.retriever.calibration(GUILD) == Calibration(0.99, 1.0)
+    assert await world.retriever.calibration(OTHER) == default
+    [after] = await world.retriever.search_notes(GUILD, "Bento corgi tricks", limit=1)
+    assert after.note.id == before.note.id
+    assert after.vector_score == before.vector_score
+    assert after.score < before.score
+    world.retriever.clear_cache()
+    world.search.failing = {"get_meta"}
+    assert await world.retriever.calibration(GUILD) == default
+    context = await world.retriever.build_context(ask("What tricks can Bento do now?"))
+    assert context.path == "full"
+    (tmp_path / "fixed").mkdir()
+    fixed = make_world(tmp_path / "fixed", RetrievalSettings(calibration=Calibration(0.3, 0.6)))
+    assert await fixed.retriever.calibration(GUILD) == Calibration(0.3, 0.6)
+    assert "get_meta" not in fixed.search.reads
 
 
 async def test_search_notes_raises_on_storage_failure(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ crash resumes where it stopped: pass 1 clusters the day's conversation notes int
 clusters with the pro model (sources validated to be that day's notes); pass 2 consolidates,
 with the pro model and through the same operation checks as per-note updates, the profile of
 each member active that day whom :func:`~vivy.state.profile.needs_consolidation` finds
-something to change for. Then retention prunes old evidence, and the keyword indexes are
+something to change for. Each of those guilds then has its similarity scale measured again
+from a bounded sample of its own vectors (:mod:`vivy.retrieval.scale`, no model call), for
+the embedding model in use. Then retention prunes old evidence, and the keyword indexes are
 merged step by step (notes written one at a time leave SQLite's index in many segments,
 which every search probes). The job only reads and writes through the database owner, so
 message ingestion never waits for it.
@@ -33,6 +35,8 @@ from vivy.llm.schemas import ClusterInput, FactView, NoteView, ProfileInput, fac
 from vivy.memory.dates import source_label
 from vivy.memory.facts import ExistingFact
 from vivy.memory.notes import NewNote, Note, NoteType, Participant
+from vivy.memory.scales import scale_key
+from vivy.retrieval.scale import SAMPLE_NOTES, SAMPLE_WINDOWS, measure_scale
 from vivy.state.profile import (
     CONSOLIDATION_NOTE_TOKENS,
     FactSource,
@@ -88,6 +92,8 @@ class JobReport:
     ran_at: float = 0.0
     clusters: int = 0
     consolidated: int = 0
+    #: Guilds whose similarity scale was measured again.
+    scales: int = 0
     #: Evidence windows removed by the retention setting.
     evidence_pruned: int = 0
     #: Steps of keyword-index upkeep that found work (merges on SQLite).
@@ -165,6 +171,7 @@ class Scheduler:
             for guild_id in await self._store.jobs.guilds_with_notes(start, end):
                 await self._cluster_pass(guild_id, day, start, end, report)
                 await self._consolidation_pass(guild_id, day, start, end, report)
+                await self._measure_scale(guild_id, report)
             if self._evidence_days is not None:
                 # Retention: notes that ended more than the kept days before the day's end
                 # lose their evidence (their lines wait for pending profile updates).
@@ -182,11 +189,33 @@ class Scheduler:
                 day=day.isoformat(),
                 clusters=report.clusters,
                 consolidated=report.consolidated,
+                scales=report.scales,
                 index_steps=report.index_steps,
                 failures=report.failures,
             )
             self.reports.append(report)
             return report
+
+    async def _measure_scale(self, guild_id: int, report: JobReport) -> None:
+        """Measure the guild's similarity scale for the embedding model in use and store it;
+        a guild with too few notes, or vectors without meaning, keeps what it had."""
+        model, dimension = self._llm.embedding_model, self._llm.dimension
+        sample = await self._store.jobs.scale_sample(
+            guild_id, dimension, notes=SAMPLE_NOTES, windows=SAMPLE_WINDOWS
+        )
+        scale = measure_scale(sample, self._clock.now())
+        if scale is None:
+            return
+        await self._store.meta.set_meta(scale_key(guild_id, model, dimension), scale.encode())
+        report.scales += 1
+        log.info(
+            "similarity scale measured",
+            guild_id=guild_id,
+            embedding_model=model,
+            floor=round(scale.floor, 3),
+            ceiling=round(scale.ceiling, 3),
+            notes=scale.notes,
+        )
 
     async def _cluster_pass(
         self, guild_id: int, day: date, start: float, end: float, report: JobReport

@@ -27,6 +27,11 @@ A degraded path keeps its name even when it found nothing, so degradations stay 
 the metrics. Each failure is logged as a warning; :meth:`Retriever.build_context` never
 raises for it.
 
+Similarities are read on the guild's own scale (:mod:`vivy.retrieval.scale`, measured by
+the nightly job for the embedding model in use) when it has one, else on the model's default
+(:func:`~vivy.retrieval.ranking.calibration_for`); a guild's scale is read once per cache
+lifetime.
+
 Built contexts are cached (LRU, 256 entries, five minutes) under a hash of the request and
 of the guild's *memory version* (newest note id, the guild's fact, lore and member
 fingerprint; one query), so asking twice does not embed or search twice, yet any new note,
@@ -49,12 +54,13 @@ from vivy.clock import Clock
 from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.notes import NoteType
+from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
 from vivy.retrieval.lines import WordVectors, local_word_vectors
 from vivy.retrieval.paths import RetrievalPath
 from vivy.retrieval.ranked import NoteHit, ranked_notes
-from vivy.retrieval.ranking import calibration_for
+from vivy.retrieval.ranking import Calibration, calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
 
@@ -262,7 +268,8 @@ class Retriever:
         self._clock = clock
         self._observe = observe
         self._settings = settings
-        self._calibration = settings.calibration or calibration_for(llm.embedding_model)
+        self._default_scale = calibration_for(llm.embedding_model)
+        self._scales: dict[int, tuple[float, Calibration]] = {}
         self._cache: OrderedDict[str, tuple[float, MemoryContext]] = OrderedDict()
         self._hits = 0
         self._misses = 0
@@ -302,15 +309,39 @@ class Retriever:
             limits=[(None, max(1, limit))],
             channel_id=None,
             now=self._clock.now(),
-            calibration=self._calibration,
+            calibration=await self.calibration(guild_id),
             settings=self._settings,
             words=self._words,
         )
         return list(found.hits)
 
+    async def calibration(self, guild_id: int) -> Calibration:
+        """The similarity scale the guild's notes are ranked on: the settings' when they set
+        one, else the guild's measured scale for the embedding model, else the model's
+        default (also when the measured scale cannot be read)."""
+        if self._settings.calibration is not None:
+            return self._settings.calibration
+        now = self._clock.monotonic()
+        held = self._scales.get(guild_id)
+        if held is not None and now < held[0]:
+            return held[1]
+        scale = self._default_scale
+        key = scale_key(guild_id, self._llm.embedding_model, self._llm.dimension)
+        try:
+            stored = await self._store.get_meta(key)
+            if stored is not None:
+                measured = SimilarityScale.decode(stored)
+                scale = Calibration(measured.floor, measured.ceiling)
+        except (StorageError, ValueError, TypeError, KeyError) as exc:
+            _log.warning("similarity scale unreadable", guild_id=guild_id, error=str(exc))
+            return scale
+        self._scales[guild_id] = (now + self._settings.cache_ttl_s, scale)
+        return scale
+
     def clear_cache(self) -> None:
-        """Forget every cached context."""
+        """Forget every cached context and similarity scale."""
         self._cache.clear()
+        self._scales.clear()
 
     def statistics(self) -> RetrieverStatistics:
         """A snapshot of the context cache."""
@@ -353,7 +384,7 @@ class Retriever:
                 ],
                 channel_id=request.channel_id,
                 now=now,
-                calibration=self._calibration,
+                calibration=await self.calibration(guild),
                 settings=settings,
                 words=self._words,
             )

@@ -53,7 +53,8 @@ class RetrievalSettings:
     cache_ttl_s: float = 300.0
     weights: Weights = field(default_factory=Weights)
     gate: Gate = field(default_factory=Gate)
-    #: Similarity scale of the embedding model; None picks it from the LLM's model name.
+    #: Similarity scale of the embedding model for every guild; None takes each guild's
+    #: measured scale (the nightly job's), else the model's default.
     calibration: Calibration | None = None
 
 

@@ -184,6 +184,7 @@ class JobArea(Area):
     pass_done = reads(jobs.pass_done)
     record_pass = writes(jobs.record_pass)
     record_run = writes(jobs.record_run)
+    scale_sample = reads(evidence.scale_sample)
 
     def __init__(self, owner: Owner, tidy: Callable[[Tx], bool]) -> None:
         super().__init__(owner)
@@ -199,6 +200,7 @@ class MetaArea(Area):
     """Facts about the database itself (:mod:`vivy.storage.meta`)."""
 
     get_meta = reads(meta.get_meta)
+    set_meta = writes(meta.set_meta)
     adopt_embedding_model = writes(meta.adopt_embedding_model)
     other_embedding_model = reads(meta.other_embedding_model)
 
@@ -262,6 +264,7 @@ class SearchArea(Area):
     opted_out = reads(context_reads.opted_out)
     people = reads(context_reads.people_reads)
     member_card = reads(context_reads.member_card)
+    get_meta = reads(meta.get_meta)
 
     def __init__(self, owner: SidesOwner, search_one: SearchOne) -> None:
         super().__init__(owner)

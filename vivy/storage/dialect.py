@@ -16,7 +16,7 @@ adapters rewrite only what a driver needs:
   statement without the column (sqlean, on the ingest path);
 * vectors: a float32 blob for sqlite-vec, pgvector's ``vector`` on PostgreSQL, and a note's
   vector row (sqlite-vec keeps its binary quantisation beside it), and a stored vector's
-  length;
+  length and floats;
 * the keyword indexes' upkeep after notes or a member's words are deleted (FTS5 keeps deleted
   terms in its segments until they are merged; PostgreSQL's postings go with their rows),
   and telling in-memory copies of a guild's vectors that some were removed (SQLite's binary
@@ -133,8 +133,9 @@ class Dialect:
     #: A vector parameter's placeholder, and the value bound to it for a vector's floats.
     vector: str
     encode_vector: Callable[[Sequence[float]], object]
-    #: A stored vector's length (``{}``: the column).
+    #: A stored vector's length, and its floats as JSON text (``{}``: the column).
     vector_dims: str
+    vector_json: str
     #: Stores a note's vector: (tx, note id, guild id, note type, floats).
     insert_note_vector: Callable[[Tx, int, int, str, Sequence[float]], None]
     #: Statements that purge deleted evidence windows' and deleted notes' words from the
@@ -246,6 +247,7 @@ SQLITE = Dialect(
     vector="?",
     encode_vector=serialize_vector,
     vector_dims="length({}) / 4",
+    vector_json="vec_to_json({})",
     insert_note_vector=_sqlite_note_vector,
     purge_evidence_index=("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')",),
     purge_note_index=("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')",),
@@ -267,6 +269,7 @@ POSTGRES = Dialect(
     vector="?::vector",
     encode_vector=vector_text,
     vector_dims="vector_dims({})",
+    vector_json="{}::text",
     insert_note_vector=_pg_note_vector,
     purge_evidence_index=(),
     purge_note_index=(),

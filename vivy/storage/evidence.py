@@ -28,10 +28,15 @@ engine's own (:func:`vivy.storage.fts.window_keyword_search` and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 from vivy.memory.evidence import EvidenceLine, EvidenceWindow, WindowText, window_text
+from vivy.memory.notes import NoteType
+from vivy.memory.scales import SampledNote, ScaleSample
 from vivy.storage.dialect import Tx
+from vivy.storage.schema import VEC_KINDS
 
 __all__ = [
     "delete_evidence_message",
@@ -43,6 +48,7 @@ __all__ = [
     "participant_names",
     "prune_evidence",
     "purge_evidence_index",
+    "scale_sample",
     "set_window_embeddings",
     "window_lines",
     "window_texts",
@@ -289,3 +295,26 @@ def evidence_problems(tx: Tx) -> list[str]:
         )
     ]
     return problems
+
+
+def scale_sample(tx: Tx, guild_id: int, dimension: int, *, notes: int, windows: int) -> ScaleSample:
+    """Those of the guild's newest ``notes`` conversation notes with vectors of ``dimension``
+    floats that have windows embedded so, each with up to ``windows`` of those spread evenly
+    over the conversation (of ``c`` windows, each whose ``i * windows mod c`` is below it)."""
+    dims, floats = tx.dialect.vector_dims.format, tx.dialect.vector_json.format
+    rows = tx.all(
+        f"SELECT s.note_id, {floats('v.embedding')}, {floats('s.embedding')} FROM ("
+        " SELECT note_id, embedding, COUNT(*) OVER (PARTITION BY note_id) AS c,"
+        "  ROW_NUMBER() OVER (PARTITION BY note_id ORDER BY first_message_id, id) - 1 AS i"
+        f" FROM evidence_windows WHERE embedding IS NOT NULL AND {dims('embedding')} = ?"
+        "  AND note_id IN (SELECT note_id FROM vec_notes WHERE guild_id = ? AND note_kind = ?"
+        f"  AND {dims('embedding')} = ? ORDER BY note_id DESC LIMIT ?)"
+        ") s JOIN vec_notes v ON v.note_id = s.note_id WHERE s.c <= ? OR s.i * ? % s.c < ?"
+        " ORDER BY s.note_id DESC, s.i",
+        (dimension, guild_id, VEC_KINDS[NoteType.CONVERSATION], dimension, notes) + (windows,) * 3,
+    )
+    found: dict[int, SampledNote] = {}
+    for note_id, vector, window in rows:
+        held = found.get(int(note_id)) or SampledNote(int(note_id), tuple(json.loads(vector)), ())
+        found[int(note_id)] = replace(held, windows=(*held.windows, tuple(json.loads(window))))
+    return ScaleSample(guild_id, tuple(found.values()))

@@ -30,18 +30,14 @@ def other_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel 
     """The embedding model the stored notes were embedded with when it is not ``model`` at
     ``dimension``, else None (also while no note exists). Notes without a recorded model
     (a database older than the record) are judged by their vectors' length."""
-    stored = get_meta(tx, "embedding_model")
-    stored_dim = get_meta(tx, "embedding_dimension")
-    if stored == model and stored_dim == str(dimension):
+    stored = get_meta(tx, "embedding_model"), get_meta(tx, "embedding_dimension")
+    noted = tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is not None
+    if stored == (model, str(dimension)) or not noted:
         return None
-    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is None:
-        return None
-    if stored is not None:
-        return EmbeddingModel(stored, stored_dim)
+    if stored[0] is not None:
+        return EmbeddingModel(stored[0], stored[1])
     found = tx.scalar(f"SELECT {tx.dialect.vector_dims.format('embedding')} FROM vec_notes LIMIT 1")
-    if found is not None and int(found) != dimension:
-        return EmbeddingModel("an unrecorded model", str(int(found)))
-    return None
+    return None if found in (None, dimension) else EmbeddingModel("an unrecorded model", str(found))
 
 
 def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel | None:
@@ -54,14 +50,11 @@ def adopt_embedding_model(tx: Tx, model: str, dimension: int) -> EmbeddingModel 
     """
     for statement in tx.dialect.lock_meta:
         tx.execute(statement)
-    if get_meta(tx, "embedding_model") == model and get_meta(tx, "embedding_dimension") == str(
-        dimension
-    ):
-        return None
     other = other_embedding_model(tx, model, dimension)
     if other is not None:
         return other
-    if tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is None:
+    empty = tx.one("SELECT 1 FROM interaction_notes LIMIT 1") is None
+    if empty and get_meta(tx, "embedding_dimension") != str(dimension):
         tx.dialect.size_note_vectors(tx, dimension)
     set_meta(tx, "embedding_model", model)
     set_meta(tx, "embedding_dimension", str(dimension))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         PageFact,
         TimelineNote,
     )
+    from vivy.memory.scales import ScaleSample
     from vivy.state.buffer import Effect
     from vivy.state.profile import ProfilePlan
     from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
@@ -305,6 +306,11 @@ class JobStore(Protocol):
     async def record_run(self, day: date, now: float) -> None:
         """Record the day's job complete."""
 
+    async def scale_sample(
+        self, guild_id: int, dimension: int, *, notes: int, windows: int
+    ) -> ScaleSample:
+        """The guild's newest notes with vectors of ``dimension`` and some of their windows'."""
+
     async def tidy_keyword_indexes(self) -> bool:
         """One bounded step of the keyword indexes' nightly upkeep, so that searches stay
         fast as they grow; True while another step has work to do."""
@@ -315,6 +321,9 @@ class MetaStore(Protocol):
 
     async def get_meta(self, key: str) -> str | None:
         """The value stored under ``key``, or None."""
+
+    async def set_meta(self, key: str, value: str) -> None:
+        """Store ``value`` under ``key`` (a guild's similarity scale, for one)."""
 
     async def adopt_embedding_model(self, model: str, dimension: int) -> EmbeddingModel | None:
         """Record the embedding model, or return the other one the notes were embedded with."""
@@ -451,6 +460,9 @@ class SearchStore(Protocol):
 
     async def member_card(self, guild_id: int, user_id: int, notes: int) -> MemberCard | None:
         """What the operator API shows of a member; None when the guild does not know them."""
+
+    async def get_meta(self, key: str) -> str | None:
+        """A fact about the database (a guild's similarity scale), or None."""
 
 
 class ReadOnlyStore(Protocol):

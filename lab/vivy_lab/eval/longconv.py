@@ -11,7 +11,11 @@ name the messages that hold their answer.
 committed as a note with its evidence windows, embedded by the given LLM) in a temporary
 database, then asks each question at its own time in its own guild and scores:
 
-* ``shipped``: the retriever as the bot runs it (notes and evidence, names, time, gate);
+* ``shipped``: the retriever as the bot runs it (notes and evidence, names, time, gate),
+  each guild's similarities read on the scale the nightly job measures from its vectors
+  (:func:`guild_scales`);
+* ``default_scale``: the same on the embedding model's default scale (a guild before its
+  first nightly job);
 * ``notes_only``: the same retriever without evidence (``VIVY_EVIDENCE_DAYS=0``, and what
   Vivy did before notes kept their messages);
 * ``bm25_raw``: the plain baseline, textbook Okapi BM25 (k1 1.2, b 0.75) over windows of the
@@ -20,8 +24,9 @@ database, then asks each question at its own time in its own guild and scores:
   shipped retriever is judged against the better of the two.
 
 *Session recall@k* of a question is the share of its answer messages whose session is among
-the first k results. The search results are kept (:class:`Searched`) so that
-``scripts/learn_fusion_weights.py`` can score other weights without searching again.
+the first k results. The report and its text form are :mod:`vivy_lab.eval.longconv_report`'s.
+The search results are kept (:class:`Searched`) so that ``scripts/learn_fusion_weights.py``
+can score other weights without searching again.
 """
 
 from __future__ import annotations
@@ -43,6 +48,13 @@ from vivy.retrieval.lines import local_word_vectors
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
+from vivy.retrieval.scale import (
+    SAMPLE_NOTES,
+    SAMPLE_WINDOWS,
+    ScaleStatistics,
+    measure_scale,
+    scale_statistics,
+)
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
 from vivy.storage.search import CONVERSATION
@@ -62,6 +74,18 @@ from vivy_lab.eval.longconv_data import (
     LongSession,
     load_longconv,
 )
+from vivy_lab.eval.longconv_report import (
+    BASELINES,
+    KINDS,
+    KS,
+    METHODS,
+    QUOTED_KS,
+    LongReport,
+    below_baseline,
+    format_long_report,
+    mean,
+    short_of_goals,
+)
 
 __all__ = [
     "BASELINES",
@@ -79,6 +103,8 @@ __all__ = [
     "baseline_rankings",
     "below_baseline",
     "format_long_report",
+    "guild_scales",
+    "guild_statistics",
     "load_longconv",
     "measure_calibration",
     "quoted_recall",
@@ -88,24 +114,8 @@ __all__ = [
     "search_questions",
     "session_recall",
     "short_of_goals",
+    "spreads_for",
 ]
-
-#: The cut-offs reported.
-KS: tuple[int, ...] = (1, 3, 5, 10)
-#: The question kinds, in report order.
-KINDS: tuple[str, ...] = ("single-hop", "multi-hop", "temporal", "open-domain", "paraphrase")
-#: The retrievers compared, in report order.
-METHODS: tuple[str, ...] = (
-    "shipped",
-    "keyword_only",
-    "notes_only",
-    "bm25_raw",
-    "bm25_session",
-    "dense",
-    "rrf",
-)
-#: The plain retrievers (:mod:`vivy_lab.eval.baselines`) the shipped one must not fall below.
-BASELINES: tuple[str, ...] = ("bm25_raw", "bm25_session", "dense", "rrf")
 
 
 def session_recall(ranked: Sequence[str], answers: Mapping[int, str], k: int) -> float:
@@ -201,7 +211,9 @@ QUOTED_NOTES = 5
 class Searched:
     """One question's search results, kept so that rankings can be recomputed cheaply, and
     what the shipped retriever answered with its embedding (``shipped``) and without it
-    (``keyword_only``, the path a reply takes when embedding fails)."""
+    (``keyword_only``, the path a reply takes when embedding fails), and on the model's
+    default scale (``default_scale``) instead of the guild's measured one (``scale``; None
+    when the guild has none)."""
 
     question: LongQuestion
     answers: Mapping[int, str]
@@ -210,6 +222,8 @@ class Searched:
     sessions: Mapping[int, str]
     shipped: Answered
     keyword_only: Answered
+    default_scale: Answered = Answered((), ())
+    scale: Calibration | None = None
 
 
 def _answered(
@@ -258,6 +272,51 @@ async def _store_all(store: Store, data: LongEval, llm: LLM, *, evidence: bool) 
     return keys
 
 
+async def guild_scales(store: Store, data: LongEval, llm: LLM) -> dict[int, Calibration]:
+    """Each guild's similarity scale as the nightly job measures it from its stored vectors
+    (:func:`vivy.retrieval.scale.measure_scale`); a guild it leaves on the model's default
+    is not listed."""
+    found: dict[int, Calibration] = {}
+    for guild in data.guilds:
+        sample = await store.jobs.scale_sample(
+            guild.guild_id, llm.dimension, notes=SAMPLE_NOTES, windows=SAMPLE_WINDOWS
+        )
+        scale = measure_scale(sample, 0.0)
+        if scale is not None:
+            found[guild.guild_id] = Calibration(scale.floor, scale.ceiling)
+    return found
+
+
+async def guild_statistics(data: LongEval, llm: LLM) -> dict[int, ScaleStatistics]:
+    """What each guild's sample shows (:func:`vivy.retrieval.scale.scale_statistics`), its
+    sessions stored in a fresh in-memory database; a guild too small to measure is not
+    listed."""
+    store = memory_store()
+    try:
+        await _store_all(store, data, llm, evidence=True)
+        found: dict[int, ScaleStatistics] = {}
+        for guild in data.guilds:
+            sample = await store.jobs.scale_sample(
+                guild.guild_id, llm.dimension, notes=SAMPLE_NOTES, windows=SAMPLE_WINDOWS
+            )
+            statistics = scale_statistics(sample)
+            if statistics is not None:
+                found[guild.guild_id] = statistics
+        return found
+    finally:
+        store.close()
+
+
+def spreads_for(statistics: Sequence[ScaleStatistics], scale: Calibration) -> tuple[float, float]:
+    """The distances in spreads (``FLOOR_SPREADS``, ``CEILING_SPREADS`` of
+    :mod:`vivy.retrieval.scale`) that put the mean of the guilds' ``statistics`` on
+    ``scale``, the one their questions measure."""
+    unrelated = mean([s.unrelated for s in statistics])
+    related = mean([s.related for s in statistics])
+    spread = mean([s.spread for s in statistics])
+    return (unrelated - scale.floor) / spread, (related - scale.ceiling) / spread
+
+
 def memory_store() -> Store:
     """The eval's default store: an in-memory SQLite database, its calls run inline."""
     return open_sqlite_store(":memory:", inline=True)
@@ -273,11 +332,14 @@ async def search_questions(
     vectors: Sequence[Sequence[float]] | None = None,
 ) -> list[Searched]:
     """Store the sessions in a fresh database of ``open_store`` and run each question's
-    searches once (``vectors``: the questions' embeddings, if already made)."""
-    calibration = settings.calibration or calibration_for(llm.embedding_model)
+    searches once (``vectors``: the questions' embeddings, if already made). Each guild's
+    questions are ranked on its measured scale (:func:`guild_scales`), and on the model's
+    default too; settings that set a scale rank every guild on it."""
+    default = settings.calibration or calibration_for(llm.embedding_model)
     store = open_store()
     try:
         keys = await _store_all(store, data, llm, evidence=evidence)
+        scales = {} if settings.calibration else await guild_scales(store, data, llm)
         questions = [q for guild in data.guilds for q in guild.questions]
         if vectors is None:
             vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
@@ -308,6 +370,8 @@ async def search_questions(
                     )
                 ]
             )
+            measured = scales.get(guild_of[question.id].guild_id)
+            scale = measured or default
             answered = [
                 await ranked_notes(
                     store.search,
@@ -317,11 +381,11 @@ async def search_questions(
                     limits=[(CONVERSATION, max(KS))],
                     channel_id=None,
                     now=question.asked_at,
-                    calibration=calibration,
+                    calibration=on,
                     settings=settings,
                     words=local_word_vectors(),
                 )
-                for blob in (vector, None)
+                for blob, on in ((vector, scale), (None, scale), (vector, default))
             ]
             found.append(
                 Searched(
@@ -332,6 +396,8 @@ async def search_questions(
                     sessions=keys,
                     shipped=_answered(answered[0][0].hits, keys, settings),
                     keyword_only=_answered(answered[1][0].hits, keys, settings),
+                    default_scale=_answered(answered[2][0].hits, keys, settings),
+                    scale=measured,
                 )
             )
         return found
@@ -369,26 +435,14 @@ def score_methods(
     overall: dict[str, dict[int, float]] = {}
     by_kind: dict[str, dict[str, dict[int, float]]] = {}
     for method, rows in rankings.items():
-        overall[method] = {k: _mean([session_recall(r, a, k) for _, a, r in rows]) for k in KS}
+        overall[method] = {k: mean([session_recall(r, a, k) for _, a, r in rows]) for k in KS}
         by_kind[method] = {
             kind: {
-                k: _mean([session_recall(r, a, k) for q, a, r in rows if q.kind == kind])
-                for k in KS
+                k: mean([session_recall(r, a, k) for q, a, r in rows if q.kind == kind]) for k in KS
             }
             for kind in KINDS
         }
     return overall, by_kind
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-#: The cut-offs of quoted-line recall: a reply's memory quotes under its first notes only.
-QUOTED_KS: tuple[int, ...] = (1, 3, 5)
-#: The eval's goals besides the baselines: paraphrase recall@5 and quoted-line recall@5.
-PARAPHRASE_GOAL = 0.80
-QUOTED_GOAL = 0.80
 
 
 def quoted_recall(answered: Answered, answers: Mapping[int, str], k: int) -> float:
@@ -397,30 +451,6 @@ def quoted_recall(answered: Answered, answers: Mapping[int, str], k: int) -> flo
         return 1.0
     quoted = frozenset().union(*answered.quoted[:k])
     return sum(1 for mid in answers if mid in quoted) / len(answers)
-
-
-@dataclass(frozen=True, slots=True)
-class LongReport:
-    """Session recall per method, k and kind; turn-level quoted-line recall of the shipped
-    retriever and of its keyword-only path; question counts; empty results."""
-
-    embedding_model: str
-    guilds: int
-    sessions: int
-    messages: int
-    questions: int
-    kinds: Mapping[str, int]
-    recall: Mapping[str, Mapping[int, float]]
-    by_kind: Mapping[str, Mapping[str, Mapping[int, float]]]
-    #: Quoted-line recall by path ("shipped", "keyword_only"), then k, overall and per kind.
-    quoted: Mapping[str, Mapping[int, float]]
-    quoted_by_kind: Mapping[str, Mapping[str, Mapping[int, float]]]
-    #: Questions the shipped retriever answered with nothing although a note or its
-    #: evidence shares a content word with them.
-    empty_with_words: int
-    #: The embedding model's similarity scale measured on this set, and the one ranking used.
-    measured: Calibration
-    used: Calibration
 
 
 Row = tuple[LongQuestion, Mapping[int, str], Sequence[str]]
@@ -492,6 +522,7 @@ async def run_longconv(
     data = data if data is not None else load_longconv()
     calibration = settings.calibration or calibration_for(llm.embedding_model)
     questions = [q for guild in data.guilds for q in guild.questions]
+    guild_of = {q.id: guild.guild_id for guild in data.guilds for q in guild.questions}
     vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
     with_evidence = await search_questions(
         data, llm, settings, evidence=True, open_store=open_store, vectors=vectors
@@ -507,9 +538,13 @@ async def run_longconv(
         if not shipped.shipped.sessions and any(c.terms for c in shipped.found.candidates):
             empty += 1
         plain_ranked = ranked_sessions(
-            plain, calibration=calibration, weights=settings.weights, gate=settings.gate
+            plain,
+            calibration=plain.scale or calibration,
+            weights=settings.weights,
+            gate=settings.gate,
         )
         rankings["shipped"].append((question, answers, shipped.shipped.sessions))
+        rankings["default_scale"].append((question, answers, shipped.default_scale.sessions))
         rankings["keyword_only"].append((question, answers, shipped.keyword_only.sessions))
         rankings["notes_only"].append((question, answers, plain_ranked))
         for method in BASELINES:
@@ -520,11 +555,11 @@ async def run_longconv(
     for path in ("shipped", "keyword_only"):
         rows = [(one.question, one.answers, getattr(one, path)) for one in with_evidence]
         quoted[path] = {
-            k: _mean([quoted_recall(a, ans, k) for _, ans, a in rows]) for k in QUOTED_KS
+            k: mean([quoted_recall(a, ans, k) for _, ans, a in rows]) for k in QUOTED_KS
         }
         quoted_by_kind[path] = {
             kind: {
-                k: _mean([quoted_recall(a, ans, k) for q, ans, a in rows if q.kind == kind])
+                k: mean([quoted_recall(a, ans, k) for q, ans, a in rows if q.kind == kind])
                 for k in QUOTED_KS
             }
             for kind in KINDS
@@ -543,78 +578,7 @@ async def run_longconv(
         empty_with_words=empty,
         measured=measure_calibration(with_evidence),
         used=calibration,
+        guild_scales={
+            guild_of[one.question.id]: one.scale for one in with_evidence if one.scale is not None
+        },
     )
-
-
-def below_baseline(report: LongReport) -> list[str]:
-    """Where the shipped retriever's recall at 1, 5 or 10, overall or in a question kind, is
-    below a baseline (:data:`BASELINES`); empty when it is at or above all of them."""
-    found: list[str] = []
-    for k in (1, 5, 10):
-        for kind in (None, *KINDS):
-            table = (
-                report.recall if kind is None else {m: v[kind] for m, v in report.by_kind.items()}
-            )
-            shipped = table["shipped"][k]
-            label = f"recall@{k}" if kind is None else f"{kind} recall@{k}"
-            for baseline in BASELINES:
-                if shipped < table[baseline][k]:
-                    found.append(
-                        f"{label} {shipped:.3f} is below {baseline}'s {table[baseline][k]:.3f}"
-                    )
-    return found
-
-
-def short_of_goals(report: LongReport, *, targets: bool = True) -> list[str]:
-    """Where the shipped retriever misses the eval's other goals: strictly above its own
-    keyword-only path overall at 5, and (with ``targets``) paraphrase recall@5 and
-    quoted-line recall@5 of at least :data:`PARAPHRASE_GOAL` and :data:`QUOTED_GOAL`; empty
-    when it meets them all."""
-    found: list[str] = []
-    shipped, keyword = report.recall["shipped"][5], report.recall["keyword_only"][5]
-    if shipped <= keyword:
-        found.append(f"recall@5 {shipped:.3f} is not above the keyword-only path's {keyword:.3f}")
-    if not targets:
-        return found
-    paraphrase = report.by_kind["shipped"]["paraphrase"][5]
-    if paraphrase < PARAPHRASE_GOAL:
-        found.append(f"paraphrase recall@5 {paraphrase:.3f} is below {PARAPHRASE_GOAL:.2f}")
-    lines = report.quoted["shipped"][5]
-    if lines < QUOTED_GOAL:
-        found.append(f"quoted-line recall@5 {lines:.3f} is below {QUOTED_GOAL:.2f}")
-    return found
-
-
-def format_long_report(report: LongReport) -> str:
-    """The report as text: one table overall, one per question kind."""
-    lines = [
-        f"long-conversation eval: {report.questions} questions, {report.guilds} guilds,"
-        f" {report.sessions} conversations, {report.messages} messages,"
-        f" embeddings {report.embedding_model}",
-        "session recall@k    " + " ".join(f"@{k}".rjust(6) for k in KS),
-    ]
-    for method in METHODS:
-        values = " ".join(f"{report.recall[method][k]:.3f}".rjust(6) for k in KS)
-        lines.append(f"{method.ljust(19)} {values}")
-    for kind in KINDS:
-        lines.append(f"{kind} ({report.kinds.get(kind, 0)} questions)")
-        for method in METHODS:
-            values = " ".join(f"{report.by_kind[method][kind][k]:.3f}".rjust(6) for k in KS)
-            lines.append(f"  {method.ljust(17)} {values}")
-    lines.append(
-        "quoted-line recall@k (answer messages among the lines quoted under the first k notes)"
-    )
-    lines.append(" " * 26 + " ".join(f"@{k}".rjust(6) for k in QUOTED_KS))
-    for part in (None, *KINDS):
-        for path in ("shipped", "keyword_only"):
-            table = report.quoted[path] if part is None else report.quoted_by_kind[path][part]
-            label = path if part is None else f"  {part} {path}"
-            values = " ".join(f"{table[k]:.3f}".rjust(6) for k in QUOTED_KS)
-            lines.append(f"{label.ljust(25)} {values}")
-    lines.append(f"empty results with a shared content word (shipped): {report.empty_with_words}")
-    lines.append(
-        f"similarity scale of {report.embedding_model}: measured floor {report.measured.floor:.3f}"
-        f" ceiling {report.measured.ceiling:.3f}; ranked with floor {report.used.floor:.3f}"
-        f" ceiling {report.used.ceiling:.3f}"
-    )
-    return "\n".join(lines)
