@@ -7,8 +7,9 @@ owner's worker thread and second connection), and each query is timed through
 :func:`vivy.retrieval.ranked.ranked_notes`, everything ``Retriever.search_notes`` does
 except the embedding call: the binary KNN over the guild's vectors in memory, exact cosine
 re-rank and FTS5 BM25 of the notes, FTS5 BM25 of their evidence windows, exact cosine of the
-found notes' windows, scoring, gate, diversification and loading the top 10 notes with their
-quoted lines. The first search, which loads the guild's vectors into memory (once per
+found notes' windows, scoring, gate, diversification, loading the top 10 notes with their
+evidence lines and choosing the lines to quote with the local model's word vectors. The first
+search, which loads the guild's vectors into memory (once per
 process), is timed apart (``load_s``). Then ``recall_at_10_vs_exact`` compares the top 10 of
 the quantised search + re-rank with an exact float KNN over the same guild.
 
@@ -56,6 +57,7 @@ import anyio
 
 from vivy.config import is_postgres_url
 from vivy.errors import ConfigError
+from vivy.retrieval.lines import local_word_vectors
 from vivy.retrieval.ranked import ranked_notes
 from vivy.retrieval.ranking import GEMINI_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
@@ -226,6 +228,7 @@ async def _time_searches(
                 now=WALL0,
                 calibration=GEMINI_CALIBRATION,
                 settings=settings,
+                words=local_word_vectors(),
             )
             return time.perf_counter() - started
 
