@@ -57,6 +57,7 @@ FEATURES = (
     "note_vector",
     "evidence_vector",
     "coverage",
+    "word_match",
     "name",
     "time",
     "recency",

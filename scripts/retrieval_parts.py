@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vivy.memory.evidence import EvidenceLine
-from vivy.retrieval.lines import WordVectors, best_lines, local_word_vectors
+from vivy.retrieval.lines import WordVectors, best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import name_grams
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
 from vivy.retrieval.search import query_terms
@@ -145,6 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 [c.note_id for c in found.candidates],
                 serialize_vector(vector),
             )
+            matches = timed(
+                query,
+                "word match of the candidates (word vectors)",
+                word_matches,
+                found.candidates,
+                search.terms,
+                found.term_weights,
+                words,
+            )
             ranked = timed(
                 query,
                 "rank",
@@ -157,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 gate=DEFAULT_SETTINGS.gate,
                 limit=10,
                 term_weights=found.term_weights,
+                word_match=matches,
             )
             chosen = [one.note_id for one in ranked]
             _, lines = timed(

@@ -16,7 +16,9 @@ from vivy.retrieval.lines import (
     content_words,
     line_scores,
     local_word_vectors,
+    word_matches,
 )
+from vivy.storage.search_types import Candidate
 
 #: Word vectors of a tiny made-up space: "violin" leans towards "instrument".
 SPACE = {
@@ -109,6 +111,31 @@ def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
     lines = [line(1, "I play the violin!"), line(2, "the weather is nice")]
     (chosen,) = best_lines([lines], ["weather"], {}, WordVectors(broken), 1)
     assert [one.message_id for one in chosen] == [2]
+
+
+def test_notes_are_matched_by_their_own_text_word_by_word() -> None:
+    """A note whose text holds a word near the question's matches better than an unrelated
+    one; a note without text matches nothing."""
+    notes = [
+        Candidate(1, 7, 0.0, text="Weekend plans: weather and rain"),
+        Candidate(2, 7, 0.0, text="Maya's violin lessons"),
+        Candidate(3, 7, 0.0),
+    ]
+    found = word_matches(notes, ["instrument"], {}, WordVectors(Space()))
+    assert found[2] == pytest.approx(0.6)
+    assert found[1] == pytest.approx(0.0)
+    assert found[3] == 0.0
+
+
+def test_notes_are_matched_by_their_words_when_vectors_fail() -> None:
+    """A model that cannot embed leaves the match to the question's words."""
+
+    def broken(words: Sequence[str]) -> npt.NDArray[np.float32]:
+        raise LLMError("no model")
+
+    notes = [Candidate(1, 7, 0.0, text="violin"), Candidate(2, 7, 0.0, text="rainy weather")]
+    found = word_matches(notes, ["weather"], {}, WordVectors(broken))
+    assert found == {1: 0.0, 2: 1.0}
 
 
 def test_word_vectors_embed_each_word_once_and_keep_the_recent_ones() -> None:

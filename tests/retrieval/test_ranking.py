@@ -89,9 +89,17 @@ def test_calibration_follows_the_embedding_model(model: str, expected: Calibrati
 
 
 def test_evidence_match_outranks_a_note_matching_only_in_its_summary_weakly() -> None:
-    """A note whose messages match the question beats one whose summary barely does."""
+    """A note whose messages match the question, by their words and their meaning, beats one
+    whose summary barely does."""
     summary_only = cand(1, bm25=1.0, coverage=0.3, terms=frozenset({"dog"}))
-    evidence = cand(2, bm25=0.5, window_bm25=6.0, coverage=1.0, terms=frozenset({"dog", "name"}))
+    evidence = cand(
+        2,
+        bm25=0.5,
+        window_bm25=6.0,
+        window_similarity=0.45,
+        coverage=1.0,
+        terms=frozenset({"dog", "name"}),
+    )
     assert order([summary_only, evidence]) == [2, 1]
 
 
@@ -109,7 +117,9 @@ def test_scores_lie_in_the_unit_interval_and_a_perfect_note_scores_near_one() ->
         time_distance_s=0.0,
     )
     weak = cand(2, bm25=0.1, coverage=0.1)
-    ranked = rank([perfect, weak], now=NOW, channel_id=1, calibration=CAL, gate=None)
+    ranked = rank(
+        [perfect, weak], now=NOW, channel_id=1, calibration=CAL, gate=None, word_match={1: 0.8}
+    )
     assert ranked[0].note_id == 1 and ranked[0].score == pytest.approx(1.0)
     assert all(0.0 <= one.score <= 1.0 for one in ranked)
 
@@ -131,6 +141,18 @@ def test_a_note_in_the_named_time_outranks_an_equal_note_outside_it() -> None:
 def test_a_note_with_the_named_member_outranks_an_equal_note_without() -> None:
     """'What did Sam name his dog' prefers conversations Sam took part in."""
     assert order([cand(1, bm25=2.0), cand(2, bm25=2.0, named=True)]) == [2, 1]
+
+
+def test_a_note_matching_the_question_word_by_word_outranks_an_equal_note() -> None:
+    """The word-by-word match, divided by the best candidate's, weighs like any feature; a
+    note missing from the matches counts 0."""
+    weights = Weights(word_match=1.0)
+    notes = [cand(1, bm25=2.0), cand(2, bm25=2.0), cand(3, bm25=2.0)]
+    matches = {1: 0.2, 2: 0.4}
+    assert order(notes, weights=weights, word_match=matches) == [2, 1, 3]
+    ranked = rank(notes, now=NOW, channel_id=None, calibration=CAL, word_match=matches)
+    assert [one.features.word_match for one in ranked] == pytest.approx([1.0, 0.5, 0.0])
+    assert order(notes, weights=Weights(word_match=0.0), word_match=matches) == [1, 2, 3]
 
 
 def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> None:

@@ -182,6 +182,7 @@ async def test_each_search_finds_notes_its_own_way(store: Store) -> None:
     assert by_id[by_time].time_distance_s == 0.0 and by_id[by_time].terms == frozenset()
     assert by_id[by_vector].time_distance_s == pytest.approx(5 * DAY - 1)
     assert set(found.term_weights) == {"biscuit"}
+    assert by_id[by_title].text.startswith("Biscuit They talked.")
 
 
 async def test_a_search_of_a_type_without_evidence_skips_the_windows(store: Store) -> None:

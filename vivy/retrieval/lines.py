@@ -33,12 +33,19 @@ from vivy.errors import LLMError
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.guards import looks_like_instruction
 from vivy.retrieval.search import STOPWORDS, strip_markup
-from vivy.storage.search_types import TermMatcher
+from vivy.storage.search_types import Candidate, TermMatcher
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["WordVectors", "best_lines", "content_words", "line_scores", "local_word_vectors"]
+__all__ = [
+    "WordVectors",
+    "best_lines",
+    "content_words",
+    "line_scores",
+    "local_word_vectors",
+    "word_matches",
+]
 
 #: Word tokens as the keyword indexes see them (letters and digits).
 _TOKEN = re.compile(r"[^\W_]+")
@@ -144,6 +151,23 @@ def line_scores(
     best[:, with_words] = np.maximum.reduceat(similarity[:, flat], starts, axis=1)
     scores: npt.NDArray[np.float32] = weight @ best / float(weight.sum())
     return [float(score) for score in scores]
+
+
+def word_matches(
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    vectors: WordVectors | None,
+) -> dict[int, float]:
+    """How well each candidate note's own text answers a question of ``terms``, by note id:
+    :func:`line_scores` of the notes' texts, which ranking weighs as a feature. Falls back to
+    matching words alone when the word vectors cannot be made."""
+    texts = [candidate.text for candidate in candidates]
+    try:
+        scores = line_scores(texts, terms, weights, vectors)
+    except LLMError:
+        scores = line_scores(texts, terms, weights, None)
+    return {c.note_id: score for c, score in zip(candidates, scores, strict=True)}
 
 
 def best_lines(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import Note
-from vivy.retrieval.lines import WordVectors, best_lines
+from vivy.retrieval.lines import WordVectors, best_lines, word_matches
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
@@ -74,8 +74,8 @@ async def ranked_notes(
     of ``limits`` (type None: both), rank and gate each, and load the best notes of each
     with the evidence lines that best answer ``text``, in the order of ``limits``.
 
-    ``words`` are the word vectors lines are chosen with (:mod:`vivy.retrieval.lines`);
-    without them, lines are chosen by the question's words alone.
+    ``words`` are the word vectors notes are matched and lines chosen with
+    (:mod:`vivy.retrieval.lines`); without them, by the question's words alone.
     """
     span = time_range(text, now, settings.timezone)
     terms = tuple(query_terms(text))
@@ -110,6 +110,7 @@ async def ranked_notes(
                 limit=limit,
                 term_weights=result.term_weights,
                 time_span_s=(span.end - span.start) if span is not None else 86400.0,
+                word_match=word_matches(result.candidates, terms, result.term_weights, words),
             )
             for result, (_, limit) in zip(found, limits, strict=True)
         ]

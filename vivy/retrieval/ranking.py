@@ -14,11 +14,16 @@ similarities are mapped onto [0, 1] with the embedding model's :class:`Calibrati
     score = w_note_keyword * bm25_note / best_bm25_note
           + w_evidence_keyword * bm25_window / best_bm25_window
           + w_note_vector * semantic(note) + w_evidence_vector * semantic(window)
-          + w_coverage * coverage + w_name * named + w_time * in_time
+          + w_coverage * coverage + w_word_match * word_match / best_word_match
+          + w_name * named + w_time * in_time
           + w_recency * recency + w_channel * same_channel,  divided by the weights' sum
 
 (the name and time terms, and their weights in the sum, only when the question names a
-member or a time).
+member or a time). ``word_match`` is how well the note's own text answers the question word
+by word, each question word matched to the note's most similar word by static word vectors
+(:func:`vivy.retrieval.lines.word_matches`): a note that says "apartment" matches a question
+about a "flat" although no keyword does, and unlike the note's embedding it is not diluted by
+the rest of the note.
 
 The weights (:class:`Weights`) are learned on the long-conversation eval set by
 ``python scripts/learn_fusion_weights.py`` (coordinate ascent on recall@1/5/10 of one half
@@ -97,19 +102,21 @@ class Weights:
 
     The defaults are the ones ``scripts/learn_fusion_weights.py`` printed on the bundled
     long-conversation eval set with the local embedding model, its similarities on the
-    measured scale (:data:`LOCAL_CALIBRATION`), which puts other models on the same scale.
+    measured scale (:data:`LOCAL_CALIBRATION`), which puts other models on the same scale,
+    nudged to hold every baseline on the whole set (docs/benchmarks.md says how).
     """
 
-    note_keyword: float = 0.12
-    evidence_keyword: float = 0.049
-    note_vector: float = 1.26
-    evidence_vector: float = 2.52
-    coverage: float = 0.553
-    name: float = 0.14
-    time: float = 9.6
-    recency: float = 0.2
+    note_keyword: float = 0.264
+    evidence_keyword: float = 0.041
+    note_vector: float = 0.756
+    evidence_vector: float = 2.3625
+    coverage: float = 0.104
+    word_match: float = 0.75
+    name: float = 0.112
+    time: float = 21.6
+    recency: float = 0.225
     channel: float = 0.02
-    diversity: float = 0.945
+    diversity: float = 2.556
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
 
@@ -122,6 +129,7 @@ class Weights:
             + self.note_vector
             + self.evidence_vector
             + self.coverage
+            + self.word_match
             + (self.name if names else 0.0)
             + (self.time if time else 0.0)
             + self.recency
@@ -137,7 +145,7 @@ class Gate:
     ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
     """
 
-    min_score: float = 0.03
+    min_score: float = 0.08
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +161,7 @@ class Features:
     time: float
     recency: float
     channel: float
+    word_match: float = 0.0
 
     def score(self, weights: Weights, *, time: bool = True, names: bool = True) -> float:
         """The weighted mean of the features, in [0, 1].
@@ -169,6 +178,7 @@ class Features:
             + weights.note_vector * self.note_vector
             + weights.evidence_vector * self.evidence_vector
             + weights.coverage * self.coverage
+            + weights.word_match * self.word_match
             + weights.name * self.name
             + weights.time * self.time
             + weights.recency * self.recency
@@ -227,16 +237,20 @@ def features(
     calibration: Calibration,
     time_span_s: float = DAY_S,
     recency_days: float = 45.0,
+    word_match: Mapping[int, float] | None = None,
 ) -> dict[int, Features]:
-    """Each candidate's features, BM25 normalised by the best of this question's candidates.
+    """Each candidate's features, BM25 and ``word_match`` (by note id; 0 for a note not in
+    it) normalised by the best of this question's candidates.
 
     A note listed twice keeps its first entry.
     """
+    matches = word_match or {}
     unique: dict[int, Candidate] = {}
     for candidate in candidates:
         unique.setdefault(candidate.note_id, candidate)
     best_note = max((c.bm25 or 0.0 for c in unique.values()), default=0.0)
     best_window = max((c.window_bm25 or 0.0 for c in unique.values()), default=0.0)
+    best_match = max((matches.get(note_id, 0.0) for note_id in unique), default=0.0)
     found: dict[int, Features] = {}
     for c in unique.values():
         found[c.note_id] = Features(
@@ -249,6 +263,7 @@ def features(
             time=_time_closeness(c.time_distance_s, time_span_s),
             recency=recency(now - c.at, recency_days),
             channel=1.0 if channel_id is not None and c.channel_id == channel_id else 0.0,
+            word_match=matches.get(c.note_id, 0.0) / best_match if best_match > 0 else 0.0,
         )
     return found
 
@@ -269,11 +284,13 @@ def rank(
     limit: int | None = None,
     term_weights: Mapping[str, float] | None = None,
     time_span_s: float = DAY_S,
+    word_match: Mapping[int, float] | None = None,
 ) -> list[Scored]:
     """Candidates scored, gated (unless ``gate`` is None) and taken best first, diversified.
 
     ``term_weights`` (the question's terms and their idf) drive diversification; without
-    them notes are taken by score alone. Ties go to the newer note, then the lower id.
+    them notes are taken by score alone. ``word_match`` holds the notes' word-by-word match
+    with the question (missing: 0). Ties go to the newer note, then the lower id.
     """
     listed: dict[int, Candidate] = {}
     for candidate in candidates:
@@ -285,6 +302,7 @@ def rank(
         calibration=calibration,
         time_span_s=time_span_s,
         recency_days=weights.recency_days,
+        word_match=word_match,
     )
     has_time = any(c.time_distance_s is not None for c in listed.values())
     has_names = any(c.named for c in listed.values())

@@ -177,6 +177,7 @@ def assemble_candidates(
                 time_distance_s=(
                     None if search.time is None else search.time.distance(note.started, note.ended)
                 ),
+                text=note.text,
             )
         )
     return NoteSearchResult(tuple(candidates), hits.vector_failed, weights, shown)

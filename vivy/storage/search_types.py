@@ -56,7 +56,8 @@ class Candidate:
     ``coverage`` the idf-weighted share of the question's terms in the note or its best
     windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
     took part; ``time_distance_s`` how far it lies from the time the question names (None
-    when the question names none).
+    when the question names none); ``text`` the note's searchable text (title, summary,
+    topics, entities, decisions), whose words ranking matches with the question's.
     """
 
     note_id: int
@@ -71,6 +72,7 @@ class Candidate:
     terms: frozenset[str] = frozenset()
     named: bool = False
     time_distance_s: float | None = None
+    text: str = ""
 
 
 def fold(text: str) -> str:

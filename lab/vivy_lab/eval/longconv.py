@@ -44,7 +44,7 @@ from vivy.memory.evidence import windows_of
 from vivy.memory.notes import NewNote, Participant
 from vivy.retrieval import search
 from vivy.retrieval.context import quoted_lines
-from vivy.retrieval.lines import local_word_vectors
+from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.query import name_grams, time_range
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
@@ -213,7 +213,8 @@ class Searched:
     what the shipped retriever answered with its embedding (``shipped``) and without it
     (``keyword_only``, the path a reply takes when embedding fails), and on the model's
     default scale (``default_scale``) instead of the guild's measured one (``scale``; None
-    when the guild has none)."""
+    when the guild has none); ``word_match`` is each candidate's word-by-word match with the
+    question, as ranking weighs it."""
 
     question: LongQuestion
     answers: Mapping[int, str]
@@ -222,6 +223,7 @@ class Searched:
     sessions: Mapping[int, str]
     shipped: Answered
     keyword_only: Answered
+    word_match: Mapping[int, float]
     default_scale: Answered = Answered((), ())
     scale: Calibration | None = None
 
@@ -353,12 +355,13 @@ async def search_questions(
         found: list[Searched] = []
         for question, vector in zip(questions, vectors, strict=True):
             span = time_range(question.question, question.asked_at)
+            terms = tuple(search.query_terms(question.question))
             (result,) = await store.search.find_notes(
                 [
                     NoteSearch(
                         guild_id=guild_of[question.id].guild_id,
                         vector=vector,
-                        terms=tuple(search.query_terms(question.question)),
+                        terms=terms,
                         note_type=CONVERSATION,
                         candidates=max(settings.candidates, max(KS)),
                         reranked=max(settings.reranked, settings.candidates, max(KS)),
@@ -398,6 +401,9 @@ async def search_questions(
                     keyword_only=_answered(answered[1][0].hits, keys, settings),
                     default_scale=_answered(answered[2][0].hits, keys, settings),
                     scale=measured,
+                    word_match=word_matches(
+                        result.candidates, terms, result.term_weights, local_word_vectors()
+                    ),
                 )
             )
         return found
@@ -424,6 +430,7 @@ def ranked_sessions(
         limit=limit,
         term_weights=searched.found.term_weights,
         time_span_s=searched.time_span_s,
+        word_match=searched.word_match,
     )
     return [searched.sessions[s.note_id] for s in ranked if s.note_id in searched.sessions]
 

@@ -20,7 +20,7 @@ least as well as either search alone (the tests check recall@5).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -33,6 +33,7 @@ from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.buffers import CloseReason
 from vivy.memory.notes import NewNote, NoteType, Participant
 from vivy.retrieval import search
+from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.ranking import Calibration, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
@@ -168,12 +169,14 @@ async def _store(store: Store, note: NewNote, buffer_key: int) -> int:
 @dataclass(frozen=True, slots=True)
 class NoteEvalSearches:
     """Every question's search of the note eval, kept so that rankings can be recomputed:
-    the candidates found, the question's relevant keys, and each note id's key."""
+    the candidates found, the question's relevant keys, each note id's key, and the
+    candidates' word-by-word match with each question, as ranking weighs it."""
 
     questions: tuple[EvalQuestion, ...]
     candidates: tuple[tuple[Candidate, ...], ...]
     keys: dict[int, str]
     now: float
+    word_match: tuple[Mapping[int, float], ...]
 
 
 async def search_note_eval(
@@ -221,13 +224,15 @@ async def search_note_eval(
             )
             keys[await _store(store, new, index)] = note.key
         found: list[tuple[Candidate, ...]] = []
+        matches: list[Mapping[int, float]] = []
         for question, qvector in zip(data.questions, query_vectors, strict=True):
+            terms = tuple(search.query_terms(question.q))
             (result,) = await store.search.find_notes(
                 [
                     NoteSearch(
                         guild_id=data.guild_id,
                         vector=qvector,
-                        terms=tuple(search.query_terms(question.q)),
+                        terms=terms,
                         note_type=None,
                         candidates=max(settings.candidates, max(KS)),
                         reranked=max(settings.reranked, settings.candidates, max(KS)),
@@ -236,9 +241,12 @@ async def search_note_eval(
                 ]
             )
             found.append(result.candidates)
+            matches.append(
+                word_matches(result.candidates, terms, result.term_weights, local_word_vectors())
+            )
     finally:
         store.close()
-    return NoteEvalSearches(data.questions, tuple(found), keys, now)
+    return NoteEvalSearches(data.questions, tuple(found), keys, now, tuple(matches))
 
 
 def fused_shortfall(
@@ -247,9 +255,11 @@ def fused_shortfall(
     """How far the fused ranking's recall@5 falls below the better single search's (0 when
     it does not)."""
     sums = {method: 0.0 for method in ("vector", "keyword", "fused")}
-    for question, candidates in zip(searches.questions, searches.candidates, strict=True):
+    for question, candidates, matches in zip(
+        searches.questions, searches.candidates, searches.word_match, strict=True
+    ):
         rankings = _rankings(
-            candidates, now=searches.now, calibration=calibration, settings=settings
+            candidates, matches, now=searches.now, calibration=calibration, settings=settings
         )
         for method in sums:
             ranked = [searches.keys[i] for i in rankings[method] if i in searches.keys]
@@ -276,9 +286,11 @@ async def run_eval(
     scores: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
     kind_scores: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
     kept: list[float] = []
-    for question, candidates in zip(data.questions, searches.candidates, strict=True):
+    for question, candidates, matches in zip(
+        data.questions, searches.candidates, searches.word_match, strict=True
+    ):
         rankings = _rankings(
-            candidates, now=searches.now, calibration=calibration, settings=settings
+            candidates, matches, now=searches.now, calibration=calibration, settings=settings
         )
         kept.append(float(len(rankings["fused+gate"][: max(KS)])))
         for method, ids in rankings.items():
@@ -305,12 +317,14 @@ async def run_eval(
 
 def _rankings(
     candidates: Sequence[Candidate],
+    word_match: Mapping[int, float],
     *,
     now: float,
     calibration: Calibration,
     settings: RetrievalSettings,
 ) -> dict[str, list[int]]:
-    """The note ids in the order of each method."""
+    """The note ids in the order of each method (``word_match``: the candidates' match with
+    the question word by word)."""
     by_vector = sorted(
         (c for c in candidates if c.similarity is not None),
         key=lambda c: (-(c.similarity or 0.0), c.note_id),
@@ -326,6 +340,7 @@ def _rankings(
         calibration=calibration,
         weights=settings.weights,
         gate=None,
+        word_match=word_match,
     )
     gated = rank(
         candidates,
@@ -334,6 +349,7 @@ def _rankings(
         calibration=calibration,
         weights=settings.weights,
         gate=settings.gate,
+        word_match=word_match,
     )
     return {
         "vector": [c.note_id for c in by_vector],
