@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from vivy.errors import LLMError
+from vivy.llm.offline.provider import shared_embedder
 from vivy.memory.evidence import EvidenceLine
 from vivy.retrieval.lines import (
     WordVectors,
@@ -18,7 +19,7 @@ from vivy.retrieval.lines import (
     local_word_vectors,
     word_matches,
 )
-from vivy.storage.search_types import Candidate
+from vivy.storage.search_types import Candidate, TermMatcher
 
 #: Word vectors of a tiny made-up space: "violin" leans towards "instrument".
 SPACE = {
@@ -138,16 +139,72 @@ def test_notes_are_matched_by_their_words_when_vectors_fail() -> None:
     assert found == {1: 0.0, 2: 1.0}
 
 
-def test_word_vectors_embed_each_word_once_and_keep_the_recent_ones() -> None:
-    """A word is embedded on first use only; beyond the size the least recent is dropped."""
+def test_word_vectors_embed_each_word_once_until_too_many_are_known() -> None:
+    """A word is embedded on first use only; beyond the size all is forgotten at once."""
     space = Space()
-    vectors = WordVectors(space, size=2)
-    vectors.of(["violin", "rain", "violin"])
-    vectors.of(["rain", "violin"])
-    assert space.calls == [["violin", "rain"]]
-    vectors.of(["maya"])  # drops "rain", the least recently used
-    vectors.of(["violin", "rain"])
-    assert space.calls == [["violin", "rain"], ["maya"], ["rain"]]
+    vectors = WordVectors(space, size=3)
+    line_scores(["violin rain"], ["maya"], {}, vectors)
+    line_scores(["rain, violin"], ["maya"], {}, vectors)
+    assert space.calls == [["violin", "rain", "maya"]]
+    line_scores(["weather"], ["maya"], {}, vectors)  # a fourth word: the next search starts over
+    line_scores(["violin"], ["maya"], {}, vectors)
+    assert space.calls == [["violin", "rain", "maya"], ["weather"], ["violin", "maya"]]
+
+
+def reference_scores(
+    texts: Sequence[str],
+    terms: Sequence[str],
+    weights: dict[str, float],
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]],
+) -> list[float]:
+    """:func:`line_scores` as its docstring reads, word by word, with no cache or matrix."""
+    stem_of = {
+        term: stem for stem, found in TermMatcher.of(terms).terms_of.items() for term in found
+    }
+    heaviest = max(weights.values(), default=1.0)
+    scores = []
+    for text in texts:
+        words = content_words(text)
+        if not words or not terms:
+            scores.append(0.0)
+            continue
+        total = 0.0
+        for term in terms:
+            best = -1.0
+            for word in words:
+                if term in stem_of and word.startswith(stem_of[term]):
+                    best = 1.0
+                else:
+                    best = max(best, float(embed([term])[0] @ embed([word])[0]))
+            total += weights.get(term, heaviest) * best
+        scores.append(total / sum(weights.get(term, heaviest) for term in terms))
+    return scores
+
+
+def test_scores_match_a_word_by_word_reference_across_searches() -> None:
+    """Scores with the kept words, texts and one similarity matrix equal a word-by-word
+    reference, search after search, through a cache that starts over."""
+    texts = [
+        "I play the violin! classically trained, very rusty",
+        "we signed the lease on the apartment downtown",
+        "morning! how was the weekend",
+        "",
+        "the dogs were named Biscuit and Pepper <@123>",
+        "my landlord finally fixed the heating https://example.com/x",
+    ]
+    questions = [
+        (["instrument", "maya", "learn"], {"instrument": 2.0, "learn": 0.5}),
+        (["apartment", "rent", "move"], {"apartment": 1.5}),
+        (["dog", "name"], {"dog": 1.0, "name": 3.0}),
+    ]
+    embed = shared_embedder().embed_array
+    vectors = WordVectors(embed, size=20)
+    for _ in range(2):
+        for terms, weights in questions:
+            expected = reference_scores(texts, terms, weights, embed)
+            assert line_scores(texts, terms, weights, vectors) == pytest.approx(expected, abs=1e-6)
+            plain = reference_scores(texts, terms, weights, lambda words: np.zeros((1, 1)))
+            assert line_scores(texts, terms, weights, None) == pytest.approx(plain)
 
 
 def test_the_local_model_finds_the_answer_in_other_words() -> None:

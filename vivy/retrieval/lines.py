@@ -10,12 +10,13 @@ those best matches. A question word no note holds weighs as much as the rarest o
 does: words of other phrasings are the ones this is for.
 
 Word vectors come from the local embedding model (:class:`WordVectors`, a word embedded on
-its own is the mean of its token vectors), whatever provider embeds the notes: they only
-choose lines among the few notes already chosen, so they never change which notes are found.
-Without them (the model cannot load) lines are scored by the question words they contain.
+its own is the mean of its token vectors), whatever provider embeds the notes: they choose
+lines among the few notes already chosen, and score the candidate notes' own texts the same
+way for ranking (:func:`word_matches`). Without them (the model cannot load) texts are
+scored by the question words they contain.
 
-Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of recent words so
-that a search embeds only the words it has not seen.
+Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen
+and the words of recent texts, so that a search splits and embeds only what it has not seen.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +51,9 @@ __all__ = [
 #: Word tokens as the keyword indexes see them (letters and digits).
 _TOKEN = re.compile(r"[^\W_]+")
 
+#: New words put in their sorted place one by one; more are sorted in at once.
+_INSERTED = 64
+
 Embed = Callable[[Sequence[str]], "npt.NDArray[np.float32]"]
 
 
@@ -65,36 +69,152 @@ def content_words(text: str) -> list[str]:
     ]
 
 
-class WordVectors:
-    """Unit vectors of single words from ``embed`` (texts to unit rows), the most recently
-    used ``size`` kept; safe to share between threads."""
+class _Vocabulary:
+    """Words numbered in the order first seen (kept sorted too, to find the words a stem
+    starts), and the content words of recent texts by number, so that a text is split and
+    its words looked up once. Not thread-safe: :class:`WordVectors` locks around it."""
 
-    def __init__(self, embed: Embed, *, size: int = 10_000) -> None:
+    def __init__(self, texts: int) -> None:
+        self.words: list[str] = []
+        self._number: dict[str, int] = {}
+        self._sorted: list[str] = []
+        self._unsorted: list[str] = []
+        self._texts: dict[str, npt.NDArray[np.intp]] = {}
+        self._text_size = texts
+
+    def numbers(self, words: Sequence[str]) -> list[int]:
+        """The number of each of ``words``, new words numbered after the known ones."""
+        number = self._number
+        for word in words:
+            if word not in number:
+                number[word] = len(self.words)
+                self.words.append(word)
+                self._unsorted.append(word)
+        return [number[word] for word in words]
+
+    def of_text(self, text: str) -> npt.NDArray[np.intp]:
+        """The numbers of the content words of ``text``, in order (the kept texts are
+        forgotten all at once when there are too many)."""
+        found = self._texts.get(text)
+        if found is None:
+            if len(self._texts) >= self._text_size:
+                self._texts.clear()
+            found = np.array(self.numbers(content_words(text)), dtype=np.intp)
+            self._texts[text] = found
+        return found
+
+    def starting(self, stem: str) -> list[int]:
+        """The numbers of the known words that start with ``stem``."""
+        ordered = self._sorted
+        if len(self._unsorted) > _INSERTED:
+            ordered.extend(self._unsorted)
+            ordered.sort()
+        else:
+            for word in self._unsorted:
+                bisect.insort(ordered, word)
+        self._unsorted.clear()
+        at = bisect.bisect_left(ordered, stem)
+        found = []
+        while at < len(ordered) and ordered[at].startswith(stem):
+            found.append(self._number[ordered[at]])
+            at += 1
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Lookup:
+    """One search's words as numbers: ``words`` (the distinct words of its texts, ascending),
+    ``columns`` (each text's words as indexes into ``words``, text after text), ``starts``
+    (where each text with words begins in ``columns``), ``texts`` (which texts have words),
+    ``terms`` (the terms' numbers) and ``held`` (for each term, the indexes into ``words`` of
+    the words its stem starts)."""
+
+    words: npt.NDArray[np.intp]
+    columns: npt.NDArray[np.intp]
+    starts: npt.NDArray[np.intp]
+    texts: list[int]
+    terms: npt.NDArray[np.intp]
+    held: dict[int, npt.NDArray[np.intp]]
+
+
+def _look_up(vocabulary: _Vocabulary, texts: Sequence[str], terms: Sequence[str]) -> _Lookup:
+    """``texts`` and ``terms`` as numbers of ``vocabulary`` (see :class:`_Lookup`)."""
+    numbers = [vocabulary.of_text(text) for text in texts]
+    with_words = [index for index, found in enumerate(numbers) if len(found)]
+    term_numbers = np.array(vocabulary.numbers(terms), dtype=np.intp)
+    flat = (
+        np.concatenate([numbers[index] for index in with_words])
+        if with_words
+        else np.zeros(0, dtype=np.intp)
+    )
+    present = np.zeros(len(vocabulary.words), dtype=bool)
+    present[flat] = True
+    words = np.flatnonzero(present)
+    position = np.cumsum(present) - 1
+    row = {term: index for index, term in enumerate(terms)}
+    held: dict[int, npt.NDArray[np.intp]] = {}
+    for stem, stemmed in TermMatcher.of(terms).terms_of.items():
+        starting = np.array(vocabulary.starting(stem), dtype=np.intp)
+        columns = position[starting[present[starting]]]
+        for term in stemmed:
+            held[row[term]] = columns
+    starts = np.cumsum([0] + [len(numbers[index]) for index in with_words[:-1]])
+    return _Lookup(words, position[flat], starts, with_words, term_numbers, held)
+
+
+class WordVectors:
+    """Unit vectors of single words from ``embed`` (texts to unit rows), with the content
+    words of recent texts, so that a search splits and embeds only what it has not seen;
+    safe to share between threads.
+
+    Words are rows of one matrix, numbered in the order first seen. Once more than ``size``
+    words are known, all is forgotten and the next search starts over (new words are rare
+    once a guild's notes have been searched, and a matrix keeps no order of use).
+    """
+
+    def __init__(self, embed: Embed, *, size: int = 10_000, texts: int = 20_000) -> None:
         self._embed = embed
         self._size = size
-        self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._texts = texts
         self._lock = threading.Lock()
+        self._vocabulary = _Vocabulary(texts)
+        self._rows = np.zeros((0, 0), dtype=np.float32)
+        self._embedded = 0
 
-    def of(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One unit row per word of ``words``; the words not cached are embedded in one call.
+    def similarity(
+        self, texts: Sequence[str], terms: Sequence[str]
+    ) -> tuple[_Lookup, npt.NDArray[np.float32]]:
+        """The search's words (:class:`_Lookup`) and the cosine of each term's vector with
+        each of its words' (terms by words); the words not seen before are embedded in one
+        call.
 
         Raises :class:`~vivy.errors.LLMError` when the model cannot embed.
         """
         with self._lock:
-            cache = self._cache
-            missing = [word for word in dict.fromkeys(words) if word not in cache]
-            if missing:
-                for word, row in zip(missing, self._embed(missing), strict=True):
-                    cache[word] = row
-            rows = []
-            for word in words:
-                rows.append(cache[word])
-                cache.move_to_end(word)
-            while len(cache) > self._size:
-                cache.popitem(last=False)
-        if not rows:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack(rows)
+            if len(self._vocabulary.words) > self._size:
+                self._vocabulary = _Vocabulary(self._texts)
+                self._embedded = 0
+            found = _look_up(self._vocabulary, texts, terms)
+            self._embed_new()
+            term_rows = self._rows[found.terms]
+            word_rows = self._rows[found.words]
+        similarity: npt.NDArray[np.float32] = term_rows @ word_rows.T
+        return found, similarity
+
+    def _embed_new(self) -> None:
+        """Embeds the words numbered since the last call into their rows."""
+        new = self._vocabulary.words[self._embedded :]
+        if not new:
+            return
+        rows = self._embed(new)
+        end = self._embedded + len(new)
+        if end > len(self._rows):
+            grown = np.zeros((max(2 * end, 1024), rows.shape[1]), dtype=np.float32)
+            if self._embedded:
+                grown[: self._embedded] = self._rows[: self._embedded]
+            self._rows = grown
+        self._rows[self._embedded : end] = rows
+        self._embedded = end
 
 
 _LOCAL: list[WordVectors] = []
@@ -122,33 +242,25 @@ def line_scores(
     weighted by their idf (``weights``; a term without one weighs as the heaviest), of the
     term's best match among the text's words (see the module docstring). With ``vectors``
     None, a term matches only a word it starts (by its stem, as :class:`TermMatcher` does). A
-    text without a content word, or a question without terms, scores 0."""
-    words = [content_words(text) for text in texts]
-    with_words = [index for index, found in enumerate(words) if found]
-    if not terms or not with_words:
+    text without a content word, or a question without terms, scores 0.
+
+    The search's distinct words are compared with the terms once, in one matrix, and each
+    text takes its maxima from their columns."""
+    if not terms or not texts:
         return [0.0] * len(texts)
+    if vectors is None:
+        found = _look_up(_Vocabulary(len(texts)), texts, terms)
+        similarity = np.zeros((len(terms), len(found.words)), dtype=np.float32)
+    else:
+        found, similarity = vectors.similarity(texts, terms)
+    if not found.texts:
+        return [0.0] * len(texts)
+    for row, columns in found.held.items():
+        similarity[row, columns] = 1.0
     heaviest = max(weights.values(), default=1.0)
     weight = np.array([weights.get(term, heaviest) for term in terms], dtype=np.float32)
-    unique = list(dict.fromkeys(word for found in words for word in found))
-    if vectors is not None:
-        similarity = vectors.of(list(terms)) @ vectors.of(unique).T
-    else:
-        similarity = np.zeros((len(terms), len(unique)), dtype=np.float32)
-    row = {term: index for index, term in enumerate(terms)}
-    alphabetical = sorted(unique)
-    position = {word: index for index, word in enumerate(unique)}
-    for stem, stemmed in TermMatcher.of(terms).terms_of.items():
-        columns = []
-        at = bisect.bisect_left(alphabetical, stem)
-        while at < len(alphabetical) and alphabetical[at].startswith(stem):
-            columns.append(position[alphabetical[at]])
-            at += 1
-        for term in stemmed:
-            similarity[row[term], columns] = 1.0
-    flat = [position[word] for index in with_words for word in words[index]]
-    starts = np.cumsum([0] + [len(words[index]) for index in with_words[:-1]])
     best = np.zeros((len(terms), len(texts)), dtype=np.float32)
-    best[:, with_words] = np.maximum.reduceat(similarity[:, flat], starts, axis=1)
+    best[:, found.texts] = np.maximum.reduceat(similarity[:, found.columns], found.starts, axis=1)
     scores: npt.NDArray[np.float32] = weight @ best / float(weight.sum())
     return [float(score) for score in scores]
 
