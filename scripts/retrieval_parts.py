@@ -128,22 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 limit=DEFAULT_SETTINGS.candidates,
                 candidates=DEFAULT_SETTINGS.candidates,
             )
-            timed(query, "  notes' BM25 (plan, search)", note_search._note_keywords, search, conn)
-            timed(
-                query,
-                "  evidence BM25 (plan, search)",
-                note_search._window_keywords,
-                search,
-                conn,
-            )
+            reads = note_search._SqliteReads(index, serialize_vector(vector))
+            timed(query, "  notes' BM25 (plan, search)", reads.note_keywords, conn, search)
+            timed(query, "  evidence BM25 (plan, search)", reads.window_keywords, conn, search)
             timed(
                 query,
                 "  candidates' details and window similarities",
-                note_search._read_notes,
+                reads._read_notes,
                 conn,
                 search,
                 [c.note_id for c in found.candidates],
-                serialize_vector(vector),
+                True,
             )
             matches = timed(
                 query,
