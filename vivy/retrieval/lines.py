@@ -198,7 +198,9 @@ class WordVectors:
             self._embed_new()
             term_rows = self._rows[found.terms]
             word_rows = self._rows[found.words]
-        similarity: npt.NDArray[np.float32] = term_rows @ word_rows.T
+        # numpy's own loop, not BLAS: a BLAS product of this size wakes the library's threads,
+        # which then spin on the cores the rest of the search needs.
+        similarity: npt.NDArray[np.float32] = np.einsum("td,wd->tw", term_rows, word_rows)
         return found, similarity
 
     def _embed_new(self) -> None:
