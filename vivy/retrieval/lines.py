@@ -315,6 +315,6 @@ def best_lines(
             if len(picked) == limit:
                 break
             if not looks_like_instruction(lines[index].text):
-                picked.append(lines[index])  # seed 003: never quote orders to the bot
+                picked.append(lines[index])
         chosen.append(tuple(picked))
     return chosen
