@@ -244,7 +244,10 @@ def _answered(
 
 
 async def _store_all(store: Store, data: LongEval, llm: LLM, *, evidence: bool) -> dict[int, str]:
-    """Store every session of every guild; returns note id -> session key."""
+    """Store every session of every guild; returns note id -> session key. The database
+    takes ``llm``'s embedding model first, as the bot's does at start (PostgreSQL sizes its
+    vector column by it)."""
+    assert await store.meta.adopt_embedding_model(llm.embedding_model, llm.dimension) is None
     keys: dict[int, str] = {}
     for guild in data.guilds:
         names = {user: name for user, (name, _) in guild.members.items()}

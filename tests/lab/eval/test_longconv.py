@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 
+from tests.pg import embedded_postgres
+from vivy.storage.port import Store
+from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import Candidate, NoteSearchResult
 from vivy_lab.eval.longconv import (
     BASELINES,
@@ -23,6 +29,7 @@ from vivy_lab.eval.longconv import (
     session_recall,
     short_of_goals,
 )
+from vivy_lab.scratch import new_schema
 
 SMALL = Path(__file__).with_name("longconv_small.json")
 
@@ -41,6 +48,24 @@ def test_session_recall_counts_answer_messages_by_their_session() -> None:
     assert session_recall(["s1", "s3"], answers, 1) == 0.5
     assert session_recall(["s3", "s2", "s1"], answers, 1) == 0.0
     assert session_recall(["s3", "s2", "s1"], answers, 3) == 1.0
+
+
+@pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+def test_the_eval_runs_on_postgresql_as_on_sqlite(pg_uri: str, report: LongReport) -> None:
+    """With each store in a fresh PostgreSQL schema, as ``scripts/eval_postgres.py`` runs it,
+    the small subset's shipped retriever is at or above every baseline overall and its
+    keyword-only path, and finds what it finds on SQLite at 10."""
+
+    def store() -> Store:
+        return open_postgres_store(new_schema(pg_uri, f"eval_{uuid.uuid4().hex}"), inline=True)
+
+    there = anyio.run(partial(run_longconv, None, load_longconv(SMALL), open_store=store))
+    assert there.recall["bm25_raw"] == report.recall["bm25_raw"]
+    for k in (1, 5, 10):
+        for baseline in BASELINES:
+            assert there.recall["shipped"][k] >= there.recall[baseline][k], (baseline, k)
+    assert there.recall["shipped"][5] > there.recall["keyword_only"][5]
+    assert there.recall["shipped"][10] == pytest.approx(report.recall["shipped"][10], abs=0.05)
 
 
 def test_shipped_retriever_is_not_below_a_baseline_overall(report: LongReport) -> None:
