@@ -59,6 +59,29 @@ def test_content_words_drop_stop_words_markup_and_single_letters() -> None:
     ]
 
 
+def test_content_words_of_non_ascii_text_keep_their_letters() -> None:
+    """Accented and non-Latin letters are word letters; underscores and punctuation split."""
+    assert content_words("Ça va, ÉCOLE_été! naïve Привет the") == [
+        "ça",
+        "va",
+        "école",
+        "été",
+        "naïve",
+        "привет",
+    ]
+
+
+def test_a_text_scores_the_same_when_its_words_are_already_known() -> None:
+    """Stop words weigh nothing in a text, whether it is split anew or read from the kept
+    texts of an earlier search."""
+    vectors = WordVectors(Space())
+    texts = ["the violin is mine", "it is the rain and a violin", "the and a"]
+    first = line_scores(texts, ["instrument"], {}, vectors)
+    assert first == line_scores(texts, ["instrument"], {}, vectors)
+    assert first == line_scores(["violin", "rain violin", "x"], ["instrument"], {}, vectors)
+    assert first[2] == 0.0
+
+
 def test_a_term_matches_its_most_similar_word_weighted_by_idf() -> None:
     """Each term takes its best cosine in the line; the line scores their idf-weighted mean."""
     vectors = WordVectors(Space())

@@ -50,6 +50,8 @@ __all__ = [
 
 #: Word tokens as the keyword indexes see them (letters and digits).
 _TOKEN = re.compile(r"[^\W_]+")
+#: The same tokens in lower-cased ASCII text, where the narrower class is quicker to match.
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
 #: New words put in their sorted place one by one; more are sorted in at once.
 _INSERTED = 64
@@ -57,16 +59,23 @@ _INSERTED = 64
 Embed = Callable[[Sequence[str]], "npt.NDArray[np.float32]"]
 
 
+def _words(text: str) -> dict[str, None]:
+    """The distinct words of ``text``, lower-cased, in order, markup dropped."""
+    if "<" in text or "http" in text:
+        text = strip_markup(text)
+    lowered = text.lower()
+    return dict.fromkeys((_ASCII_TOKEN if lowered.isascii() else _TOKEN).findall(lowered))
+
+
+def _carries_meaning(word: str) -> bool:
+    """Whether ``word`` can carry meaning: not a stop word nor a single letter."""
+    return word not in STOPWORDS and (len(word) > 1 or word.isdigit())
+
+
 def content_words(text: str) -> list[str]:
     """The distinct words of ``text`` that can carry meaning, lower-cased, in order: markup,
     stop words and single letters dropped (digits kept)."""
-    if "<" in text or "http" in text:
-        text = strip_markup(text)
-    return [
-        word
-        for word in dict.fromkeys(_TOKEN.findall(text.lower()))
-        if word not in STOPWORDS and (len(word) > 1 or word.isdigit())
-    ]
+    return [word for word in _words(text) if _carries_meaning(word)]
 
 
 class _Vocabulary:
@@ -81,6 +90,8 @@ class _Vocabulary:
         self._unsorted: list[str] = []
         self._texts: dict[str, npt.NDArray[np.intp]] = {}
         self._text_size = texts
+        # Every word of a text seen: its number, or -1 when it carries no meaning.
+        self._code: dict[str, int] = {}
 
     def numbers(self, words: Sequence[str]) -> list[int]:
         """The number of each of ``words``, new words numbered after the known ones."""
@@ -99,9 +110,23 @@ class _Vocabulary:
         if found is None:
             if len(self._texts) >= self._text_size:
                 self._texts.clear()
-            found = np.array(self.numbers(content_words(text)), dtype=np.intp)
+            words = _words(text)
+            codes = list(map(self._code.get, words))
+            if None in codes:
+                codes = [self._code_of(word) for word in words]
+            found = np.array(codes, dtype=np.intp)
+            if -1 in codes:
+                found = found[found >= 0]
             self._texts[text] = found
         return found
+
+    def _code_of(self, word: str) -> int:
+        """The number of a word of a text, or -1 when it carries no meaning."""
+        code = self._code.get(word)
+        if code is None:
+            code = self.numbers([word])[0] if _carries_meaning(word) else -1
+            self._code[word] = code
+        return code
 
     def starting(self, stem: str) -> list[int]:
         """The numbers of the known words that start with ``stem``."""
