@@ -126,6 +126,35 @@ def test_best_lines_come_best_first_without_instructions() -> None:
     assert [one.message_id for one in chosen] == [4, 1]
 
 
+def test_a_named_members_own_lines_come_first() -> None:
+    """Of lines that match the question alike, those said by a member the question names
+    come first, though they do not hold the name; a line that matches better still wins."""
+    lines = [
+        EvidenceLine(1, 1, 7, "Maya", "the rain again", 1001.0),
+        EvidenceLine(2, 1, 8, "Sam", "the rain again", 1002.0),
+        EvidenceLine(3, 1, 7, "Maya", "I play the violin!", 1003.0),
+    ]
+    vectors = WordVectors(Space())
+    (plain,) = best_lines([lines], ["instrument", "sam"], {}, vectors, 3)
+    assert [one.message_id for one in plain] == [3, 1, 2]
+    (named,) = best_lines([lines], ["instrument", "sam"], {}, vectors, 3, named={8})
+    assert [one.message_id for one in named] == [3, 2, 1]
+
+
+def test_lines_that_say_something_come_before_chit_chat() -> None:
+    """Where no line matches the question, the lines with more content words come first;
+    a line that matches comes before any of them."""
+    lines = [
+        line(1, "ok night"),
+        line(2, "the rain flooded our basement and ruined every box we stored"),
+        line(3, "violin"),
+    ]
+    (chosen,) = best_lines([lines], ["instrument"], {}, WordVectors(Space()), 3)
+    assert [one.message_id for one in chosen] == [3, 2, 1]
+    (chosen,) = best_lines([lines], [], {}, None, 3)
+    assert [one.message_id for one in chosen] == [2, 1, 3]
+
+
 def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
     """A model that cannot embed leaves the choice to the question's words."""
 

@@ -572,3 +572,24 @@ async def test_a_line_giving_the_bot_orders_is_never_quoted(tmp_path: Path) -> N
     context = await world.retriever.build_context(ask("who owns Bento the dog?"))
     assert "roll over at the dog park" in context.xml
     assert "server owner" not in context.xml
+
+
+async def test_a_question_naming_a_member_quotes_their_lines_first(tmp_path: Path) -> None:
+    """Asked what Maya thought, the note's line by Maya comes before Sam's, which matches the
+    question's words about as well (and the other way round): the search tells which members
+    the question names."""
+    world = make_world(tmp_path)
+    await world.db.write(
+        keep_evidence,
+        world.ids["bento"],
+        [
+            (921, SAM, "Sam", "Bento is the goodest corgi in the whole town"),
+            (922, MAYA, "Maya", "Bento rolled over at the park today"),
+        ],
+    )
+    hits = await world.retriever.search_notes(GUILD, "what did Maya think of Bento?")
+    (bento,) = [hit for hit in hits if hit.note.id == world.ids["bento"]]
+    assert [line.message_id for line in bento.lines] == [922, 921]
+    hits = await world.retriever.search_notes(GUILD, "what did Sam think of Bento?")
+    (bento,) = [hit for hit in hits if hit.note.id == world.ids["bento"]]
+    assert [line.message_id for line in bento.lines] == [921, 922]

@@ -301,6 +301,7 @@ async def test_both_engines_find_the_same_candidates(pg_uri: str, tmp_path: Path
         for search, lite, pg in zip(asked, on_sqlite, on_postgres, strict=True):
             assert meaning(lite) == meaning(pg), search
             assert set(lite.windows) == set(pg.windows)
+            assert lite.named == pg.named
             assert lite.term_weights == pytest.approx(pg.term_weights)
             assert not lite.vector_failed and not pg.vector_failed
         # Every way of finding a note took part in the comparison.

@@ -145,7 +145,7 @@ async def test_another_guilds_closer_notes_never_appear(store: Store) -> None:
     assert candidate.similarity == pytest.approx(0.3 / (1.09**0.5), abs=1e-4)
     assert candidate.bm25 is not None and candidate.bm25 > 0
     assert candidate.window_bm25 is not None and candidate.window_similarity is not None
-    assert candidate.time_distance_s == 0.0 and candidate.named
+    assert candidate.time_distance_s == 0.0 and candidate.named and found.named == {7}
     assert candidate.terms == frozenset({"biscuit"}) and candidate.coverage == 1.0
     assert set(found.windows) == {mine}
     notes, _ = await store.search.note_hits(GUILD, [*theirs, mine], [])

@@ -15,6 +15,11 @@ lines among the few notes already chosen, and score the candidate notes' own tex
 way for ranking (:func:`word_matches`). Without them (the model cannot load) texts are
 scored by the question words they contain.
 
+Choosing a note's quoted lines weighs two things the words cannot show: who said a line (a
+question that names Sam is answered by what Sam said, and Sam's lines rarely hold Sam's name)
+and whether it says anything (so that, where the question's words match nothing well, a line
+with content comes before "ok, night").
+
 Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen
 and the words of recent texts, so that a search splits and embeds only what it has not seen.
 """
@@ -24,7 +29,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +45,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "NAMED_AUTHOR",
+    "SUBSTANCE",
+    "SUBSTANTIAL_WORDS",
     "WordVectors",
     "best_lines",
     "content_words",
@@ -273,23 +281,39 @@ def line_scores(
 
     The search's distinct words are compared with the terms once, in one matrix, and each
     text takes its maxima from their columns."""
-    if not terms or not texts:
-        return [0.0] * len(texts)
+    scores, _ = _scored(texts, terms, weights, vectors)
+    return [float(score) for score in scores]
+
+
+def _scored(
+    texts: Sequence[str],
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    vectors: WordVectors | None,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp]]:
+    """:func:`line_scores` of ``texts``, with how many distinct content words each holds."""
+    scores = np.zeros(len(texts), dtype=np.float32)
+    if not texts:
+        return scores, np.zeros(0, dtype=np.intp)
+    if not terms:
+        return scores, np.array([len(content_words(text)) for text in texts], dtype=np.intp)
     if vectors is None:
         found = _look_up(_Vocabulary(len(texts)), texts, terms)
         similarity = np.zeros((len(terms), len(found.words)), dtype=np.float32)
     else:
         found, similarity = vectors.similarity(texts, terms)
+    sizes = np.zeros(len(texts), dtype=np.intp)
     if not found.texts:
-        return [0.0] * len(texts)
+        return scores, sizes
+    sizes[found.texts] = np.diff(found.starts, append=len(found.columns))
     for row, columns in found.held.items():
         similarity[row, columns] = 1.0
     heaviest = max(weights.values(), default=1.0)
     weight = np.array([weights.get(term, heaviest) for term in terms], dtype=np.float32)
     best = np.zeros((len(terms), len(texts)), dtype=np.float32)
     best[:, found.texts] = np.maximum.reduceat(similarity[:, found.columns], found.starts, axis=1)
-    scores: npt.NDArray[np.float32] = weight @ best / float(weight.sum())
-    return [float(score) for score in scores]
+    scores = weight @ best / float(weight.sum())
+    return scores, sizes
 
 
 def word_matches(
@@ -309,30 +333,50 @@ def word_matches(
     return {c.note_id: score for c, score in zip(candidates, scores, strict=True)}
 
 
+#: What a line said by a member the question names adds to its score: a question about Sam
+#: is answered by what Sam said, and Sam's own lines rarely hold Sam's name.
+NAMED_AUTHOR = 0.2
+#: What a line's substance adds at most: a line with :data:`SUBSTANTIAL_WORDS` content words
+#: or more adds all of it, a shorter one its share, so that where the question's words match
+#: nothing well, lines that say something come before "ok, night".
+SUBSTANCE = 0.05
+SUBSTANTIAL_WORDS = 5
+
+
 def best_lines(
     notes: Sequence[Sequence[EvidenceLine]],
     terms: Sequence[str],
     weights: Mapping[str, float],
     vectors: WordVectors | None,
     limit: int,
+    *,
+    named: Collection[int] = frozenset(),
 ) -> list[tuple[EvidenceLine, ...]]:
     """For each note's ``lines`` (of ``notes``), up to ``limit`` that best answer the
-    question, best first (:func:`line_scores`, all notes' lines scored at once; ties to the
-    earlier line). A line that reads as an instruction to the bot is never chosen; lines are
-    checked only until ``limit`` are, as the check is the costliest step of choosing.
+    question, best first (ties to the earlier line): by :func:`line_scores`, all notes' lines
+    scored at once, plus :data:`NAMED_AUTHOR` for a line said by one of the members the
+    question names (``named``, user ids) and up to :data:`SUBSTANCE` for what the line says.
+    A line that reads as an instruction to the bot is never chosen; lines are checked only
+    until ``limit`` are, as the check is the costliest step of choosing.
 
     Falls back to matching words alone when the word vectors cannot be made.
     """
     unique = [list({line.message_id: line for line in lines}.values()) for lines in notes]
-    texts = [line.text for lines in unique for line in lines]
+    said = [line for lines in unique for line in lines]
+    texts = [line.text for line in said]
     try:
-        scores = line_scores(texts, terms, weights, vectors)
+        scores, sizes = _scored(texts, terms, weights, vectors)
     except LLMError:
-        scores = line_scores(texts, terms, weights, None)
+        scores, sizes = _scored(texts, terms, weights, None)
+    total = scores + SUBSTANCE / SUBSTANTIAL_WORDS * np.minimum(sizes, SUBSTANTIAL_WORDS)
+    if named:
+        total += NAMED_AUTHOR * np.fromiter(
+            (line.author_id in named for line in said), dtype=bool, count=len(said)
+        )
     chosen: list[tuple[EvidenceLine, ...]] = []
     offset = 0
     for lines in unique:
-        own = scores[offset : offset + len(lines)]
+        own = total[offset : offset + len(lines)].tolist()
         offset += len(lines)
         order = sorted(range(len(lines)), key=lambda index: (-own[index], index))
         picked: list[EvidenceLine] = []

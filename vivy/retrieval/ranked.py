@@ -128,6 +128,7 @@ async def ranked_notes(
             result.term_weights,
             words,
             settings.evidence_lines,
+            named=result.named,
         )
         hits = tuple(
             NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)

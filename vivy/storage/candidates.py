@@ -180,7 +180,7 @@ def assemble_candidates(
                 text=note.text,
             )
         )
-    return NoteSearchResult(tuple(candidates), hits.vector_failed, weights, shown)
+    return NoteSearchResult(tuple(candidates), hits.vector_failed, weights, shown, named)
 
 
 #: Evidence windows kept per note for coverage and for the reply's quoted lines.

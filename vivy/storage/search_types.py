@@ -170,13 +170,15 @@ class NoteSearchResult:
     """The ranking inputs of one search; ``vector_failed`` when sqlite-vec raised.
 
     ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
-    evidence windows of each candidate, best first.
+    evidence windows of each candidate, best first; ``named`` the user ids of the members the
+    question names (by :attr:`NoteSearch.name_grams`).
     """
 
     candidates: tuple[Candidate, ...]
     vector_failed: bool
     term_weights: Mapping[str, float] = field(default_factory=dict)
     windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    named: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
