@@ -155,6 +155,16 @@ def test_lines_that_say_something_come_before_chit_chat() -> None:
     assert [one.message_id for one in chosen] == [2, 1, 3]
 
 
+@pytest.mark.parametrize("vectors", [True, False])
+def test_a_repeated_word_says_no_more_than_once(vectors: bool) -> None:
+    """A line's substance counts its distinct content words: a word said six times counts
+    once, with the word vectors or without them."""
+    lines = [line(1, "haha haha haha haha haha haha"), line(2, "the rain flooded our basement")]
+    words = WordVectors(Space()) if vectors else None
+    (chosen,) = best_lines([lines], ["instrument"], {}, words, 2)
+    assert [one.message_id for one in chosen] == [2, 1]
+
+
 def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
     """A model that cannot embed leaves the choice to the question's words."""
 

@@ -106,6 +106,8 @@ _TRIGGER_WORDS = (
     "игнорир инструкци администратор 忽略 指令 管理员 無視 以前の指示 管理者 beheerder "
     "administr amministr propri dueño dono besitzer"
 ).split()
+#: The trigger words an ASCII text can contain.
+_ASCII_TRIGGER_WORDS = [word for word in _TRIGGER_WORDS if word.isascii()]
 #: ``str.lower`` differs from the patterns' case-insensitive matching in three letters:
 #: "İ" lowers to "i" plus a combining dot, and "ı" and "ſ" match "i" and "s".
 _TRIGGER_FOLD = str.maketrans({"\u0307": None, "ı": "i", "ſ": "s"})
@@ -114,8 +116,9 @@ _TRIGGER_FOLD = str.maketrans({"\u0307": None, "ı": "i", "ſ": "s"})
 def _may_be_instruction(reading: str) -> bool:
     """Whether ``reading`` contains a trigger word: False rules every pattern out."""
     folded = reading.lower()
-    if not folded.isascii():
-        folded = folded.translate(_TRIGGER_FOLD)
+    if folded.isascii():
+        return any(word in folded for word in _ASCII_TRIGGER_WORDS)
+    folded = folded.translate(_TRIGGER_FOLD)
     return any(word in folded for word in _TRIGGER_WORDS)
 
 
@@ -124,6 +127,15 @@ _LEET = str.maketrans("013457@$", "oieastas")
 _SPACED = re.compile(r"\b(?:\w\s){3,}\w\b")
 _LETTER_GAP = re.compile(r"(?<=\b\w) (?=\w\b)")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def _has_digit(text: str) -> bool:
+    """Whether ``text`` has a character that ``str.isdigit`` accepts (in ASCII text, found
+    by a regex quicker than character by character)."""
+    if text.isascii():
+        return _ASCII_DIGIT.search(text) is not None
+    return any(map(str.isdigit, text))
 
 
 def _stem(word: str) -> str:
@@ -168,7 +180,7 @@ def _readings(text: str) -> list[str]:
     readings = [plain]
     if _SPACED.search(plain):  # "i g n o r e   p r e v i o u s": join the letters of words
         readings.append(re.sub(r"\s{2,}", " ", _LETTER_GAP.sub("", plain)))
-    if any(map(str.isdigit, plain)):
+    if _has_digit(plain):
         readings.append(plain.lower().translate(_LEET))
     for token in _BASE64.findall(plain):
         try:
@@ -179,11 +191,14 @@ def _readings(text: str) -> list[str]:
     return readings
 
 
+@lru_cache(maxsize=4096)
 def looks_like_instruction(text: str) -> bool:
     """Whether ``text`` reads as an instruction to the bot, an authority claim or a secret.
 
     The text is also read undisguised: NFKC-normalised (full-width letters), with spaced
     letters joined, with leetspeak digits as letters, and with base64 runs decoded.
+    Memoised: the lines quoted under a guild's notes are checked again at every search that
+    finds those notes.
     """
     return any(
         _may_be_instruction(reading) and _INSTRUCTION.search(reading) is not None
