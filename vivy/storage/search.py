@@ -168,20 +168,20 @@ def vector_search(
     nearest = index.nearest(conn, guild_id, bits, k, kind=kind)
     if not nearest:
         return []
-    # One query by primary key; a vector of another length (a half-done re-embedding) is
-    # skipped rather than compared.
-    exact = [
-        VectorMatch(int(note_id), 1.0 - float(distance))
-        for note_id, distance in conn.execute(
-            "SELECT note_id, vec_distance_cosine(embedding, ?) FROM vec_notes"
-            f" WHERE note_id IN ({','.join('?' * len(nearest))}) AND guild_id = ?"
-            " AND length(embedding) = ?",
-            (vector, *nearest, guild_id, len(vector)),
+    # One query by primary key, ranked there (a similarity that cannot be computed sorts
+    # last); a vector of another length (a half-done re-embedding) is skipped rather than
+    # compared.
+    return [
+        VectorMatch(int(note_id), float(similarity))
+        for note_id, similarity in conn.execute(
+            "SELECT note_id, 1.0 - vec_distance_cosine(embedding, ?) AS similarity"
+            f" FROM vec_notes WHERE note_id IN ({','.join('?' * len(nearest))})"
+            " AND guild_id = ? AND length(embedding) = ?"
+            " ORDER BY similarity DESC, note_id LIMIT ?",
+            (vector, *nearest, guild_id, len(vector), limit),
         ).fetchall()
-        if distance is not None
+        if similarity is not None
     ]
-    exact.sort(key=lambda match: (-match.similarity, match.note_id))
-    return exact[:limit]
 
 
 #: BM25 column weights: title, summary, topics, entities. Titles, topics and entities are
