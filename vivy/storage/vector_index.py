@@ -114,9 +114,9 @@ class BinaryIndex:
         k = min(k, eligible)
         if k <= 0:
             return []
-        # Distances are small integers: their histogram gives the k-th smallest distance,
-        # and every row within it is a candidate (faster than ``argpartition`` at scale).
-        within = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=farthest)), k))
+        # Every row within the k-th smallest distance is a candidate (partitioning the
+        # distances finds it quicker than ``argpartition`` finds the rows).
+        within = int(np.partition(distance, k - 1)[k - 1])
         picked = np.flatnonzero(distance <= within)
         order = picked[np.lexsort((guild.ids[picked], distance[picked]))][:k]
         return [int(note_id) for note_id in guild.ids[order]]
