@@ -318,10 +318,10 @@ def compared_windows(
         return [], {}
     marks = ",".join("?" * len(note_ids))
     rows = conn.execute(
-        f"SELECT id, note_id, vec_distance_cosine(embedding, ?), text FROM evidence_windows"
-        f" WHERE note_id IN ({marks}) AND guild_id = ? AND length(embedding) = ?",
+        "SELECT id, note_id, 1.0 - vec_distance_cosine(embedding, ?) AS score, text"
+        f" FROM evidence_windows WHERE note_id IN ({marks}) AND guild_id = ?"
+        " AND length(embedding) = ? ORDER BY score DESC, id",
         (vector, *note_ids, guild_id, len(vector)),
     ).fetchall()
-    found = [WindowMatch(int(r[0]), int(r[1]), 1.0 - float(r[2])) for r in rows]
-    found.sort(key=lambda match: (-match.score, match.window_id))
+    found = [WindowMatch(int(r[0]), int(r[1]), float(r[2])) for r in rows]
     return found, {int(r[0]): str(r[3]) for r in rows}
