@@ -1,6 +1,6 @@
 """Learn the retriever's fusion weights and gate on the long-conversation eval set.
 
-    python scripts/learn_fusion_weights.py [--eval-set PATH] [--rounds 3]
+    python scripts/learn_fusion_weights.py [--eval-set PATH] [--rounds 3] [--hold MARGIN]
 
 Each question's searches run once (:func:`vivy_lab.eval.longconv.search_questions`, with the
 offline provider's local embedding model); the model's similarity scale is measured on the
@@ -12,9 +12,13 @@ time and keeps a change when it raises the objective on the training guilds: the
 question kinds of session recall at 1, 5 and 10, so no kind is traded away for another, less
 twice every shortfall below the best baseline (BM25 raw, BM25 sessions, dense, RRF) at each
 (kind, k), the goal being to beat them everywhere. The *held-out* guilds show whether the
-weights generalise. Then the gate's thresholds are chosen to let the fewest notes through
-for questions memory cannot answer (each guild asked another guild's questions) while the
-gated recall@10 stays within 0.01 of the ungated one in every question kind, on the training
+weights generalise. With ``--hold MARGIN`` a change is kept only if the whole set (both
+halves, ranked as ``vivy eval`` ranks it) stays at least MARGIN above the best baseline at
+each (kind, k) and overall, and the note eval's fused recall@5 at or above its better single
+search: what ``vivy eval --check`` demands, with a margin so that a tie does not pass or fail
+on rounding. Then the gate's thresholds are chosen to let the fewest notes through for
+questions memory cannot answer (each guild asked another guild's questions) while the gated
+recall@10 stays within 0.01 of the ungated one in every question kind, on the training
 guilds.
 
 It prints the calibration, weights and gate to put in ``vivy/retrieval/ranking.py`` and the
@@ -26,14 +30,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import anyio
 
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import EmbeddingTask
-from vivy.retrieval.ranking import Calibration, Gate, Weights
+from vivy.retrieval.ranking import LOCAL_CALIBRATION, Calibration, Gate, Weights
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy_lab.eval.longconv import (
     BASELINES,
@@ -58,6 +62,7 @@ FEATURES = (
     "evidence_vector",
     "coverage",
     "word_match",
+    "word_match_boost",
     "name",
     "time",
     "recency",
@@ -134,8 +139,10 @@ def learn(
     rounds: int,
     baseline: dict[str, dict[int, float]],
     notes: NoteEvalSearches,
+    holds: Callable[[Weights], bool] | None = None,
 ) -> Weights:
-    """Coordinate ascent over the feature weights, on ``searched`` (and the note eval)."""
+    """Coordinate ascent over the feature weights, on ``searched`` (and the note eval),
+    keeping only weights that ``holds`` accepts (when given)."""
     best = start
     best_value = objective(searched, calibration, best, None, baseline, notes)
     for round_number in range(rounds):
@@ -148,7 +155,7 @@ def learn(
                     continue
                 trial = dataclasses.replace(best, **{name: value})
                 score = objective(searched, calibration, trial, None, baseline, notes)
-                if score > best_value + 1e-6:
+                if score > best_value + 1e-6 and (holds is None or holds(trial)):
                     best, best_value, improved = trial, score, True
         print(f"round {round_number + 1}: objective {best_value:.4f}")
         if not improved:
@@ -220,7 +227,51 @@ def show(
         print(f"  {kind:12} @1 {per[1]:.3f}  @5 {per[5]:.3f}  @10 {per[10]:.3f}")
 
 
-async def main(data: LongEval, rounds: int) -> None:
+def holding(
+    searched: Sequence[Searched],
+    rankings: dict[str, dict[str, list[str]]],
+    notes: NoteEvalSearches,
+    margin: float,
+) -> Callable[[Weights], bool]:
+    """Whether weights keep the whole of ``searched`` ``margin`` above the best baseline at
+    1, 5 and 10, overall and in every kind, and the note eval's fused recall@5 at or above
+    its better single search (``rankings``: each baseline's sessions by question id)."""
+    table = baseline_by_kind(searched, rankings)
+    overall = {
+        k: max(
+            sum(session_recall(rankings[m][one.question.id], one.answers, k) for one in searched)
+            / len(searched)
+            for m in BASELINES
+        )
+        for k in (1, 5, 10)
+    }
+
+    def holds(weights: Weights) -> bool:
+        """See :func:`holding`."""
+        gate = DEFAULT_SETTINGS.gate
+        ranked = [
+            ranked_sessions(one, calibration=one.scale or default, weights=weights, gate=gate)
+            for one in searched
+        ]
+        for k in (1, 5, 10):
+            recalls = [
+                session_recall(r, one.answers, k) for r, one in zip(ranked, searched, strict=True)
+            ]
+            if sum(recalls) / len(recalls) < overall[k] + margin:
+                return False
+            for kind in KINDS:
+                pairs = zip(recalls, searched, strict=True)
+                mine = [value for value, one in pairs if one.question.kind == kind]
+                if mine and sum(mine) / len(mine) < table[kind][k] + margin:
+                    return False
+        settings = replace(DEFAULT_SETTINGS, weights=weights)
+        return fused_shortfall(notes, default, settings) <= 0.0
+
+    default = DEFAULT_SETTINGS.calibration or LOCAL_CALIBRATION
+    return holds
+
+
+async def main(data: LongEval, rounds: int, hold: float | None) -> None:
     """Search once, measure the scale and learn on half the guilds, report both halves."""
     llm = OfflineLLM()
     questions = [q.question for guild in data.guilds for q in guild.questions]
@@ -258,7 +309,8 @@ async def main(data: LongEval, rounds: int) -> None:
     notes = await search_note_eval(llm, load_eval_set())
     shortfall = fused_shortfall(notes, calibration, DEFAULT_SETTINGS)
     print(f"note eval: fused recall@5 below the better single search by {shortfall:.3f}")
-    learned = learn(train, calibration, defaults, rounds, baseline, notes)
+    holds = None if hold is None else holding(searched, rankings, notes, hold)
+    learned = learn(train, calibration, defaults, rounds, baseline, notes, holds)
     shortfall = fused_shortfall(notes, calibration, replace(DEFAULT_SETTINGS, weights=learned))
     print(f"note eval, learned: fused recall@5 below the better single search by {shortfall:.3f}")
     train_strangers = [one for one in unanswerable if one.question.id[9:] in train_ids]
@@ -274,5 +326,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval-set", default=None)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--hold", type=float, default=None, metavar="MARGIN")
     args = parser.parse_args()
-    anyio.run(main, load_longconv(args.eval_set), args.rounds)
+    anyio.run(main, load_longconv(args.eval_set), args.rounds, args.hold)

@@ -144,8 +144,8 @@ def test_a_note_with_the_named_member_outranks_an_equal_note_without() -> None:
 
 
 def test_a_note_matching_the_question_word_by_word_outranks_an_equal_note() -> None:
-    """The word-by-word match, divided by the best candidate's, weighs like any feature; a
-    note missing from the matches counts 0."""
+    """The word-by-word match, spread between the least and the best candidate's, weighs like
+    any feature; a note missing from the matches counts 0."""
     weights = Weights(word_match=1.0)
     notes = [cand(1, bm25=2.0), cand(2, bm25=2.0), cand(3, bm25=2.0)]
     matches = {1: 0.2, 2: 0.4}
@@ -153,6 +153,41 @@ def test_a_note_matching_the_question_word_by_word_outranks_an_equal_note() -> N
     ranked = rank(notes, now=NOW, channel_id=None, calibration=CAL, word_match=matches)
     assert [one.features.word_match for one in ranked] == pytest.approx([1.0, 0.5, 0.0])
     assert order(notes, weights=Weights(word_match=0.0), word_match=matches) == [1, 2, 3]
+
+
+def test_the_word_match_is_spread_between_the_least_and_the_best_candidate() -> None:
+    """What every candidate matches says nothing: the least match counts 0, the best 1, and
+    candidates that all match alike count 1."""
+    notes = [cand(1, bm25=2.0), cand(2, bm25=2.0), cand(3, bm25=2.0)]
+    ranked = rank(
+        notes, now=NOW, channel_id=None, calibration=CAL, word_match={1: 0.6, 2: 0.7, 3: 0.8}
+    )
+    assert {one.note_id: one.features.word_match for one in ranked} == pytest.approx(
+        {1: 0.0, 2: 0.5, 3: 1.0}
+    )
+    alike = rank(
+        notes, now=NOW, channel_id=None, calibration=CAL, word_match={1: 0.5, 2: 0.5, 3: 0.5}
+    )
+    assert [one.features.word_match for one in alike] == [1.0, 1.0, 1.0]
+
+
+def test_the_word_match_weighs_more_when_the_notes_hold_few_of_the_question_terms() -> None:
+    """A question in other words than the conversation's leans on the word match; one whose
+    terms the notes hold leans on its keywords."""
+    weights = Weights(
+        note_keyword=1.0, evidence_keyword=0.0, note_vector=0.0, evidence_vector=0.0,
+        coverage=0.0, word_match=0.5, name=0.0, time=0.0, recency=0.0, channel=0.0,
+        diversity=0.0, word_match_boost=2.0, support_terms=3,
+    )  # fmt: skip
+    assert weights.supported(0).word_match == pytest.approx(1.5)
+    assert weights.supported(1).word_match == pytest.approx(0.5 * (1 + 2 * 2 / 3))
+    assert weights.supported(3) == weights and weights.supported(7) == weights
+    matches = {1: 0.1, 2: 0.9}
+    unsupported = [cand(1, bm25=2.0), cand(2, bm25=0.8)]
+    assert order(unsupported, weights=weights, word_match=matches) == [2, 1]
+    held = frozenset({"hiring", "process", "work"})
+    supported = [cand(1, bm25=2.0, terms=held), cand(2, bm25=0.8, terms=held)]
+    assert order(supported, weights=weights, word_match=matches) == [1, 2]
 
 
 def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> None:
@@ -172,7 +207,11 @@ def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> No
 @pytest.mark.parametrize(
     ("name", "candidate", "kept"),
     [
-        ("a strong match", cand(1, similarity=0.6, bm25=5.0, coverage=1.0, window_bm25=5.0), True),
+        (
+            "a strong match",
+            cand(1, similarity=0.6, bm25=5.0, coverage=1.0, window_bm25=5.0, window_similarity=0.6),
+            True,
+        ),
         ("in the named time", cand(1, time_distance_s=0.0), True),
         ("a weak keyword match", cand(1, bm25=0.1, coverage=0.1), False),
         ("weak both", cand(1, similarity=0.25, bm25=0.1, coverage=0.1), False),
