@@ -170,13 +170,14 @@ def vector_search(
         return []
     # One query by primary key, ranked there (a similarity that cannot be computed sorts
     # last); a vector of another length (a half-done re-embedding) is skipped rather than
-    # compared.
+    # compared. ``+guild_id`` keeps SQLite's planner on the primary key: on the guild's
+    # (guild_id, note_id) index each candidate would cost an index seek and a row lookup.
     return [
         VectorMatch(int(note_id), float(similarity))
         for note_id, similarity in conn.execute(
             "SELECT note_id, 1.0 - vec_distance_cosine(embedding, ?) AS similarity"
             f" FROM vec_notes WHERE note_id IN ({','.join('?' * len(nearest))})"
-            " AND guild_id = ? AND length(embedding) = ?"
+            " AND +guild_id = ? AND length(embedding) = ?"
             " ORDER BY similarity DESC, note_id LIMIT ?",
             (vector, *nearest, guild_id, len(vector), limit),
         ).fetchall()
