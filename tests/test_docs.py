@@ -144,6 +144,7 @@ SCRIPT_TESTS: dict[str, list[str]] = {
     "scripts/learn_fusion_weights.py": [_FRESH_CLONE],
     "scripts/compare_embeddings.py": [_FRESH_CLONE],
     "scripts/embedding_latency.py": [_FRESH_CLONE],
+    "scripts/retrieval_parts.py": [_FRESH_CLONE],
 }
 
 _SETTING = re.compile(r"^(?:export\s+)?(?:[A-Z_]+=\S*\s*)+")
