@@ -220,6 +220,18 @@ async def until_kept(
             await anyio.sleep(0.01)
 
 
+async def until_logged(log_file: Path, event: str, within: float = 15.0) -> None:
+    """Poll every 10 ms until ``log_file`` holds a JSON line of ``event``; fail after
+    ``within`` seconds."""
+    with anyio.fail_after(within):
+        while True:
+            # The child may be writing the last line: only whole lines are read.
+            lines = (await anyio.Path(log_file).read_text()).split("\n")[:-1]
+            if event in {json.loads(line)["event"] for line in lines}:
+                return
+            await anyio.sleep(0.01)
+
+
 def settings_for(engine: Engine, *, cap: int = 100, **changes: Any) -> Settings:
     """``vivy run`` settings on the engine's database, buffers closing at ``cap`` messages."""
     return engine.settings(
@@ -624,6 +636,8 @@ async def test_a_sigkilled_vivy_run_loses_nothing(engine: Engine, probe: Probe) 
         second = await start()
         try:
             await until_kept(probe, messages={CHANNEL: len(messages)}, within=30)
+            # Each history page is stored as it arrives; the guild's summary is logged after.
+            await until_logged(engine.tmp_path / "vivy.log", "guild caught up from history")
         finally:
             second.terminate()
             await second.wait()
