@@ -43,40 +43,36 @@ def best_of_guild(
     conn: Connection,
     ranked: str,
     params: Sequence[object],
-    owners: str,
+    owner: str,
     owner_params: Sequence[object],
     limit: int,
 ) -> list[tuple[int, int, float]]:
-    """The first ``limit`` rows of the FTS5 query ``ranked`` (rowid and score, best first,
-    its last parameter a ``LIMIT``) whose row belongs to the guild, each as (rowid, owner
-    column, score).
+    """The first ``limit`` rows of the FTS5 query ``ranked`` (``rowid`` and ``score``, best
+    first, its last parameter a ``LIMIT``) whose row belongs to the guild, each as (rowid,
+    owner column, score).
 
-    ``owners`` selects (id, owner column) of the rows among ``{marks}`` that are the guild's
-    (its parameters: the ids, then ``owner_params``). The guild filter applies before the
-    cut: when fewer than ``limit`` of the ranked rows are the guild's, the query runs again
-    for four times as many (up to :data:`MAX_BATCH` more at a time) until ``limit`` rows of
-    the guild are found or the matches run out. A ``LIMIT`` keeps SQLite's sort to the rows
-    asked for, where sorting every match would cost much of a search's keyword time.
+    ``owner`` selects the owner column of the ranked row ``ranked.rowid`` when that row is the
+    guild's, else nothing (its parameters: ``owner_params``); it runs in the same statement, so
+    only the ranked rows' table rows are read, in one round trip. The guild filter applies
+    before the cut: when fewer than ``limit`` of the ranked rows are the guild's, the query
+    runs again for four times as many (up to :data:`MAX_BATCH` more at a time) until ``limit``
+    rows of the guild are found or the matches run out. A ``LIMIT`` keeps SQLite's sort to the
+    rows asked for, where sorting every match would cost much of a search's keyword time.
     """
+    query = (
+        f"SELECT ranked.rowid, ({owner}), ranked.score FROM ({ranked}) AS ranked"
+        " ORDER BY ranked.score, ranked.rowid"
+    )
     found: list[tuple[int, int, float]] = []
     checked = 0
     size = max(1, limit)
     while len(found) < limit:
-        rows = conn.execute(ranked, (*params, size)).fetchall()
-        batch = rows[checked:]
-        if batch:
-            ids = [int(row[0]) for row in batch]
-            mine = {
-                int(row_id): int(owner)
-                for row_id, owner in conn.execute(
-                    owners.format(marks=",".join("?" * len(ids))), (*ids, *owner_params)
-                ).fetchall()
-            }
-            found += [
-                (row_id, mine[row_id], float(row[1]))
-                for row_id, row in zip(ids, batch, strict=True)
-                if row_id in mine
-            ]
+        rows = conn.execute(query, (*owner_params, *params, size)).fetchall()
+        found += [
+            (int(row_id), int(held_by), float(score))
+            for row_id, held_by, score in rows[checked:]
+            if held_by is not None
+        ]
         if len(rows) < size:
             break  # every match is read
         checked = len(rows)
@@ -116,7 +112,7 @@ def window_keyword_search(
         "SELECT rowid, bm25(evidence_fts) AS score FROM evidence_fts"
         " WHERE evidence_fts MATCH ? ORDER BY score, rowid LIMIT ?",
         (match,),
-        "SELECT id, note_id FROM evidence_windows WHERE id IN ({marks}) AND +guild_id = ?",
+        "SELECT note_id FROM evidence_windows WHERE id = ranked.rowid AND +guild_id = ?",
         (guild_id,),
         limit,
     )

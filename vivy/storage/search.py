@@ -213,8 +213,7 @@ def keyword_search(
         f"SELECT rowid, bm25(notes_fts, {weights}) AS score FROM notes_fts"
         " WHERE notes_fts MATCH ? ORDER BY score, rowid LIMIT ?",
         (match,),
-        "SELECT id, id FROM interaction_notes WHERE id IN ({marks}) AND +guild_id = ?"
-        + type_filter,
+        "SELECT id FROM interaction_notes WHERE id = ranked.rowid AND +guild_id = ?" + type_filter,
         (guild_id,) if note_type is None else (guild_id, note_type),
         limit,
     )
