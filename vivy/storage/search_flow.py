@@ -5,7 +5,9 @@ A search finds notes by their own text (vector and keyword), by their evidence w
 found notes' windows with the question's vector and joins everything into ranking
 candidates (:func:`~vivy.storage.candidates.assemble_candidates`). With side connections
 each keyword search runs on one in a worker thread, and reads what ranking needs of the
-notes it found, while the vector search runs on the call's own connection.
+notes it found, while the vector search runs on the call's own connection; or, where the
+engine says so (:attr:`EngineReads.keyword_notes_here`), the call's connection reads the
+notes found by keyword with those found by vector, once the keyword search hands them over.
 
 What differs between the engines is a small :class:`EngineReads`: SQLite's in-memory binary
 index and sqlite-vec's exact distances (:mod:`vivy.storage.search`), pgvector's HNSW scan
@@ -121,6 +123,12 @@ class EngineReads(ABC, Generic[C]):
     threads: ClassVar[ThreadPoolExecutor]
     #: What a failing window comparison raises (read again on the call's connection).
     compare_errors: ClassVar[tuple[type[Exception], ...]] = ()
+    #: Whether the notes found by the keyword search of notes are read on the call's
+    #: connection with those found by vector (one read of both), instead of on the side that
+    #: found them. It pays where the sides share the process's cores with the call (SQLite:
+    #: both keyword searches on one worker thread): the side is then left with the keyword
+    #: searches, while the call's connection reads what it would otherwise wait for.
+    keyword_notes_here: ClassVar[bool] = False
 
     @abstractmethod
     def tx(self, conn: C) -> Tx:
@@ -164,12 +172,20 @@ class EngineReads(ABC, Generic[C]):
         )
 
     def _and_reads(
-        self, keywords: Callable[[C, NoteSearch], Found[M]], search: NoteSearch, compare: bool
+        self,
+        keywords: Callable[[C, NoteSearch], Found[M]],
+        search: NoteSearch,
+        compare: bool,
+        *,
+        read: bool = True,
     ) -> Callable[[C], _Answer[M]]:
-        """A keyword search that then reads what ranking needs of the notes it found."""
+        """A keyword search that then reads what ranking needs of the notes it found (unless
+        not ``read``: the call's connection reads them)."""
 
         def run(conn: C) -> _Answer[M]:
             found, weights = keywords(conn, search)
+            if not read:
+                return found, weights, _NoteReads({}, [], {})
             ids = list(dict.fromkeys(match.note_id for match in found))
             return found, weights, self._read_notes(conn, search, ids, compare)
 
@@ -184,9 +200,11 @@ class EngineReads(ABC, Generic[C]):
         # fails, what they compared is dropped.
         may_compare = with_evidence and search.vector is not None
         note_side, window_side = (*sides[:2], None, None)[:2]
+        here = self.keyword_notes_here
         notes_ahead = (
             self.threads.submit(
-                note_side.read, self._and_reads(self.note_keywords, search, may_compare)
+                note_side.read,
+                self._and_reads(self.note_keywords, search, may_compare, read=not here),
             )
             if search.terms and note_side is not None
             else None
@@ -213,20 +231,34 @@ class EngineReads(ABC, Generic[C]):
                     note_type=search.note_type or CONVERSATION,
                     limit=search.time_candidates,
                 )
-            early = list(dict.fromkeys([*(match.note_id for match in vectors), *in_time]))
-            reads = [self._read_notes(conn, search, early, compare)]
+            early = [*(match.note_id for match in vectors), *in_time]
+            reads: list[_NoteReads] = []
+            noted: Found[KeywordMatch] | None = None
+            if here:
+                # The notes found by keyword are read with these, in the same statements.
+                noted = self._answer(
+                    notes_ahead,
+                    bool(search.terms),
+                    self._and_reads(self.note_keywords, search, compare, read=False),
+                    conn,
+                    reads,
+                )
+                early += [match.note_id for match in noted[0]]
+            reads.append(self._read_notes(conn, search, list(dict.fromkeys(early)), compare))
             named = members_named(self.tx(conn), search.guild_id, list(search.name_grams))
         finally:
             # Never leave a side busy: the next search will use it.
             running: list[Future[Any]] = [notes_ahead] if notes_ahead is not None else []
             futures.wait(running + ([windows_ahead] if windows_ahead is not None else []))
-        keywords, note_weights = self._answer(
-            notes_ahead,
-            bool(search.terms),
-            self._and_reads(self.note_keywords, search, compare),
-            conn,
-            reads,
-        )
+        if noted is None:
+            noted = self._answer(
+                notes_ahead,
+                bool(search.terms),
+                self._and_reads(self.note_keywords, search, compare),
+                conn,
+                reads,
+            )
+        keywords, note_weights = noted
         windows, window_weights = self._answer(
             windows_ahead,
             wanted_windows,
