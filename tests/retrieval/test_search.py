@@ -174,6 +174,32 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     )
 
 
+def test_term_counts_are_kept_until_another_connection_commits(
+    db: Database, tmp_path: Path
+) -> None:
+    """A side's term counts are read once while nothing is committed, and read again (with the
+    new note counted) after the owner's connection commits; the plans equal fresh ones."""
+    for i in range(3):
+        db.write_sync(add_note, new_note(GUILD_A, f"Otter {i}", "An otter swims"))
+    side = sqlean.connect(str(tmp_path / "vivy.db"))
+    statements: list[str] = []
+    side.set_trace_callback(statements.append)
+    counts = note_search.TermCounts()
+    try:
+        first = note_search.plan_terms(side, ["otter", "heron"], counts=counts)
+        assert first == note_search.plan_terms(side, ["otter", "heron"])
+        statements.clear()
+        assert note_search.plan_terms(side, ["heron", "otter"], counts=counts) == first
+        assert statements == ["PRAGMA data_version"]  # nothing counted again
+        db.write_sync(add_note, new_note(GUILD_A, "Heron", "A heron and an otter"))
+        again = note_search.plan_terms(side, ["otter", "heron"], counts=counts)
+        assert again == note_search.plan_terms(side, ["otter", "heron"])
+        assert set(again.weights) == {"otter", "heron"} and set(first.weights) == {"otter"}
+        assert again.weights["otter"] != first.weights["otter"]
+    finally:
+        side.close()
+
+
 def test_keyword_search_reads_past_many_batches_of_another_guild(db: Database) -> None:
     """A guild's match ranked below hundreds of another guild's is still found, by type."""
     for i in range(300):

@@ -45,8 +45,11 @@ __all__ = [
     "CONVERSATION",
     "EVIDENCE_POSTINGS_BUDGET",
     "KEYWORD_POSTINGS_BUDGET",
+    "TERM_COUNTS",
+    "TermCounts",
     "TermPlan",
     "compared_windows",
+    "count_terms",
     "keyword_search",
     "match_expression",
     "plan_terms",
@@ -111,37 +114,78 @@ class TermPlan:
         return list(self.weights)
 
 
+def count_terms(
+    conn: Connection, terms: Sequence[str], *, budget: int, index: str
+) -> tuple[int, dict[str, int]]:
+    """The index's total (its table's newest row id: an upper bound, read in O(log n)) and
+    the count of each of ``terms`` (quotable ones) capped at ``budget + 1``, so that counting
+    a common term costs no more than the budget; one statement for all."""
+    table, fts = KEYWORD_INDEXES[index]
+    counted = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
+    row = conn.execute(
+        f"SELECT (SELECT MAX(id) FROM {table}){''.join(', ' + counted for _ in terms)}",
+        [value for term in terms for value in (match_expression([term]), budget + 1)],
+    ).fetchone()
+    return int(row[0] or 0), {term: int(n) for term, n in zip(terms, row[1:], strict=True)}
+
+
+#: Most term counts a :class:`TermCounts` holds before it starts again.
+TERM_COUNTS = 4096
+
+
+class TermCounts:
+    """The term counts one connection that never writes read from the keyword indexes, kept
+    for as long as no other connection commits (SQLite's ``PRAGMA data_version``, checked
+    before each use): a guild's questions share their common words, and counting a common
+    word reads a budget of postings. A connection's own commits leave its data_version as it
+    was, so the call's connection, which writes, never keeps one. One thread at a time."""
+
+    def __init__(self, size: int = TERM_COUNTS) -> None:
+        self._size = size
+        self._version: int | None = None
+        self._totals: dict[str, int] = {}
+        self._counts: dict[tuple[str, int, str], int] = {}
+
+    def count(
+        self, conn: Connection, terms: Sequence[str], *, budget: int, index: str
+    ) -> tuple[int, dict[str, int]]:
+        """:func:`count_terms` of ``conn``, reading only what is not held."""
+        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._version or len(self._counts) > self._size:
+            self._version = version
+            self._totals.clear()
+            self._counts.clear()
+        missing = [term for term in terms if (index, budget, term) not in self._counts]
+        if missing or index not in self._totals:
+            self._totals[index], found = count_terms(conn, missing, budget=budget, index=index)
+            self._counts.update(((index, budget, term), n) for term, n in found.items())
+        return self._totals[index], {term: self._counts[index, budget, term] for term in terms}
+
+
 def plan_terms(
     conn: Connection,
     terms: Sequence[str],
     *,
     budget: int = KEYWORD_POSTINGS_BUDGET,
     index: str = "notes",
+    counts: TermCounts | None = None,
 ) -> TermPlan:
-    """The terms to search and their weights, each term's count read from the index.
+    """The terms to search and their weights, each term's count read from the index
+    (:func:`count_terms`; through ``counts``, the connection's :class:`TermCounts`, when given).
 
     ``index`` is ``"notes"`` (the notes' own text) or ``"evidence"`` (their evidence
-    windows). Counts are capped at ``budget + 1``, so counting a common term costs no more
-    than the budget; the total is the newest row id (an upper bound, read in O(log n)).
+    windows).
     """
     if not terms:
         return TermPlan({})
-    table, fts = KEYWORD_INDEXES[index]
-    expressions = {
-        term: expression
-        for term in dict.fromkeys(terms)
-        if (expression := match_expression([term])) is not None
-    }
-    # One statement for the total and every term's count, instead of one per term.
-    counted = f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?))"
-    row = conn.execute(
-        f"SELECT (SELECT MAX(id) FROM {table}){''.join(', ' + counted for _ in expressions)}",
-        [value for expression in expressions.values() for value in (expression, budget + 1)],
-    ).fetchone()
-    total = int(row[0] or 0)
-    counts = {term: int(count) for term, count in zip(expressions, row[1:], strict=True)}
-    kept = prune_terms(list(counts), counts, budget)
-    return TermPlan({term: term_weight(counts[term], total) for term in kept})
+    quotable = [term for term in dict.fromkeys(terms) if match_expression([term]) is not None]
+    total, found = (
+        count_terms(conn, quotable, budget=budget, index=index)
+        if counts is None
+        else counts.count(conn, quotable, budget=budget, index=index)
+    )
+    kept = prune_terms(list(found), found, budget)
+    return TermPlan({term: term_weight(found[term], total) for term in kept})
 
 
 def vector_search(
@@ -255,9 +299,12 @@ class _SqliteReads(EngineReads[Connection]):
     #: with the windows'.
     keyword_notes_here = True
 
-    def __init__(self, index: BinaryIndex, vector: bytes | None) -> None:
+    def __init__(
+        self, index: BinaryIndex, vector: bytes | None, counts: Mapping[Connection, TermCounts]
+    ) -> None:
         self.index = index
         self.vector = vector
+        self.counts = counts
 
     def tx(self, conn: Connection) -> Tx:
         return sqlite_tx(conn)
@@ -278,13 +325,19 @@ class _SqliteReads(EngineReads[Connection]):
             return None
 
     def note_keywords(self, conn: Connection, search: NoteSearch) -> Found[KeywordMatch]:
-        plan = plan_terms(conn, search.terms)
+        plan = plan_terms(conn, search.terms, counts=self.counts.get(conn))
         limit = search.keyword_candidates
         found = keyword_search(conn, search.guild_id, plan, note_type=search.note_type, limit=limit)
         return found, plan.weights
 
     def window_keywords(self, conn: Connection, search: NoteSearch) -> Found[WindowMatch]:
-        plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
+        plan = plan_terms(
+            conn,
+            search.terms,
+            budget=EVIDENCE_POSTINGS_BUDGET,
+            index="evidence",
+            counts=self.counts.get(conn),
+        )
         match = match_expression(plan.terms)
         if match is None:
             return [], plan.weights
@@ -304,14 +357,16 @@ def search_notes_sync(
     index: BinaryIndex,
     search: NoteSearch,
     sides: Sequence[Connection] = (),
+    counts: Mapping[Connection, TermCounts] | None = None,
 ) -> NoteSearchResult:
     """Run every search of ``search`` and join them into ranking candidates, one per note
     (:meth:`~vivy.storage.search_flow.EngineReads.run`), each keyword search on one of
     ``sides`` (more connections to the same database, read in turn by the keyword thread)
-    when given. The terms' weights are their idf among the evidence windows; where no window
-    holds any of them (evidence off, or notes older than it) among the notes."""
+    when given, its terms counted through that side's :class:`TermCounts` in ``counts``.
+    The terms' weights are their idf among the evidence windows; where no window holds any
+    of them (evidence off, or notes older than it) among the notes."""
     vector = None if search.vector is None else serialize_vector(search.vector)
-    sqlite_reads = _SqliteReads(index, vector)
+    sqlite_reads = _SqliteReads(index, vector, counts or {})
     return sqlite_reads.run(conn, search, [_SideConnection(side) for side in sides])
 
 

@@ -24,11 +24,14 @@ __all__ = ["open_sqlite_database", "open_sqlite_store", "sqlite_store"]
 def sqlite_store(db: Database) -> Store:
     """Every storage area over the SQLite owner ``db``; closing the store closes ``db``."""
     vectors = BinaryIndex()
+    # The sides only read, so each keeps the term counts it read (search.TermCounts).
+    counted: dict[Connection, search.TermCounts] = {}
 
     def search_one(
         tx: Tx, sides: tuple[Connection, ...], note_search: NoteSearch
     ) -> NoteSearchResult:
-        return search.search_notes_sync(tx.conn, vectors, note_search, sides)
+        counts = {side: counted.setdefault(side, search.TermCounts()) for side in sides}
+        return search.search_notes_sync(tx.conn, vectors, note_search, sides, counts)
 
     return store_of(
         db,
