@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+from safetensors.numpy import load_file
+
+import vivy
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
+from vivy.llm.offline.embeddings import WORD_VECTOR_DIMENSION
+
+#: The shipped word table's folder.
+WORD_TABLE = Path(vivy.__file__).parent / "data" / "word_vectors"
 
 #: Texts embedded by the wordllama package itself (``WordLlama.load("l2_supercat")`` with
 #: the ``tokenizers`` library), before Vivy shipped the model's files in its own wheel.
@@ -75,6 +85,53 @@ def test_each_embedder_loads_the_same_model() -> None:
     assert LocalEmbedder().embed(text) == shared_embedder().embed(text)
 
 
+def test_shipped_word_table_is_the_one_its_notice_names() -> None:
+    """The word table's files have the digests their NOTICE records, one int8 row of 256
+    dimensions per word, and distinct lower-case words as the word match splits text."""
+    notice = (WORD_TABLE / "NOTICE").read_text(encoding="utf-8")
+    recorded = dict(
+        (name, digest) for digest, name in re.findall(r"SHA-256 ([0-9a-f]{64})  (\S+)", notice)
+    )
+    assert sorted(recorded) == ["minilm_words.safetensors", "words.txt"]
+    for name, digest in recorded.items():
+        assert hashlib.sha256((WORD_TABLE / name).read_bytes()).hexdigest() == digest, name
+    words = (WORD_TABLE / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    stored = load_file(str(WORD_TABLE / "minilm_words.safetensors"))["vectors"]
+    assert stored.dtype == np.int8
+    assert stored.shape == (len(words), WORD_VECTOR_DIMENSION - LOCAL_EMBEDDING_DIMENSION)
+    assert len(set(words)) == len(words) == 50_000
+    assert all(re.fullmatch(r"[a-z0-9]+", word) for word in words)
+    licence = (WORD_TABLE / "LICENSE").read_text(encoding="utf-8")
+    assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+
+
+def test_related_words_are_closer_with_the_word_table() -> None:
+    """Pairs of words that mean the same are closer by the word vectors than by the local
+    model's vectors of the words alone, and an unrelated pair stays far apart."""
+    pairs = [("holiday", "vacation"), ("sofa", "couch"), ("rubbish", "trash")]
+    words = sorted({word for pair in pairs for word in pair} | {"doctor", "banana"})
+    alone = dict(zip(words, shared_embedder().embed_array(words), strict=True))
+    joined = dict(zip(words, shared_embedder().word_array(words), strict=True))
+    for first, second in pairs:
+        assert joined[first] @ joined[second] > alone[first] @ alone[second] + 0.1
+        assert joined[first] @ joined[second] > joined["doctor"] @ joined["banana"] + 0.3
+
+
+def test_a_word_outside_the_table_keeps_its_local_vector() -> None:
+    """A word the table lacks is its local-model vector followed by zeros; a word of the
+    table starts with its local-model vector scaled by the root of one half, and both are
+    unit vectors."""
+    words = ["zxqvvy", "doctor"]
+    alone = shared_embedder().embed_array(words)
+    joined = shared_embedder().word_array(words)
+    assert joined.shape == (2, WORD_VECTOR_DIMENSION)
+    assert np.array_equal(joined[0, :LOCAL_EMBEDDING_DIMENSION], alone[0])
+    assert not joined[0, LOCAL_EMBEDDING_DIMENSION:].any()
+    assert np.allclose(joined[1, :LOCAL_EMBEDDING_DIMENSION], alone[1] * math.sqrt(0.5))
+    assert joined[1, LOCAL_EMBEDDING_DIMENSION:].any()
+    assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
+
+
 BLOCKED = """
 import socket, sys
 
@@ -89,14 +146,15 @@ for hub in ("huggingface_hub", "tokenizers", "wordllama"):
     sys.modules[hub] = None
 from vivy.llm.offline import LocalEmbedder
 print(repr(LocalEmbedder().embed(["Elden Ring"])[0][:4]))
+print(repr(LocalEmbedder().word_array(["apartment"])[0][-4:].tolist()))
 """
 
 
 def test_model_loads_without_network_or_cache(tmp_path: Path) -> None:
     """In a fresh interpreter whose sockets refuse to connect, whose home and cache folders
-    are empty and where no model-hub client can be imported, the model loads from Vivy's
-    own package and embeds; it writes nothing there, and gives the vector this process
-    computes."""
+    are empty and where no model-hub client can be imported, the model and the word table
+    load from Vivy's own package; it writes nothing there, and gives the vectors this
+    process computes."""
     env = {
         **os.environ,
         "HOME": str(tmp_path),
@@ -107,5 +165,8 @@ def test_model_loads_without_network_or_cache(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-c", BLOCKED], env=env, capture_output=True, text=True, check=True
     )
-    assert run.stdout.strip() == repr(shared_embedder().embed(["Elden Ring"])[0][:4])
+    assert run.stdout.split("\n")[:2] == [
+        repr(shared_embedder().embed(["Elden Ring"])[0][:4]),
+        repr(shared_embedder().word_array(["apartment"])[0][-4:].tolist()),
+    ]
     assert list(tmp_path.iterdir()) == []

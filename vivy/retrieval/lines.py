@@ -9,8 +9,8 @@ porter-stemmed evidence index would match it), and a line scores the idf-weighte
 those best matches. A question word no note holds weighs as much as the rarest one that
 does: words of other phrasings are the ones this is for.
 
-Word vectors come from the local embedding model (:class:`WordVectors`, a word embedded on
-its own is the mean of its token vectors), whatever provider embeds the notes: they choose
+Word vectors come from the local embedding model and a word table distilled from a sentence
+model (:func:`local_word_vectors`), whatever provider embeds the notes: they choose
 lines among the few notes already chosen, and score the candidate notes' own texts the same
 way for ranking (:func:`word_matches`). Without them (the model cannot load) texts are
 scored by the question words they contain.
@@ -264,13 +264,14 @@ _LOCAL_LOCK = threading.Lock()
 
 
 def local_word_vectors() -> WordVectors:
-    """The process's word vectors from the local embedding model (loaded on first use, and
-    shared with the offline provider's embeddings)."""
+    """The process's word vectors from the local embedding model and the word table distilled
+    for it (:meth:`~vivy.llm.offline.embeddings.LocalEmbedder.word_array`; loaded on first
+    use, and shared with the offline provider's embeddings)."""
     with _LOCAL_LOCK:
         if not _LOCAL:
             from vivy.llm.offline.provider import shared_embedder
 
-            _LOCAL.append(WordVectors(shared_embedder().embed_array))
+            _LOCAL.append(WordVectors(shared_embedder().word_array))
         return _LOCAL[0]
 
 

@@ -13,6 +13,14 @@ package would bring the Hugging Face hub client and its downloader (``docs/llm.m
 Texts are lower-cased first: the Llama tokenizer is case-sensitive, and the casing of chat
 ("LOL", "SIGNED THE LEASE") says little about what a message means.
 
+A word embedded alone is only the mean of its sub-word vectors, which says little about what
+it means ("flats" and "apartment" share no token). For the word match, single words are
+therefore also looked up in a static table distilled from the sentence model
+all-MiniLM-L6-v2 (``vivy/data/word_vectors/``, made by ``scripts/build_word_vectors.py``):
+:meth:`LocalEmbedder.word_array` joins a word's two vectors, so that the cosine of two
+words of the table is the mean of the two models' cosines, and a word outside it keeps its
+local-model vector alone.
+
 :class:`LocalEmbedder` is the reusable piece: the offline provider embeds with it, and any
 provider without embeddings of its own can too.
 """
@@ -34,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_EMBEDDING_DIMENSION",
     "LOCAL_EMBEDDING_MODEL",
+    "WORD_VECTOR_DIMENSION",
     "Embedder",
     "LocalEmbedder",
     "token_ids",
@@ -49,6 +58,16 @@ _FOLDER = "local_model"
 _WEIGHTS = "l2_supercat_256.safetensors"
 _TOKENIZER = "l2_supercat_tokenizer.model"
 _TENSOR = "embedding.weight"
+
+#: The distilled word table's files, inside the package.
+_WORD_FOLDER = "word_vectors"
+_WORD_TABLE = "minilm_words.safetensors"
+_WORD_LIST = "words.txt"
+#: The length of the table's rows.
+_TABLE_DIMENSION = 256
+#: The length of :meth:`LocalEmbedder.word_array`'s rows: a local-model vector, then a
+#: table row.
+WORD_VECTOR_DIMENSION = LOCAL_EMBEDDING_DIMENSION + _TABLE_DIMENSION
 
 #: Texts embedded per batch; a batch pads to its longest text.
 _BATCH = 64
@@ -107,6 +126,7 @@ class LocalEmbedder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loaded: tuple[Any, npt.NDArray[np.float32]] | None = None
+        self._words: _WordTable | None = None
 
     def _model(self) -> tuple[Any, npt.NDArray[np.float32]]:
         """The tokenizer and the token vectors, read from the package's files alone."""
@@ -129,6 +149,34 @@ class LocalEmbedder:
                     ) from exc
                 self._loaded = (processor, np.ascontiguousarray(vectors, dtype=np.float32))
             return self._loaded
+
+    def _word_table(self) -> _WordTable:
+        """The distilled word table, read from the package's files alone."""
+        with self._lock:
+            if self._words is None:
+                self._words = _WordTable.load()
+            return self._words
+
+    def word_array(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors of single lower-case ``words`` for the word match,
+        :data:`WORD_VECTOR_DIMENSION` long: a word of the distilled table is its local-model
+        vector and its table row, each scaled by the square root of one half, so that the
+        cosine of two such words is the mean of the two cosines; any other word is its
+        local-model vector followed by zeros, so that it compares as it always did (scaled
+        by that root against a word of the table)."""
+        import numpy as np
+
+        local = self.embed_array(words)
+        table = self._word_table()
+        vectors = np.zeros((len(words), WORD_VECTOR_DIMENSION), dtype=np.float32)
+        vectors[:, :LOCAL_EMBEDDING_DIMENSION] = local
+        found = [(row, table.index[word]) for row, word in enumerate(words) if word in table.index]
+        if found:
+            rows, entries = (np.array(column, dtype=np.intp) for column in zip(*found, strict=True))
+            half = np.float32(np.sqrt(0.5))
+            vectors[rows, :LOCAL_EMBEDDING_DIMENSION] *= half
+            vectors[rows, LOCAL_EMBEDDING_DIMENSION:] = table.rows(entries) * half
+        return vectors
 
     def tokens(self, text: str) -> list[int]:
         """The ids of the tokens whose vectors :meth:`embed` averages for ``text``."""
@@ -165,4 +213,48 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """L2-normalised embeddings of ``texts`` as plain floats, one list each."""
         rows: list[list[float]] = self.embed_array(texts).tolist()
+        return rows
+
+
+class _WordTable:
+    """The distilled word table: its words' row numbers and its int8 rows, kept as stored
+    (a quarter of float32's memory) and normalised as they are looked up."""
+
+    def __init__(self, index: dict[str, int], stored: npt.NDArray[np.int8]) -> None:
+        import numpy as np
+
+        self.index = index
+        self._stored = stored
+        self._norms = np.linalg.norm(stored.astype(np.float32), axis=1)
+
+    @classmethod
+    def load(cls) -> _WordTable:
+        """The table read from ``vivy/data/word_vectors/``.
+
+        Raises :class:`~vivy.errors.LLMError` when its files are missing or do not agree.
+        """
+        from safetensors.numpy import load_file
+
+        folder = resources.files("vivy") / "data" / _WORD_FOLDER
+        try:
+            with resources.as_file(folder / _WORD_TABLE) as path:
+                stored = load_file(str(path))["vectors"]
+            words = (folder / _WORD_LIST).read_text(encoding="utf-8").split("\n")[:-1]
+        except (OSError, KeyError, RuntimeError) as exc:
+            raise LLMError(
+                f"cannot load the word vectors from {folder} ({exc}); reinstall Vivy"
+            ) from exc
+        if stored.shape != (len(words), _TABLE_DIMENSION) or len(set(words)) != len(words):
+            raise LLMError(
+                f"the word vectors in {folder} do not match their {len(words)} words"
+                f" (shape {stored.shape}); reinstall Vivy"
+            )
+        return cls({word: number for number, word in enumerate(words)}, stored)
+
+    def rows(self, entries: npt.NDArray[np.intp]) -> npt.NDArray[np.float32]:
+        """The unit rows of the table's ``entries``."""
+        import numpy as np
+
+        rows: npt.NDArray[np.float32] = self._stored[entries].astype(np.float32)
+        rows /= self._norms[entries, np.newaxis]
         return rows
