@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from safetensors.numpy import load_file
 
 import vivy
+from vivy.errors import LLMError
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
-from vivy.llm.offline.embeddings import WORD_VECTOR_DIMENSION
+from vivy.llm.offline.embeddings import WORD_VECTOR_DIMENSION, _WordTable
 
 #: The shipped word table's folder.
 WORD_TABLE = Path(vivy.__file__).parent / "data" / "word_vectors"
@@ -130,6 +132,27 @@ def test_a_word_outside_the_table_keeps_its_local_vector() -> None:
     assert np.allclose(joined[1, :LOCAL_EMBEDDING_DIMENSION], alone[1] * math.sqrt(0.5))
     assert joined[1, LOCAL_EMBEDDING_DIMENSION:].any()
     assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_broken_word_table_is_a_clear_error(tmp_path: Path) -> None:
+    """Word table files that are missing, unreadable or do not match their words raise a
+    one-line error that says to reinstall, never a half-loaded table; intact copies load."""
+    folder = tmp_path / "word_vectors"
+    with pytest.raises(LLMError, match=r"cannot load the word vectors .*reinstall Vivy"):
+        _WordTable.load(folder)
+    folder.mkdir()
+    words = (WORD_TABLE / "words.txt").read_text(encoding="utf-8")
+    (folder / "words.txt").write_text(words, encoding="utf-8")
+    (folder / "minilm_words.safetensors").write_bytes(b"not a tensor file")
+    with pytest.raises(LLMError, match="cannot load the word vectors"):
+        _WordTable.load(folder)
+    (folder / "minilm_words.safetensors").write_bytes(
+        (WORD_TABLE / "minilm_words.safetensors").read_bytes()
+    )
+    assert len(_WordTable.load(folder).index) == 50_000
+    (folder / "words.txt").write_text(words.split("\n", 1)[1], encoding="utf-8")
+    with pytest.raises(LLMError, match="do not match their 49999 words"):
+        _WordTable.load(folder)
 
 
 BLOCKED = """

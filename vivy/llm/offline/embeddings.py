@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from vivy.errors import LLMError
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     import numpy as np
     import numpy.typing as npt
 
@@ -228,19 +230,21 @@ class _WordTable:
         self._norms = np.linalg.norm(stored.astype(np.float32), axis=1)
 
     @classmethod
-    def load(cls) -> _WordTable:
-        """The table read from ``vivy/data/word_vectors/``.
+    def load(cls, folder: Traversable | None = None) -> _WordTable:
+        """The table read from ``folder`` (the package's ``vivy/data/word_vectors/``).
 
         Raises :class:`~vivy.errors.LLMError` when its files are missing or do not agree.
         """
+        from safetensors import SafetensorError
         from safetensors.numpy import load_file
 
-        folder = resources.files("vivy") / "data" / _WORD_FOLDER
+        if folder is None:
+            folder = resources.files("vivy") / "data" / _WORD_FOLDER
         try:
             with resources.as_file(folder / _WORD_TABLE) as path:
                 stored = load_file(str(path))["vectors"]
             words = (folder / _WORD_LIST).read_text(encoding="utf-8").split("\n")[:-1]
-        except (OSError, KeyError, RuntimeError) as exc:
+        except (OSError, KeyError, RuntimeError, SafetensorError, UnicodeDecodeError) as exc:
             raise LLMError(
                 f"cannot load the word vectors from {folder} ({exc}); reinstall Vivy"
             ) from exc
