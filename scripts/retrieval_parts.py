@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 limit=DEFAULT_SETTINGS.candidates,
                 candidates=DEFAULT_SETTINGS.candidates,
             )
-            reads = note_search._SqliteReads(index, serialize_vector(vector))
+            reads = note_search._SqliteReads(index, serialize_vector(vector), {})
             timed(query, "  notes' BM25 (plan, search)", reads.note_keywords, conn, search)
             timed(query, "  evidence BM25 (plan, search)", reads.window_keywords, conn, search)
             timed(
