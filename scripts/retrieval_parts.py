@@ -45,10 +45,12 @@ T = TypeVar("T")
 
 
 def _workload(db_dir: Path, size: int, seed: int) -> tuple[Path, list[tuple[list[float], str]]]:
-    """The benchmark's database and queries for ``size``, built on first use."""
+    """The benchmark's database and queries for ``size``, built on first use (``db_dir``
+    made if missing)."""
     path = db_dir / f"parts-{size}-{seed}.db"
     queries = db_dir / f"parts-{size}-{seed}.queries"
     if not queries.exists():
+        db_dir.mkdir(parents=True, exist_ok=True)
         for stale in db_dir.glob(path.name + "*"):
             stale.unlink()
         _, workload = build(path, size, 200, seed)
