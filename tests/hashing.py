@@ -11,12 +11,14 @@ import math
 import re
 from collections.abc import Sequence
 
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION
+
 __all__ = ["HashingEmbedder", "hash_embedding"]
 
 _WORD = re.compile(r"[^\W_]+")
 
 
-def hash_embedding(text: str, dimension: int = 256) -> list[float]:
+def hash_embedding(text: str, dimension: int = LOCAL_EMBEDDING_DIMENSION) -> list[float]:
     """The unit vector of ``text``'s lower-cased words, each adding a hashed sign to one of
     ``dimension`` buckets (blake2b, so the same in every process)."""
     vector = [0.0] * dimension
@@ -32,7 +34,9 @@ def hash_embedding(text: str, dimension: int = 256) -> list[float]:
 class HashingEmbedder:
     """An embedder (as :class:`vivy.llm.offline.LocalEmbedder`) that hashes words."""
 
-    def __init__(self, *, dimension: int = 256, model: str = "test-hash") -> None:
+    def __init__(
+        self, *, dimension: int = LOCAL_EMBEDDING_DIMENSION, model: str = "test-hash"
+    ) -> None:
         self.dimension = dimension
         self.model = model
 

@@ -281,7 +281,9 @@ async def chat_subjects(app: App, first_id: int) -> None:
 
 async def measured_scale(app: App) -> SimilarityScale:
     """Guild 100's stored scale for the app's embedding model."""
-    stored = await app.store.meta.get_meta(scale_key(100, app.llm.embedding_model, 256))
+    stored = await app.store.meta.get_meta(
+        scale_key(100, app.llm.embedding_model, app.llm.dimension)
+    )
     assert stored is not None
     return SimilarityScale.decode(stored)
 

@@ -9,7 +9,7 @@ import pytest
 import sqlean
 
 from tests.importer import TWO_DAYS, import_files, snapshot
-from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
 from vivy.storage.checks import check_integrity, open_readonly
 from vivy.storage.schema import SCHEMA_VERSION
 
@@ -54,7 +54,8 @@ def test_check_passes_on_a_healthy_database(
         "integrity_check: ok",
         "foreign_key_check: ok",
         f"schema version: {SCHEMA_VERSION} (this Vivy supports {SCHEMA_VERSION}) ok",
-        f"embedding model: {LOCAL_EMBEDDING_MODEL} (256 dimensions); 6 vectors for 6 notes",
+        f"embedding model: {LOCAL_EMBEDDING_MODEL} ({LOCAL_EMBEDDING_DIMENSION} dimensions);"
+        " 6 vectors for 6 notes",
         "evidence: ok",
         f"{imported}: ok",
     ]
@@ -88,7 +89,7 @@ def test_check_reports_vectors_that_do_not_match_the_notes(
     copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A recorded dimension that differs from vec_notes, or a note without vector, fails."""
-    _raw(copy, "UPDATE meta SET value = '384' WHERE key = 'embedding_dimension'")
+    _raw(copy, "UPDATE meta SET value = '128' WHERE key = 'embedding_dimension'")
     conn = sqlean.connect(str(copy), isolation_level=None)
     conn.execute(
         "INSERT INTO interaction_notes (guild_id, channel_id, note_type, title, summary,"
@@ -98,7 +99,10 @@ def test_check_reports_vectors_that_do_not_match_the_notes(
     conn.close()
     r = run_cli(capsys, "db", "check", "--db", str(copy))
     assert r.code == 1
-    assert "problem: vec_notes holds 256-dimensional vectors but meta records 384" in r.out
+    assert (
+        f"problem: vec_notes holds {LOCAL_EMBEDDING_DIMENSION}-dimensional vectors"
+        " but meta records 128" in r.out
+    )
     assert "problem: 7 notes but 6 note vectors" in r.out
 
 

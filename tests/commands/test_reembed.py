@@ -25,7 +25,7 @@ from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.importer import import_exports
 from vivy.llm.metered import MeteredLLM, NullMeter
-from vivy.llm.offline import LOCAL_EMBEDDING_MODEL, OfflineLLM
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL, OfflineLLM
 from vivy.llm.port import LLM
 from vivy.retrieval import NoteHit, Retriever
 from vivy.storage.checks import vec_notes_dimension
@@ -93,7 +93,9 @@ async def test_model_change_is_refused_until_reembed_has_run(copy: Path) -> None
             sqlite_store(db), SmallModel(), batch_size=4, progress=seen.append
         )
         assert (report.notes, report.model, report.dimension) == (6, "small-hash-v2", 64)
-        assert report.previous == f"{LOCAL_EMBEDDING_MODEL} (256 dimensions)"
+        assert (
+            report.previous == f"{LOCAL_EMBEDDING_MODEL} ({LOCAL_EMBEDDING_DIMENSION} dimensions)"
+        )
         assert seen == [4, 6]
         assert await db.read(vec_notes_dimension) == 64
         assert await db.read(get_meta, "embedding_model") == "small-hash-v2"
@@ -133,7 +135,7 @@ async def test_interrupted_reembed_resumes_and_keeps_old_vectors_meanwhile(
     try:
         with pytest.raises(RuntimeError):
             await reembed_command.reembed_notes(sqlite_store(db), Failing(), batch_size=4)
-        assert await db.read(vec_notes_dimension) == 256
+        assert await db.read(vec_notes_dimension) == LOCAL_EMBEDDING_DIMENSION
         assert await db.read(get_meta, "embedding_model") == LOCAL_EMBEDDING_MODEL
         capsys.readouterr()
         assert check_database(copy, environ={}) == 0
@@ -159,7 +161,7 @@ def test_command_reembeds_with_the_configured_model(
     assert r.code == 0, r.err
     assert r.out.strip() == (
         "re-embedded 6 notes and 7 evidence windows with small-hash-v2 (64 dimensions); "
-        f"before: {LOCAL_EMBEDDING_MODEL} (256 dimensions)"
+        f"before: {LOCAL_EMBEDDING_MODEL} ({LOCAL_EMBEDDING_DIMENSION} dimensions)"
     )
     conn = sqlean.connect(str(copy))
     lengths = conn.execute("SELECT DISTINCT length(embedding) FROM evidence_windows").fetchall()
@@ -267,13 +269,14 @@ def test_another_models_database_is_refused_then_moved_by_reembed(
     assert moved.code == 0, moved.err
     assert moved.out.strip() == (
         f"re-embedded {notes} notes and {windows} evidence windows with"
-        f" {LOCAL_EMBEDDING_MODEL} (256 dimensions); before: old-hash-768 (768 dimensions)"
+        f" {LOCAL_EMBEDDING_MODEL} ({LOCAL_EMBEDDING_DIMENSION} dimensions);"
+        " before: old-hash-768 (768 dimensions)"
     )
     assert _sampled(settings, 768) == (0, 0)
-    assert _sampled(settings, 256) == (notes, windows)
+    assert _sampled(settings, LOCAL_EMBEDDING_DIMENSION) == (notes, windows)
     checked = run_cli(capsys, "db", "check", "--db", argument)
     assert checked.code == 0 and "warning" not in checked.out
-    assert f"{LOCAL_EMBEDDING_MODEL} (256 dimensions)" in checked.out
+    assert f"{LOCAL_EMBEDDING_MODEL} ({LOCAL_EMBEDDING_DIMENSION} dimensions)" in checked.out
     found = run_cli(capsys, "search", "--db", argument, "--guild", str(GUILD), "sourdough")
     assert found.code == 0 and "sourdough" in found.out
     hits = _started(settings, "who bakes bread for a living?")

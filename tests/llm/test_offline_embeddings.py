@@ -1,4 +1,4 @@
-"""The local embedding model: shipped in a wheel, loaded with no network, meaningful."""
+"""The local embedding models: shipped in a wheel, loaded with no network, meaningful."""
 
 from __future__ import annotations
 
@@ -18,14 +18,25 @@ from safetensors.numpy import load_file
 import vivy
 from vivy.errors import LLMError
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
-from vivy.llm.offline.embeddings import WORD_VECTOR_DIMENSION, _WordTable
+from vivy.llm.offline.embeddings import (
+    WORD_MODEL_DIMENSION,
+    WORD_VECTOR_DIMENSION,
+    _WordTable,
+)
+from vivy.llm.offline.sentence_model import SentenceModel
 
-#: The shipped word table's folder.
+#: The shipped word table's and sentence model's folders.
 WORD_TABLE = Path(vivy.__file__).parent / "data" / "word_vectors"
+SENTENCE_MODEL = Path(vivy.__file__).parent / "data" / "sentence_model"
 
 #: Texts embedded by the wordllama package itself (``WordLlama.load("l2_supercat")`` with
 #: the ``tokenizers`` library), before Vivy shipped the model's files in its own wheel.
 REFERENCE = json.loads((Path(__file__).parent / "data" / "local_embeddings.json").read_text())
+#: Texts embedded by sentence-transformers with PyTorch from all-MiniLM-L6-v2's float32
+#: weights, with the token ids of the model's own tokenizer.
+SENTENCE_REFERENCE = json.loads(
+    (Path(__file__).parent / "data" / "sentence_embeddings.json").read_text(encoding="utf-8")
+)
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -63,13 +74,35 @@ def test_casing_does_not_change_a_vector() -> None:
     assert loud == quiet
 
 
-def test_vectors_are_the_ones_wordllama_made() -> None:
-    """The shipped files give, bit for bit, the vectors the wordllama package gave for the
-    same texts (chat, a note header, emoji and other scripts, special tokens written in a
-    message, an empty text, an over-long one)."""
+def test_vectors_are_the_reference_model_s() -> None:
+    """The numpy encoder on the int8 weights gives, within a cosine of 0.99, the vectors
+    sentence-transformers gave from the float32 model (chat, a note header, emoji and other
+    scripts, an empty text, an over-long one), from the same token ids."""
+    model = shared_embedder()
+    texts = [case["text"] for case in SENTENCE_REFERENCE["cases"]]
+    vectors = model.embed_array(texts)
+    tokenizer = SentenceModel.load().tokenizer
+    for case, vector in zip(SENTENCE_REFERENCE["cases"], vectors, strict=True):
+        assert tokenizer.encode(case["text"]) == case["token_ids"], case["text"][:40]
+        assert float(vector @ np.array(case["vector"])) > 0.99, case["text"][:40]
+
+
+def test_a_text_embeds_alike_alone_and_in_a_padded_batch() -> None:
+    """Padding is masked out: a short text batched with longer ones embeds as it does
+    alone."""
+    texts = ["hi", "the flight back was delayed nine hours, we slept at the gate", "ok"]
+    batched = shared_embedder().embed_array(texts)
+    for text, vector in zip(texts, batched, strict=True):
+        assert np.allclose(shared_embedder().embed_array([text])[0], vector, atol=1e-5)
+
+
+def test_word_vectors_are_the_ones_wordllama_made() -> None:
+    """The shipped wordllama files give, bit for bit, the vectors the wordllama package gave
+    for the same texts (chat, a note header, emoji and other scripts, special tokens written
+    in a message, an empty text, an over-long one)."""
     cases = REFERENCE["cases"]
-    vectors = shared_embedder().embed([case["text"] for case in cases])
-    for case, vector in zip(cases, vectors, strict=True):
+    vectors = shared_embedder().word_model_array([case["text"] for case in cases])
+    for case, vector in zip(cases, vectors.tolist(), strict=True):
         assert vector == case["vector"], case["text"][:40]
 
 
@@ -79,6 +112,41 @@ def test_tokens_are_the_ones_the_reference_tokenizer_made() -> None:
     for case in REFERENCE["cases"]:
         if case["token_ids"] is not None:
             assert shared_embedder().tokens(case["text"]) == case["token_ids"], case["text"][:40]
+
+
+def test_shipped_sentence_model_is_the_one_its_notice_names() -> None:
+    """The sentence model's files have the digests their NOTICE records, under the model's
+    Apache-2.0 licence."""
+    notice = (SENTENCE_MODEL / "NOTICE").read_text(encoding="utf-8")
+    recorded = dict(
+        (name, digest) for digest, name in re.findall(r"SHA-256 ([0-9a-f]{64})  (\S+)", notice)
+    )
+    assert sorted(recorded) == ["all_minilm_l6_v2_int8.safetensors", "vocab.txt"]
+    for name, digest in recorded.items():
+        assert hashlib.sha256((SENTENCE_MODEL / name).read_bytes()).hexdigest() == digest, name
+    licence = (SENTENCE_MODEL / "LICENSE").read_text(encoding="utf-8")
+    assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+
+
+def test_a_broken_sentence_model_is_a_clear_error(tmp_path: Path) -> None:
+    """Sentence model files that are missing, unreadable or do not match their vocabulary
+    raise a one-line error that says to reinstall; intact copies load."""
+    folder = tmp_path / "sentence_model"
+    with pytest.raises(LLMError, match=r"cannot load the offline sentence model .*reinstall"):
+        SentenceModel.load(folder)
+    folder.mkdir()
+    vocabulary = (SENTENCE_MODEL / "vocab.txt").read_text(encoding="utf-8")
+    (folder / "vocab.txt").write_text(vocabulary, encoding="utf-8")
+    (folder / "all_minilm_l6_v2_int8.safetensors").write_bytes(b"not a tensor file")
+    with pytest.raises(LLMError, match="cannot load the offline sentence model"):
+        SentenceModel.load(folder)
+    (folder / "all_minilm_l6_v2_int8.safetensors").write_bytes(
+        (SENTENCE_MODEL / "all_minilm_l6_v2_int8.safetensors").read_bytes()
+    )
+    assert SentenceModel.load(folder).encode([[101, 102]]).shape == (1, LOCAL_EMBEDDING_DIMENSION)
+    (folder / "vocab.txt").write_text(vocabulary.split("\n", 1)[1], encoding="utf-8")
+    with pytest.raises(LLMError, match="does not match its vocabulary"):
+        SentenceModel.load(folder)
 
 
 def test_each_embedder_loads_the_same_model() -> None:
@@ -100,7 +168,7 @@ def test_shipped_word_table_is_the_one_its_notice_names() -> None:
     words = (WORD_TABLE / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
     stored = load_file(str(WORD_TABLE / "minilm_words.safetensors"))["vectors"]
     assert stored.dtype == np.int8
-    assert stored.shape == (len(words), WORD_VECTOR_DIMENSION - LOCAL_EMBEDDING_DIMENSION)
+    assert stored.shape == (len(words), WORD_VECTOR_DIMENSION - WORD_MODEL_DIMENSION)
     assert len(set(words)) == len(words) == 50_000
     assert all(re.fullmatch(r"[a-z0-9]+", word) for word in words)
     licence = (WORD_TABLE / "LICENSE").read_text(encoding="utf-8")
@@ -108,11 +176,11 @@ def test_shipped_word_table_is_the_one_its_notice_names() -> None:
 
 
 def test_related_words_are_closer_with_the_word_table() -> None:
-    """Pairs of words that mean the same are closer by the word vectors than by the local
-    model's vectors of the words alone, and an unrelated pair stays far apart."""
+    """Pairs of words that mean the same are closer by the word vectors than by wordllama's
+    vectors of the words alone, and an unrelated pair stays far apart."""
     pairs = [("holiday", "vacation"), ("sofa", "couch"), ("rubbish", "trash")]
     words = sorted({word for pair in pairs for word in pair} | {"doctor", "banana"})
-    alone = dict(zip(words, shared_embedder().embed_array(words), strict=True))
+    alone = dict(zip(words, shared_embedder().word_model_array(words), strict=True))
     joined = dict(zip(words, shared_embedder().word_array(words), strict=True))
     for first, second in pairs:
         assert joined[first] @ joined[second] > alone[first] @ alone[second] + 0.1
@@ -120,17 +188,17 @@ def test_related_words_are_closer_with_the_word_table() -> None:
 
 
 def test_a_word_outside_the_table_keeps_its_local_vector() -> None:
-    """A word the table lacks is its local-model vector followed by zeros; a word of the
-    table starts with its local-model vector scaled by the root of one half, and both are
+    """A word the table lacks is its wordllama vector followed by zeros; a word of the
+    table starts with its wordllama vector scaled by the root of one half, and both are
     unit vectors."""
     words = ["zxqvvy", "doctor"]
-    alone = shared_embedder().embed_array(words)
+    alone = shared_embedder().word_model_array(words)
     joined = shared_embedder().word_array(words)
     assert joined.shape == (2, WORD_VECTOR_DIMENSION)
-    assert np.array_equal(joined[0, :LOCAL_EMBEDDING_DIMENSION], alone[0])
-    assert not joined[0, LOCAL_EMBEDDING_DIMENSION:].any()
-    assert np.allclose(joined[1, :LOCAL_EMBEDDING_DIMENSION], alone[1] * math.sqrt(0.5))
-    assert joined[1, LOCAL_EMBEDDING_DIMENSION:].any()
+    assert np.array_equal(joined[0, :WORD_MODEL_DIMENSION], alone[0])
+    assert not joined[0, WORD_MODEL_DIMENSION:].any()
+    assert np.allclose(joined[1, :WORD_MODEL_DIMENSION], alone[1] * math.sqrt(0.5))
+    assert joined[1, WORD_MODEL_DIMENSION:].any()
     assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
 
 

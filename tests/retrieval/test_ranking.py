@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
 from vivy.retrieval.ranking import (
     GEMINI_CALIBRATION,
     LOCAL_CALIBRATION,
@@ -79,7 +80,7 @@ def test_recency_decays_hyperbolically(age_days: float, expected: float) -> None
 @pytest.mark.parametrize(
     ("model", "expected"),
     [
-        ("wordllama-l2-supercat-256", LOCAL_CALIBRATION),
+        (LOCAL_EMBEDDING_MODEL, LOCAL_CALIBRATION),
         ("gemini-embedding-001", GEMINI_CALIBRATION),
     ],
 )

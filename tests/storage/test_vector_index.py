@@ -10,7 +10,7 @@ import pytest
 
 from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
-from vivy.llm.offline import shared_embedder
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, shared_embedder
 from vivy.storage.db import Connection, Database
 from vivy.storage.members import forget_member
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
@@ -76,7 +76,7 @@ def test_nearest_matches_sqlite_vec_and_follows_every_change(db: Database) -> No
         lambda conn: [int(r[0]) for r in conn.execute("SELECT id FROM interaction_notes")]
     )
     db.write_sync(stage_vectors, [(note_id, hash_embedding(f"other {note_id}")) for note_id in ids])
-    assert db.write_sync(swap_note_vectors, "test-model", 256) == len(ids)
+    assert db.write_sync(swap_note_vectors, "test-model", LOCAL_EMBEDDING_DIMENSION) == len(ids)
     assert nearest() == exact()
 
 

@@ -86,11 +86,11 @@ class Calibration:
     ceiling: float
 
 
-#: The local model (``wordllama-l2-supercat-256``), measured on the long-conversation eval
+#: The local model (``all-minilm-l6-v2-int8``), measured on the long-conversation eval
 #: set's training guilds by ``scripts/learn_fusion_weights.py``
 #: (:func:`vivy.retrieval.longconv.measure_calibration`): the median similarity of a question
 #: to a note that does not answer it, and the 90th percentile of one that does.
-LOCAL_CALIBRATION = Calibration(floor=0.190, ceiling=0.495)
+LOCAL_CALIBRATION = Calibration(floor=0.348, ceiling=0.586)
 #: gemini-embedding-001 (768 dims, query against document): unrelated texts still score
 #: about 0.5. Not yet measured (no key on the machines the eval runs on):
 #: ``vivy eval --provider gemini`` prints the scale it measures.
@@ -116,17 +116,17 @@ class Weights:
     every baseline.
     """
 
-    note_keyword: float = 0.594
-    evidence_keyword: float = 0.075
+    note_keyword: float = 0.4455
+    evidence_keyword: float = 0.1125
     note_vector: float = 0.756
-    evidence_vector: float = 3.5438
+    evidence_vector: float = 1.7719
     coverage: float = 0.351
     word_match: float = 0.75
     name: float = 0.112
     time: float = 16.2
     recency: float = 0.3798
     channel: float = 0.02
-    diversity: float = 2.8755
+    diversity: float = 5.751
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
     #: How many times more the word match weighs when the found notes hold none of the
@@ -168,7 +168,7 @@ class Gate:
     ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
     """
 
-    min_score: float = 0.06
+    min_score: float = 0.08
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,8 @@ __all__ = [
 
 #: The floor's and the ceiling's distance below the unrelated and related medians, in
 #: interquartile ranges of the unrelated similarities.
-FLOOR_SPREADS = 3.03
-CEILING_SPREADS = 1.16
+FLOOR_SPREADS = 2.65
+CEILING_SPREADS = 1.05
 #: Notes (the guild's newest with embedded evidence) and windows per note sampled, and the
 #: unrelated notes each window is compared with, so the work is bounded whatever the guild's
 #: size.

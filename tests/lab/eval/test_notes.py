@@ -9,10 +9,22 @@ import pytest
 
 from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
 from vivy_lab.commands import eval as eval_command
+from vivy_lab.eval.longconv import LongReport
 from vivy_lab.eval.notes import KS, METHODS, EvalReport, format_report, recall_at, run_eval
 from vivy_lab.fakes.openai import FakeOpenAI
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def long_eval_once(monkeypatch: pytest.MonkeyPatch, full_long_report: LongReport) -> None:
+    """The command's long-conversation eval answered with the session's one run of it (the
+    same bundled set and offline model), so that each test here need not run it again."""
+
+    async def once(*args: object, **kwargs: object) -> LongReport:
+        return full_long_report
+
+    monkeypatch.setattr("vivy_lab.eval.longconv.run_longconv", once)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +61,7 @@ async def test_report_table() -> None:
     assert [line.split()[0] for line in lines[2 : 2 + len(METHODS)]] == list(METHODS)
 
 
-def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_command(capsys: pytest.CaptureFixture[str], long_eval_once: None) -> None:
     """``vivy eval --check`` prints the tables and exits 0 while the retriever holds up
     against every baseline and fusion against either search alone."""
     parser = argparse.ArgumentParser()
@@ -61,7 +73,9 @@ def test_eval_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "quoted-line recall@k" in out and "FAIL" not in out
 
 
-def test_goals_are_checked_only_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
+def test_goals_are_checked_only_when_asked(
+    capsys: pytest.CaptureFixture[str], long_eval_once: None
+) -> None:
     """``--goals`` adds the paraphrase and quoted-line targets to ``--check``: each one the
     retriever misses is a FAIL line naming it, and any of them exits 1."""
     parser = argparse.ArgumentParser()
@@ -73,7 +87,9 @@ def test_goals_are_checked_only_when_asked(capsys: pytest.CaptureFixture[str]) -
     assert all("paraphrase recall@5" in line or "quoted-line recall@5" in line for line in failures)
 
 
-def test_check_fails_when_fusion_loses(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_fails_when_fusion_loses(
+    monkeypatch: pytest.MonkeyPatch, long_eval_once: None
+) -> None:
     """``--check`` exits 1 when fused recall@5 is below a single search."""
     bad = EvalReport(
         embedding_model="x",

@@ -14,7 +14,7 @@ statistics and rules:
   in a profile-update call or, for the members a note call lists, in the note's answer;
 * consolidation merges near-duplicate facts and retires superseded ones;
 * topic clusters group notes that share salient terms;
-* embeddings come from a static sentence-embedding model (wordllama's ``l2_supercat``)
+* embeddings come from a sentence-embedding model (all-MiniLM-L6-v2, run with numpy)
   shipped inside Vivy's own wheel (:mod:`.embeddings`), loaded with no network.
 
 Its output is labelled: ``quality`` is ``"offline"`` and note summaries start with

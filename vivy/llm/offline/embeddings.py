@@ -1,25 +1,21 @@
-"""The offline embedding: a static sentence-embedding model shipped inside Vivy's own wheel.
+"""The offline embedding: a sentence-embedding model shipped inside Vivy's own wheel.
 
-The model is `wordllama <https://github.com/dleemiller/WordLlama>`_'s ``l2_supercat``: one
-256-dimension vector per token of Llama 2's 32,000-token vocabulary, trained so that the mean
-of a text's token vectors embeds the text. Embedding is a tokenizer run and an average, so a
-query embeds in well under a millisecond on one core and needs no network. Its weights (a
-safetensors file, copied unchanged from the wordllama wheel) and its tokenizer (the same Llama
-2 tokenizer, as a SentencePiece model) lie in ``vivy/data/local_model/`` with their licence
-and provenance, made by ``scripts/build_local_model.py``; they are read with the
-``safetensors`` and ``sentencepiece`` packages, which need nothing else, where the wordllama
-package would bring the Hugging Face hub client and its downloader (``docs/llm.md``).
+Texts are embedded by all-MiniLM-L6-v2, a six-layer transformer run with numpy
+(:mod:`.sentence_model`; its int8 weights and vocabulary lie in ``vivy/data/sentence_model/``,
+made by ``scripts/build_sentence_model.py``): it reads a text's words in context, so a
+question finds the message that answers it in other words. It needs no network and no
+runtime beyond numpy.
 
-Texts are lower-cased first: the Llama tokenizer is case-sensitive, and the casing of chat
-("LOL", "SIGNED THE LEASE") says little about what a message means.
-
-A word embedded alone is only the mean of its sub-word vectors, which says little about what
-it means ("flats" and "apartment" share no token). For the word match, single words are
-therefore also looked up in a static table distilled from the sentence model
-all-MiniLM-L6-v2 (``vivy/data/word_vectors/``, made by ``scripts/build_word_vectors.py``):
-:meth:`LocalEmbedder.word_array` joins a word's two vectors, so that the cosine of two
-words of the table is the mean of the two models' cosines, and a word outside it keeps its
-local-model vector alone.
+The word match that ranks notes and chooses their quoted lines compares single words, which
+a sentence model embeds poorly and slowly one at a time. Its word vectors join two static
+tables: `wordllama <https://github.com/dleemiller/WordLlama>`_'s ``l2_supercat`` (one
+256-dimension vector per token of Llama 2's vocabulary; a word is the mean of its tokens'
+vectors, lower-cased first), shipped in ``vivy/data/local_model/`` by
+``scripts/build_local_model.py`` and read with ``safetensors`` and ``sentencepiece``, and a
+table distilled from all-MiniLM-L6-v2 for 50,000 frequent words (``vivy/data/word_vectors/``,
+made by ``scripts/build_word_vectors.py``): :meth:`LocalEmbedder.word_array` joins a word's
+two vectors, so that the cosine of two words of the table is the mean of the two tables'
+cosines, and a word outside it keeps its wordllama vector alone.
 
 :class:`LocalEmbedder` is the reusable piece: the offline provider embeds with it, and any
 provider without embeddings of its own can too.
@@ -34,6 +30,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vivy.errors import LLMError
+from vivy.llm.offline.sentence_model import SENTENCE_DIMENSION, SentenceModel
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -44,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_EMBEDDING_DIMENSION",
     "LOCAL_EMBEDDING_MODEL",
+    "WORD_MODEL_DIMENSION",
     "WORD_VECTOR_DIMENSION",
     "Embedder",
     "LocalEmbedder",
@@ -51,15 +49,17 @@ __all__ = [
 ]
 
 #: The name stored with vectors the local model made (``meta.embedding_model``).
-LOCAL_EMBEDDING_MODEL = "wordllama-l2-supercat-256"
+LOCAL_EMBEDDING_MODEL = "all-minilm-l6-v2-int8"
 #: The length of its vectors.
-LOCAL_EMBEDDING_DIMENSION = 256
+LOCAL_EMBEDDING_DIMENSION = SENTENCE_DIMENSION
 
-#: The model's files, inside the package.
+#: The word model's files (wordllama), inside the package, and its vectors' length.
 _FOLDER = "local_model"
 _WEIGHTS = "l2_supercat_256.safetensors"
 _TOKENIZER = "l2_supercat_tokenizer.model"
 _TENSOR = "embedding.weight"
+#: The length of wordllama's vectors.
+WORD_MODEL_DIMENSION = 256
 
 #: The distilled word table's files, inside the package.
 _WORD_FOLDER = "word_vectors"
@@ -67,14 +67,14 @@ _WORD_TABLE = "minilm_words.safetensors"
 _WORD_LIST = "words.txt"
 #: The length of the table's rows.
 _TABLE_DIMENSION = 256
-#: The length of :meth:`LocalEmbedder.word_array`'s rows: a local-model vector, then a
-#: table row.
-WORD_VECTOR_DIMENSION = LOCAL_EMBEDDING_DIMENSION + _TABLE_DIMENSION
+#: The length of :meth:`LocalEmbedder.word_array`'s rows: a wordllama vector, then a table
+#: row.
+WORD_VECTOR_DIMENSION = WORD_MODEL_DIMENSION + _TABLE_DIMENSION
 
 #: Texts embedded per batch; a batch pads to its longest text.
-_BATCH = 64
-#: Characters of a text that are embedded: a mean over more words moves little, and the cap
-#: bounds the work and memory of one pathological message.
+_BATCH = 32
+#: Characters of a text that are tokenised: the sentence model reads at most 256 tokens, and
+#: the cap bounds the tokenizer's work on one pathological message.
 _MAX_CHARS = 4000
 
 #: The tokenizer's special tokens and their ids. Written in a text, each is that token, and
@@ -115,11 +115,12 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """Embeds texts with the static model shipped in Vivy's wheel, offline.
+    """Embeds texts with the sentence model shipped in Vivy's wheel, and single words with
+    its static word tables, offline.
 
-    The model (about 33 MB of float32 weights in memory) is loaded on first use, once per
-    embedder, under a lock; :meth:`embed` is synchronous CPU work and safe to call from any
-    thread.
+    Each model is loaded on first use, once per embedder, under a lock (the sentence model
+    takes about 90 MB of float32 weights in memory, the word model 33 MB); the methods are
+    synchronous CPU work and safe to call from any thread.
     """
 
     model = LOCAL_EMBEDDING_MODEL
@@ -127,11 +128,19 @@ class LocalEmbedder:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._sentences: SentenceModel | None = None
         self._loaded: tuple[Any, npt.NDArray[np.float32]] | None = None
         self._words: _WordTable | None = None
 
-    def _model(self) -> tuple[Any, npt.NDArray[np.float32]]:
-        """The tokenizer and the token vectors, read from the package's files alone."""
+    def _sentence_model(self) -> SentenceModel:
+        """The sentence model, read from the package's files alone."""
+        with self._lock:
+            if self._sentences is None:
+                self._sentences = SentenceModel.load()
+            return self._sentences
+
+    def _word_model(self) -> tuple[Any, npt.NDArray[np.float32]]:
+        """wordllama's tokenizer and token vectors, read from the package's files alone."""
         with self._lock:
             if self._loaded is None:
                 import numpy as np
@@ -146,8 +155,7 @@ class LocalEmbedder:
                         processor = SentencePieceProcessor(model_file=str(tokenizer))
                 except (OSError, KeyError, RuntimeError) as exc:
                     raise LLMError(
-                        f"cannot load the offline embedding model from {folder} ({exc});"
-                        " reinstall Vivy"
+                        f"cannot load the offline word model from {folder} ({exc}); reinstall Vivy"
                     ) from exc
                 self._loaded = (processor, np.ascontiguousarray(vectors, dtype=np.float32))
             return self._loaded
@@ -161,38 +169,39 @@ class LocalEmbedder:
 
     def word_array(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit vectors of single lower-case ``words`` for the word match,
-        :data:`WORD_VECTOR_DIMENSION` long: a word of the distilled table is its local-model
+        :data:`WORD_VECTOR_DIMENSION` long: a word of the distilled table is its wordllama
         vector and its table row, each scaled by the square root of one half, so that the
         cosine of two such words is the mean of the two cosines; any other word is its
-        local-model vector followed by zeros, so that it compares as it always did (scaled
-        by that root against a word of the table)."""
+        wordllama vector followed by zeros (scaled by that root against a word of the
+        table)."""
         import numpy as np
 
-        local = self.embed_array(words)
+        local = self.word_model_array(words)
         table = self._word_table()
         vectors = np.zeros((len(words), WORD_VECTOR_DIMENSION), dtype=np.float32)
-        vectors[:, :LOCAL_EMBEDDING_DIMENSION] = local
+        vectors[:, :WORD_MODEL_DIMENSION] = local
         found = [(row, table.index[word]) for row, word in enumerate(words) if word in table.index]
         if found:
             rows, entries = (np.array(column, dtype=np.intp) for column in zip(*found, strict=True))
             half = np.float32(np.sqrt(0.5))
-            vectors[rows, :LOCAL_EMBEDDING_DIMENSION] *= half
-            vectors[rows, LOCAL_EMBEDDING_DIMENSION:] = table.rows(entries) * half
+            vectors[rows, :WORD_MODEL_DIMENSION] *= half
+            vectors[rows, WORD_MODEL_DIMENSION:] = table.rows(entries) * half
         return vectors
 
     def tokens(self, text: str) -> list[int]:
-        """The ids of the tokens whose vectors :meth:`embed` averages for ``text``."""
-        tokenizer, _ = self._model()
+        """The ids of the wordllama tokens whose vectors :meth:`word_model_array` averages
+        for ``text``."""
+        tokenizer, _ = self._word_model()
         return token_ids(tokenizer, _prepared(text))
 
-    def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """L2-normalised embeddings of ``texts``, one row each; an empty text embeds as the
-        placeholder ``<empty>``, so every row has a direction."""
+    def word_model_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """wordllama's L2-normalised embeddings of ``texts`` (the mean of their token
+        vectors), one row each; an empty text embeds as the placeholder ``<empty>``."""
         import numpy as np
 
-        tokenizer, table = self._model()
+        tokenizer, table = self._word_model()
         prepared = [_prepared(text) for text in texts]
-        vectors = np.empty((len(prepared), self.dimension), dtype=np.float32)
+        vectors = np.empty((len(prepared), WORD_MODEL_DIMENSION), dtype=np.float32)
         for start in range(0, len(prepared), _BATCH):
             ids = [token_ids(tokenizer, text) for text in prepared[start : start + _BATCH]]
             width = max(len(one) for one in ids)
@@ -208,6 +217,23 @@ class LocalEmbedder:
             pooled /= counts
             pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
             vectors[start : start + len(ids)] = pooled
+        return vectors
+
+    def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The sentence model's L2-normalised embeddings of ``texts``, one row each.
+
+        Texts are cut to :data:`_MAX_CHARS` and batched by length, so that a batch pads
+        little; an empty text embeds as its [CLS] and [SEP] tokens alone.
+        """
+        import numpy as np
+
+        model = self._sentence_model()
+        ids = [model.tokenizer.encode(text[:_MAX_CHARS]) for text in texts]
+        order = sorted(range(len(ids)), key=lambda index: len(ids[index]))
+        vectors = np.empty((len(ids), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), _BATCH):
+            chosen = order[start : start + _BATCH]
+            vectors[chosen] = model.encode([ids[index] for index in chosen])
         if not np.isfinite(vectors).all():
             raise LLMError("the offline embedding model returned unusable vectors")
         return vectors

@@ -107,8 +107,8 @@ class OfflineLLM:
     async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
         """The local model's embeddings; documents and queries are embedded alike.
 
-        Run inline: a batch of notes and windows embeds in about a millisecond, less than a
-        hop to a worker thread would cost.
+        Run inline, as the rest of the offline provider's work is: a question embeds in a
+        few milliseconds, a note and its evidence windows in a few tens.
         """
         await anyio.lowlevel.checkpoint()
         return self._embedder.embed(texts)

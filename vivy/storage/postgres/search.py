@@ -50,7 +50,7 @@ __all__ = [
 
 #: Candidates the half-precision HNSW scan keeps per step, and at least the nearest notes it
 #: returns to be re-ranked exactly (a search asking for more raises it to its limit).
-EF_SEARCH = 60
+EF_SEARCH = 100
 
 
 def vector_search(

