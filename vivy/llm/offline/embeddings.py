@@ -30,7 +30,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vivy.errors import LLMError
-from vivy.llm.offline.sentence_model import SENTENCE_DIMENSION, SentenceModel
+from vivy.llm.offline.sentence_model import SENTENCE_DIMENSION, SentenceModel, packaged_files
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -261,19 +261,12 @@ class _WordTable:
 
         Raises :class:`~vivy.errors.LLMError` when its files are missing or do not agree.
         """
-        from safetensors import SafetensorError
-        from safetensors.numpy import load_file
-
         if folder is None:
             folder = resources.files("vivy") / "data" / _WORD_FOLDER
-        try:
-            with resources.as_file(folder / _WORD_TABLE) as path:
-                stored = load_file(str(path))["vectors"]
-            words = (folder / _WORD_LIST).read_text(encoding="utf-8").split("\n")[:-1]
-        except (OSError, KeyError, RuntimeError, SafetensorError, UnicodeDecodeError) as exc:
-            raise LLMError(
-                f"cannot load the word vectors from {folder} ({exc}); reinstall Vivy"
-            ) from exc
+        tensors, words = packaged_files(folder, _WORD_TABLE, _WORD_LIST, "the word vectors")
+        stored = tensors.get("vectors")
+        if stored is None:
+            raise LLMError(f"the word vectors in {folder} have no table; reinstall Vivy")
         if stored.shape != (len(words), _TABLE_DIMENSION) or len(set(words)) != len(words):
             raise LLMError(
                 f"the word vectors in {folder} do not match their {len(words)} words"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vivy.errors import LLMError
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["SENTENCE_DIMENSION", "SentenceModel", "WordPiece"]
+__all__ = ["SENTENCE_DIMENSION", "SentenceModel", "WordPiece", "packaged_files", "widened"]
 
 #: The length of the encoder's vectors.
 SENTENCE_DIMENSION = 384
@@ -213,33 +213,21 @@ class SentenceModel:
         Raises :class:`~vivy.errors.LLMError` when its files are missing or do not agree.
         """
         import numpy as np
-        from safetensors import SafetensorError
-        from safetensors.numpy import load_file
 
+        what = "the offline sentence model"
         if folder is None:
             folder = resources.files("vivy") / "data" / _FOLDER
+        stored, vocabulary = packaged_files(folder, _WEIGHTS, _VOCABULARY, what)
         try:
-            with resources.as_file(folder / _WEIGHTS) as path:
-                stored = load_file(str(path))
-            vocabulary = (folder / _VOCABULARY).read_text(encoding="utf-8").split("\n")
             tensors = widened(stored)
-            model = cls(WordPiece(vocabulary[:-1] if vocabulary[-1] == "" else vocabulary), tensors)
-        except (
-            OSError,
-            KeyError,
-            ValueError,
-            RuntimeError,
-            SafetensorError,
-            UnicodeDecodeError,
-        ) as exc:
-            raise LLMError(
-                f"cannot load the offline sentence model from {folder} ({exc}); reinstall Vivy"
-            ) from exc
-        if model._words.shape != (len(model.tokenizer._ids), SENTENCE_DIMENSION) or not all(
+            model = cls(WordPiece(vocabulary), tensors)
+        except (KeyError, ValueError) as exc:
+            raise LLMError(f"cannot load {what} from {folder} ({exc}); reinstall Vivy") from exc
+        if model._words.shape != (len(vocabulary), SENTENCE_DIMENSION) or not all(
             np.isfinite(tensor).all() for tensor in tensors.values()
         ):
             raise LLMError(
-                f"the offline sentence model in {folder} does not match its vocabulary"
+                f"{what} in {folder} does not match its vocabulary"
                 f" (shape {model._words.shape}); reinstall Vivy"
             )
         return model
@@ -266,6 +254,26 @@ class SentenceModel:
         pooled /= mask.sum(axis=1, keepdims=True)
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled
+
+
+def packaged_files(
+    folder: Traversable, tensors: str, lines: str, what: str
+) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
+    """The tensors of the safetensors file ``tensors`` and the lines of the text file
+    ``lines`` in a folder of Vivy's package.
+
+    Raises :class:`~vivy.errors.LLMError` naming ``what`` when either is missing or unreadable.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        with resources.as_file(folder / tensors) as path:
+            stored = load_file(str(path))
+        text = (folder / lines).read_text(encoding="utf-8")
+    except (OSError, RuntimeError, SafetensorError, UnicodeDecodeError) as exc:
+        raise LLMError(f"cannot load {what} from {folder} ({exc}); reinstall Vivy") from exc
+    return stored, text.removesuffix("\n").split("\n")
 
 
 def widened(stored: dict[str, npt.NDArray[np.generic]]) -> dict[str, npt.NDArray[np.float32]]:
