@@ -9,7 +9,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,27 +130,6 @@ def test_shipped_sentence_model_is_the_one_its_notice_names() -> None:
     assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"]
 
 
-def test_a_broken_sentence_model_is_a_clear_error(tmp_path: Path) -> None:
-    """Sentence model files that are missing, unreadable or do not match their vocabulary
-    raise a one-line error that says to reinstall; intact copies load."""
-    folder = tmp_path / "sentence_model"
-    with pytest.raises(LLMError, match=r"cannot load the offline sentence model .*reinstall"):
-        SentenceModel.load(folder)
-    folder.mkdir()
-    vocabulary = (SENTENCE_MODEL / "vocab.txt").read_text(encoding="utf-8")
-    (folder / "vocab.txt").write_text(vocabulary, encoding="utf-8")
-    (folder / "all_minilm_l6_v2_int8.safetensors").write_bytes(b"not a tensor file")
-    with pytest.raises(LLMError, match="cannot load the offline sentence model"):
-        SentenceModel.load(folder)
-    (folder / "all_minilm_l6_v2_int8.safetensors").write_bytes(
-        (SENTENCE_MODEL / "all_minilm_l6_v2_int8.safetensors").read_bytes()
-    )
-    assert SentenceModel.load(folder).encode([[101, 102]]).shape == (1, LOCAL_EMBEDDING_DIMENSION)
-    (folder / "vocab.txt").write_text(vocabulary.split("\n", 1)[1], encoding="utf-8")
-    with pytest.raises(LLMError, match="does not match its vocabulary"):
-        SentenceModel.load(folder)
-
-
 def test_each_embedder_loads_the_same_model() -> None:
     """Two embedders give the very same vectors (one model, loaded twice)."""
     text = ["what does Maya do for a living?"]
@@ -202,25 +183,56 @@ def test_a_word_outside_the_table_keeps_its_local_vector() -> None:
     assert np.allclose(np.linalg.norm(joined, axis=1), 1.0, atol=1e-5)
 
 
-def test_a_broken_word_table_is_a_clear_error(tmp_path: Path) -> None:
-    """Word table files that are missing, unreadable or do not match their words raise a
-    one-line error that says to reinstall, never a half-loaded table; intact copies load."""
-    folder = tmp_path / "word_vectors"
-    with pytest.raises(LLMError, match=r"cannot load the word vectors .*reinstall Vivy"):
-        _WordTable.load(folder)
+@pytest.mark.parametrize(
+    ("shipped", "tensors", "lines", "load", "name", "loaded", "mismatch"),
+    [
+        (
+            WORD_TABLE,
+            "minilm_words.safetensors",
+            "words.txt",
+            _WordTable.load,
+            "the word vectors",
+            lambda table: len(table.index) == 50_000,
+            "do not match their 49999 words",
+        ),
+        (
+            SENTENCE_MODEL,
+            "all_minilm_l6_v2_int8.safetensors",
+            "vocab.txt",
+            SentenceModel.load,
+            "the offline sentence model",
+            lambda model: model.encode([[101, 102]]).shape == (1, LOCAL_EMBEDDING_DIMENSION),
+            "does not match its vocabulary",
+        ),
+    ],
+    ids=["word table", "sentence model"],
+)
+def test_broken_model_files_are_a_clear_error(
+    tmp_path: Path,
+    shipped: Path,
+    tensors: str,
+    lines: str,
+    load: Callable[[Path], object],
+    name: str,
+    loaded: Callable[[Any], bool],
+    mismatch: str,
+) -> None:
+    """Model files that are missing, unreadable or do not match their word list raise a
+    one-line error that says to reinstall, never a half-loaded model; intact copies load."""
+    folder = tmp_path / shipped.name
+    with pytest.raises(LLMError, match=rf"cannot load {name} .*reinstall Vivy"):
+        load(folder)
     folder.mkdir()
-    words = (WORD_TABLE / "words.txt").read_text(encoding="utf-8")
-    (folder / "words.txt").write_text(words, encoding="utf-8")
-    (folder / "minilm_words.safetensors").write_bytes(b"not a tensor file")
-    with pytest.raises(LLMError, match="cannot load the word vectors"):
-        _WordTable.load(folder)
-    (folder / "minilm_words.safetensors").write_bytes(
-        (WORD_TABLE / "minilm_words.safetensors").read_bytes()
-    )
-    assert len(_WordTable.load(folder).index) == 50_000
-    (folder / "words.txt").write_text(words.split("\n", 1)[1], encoding="utf-8")
-    with pytest.raises(LLMError, match="do not match their 49999 words"):
-        _WordTable.load(folder)
+    text = (shipped / lines).read_text(encoding="utf-8")
+    (folder / lines).write_text(text, encoding="utf-8")
+    (folder / tensors).write_bytes(b"not a tensor file")
+    with pytest.raises(LLMError, match=f"cannot load {name}"):
+        load(folder)
+    (folder / tensors).write_bytes((shipped / tensors).read_bytes())
+    assert loaded(load(folder))
+    (folder / lines).write_text(text.split("\n", 1)[1], encoding="utf-8")
+    with pytest.raises(LLMError, match=mismatch):
+        load(folder)
 
 
 BLOCKED = """
