@@ -119,7 +119,7 @@ class LocalEmbedder:
     its static word tables, offline.
 
     Each model is loaded on first use, once per embedder, under a lock (the sentence model
-    takes about 90 MB of float32 weights in memory, the word model 33 MB); the methods are
+    keeps its 23 MB of int8 weights as stored, the word model takes 33 MB); the methods are
     synchronous CPU work and safe to call from any thread.
     """
 
