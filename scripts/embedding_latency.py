@@ -10,7 +10,9 @@ question and up to two earlier messages) and every evidence window of it in batc
 import does. It prints ``name: value`` lines: the load time, query p50/p99 in milliseconds,
 documents per second, the resident memory the model added, and ``others_pct`` /
 ``loop_ms`` (how busy the rest of the machine was and how fast this process ran, as
-``vivy bench`` reports them), since figures taken on a shared machine are noisy.
+``vivy bench`` reports them), since figures taken on a shared machine are noisy, and
+``blas_kernels``: the core type numpy's OpenBLAS was told to use (``OPENBLAS_CORETYPE``), which
+sets the pace of the model's matrix products.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main(count: int) -> None:
     print(f"model_rss_mb: {model_mb:.1f}")
     print(f"others_pct: {'n/a' if busy is None else f'{busy:.1f}'}")
     print(f"loop_ms: {speed:.1f}")
+    print(f"blas_kernels: {os.environ.get('OPENBLAS_CORETYPE', 'unset (OpenBLAS chooses)')}")
 
 
 if __name__ == "__main__":
