@@ -116,16 +116,22 @@ def test_tokens_are_the_ones_the_reference_tokenizer_made() -> None:
             assert shared_embedder().tokens(case["text"]) == case["token_ids"], case["text"][:40]
 
 
-def test_shipped_sentence_model_is_the_one_its_notice_names() -> None:
-    """The sentence model's files have the digests their NOTICE records, under the model's
-    Apache-2.0 licence."""
-    notice = (SENTENCE_MODEL / "NOTICE").read_text(encoding="utf-8")
+def assert_notice_digests(folder: Path, names: list[str]) -> None:
+    """The NOTICE in ``folder`` records a SHA-256 digest for exactly ``names``, and each
+    file there has the digest recorded."""
+    notice = (folder / "NOTICE").read_text(encoding="utf-8")
     recorded = dict(
         (name, digest) for digest, name in re.findall(r"SHA-256 ([0-9a-f]{64})  (\S+)", notice)
     )
-    assert sorted(recorded) == ["all_minilm_l6_v2_int8.safetensors", "vocab.txt"]
+    assert sorted(recorded) == names
     for name, digest in recorded.items():
-        assert hashlib.sha256((SENTENCE_MODEL / name).read_bytes()).hexdigest() == digest, name
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_shipped_sentence_model_is_the_one_its_notice_names() -> None:
+    """The sentence model's files have the digests their NOTICE records, under the model's
+    Apache-2.0 licence."""
+    assert_notice_digests(SENTENCE_MODEL, ["all_minilm_l6_v2_int8.safetensors", "vocab.txt"])
     licence = (SENTENCE_MODEL / "LICENSE").read_text(encoding="utf-8")
     assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"]
 
@@ -139,13 +145,7 @@ def test_each_embedder_loads_the_same_model() -> None:
 def test_shipped_word_table_is_the_one_its_notice_names() -> None:
     """The word table's files have the digests their NOTICE records, one int8 row of 256
     dimensions per word, and distinct lower-case words as the word match splits text."""
-    notice = (WORD_TABLE / "NOTICE").read_text(encoding="utf-8")
-    recorded = dict(
-        (name, digest) for digest, name in re.findall(r"SHA-256 ([0-9a-f]{64})  (\S+)", notice)
-    )
-    assert sorted(recorded) == ["minilm_words.safetensors", "words.txt"]
-    for name, digest in recorded.items():
-        assert hashlib.sha256((WORD_TABLE / name).read_bytes()).hexdigest() == digest, name
+    assert_notice_digests(WORD_TABLE, ["minilm_words.safetensors", "words.txt"])
     words = (WORD_TABLE / "words.txt").read_text(encoding="utf-8").split("\n")[:-1]
     stored = load_file(str(WORD_TABLE / "minilm_words.safetensors"))["vectors"]
     assert stored.dtype == np.int8
