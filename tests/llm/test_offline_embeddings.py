@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from vivy.llm.offline.embeddings import (
     WORD_VECTOR_DIMENSION,
     _WordTable,
 )
-from vivy.llm.offline.sentence_model import SentenceModel
+from vivy.llm.offline.sentence_model import SentenceModel, WordPiece, _softmax
 
 #: The shipped word table's and sentence model's folders.
 WORD_TABLE = Path(vivy.__file__).parent / "data" / "word_vectors"
@@ -98,6 +99,23 @@ def test_a_text_embeds_alike_alone_and_in_a_padded_batch() -> None:
         assert np.allclose(shared_embedder().embed_array([text])[0], vector, atol=1e-5)
 
 
+def test_attention_softmax_is_exact_for_rows_far_below_the_largest_score() -> None:
+    """The attention's softmax subtracts one constant for the whole batch; a row whose
+    scores all lie far below it (where the exponentials would vanish) is redone with its
+    own largest score, so every row gives each row's own softmax."""
+    scores = np.array(
+        [[[0.0, 1.0, 2.0], [-300.0, -299.0, -301.0]], [[-70.0, -69.0, -1e9], [5.0, 5.0, 5.0]]],
+        dtype=np.float32,
+    )
+    expected = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    expected /= expected.sum(axis=-1, keepdims=True)
+    weights = _softmax(scores.copy())
+    assert np.isfinite(weights).all()
+    assert np.allclose(weights, expected, rtol=1e-5, atol=1e-7)
+    ordinary = scores[:1, :1]
+    assert np.allclose(_softmax(ordinary.copy()), expected[:1, :1], rtol=1e-6)
+
+
 def test_word_vectors_are_the_ones_wordllama_made() -> None:
     """The shipped wordllama files give, bit for bit, the vectors the wordllama package gave
     for the same texts (chat, a note header, emoji and other scripts, special tokens written
@@ -114,6 +132,19 @@ def test_tokens_are_the_ones_the_reference_tokenizer_made() -> None:
     for case in REFERENCE["cases"]:
         if case["token_ids"] is not None:
             assert shared_embedder().tokens(case["text"]) == case["token_ids"], case["text"][:40]
+
+
+def test_ascii_texts_split_as_every_text_does() -> None:
+    """An ASCII text takes a shortcut to its words (a regular expression); it splits as the
+    general path splits the same text with a non-ASCII word after it, over every ASCII
+    character: controls dropped, tab and line ends as spaces, punctuation words of its own."""
+    rng = random.Random(26)
+    characters = [chr(code) for code in range(128)]
+    texts = ["Sam's new job: nights @ the hospital (since May 3rd)!", "a\x0bb\x1fc\td\re"]
+    texts += ["".join(rng.choices(characters, k=rng.randint(0, 40))) for _ in range(3000)]
+    for text in texts:
+        assert WordPiece.words(text + " é") == [*WordPiece.words(text), "e"], repr(text)
+    assert WordPiece.words("a\x0bb\x1fc\td\re") == ["abc", "d", "e"]
 
 
 def assert_notice_digests(folder: Path, names: list[str]) -> None:
