@@ -102,7 +102,7 @@ def child(db: Path, log: Path, seed: int, count: int) -> int:
         clock = Clock.starting_at(messages[start][5] if start < len(messages) else messages[-1][5])
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         async with running_app(
-            settings, clock=clock, inline_db=True, llm=OfflineLLM(), scheduler=False
+            settings, clock=clock, inline=True, llm=OfflineLLM(), scheduler=False
         ) as app:
             print("ready", flush=True)
             for message_id, channel, author, name, text, at in messages[start:]:

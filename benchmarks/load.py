@@ -212,7 +212,7 @@ async def run(
         profile_delay_s=0.0,
     )
     async with running_app(
-        settings, clock=Clock.starting_at(WALL0), inline_db=True, llm=OfflineLLM(), scheduler=False
+        settings, clock=Clock.starting_at(WALL0), inline=True, llm=OfflineLLM(), scheduler=False
     ) as app:
         started = time.perf_counter()
         outcomes = await send_rounds(app, range(1, closing + 1), messages, senders)

@@ -149,7 +149,7 @@ async def running_app(
     settings: Settings,
     *,
     clock: Clock,
-    inline_db: bool = False,
+    inline: bool = False,
     llm: LLM | None = None,
     registry: CollectorRegistry | None = None,
     own_user_id: int | None = None,
@@ -166,7 +166,10 @@ async def running_app(
     ``note_concurrency`` and ``profile_concurrency`` (default: the setting) bound the notes
     and profile updates written at once; the importer raises them to keep model calls in
     flight. ``lease`` makes this process a member of a fleet sharing the PostgreSQL database:
-    it runs those shards only, under their leases.
+    it runs those shards only, under their leases. ``inline`` runs the database's calls
+    and the offline provider's embeddings on the event loop instead of worker threads: for
+    tests under trio's MockClock, where a task waiting on a thread counts as idle, and the
+    importer's replay.
     """
     fence = None
     if lease is not None:
@@ -179,13 +182,18 @@ async def running_app(
             await check_llm(configured)
         except EndpointUnreachable as error:  # work waits in the outbox until it answers
             log.warning("llm endpoint unreachable", detail=str(error))
-    store, db = open_engine(settings.target, inline=inline_db, fence=fence)
+    store, db = open_engine(settings.target, inline=inline, fence=fence)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
         MeteredLLM(llm, metrics, clock)
         if llm is not None
-        else make_llm(environ if environ is not None else settings, meter=metrics, clock=clock)
+        else make_llm(
+            environ if environ is not None else settings,
+            meter=metrics,
+            clock=clock,
+            embed_on_thread=not inline,
+        )
     )
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:

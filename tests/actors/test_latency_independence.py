@@ -70,7 +70,7 @@ async def test_update_waits_for_an_earlier_note_and_takes_it_along(tmp_path: Pat
         profile_delay_s=DELAY_S,
     )
     async with running_app(
-        settings, clock=Clock.starting_at(START), inline_db=True, llm=llm, scheduler=False
+        settings, clock=Clock.starting_at(START), inline=True, llm=llm, scheduler=False
     ) as app:
         await app.router.ingest(message(1, channel=1, text="I live in Lisbon", at=START))
         await app.router.ingest(message(2, channel=1, author=8, text="nice", at=START + 60))

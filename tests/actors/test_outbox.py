@@ -44,7 +44,7 @@ async def test_crash_between_note_and_profile_updates_loses_no_update(tmp_path: 
     """Updates committed with the note but not applied before a stop are applied once after."""
     path = tmp_path / "v.db"
     async with running_app(
-        settings(path), clock=Clock.starting_at(START), inline_db=True, llm=OfflineLLM()
+        settings(path), clock=Clock.starting_at(START), inline=True, llm=OfflineLLM()
     ) as app:
         await app.router.ingest(message(1, author=11, text="I live in Austin and I love JRPGs"))
         await app.router.ingest(message(2, author=12, text="I work at Dell as a QA engineer"))
@@ -62,7 +62,7 @@ async def test_crash_between_note_and_profile_updates_loses_no_update(tmp_path: 
         async with running_app(
             settings(path),
             clock=Clock.starting_at(later),
-            inline_db=True,
+            inline=True,
             llm=OfflineLLM(),
             scheduler=False,
         ) as again:
@@ -85,7 +85,7 @@ async def test_outbox_rescan_writes_a_buffer_whose_hand_off_was_lost(tmp_path: P
     the rescan that a channel actor's restart requests runs, with no timer involved."""
     path = tmp_path / "v.db"
     async with running_app(
-        settings(path), clock=Clock.starting_at(START), inline_db=True, llm=OfflineLLM()
+        settings(path), clock=Clock.starting_at(START), inline=True, llm=OfflineLLM()
     ) as app:
         await app.router.ingest(message(1, text="anyone tried the new Persona game?"))
         await app.router.ingest(message(2, author=8, text="yes, I love it"))
@@ -115,7 +115,7 @@ async def test_catch_up_is_bounded_then_continues_in_the_background(tmp_path: Pa
     async with running_app(
         settings(path, profile_delay_s=0.0),
         clock=Clock.starting_at(START),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
     ) as app:
         for index in range(3):  # three conversations an hour apart
@@ -129,7 +129,7 @@ async def test_catch_up_is_bounded_then_continues_in_the_background(tmp_path: Pa
     async with running_app(
         settings(path, catchup_time_limit_s=60.0, min_cluster_notes=2),
         clock=Clock.starting_at(restart),
-        inline_db=True,
+        inline=True,
         llm=SlowClustering(),
     ) as again:
         assert anyio.current_time() - started == 60.0

@@ -81,7 +81,7 @@ async def test_job_fires_at_midnight(tmp_path: Path) -> None:
     async with running_app(
         settings(tmp_path / "v.db"),
         clock=clock_at(utc("2026-03-02T12:00:00")),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
     ) as app:
         await chat_three_conversations(app, 1)
@@ -98,7 +98,7 @@ async def test_job_fires_at_local_midnight_across_dst(tmp_path: Path) -> None:
     async with running_app(
         settings(tmp_path / "v.db", "America/New_York"),
         clock=clock_at(utc("2026-03-07T17:00:00")),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
     ) as app:
         await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-09T12:00:00")))
@@ -112,12 +112,12 @@ async def test_three_days_down_catch_up_in_order(tmp_path: Path) -> None:
     """After three days down, start-up runs the three missed days in order before it completes."""
     path = tmp_path / "v.db"
     async with running_app(
-        settings(path), clock=clock_at(utc("2026-03-02T12:00:00")), inline_db=True, llm=OfflineLLM()
+        settings(path), clock=clock_at(utc("2026-03-02T12:00:00")), inline=True, llm=OfflineLLM()
     ) as app:
         await chat_three_conversations(app, 1)
         assert app.scheduler.reports == []
     async with running_app(
-        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline_db=True, llm=OfflineLLM()
+        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline=True, llm=OfflineLLM()
     ) as again:
         assert [r.day for r in again.scheduler.reports] == [
             date(2026, 3, 2),
@@ -147,7 +147,7 @@ async def test_interrupted_job_resumes_with_pass_two_only(
     async with running_app(
         settings(path),
         clock=clock_at(utc("2026-03-02T12:00:00")),
-        inline_db=True,
+        inline=True,
         llm=FailingConsolidation(),
     ) as app:
         await chat_three_conversations(app, 1)
@@ -159,7 +159,7 @@ async def test_interrupted_job_resumes_with_pass_two_only(
     async with running_app(
         settings(path),
         clock=clock_at(utc("2026-03-02T23:00:00")),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
         scheduler=False,
     ) as again:
@@ -184,7 +184,7 @@ async def test_nightly_job_prunes_evidence_past_retention(tmp_path: Path) -> Non
         evidence_days=1.0,
     )
     async with running_app(
-        kept, clock=clock_at(utc("2026-03-02T12:00:00")), inline_db=True, llm=OfflineLLM()
+        kept, clock=clock_at(utc("2026-03-02T12:00:00")), inline=True, llm=OfflineLLM()
     ) as app:
         await chat_three_conversations(app, 1)
         await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T00:00:01")))
@@ -222,7 +222,7 @@ async def test_only_profiles_with_overlapping_new_facts_are_consolidated(tmp_pat
     async with running_app(
         settings(tmp_path / "v.db"),
         clock=clock_at(utc("2026-03-02T12:00:00")),
-        inline_db=True,
+        inline=True,
         llm=llm,
         scheduler=False,
     ) as app:
@@ -295,7 +295,7 @@ async def test_nightly_job_measures_each_guilds_similarity_scale(tmp_path: Path)
     async with running_app(
         settings(tmp_path / "v.db"),
         clock=clock_at(utc("2026-03-02T00:30:00")),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
     ) as app:
         await chat_subjects(app, 1)

@@ -331,7 +331,7 @@ async def running_harness(
             async with running_app(
                 engine.settings(**settings),
                 clock=Clock.starting_at(time.time()),
-                inline_db=False,
+                inline=False,
                 llm=model,
                 registry=CollectorRegistry(),
                 own_user_id=VIVY,

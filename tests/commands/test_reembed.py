@@ -69,7 +69,7 @@ async def _start(db: Path, llm: LLM) -> None:
     """Start the whole app on ``db`` and stop it again."""
     clock = Clock.starting_at(1775800000.0)
     settings = Settings(database=db)
-    async with running_app(settings, clock=clock, inline_db=True, llm=llm, scheduler=False):
+    async with running_app(settings, clock=clock, inline=True, llm=llm, scheduler=False):
         await anyio.sleep(1)
 
 
@@ -238,7 +238,7 @@ def _started(settings: Settings, question: str) -> list[NoteHit]:
     async def start() -> list[NoteHit]:
         clock = Clock.starting_at(1775800000.0)
         async with running_app(
-            settings, clock=clock, inline_db=True, llm=OfflineLLM(), scheduler=False
+            settings, clock=clock, inline=True, llm=OfflineLLM(), scheduler=False
         ) as app:
             retriever = Retriever(app.store.search, app.llm, app.clock)
             return await retriever.search_notes(GUILD, question, limit=3)

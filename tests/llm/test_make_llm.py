@@ -3,6 +3,8 @@ endpoint), composed when generation and embeddings differ, metered per provider.
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from structlog.testing import capture_logs
 
@@ -22,6 +24,7 @@ from vivy.llm import (
     gemini_config_from_env,
     make_llm,
 )
+from vivy.llm.offline import LocalEmbedder
 from vivy.llm.port import ChatTurn, EmbeddingTask, ModelTier
 from vivy_lab.fakes.openai import FakeOpenAI
 
@@ -45,6 +48,30 @@ async def test_no_key_gives_offline_with_one_info_line() -> None:
     assert llm.quality == "offline"
     await llm.embed(["hello"], EmbeddingTask.QUERY)
     assert meter.calls(operation="embed", outcome="ok") == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("on_thread", [True, False])
+async def test_offline_embeddings_run_on_a_worker_thread_when_asked(
+    on_thread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``embed_on_thread`` (what the live bot's app asks for) the local model embeds
+    on a worker thread, so the event loop keeps serving meanwhile; without it (tests under
+    the mock clock, the importer) on the loop's own thread. The vectors are the same."""
+    threads: list[int] = []
+    embed = LocalEmbedder.embed
+
+    def recording(self: LocalEmbedder, texts: list[str]) -> list[list[float]]:
+        threads.append(threading.get_ident())
+        return embed(self, texts)
+
+    monkeypatch.setattr(LocalEmbedder, "embed", recording)
+    llm = make_llm({}, clock=CLOCK, embed_on_thread=on_thread)
+    text = ["who lives next door to Sam?"]
+    vectors = await llm.embed(text, EmbeddingTask.QUERY)
+    assert len(threads) == 1
+    assert (threads[0] != threading.get_ident()) is on_thread
+    assert vectors == embed(LocalEmbedder(), text)
 
 
 @pytest.mark.anyio

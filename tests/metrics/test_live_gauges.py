@@ -57,7 +57,7 @@ async def test_half_a_year_of_idle_virtual_time_wakes_no_task(tmp_path: Path) ->
     async with running_app(
         settings(tmp_path / "v.db"),
         clock=Clock.starting_at(START),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
         scheduler=False,
     ):
@@ -78,7 +78,7 @@ async def test_scrape_reports_the_backlog_the_database_holds(tmp_path: Path) -> 
     async with running_app(
         settings(path),
         clock=Clock.starting_at(START),
-        inline_db=True,
+        inline=True,
         llm=OfflineLLM(),
         registry=registry,
         scheduler=False,

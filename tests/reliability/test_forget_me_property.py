@@ -81,7 +81,7 @@ def test_forget_me_leaves_no_trace(conversation: list[tuple[int, int, str, int, 
         )
         clock = Clock.starting_at(WALL0)
         async with running_app(
-            settings_, clock=clock, inline_db=True, llm=OfflineLLM(), scheduler=False
+            settings_, clock=clock, inline=True, llm=OfflineLLM(), scheduler=False
         ) as app:
             for index, (author, channel, template, gap, mention) in enumerate(conversation):
                 await anyio.sleep(gap * 60)

@@ -204,7 +204,7 @@ def run_stream(stream: list[Event]) -> dict[str, Any]:
             async with running_app(
                 app_settings,
                 clock=Clock.starting_at(WALL0),
-                inline_db=True,
+                inline=True,
                 llm=OfflineLLM(),
                 own_user_id=OWN_ID,
                 scheduler=False,
@@ -273,7 +273,7 @@ def test_invisible_format_characters_are_removed() -> None:
             async with running_app(
                 Settings(database=Path(folder) / "vivy.db"),
                 clock=Clock.starting_at(WALL0),
-                inline_db=True,
+                inline=True,
                 llm=OfflineLLM(),
                 scheduler=False,
             ) as app:
@@ -306,7 +306,7 @@ def test_id_taken_in_another_channel_fails_only_itself() -> None:
             async with running_app(
                 Settings(database=Path(folder) / "vivy.db"),
                 clock=Clock.starting_at(WALL0),
-                inline_db=True,
+                inline=True,
                 llm=OfflineLLM(),
                 scheduler=False,
             ) as app:

@@ -141,7 +141,7 @@ async def run_corpus(path: Path, llm: OfflineLLM, attempts: list[Attempt]) -> di
         profile_delay_s=0.0,
     )
     async with running_app(
-        settings, clock=Clock.starting_at(WALL0), inline_db=True, llm=llm, scheduler=False
+        settings, clock=Clock.starting_at(WALL0), inline=True, llm=llm, scheduler=False
     ) as app:
         message_id = 1
         for index, attempt in enumerate(attempts):

@@ -225,7 +225,7 @@ def test_malformed_answers_leave_work_pending_and_write_nothing(tmp_path: Path) 
         )
         llm = GeminiLLM(config, http_client=http, rng=random.Random(3))
         async with running_app(
-            settings, clock=Clock.starting_at(DAY1), inline_db=True, llm=llm, scheduler=False
+            settings, clock=Clock.starting_at(DAY1), inline=True, llm=llm, scheduler=False
         ) as app:
             lines = [
                 (1, "bad-note", 13, "I live in Oslo and I love chess"),
@@ -434,7 +434,7 @@ def test_hostile_valid_answers_are_refused_and_honest_ones_applied(
         # Day 1, honest: facts for Alex and Blake in guild 1, for Alex and Casey in guild 2.
         clock = Clock.starting_at(DAY1)
         async with running_app(
-            settings, clock=clock, inline_db=True, llm=OfflineLLM(), scheduler=False
+            settings, clock=clock, inline=True, llm=OfflineLLM(), scheduler=False
         ) as app:
             await _say(
                 app,
@@ -463,7 +463,7 @@ def test_hostile_valid_answers_are_refused_and_honest_ones_applied(
         async with running_app(
             settings,
             clock=clock,
-            inline_db=True,
+            inline=True,
             llm=llm,
             registry=registry,
             scheduler=False,
@@ -562,7 +562,7 @@ def test_note_summary_with_instructions_is_not_stored(tmp_path: Path) -> None:
         async with running_app(
             settings,
             clock=Clock.starting_at(DAY1),
-            inline_db=True,
+            inline=True,
             llm=SummaryInjector(),
             scheduler=False,
         ) as app:
@@ -623,7 +623,7 @@ def test_consolidation_cannot_add_a_fact_only_the_summary_states(
         async with running_app(
             settings,
             clock=Clock.starting_at(DAY1),
-            inline_db=True,
+            inline=True,
             llm=InventingLLM(),
             scheduler=False,
         ) as app:

@@ -113,7 +113,7 @@ def test_hour_long_outage_backs_off_then_every_buffer_becomes_a_note(tmp_path: P
         )
         clock = Clock.starting_at(WALL0)
         async with running_app(
-            settings, clock=clock, inline_db=True, llm=llm, registry=registry, scheduler=False
+            settings, clock=clock, inline=True, llm=llm, registry=registry, scheduler=False
         ) as app:
             pending = registry.get_sample_value
             # Six conversations during the outage, each closing by inactivity within it.

@@ -100,7 +100,7 @@ def read_state(path: Path) -> dict[str, Any]:
 async def resume(path: Path, wall: float) -> dict[str, Any]:
     """Start again at ``wall`` with a working LLM, let everything drain, report the state."""
     async with running_app(
-        settings(path), clock=Clock.starting_at(wall), inline_db=True, llm=OfflineLLM()
+        settings(path), clock=Clock.starting_at(wall), inline=True, llm=OfflineLLM()
     ) as app:
         await anyio.sleep(3 * 3600.0)
         assert app.notes.backlog == 0
@@ -115,7 +115,7 @@ async def test_cancel_mid_call_stops_at_once_and_resumes_exactly_once(tmp_path: 
     llm.started = anyio.Event()
     with anyio.fail_after(None) as guard:
         async with running_app(
-            settings(path), clock=Clock.starting_at(WALL0), inline_db=True, llm=llm
+            settings(path), clock=Clock.starting_at(WALL0), inline=True, llm=llm
         ) as app:
             for k, text in enumerate(["I live in Oslo", "I love chess", "see you"]):
                 await app.router.ingest(message(1 + k, 1, 11 + k % 2, text, WALL0 + k))
@@ -246,7 +246,7 @@ async def test_cancel_from_outside_still_closes_llm_and_database(tmp_path: Path)
     llm = ClosingLLM()
     with anyio.CancelScope() as stop:
         async with running_app(
-            settings(tmp_path / "vivy.db"), clock=Clock.starting_at(WALL0), inline_db=True, llm=llm
+            settings(tmp_path / "vivy.db"), clock=Clock.starting_at(WALL0), inline=True, llm=llm
         ) as app:
             stop.cancel()
             await anyio.sleep_forever()

@@ -255,7 +255,7 @@ async def _serve_app(
     async with running_app(
         settings,
         clock=clock,
-        inline_db=False,
+        inline=False,
         own_user_id=me,
         environ=environ,
         registry=registry,

@@ -250,7 +250,7 @@ async def replay(
     async with running_app(
         settings,
         clock=clock,
-        inline_db=True,
+        inline=True,
         llm=gate,
         registry=registry or CollectorRegistry(),
         scheduler=False,

@@ -191,7 +191,7 @@ def _settings(settings: Settings | Mapping[str, str]) -> Settings:
     return settings if isinstance(settings, Settings) else Settings.from_env(settings)
 
 
-def _provider(name: str, settings: Settings) -> LLM:
+def _provider(name: str, settings: Settings, embed_on_thread: bool) -> LLM:
     """A new, unmetered LLM of provider ``name``, configured by ``settings``."""
     if name == Provider.OPENAI:
         from vivy.llm.openai_compat import OpenAILLM
@@ -204,18 +204,20 @@ def _provider(name: str, settings: Settings) -> LLM:
         if config is None:  # Settings.from_env refuses this; Settings built by hand may not
             raise ConfigError("the gemini provider needs a Gemini key (GEMINI_API_KEY)")
         return GeminiLLM(config)
-    return OfflineLLM()
+    return OfflineLLM(embed_on_thread=embed_on_thread)
 
 
-def build_llm(settings: Settings | Mapping[str, str]) -> LLM:
+def build_llm(settings: Settings | Mapping[str, str], *, embed_on_thread: bool = False) -> LLM:
     """The unmetered LLM these settings configure: one provider, or two composed when
     generation and embeddings come from different providers. Network clients bind to the
-    event loop they are first used on, so build it where it will be used."""
+    event loop they are first used on, so build it where it will be used.
+    ``embed_on_thread``: the offline provider embeds on a worker thread (see
+    :class:`~vivy.llm.offline.OfflineLLM`)."""
     chosen = _settings(settings)
-    generator = _provider(chosen.llm_provider, chosen)
+    generator = _provider(chosen.llm_provider, chosen, embed_on_thread)
     if chosen.embedding_provider == chosen.llm_provider:
         return generator
-    return ComposedLLM(generator, _provider(chosen.embedding_provider, chosen))
+    return ComposedLLM(generator, _provider(chosen.embedding_provider, chosen, embed_on_thread))
 
 
 def make_llm(
@@ -223,6 +225,7 @@ def make_llm(
     *,
     meter: LLMMeter | None = None,
     clock: Clock,
+    embed_on_thread: bool = False,
 ) -> LLM:
     """The metered LLM for these settings (or this environment), from :func:`build_llm`.
 
@@ -237,7 +240,7 @@ def make_llm(
         else:
             _log.info("VIVY_LLM_PROVIDER=offline; notes are offline extracts")
     return MeteredLLM(
-        build_llm(chosen),
+        build_llm(chosen, embed_on_thread=embed_on_thread),
         meter if meter is not None else NullMeter(),
         clock,
         provider=Provider(chosen.llm_provider),

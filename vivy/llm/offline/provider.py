@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 from vivy.errors import LLMError
 from vivy.llm.offline.chat import offline_chat_answer
@@ -68,8 +70,13 @@ class OfflineLLM:
     """The LLM port without a key or network: deterministic extracts and rules, and the
     local embedding model (:class:`~vivy.llm.offline.embeddings.LocalEmbedder`)."""
 
-    def __init__(self, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, *, embedder: Embedder | None = None, embed_on_thread: bool = False) -> None:
+        """``embed_on_thread``: embed on a worker thread, one call at a time, so that the
+        event loop keeps serving while a note and its evidence windows embed (tens of
+        milliseconds); the live bot does. Inline otherwise: under trio's MockClock a task
+        waiting on a thread counts as idle, and the importer replays on a virtual clock."""
         self._embedder = embedder if embedder is not None else shared_embedder()
+        self._threads = anyio.CapacityLimiter(1) if embed_on_thread else None
         self.dimension = self._embedder.dimension
         self.embedding_model = self._embedder.model
         self.quality = OFFLINE_QUALITY
@@ -105,11 +112,11 @@ class OfflineLLM:
         return Generation(value=parsed, usage=Usage(), model=OFFLINE_MODEL, quality=self.quality)
 
     async def embed(self, texts: Sequence[str], task: EmbeddingTask) -> list[list[float]]:
-        """The local model's embeddings; documents and queries are embedded alike.
-
-        Run inline, as the rest of the offline provider's work is: a question embeds in a
-        few milliseconds, a note and its evidence windows in a few tens.
-        """
+        """The local model's embeddings; documents and queries are embedded alike."""
+        if self._threads is not None:
+            return await anyio.to_thread.run_sync(
+                self._embedder.embed, texts, limiter=self._threads
+            )
         await anyio.lowlevel.checkpoint()
         return self._embedder.embed(texts)
 
