@@ -311,3 +311,32 @@ async def test_nightly_job_measures_each_guilds_similarity_scale(tmp_path: Path)
         again = await measured_scale(app)
         assert again.measured_at == utc("2026-03-04T00:00:00")
         assert again.notes == 2 * len(SUBJECTS)
+
+
+async def test_a_catch_up_measures_each_guilds_scale_once(tmp_path: Path) -> None:
+    """Days caught up one after another measure each guild's similarity scale once, after
+    the last of them, from all its notes: a guild active on the first two missed days but
+    not on the third is measured, and not again for every day."""
+    path = tmp_path / "v.db"
+    async with running_app(
+        settings(path),
+        clock=clock_at(utc("2026-03-02T09:00:00")),
+        inline=True,
+        llm=OfflineLLM(),
+        scheduler=False,
+    ) as app:
+        await chat_subjects(app, 1)
+        await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T09:00:00")))
+        await chat_subjects(app, 1001)
+    async with running_app(
+        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline=True, llm=OfflineLLM()
+    ) as again:
+        reports = again.scheduler.reports
+        assert [(r.day, r.guilds, r.scales) for r in reports] == [
+            (date(2026, 3, 2), [100], 0),
+            (date(2026, 3, 3), [100], 0),
+            (date(2026, 3, 4), [], 1),
+        ]
+        scale = await measured_scale(again)
+        assert scale.notes == 2 * len(SUBJECTS)
+        assert scale.measured_at == utc("2026-03-05T09:00:00")

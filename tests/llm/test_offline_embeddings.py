@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -22,8 +23,10 @@ import vivy
 from vivy.errors import LLMError
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
 from vivy.llm.offline.embeddings import (
+    _BATCH_COST_TOKENS,
     WORD_MODEL_DIMENSION,
     WORD_VECTOR_DIMENSION,
+    _batches,
     _WordTable,
 )
 from vivy.llm.offline.sentence_model import SentenceModel, WordPiece, _softmax
@@ -97,6 +100,29 @@ def test_a_text_embeds_alike_alone_and_in_a_padded_batch() -> None:
     batched = shared_embedder().embed_array(texts)
     for text, vector in zip(texts, batched, strict=True):
         assert np.allclose(shared_embedder().embed_array([text])[0], vector, atol=1e-5)
+
+
+def test_texts_are_batched_at_the_least_padding_cost() -> None:
+    """Texts sorted by length are cut into batches at the least cost (a fixed cost per batch
+    plus its texts times its longest): the cut equals the best of every possible cut, and a
+    batch holds at most 32 texts."""
+    rng = random.Random(7)
+
+    def cost(cuts: list[tuple[int, int]], lengths: list[int]) -> int:
+        return sum(_BATCH_COST_TOKENS + (end - start) * lengths[end - 1] for start, end in cuts)
+
+    for _ in range(200):
+        lengths = sorted(rng.randint(3, 120) for _ in range(rng.randint(1, 8)))
+        cuts = _batches(lengths)
+        assert [i for start, end in cuts for i in range(start, end)] == list(range(len(lengths)))
+        every = []
+        for mask in range(2 ** (len(lengths) - 1)):
+            edges = [0, *[i + 1 for i in range(len(lengths) - 1) if mask >> i & 1], len(lengths)]
+            every.append(cost(list(itertools.pairwise(edges)), lengths))
+        assert cost(cuts, lengths) == min(every)
+    assert _batches([]) == []
+    assert max(end - start for start, end in _batches([10] * 70)) <= 32
+    assert _batches([43, 45, 97, 100]) == [(0, 2), (2, 4)]
 
 
 def test_attention_softmax_is_exact_for_rows_far_below_the_largest_score() -> None:

@@ -19,6 +19,7 @@ message ingestion never waits for it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
@@ -92,6 +93,8 @@ class JobReport:
     ran_at: float = 0.0
     clusters: int = 0
     consolidated: int = 0
+    #: Guilds with notes that day, whose passes ran.
+    guilds: list[int] = field(default_factory=list)
     #: Guilds whose similarity scale was measured again.
     scales: int = 0
     #: Evidence windows removed by the retention setting.
@@ -158,20 +161,28 @@ class Scheduler:
         days = missed_days(self._clock.now(), self._zone, completed, first_activity=first_day)
         if days:
             log.info("catching up on missed days", days=[d.isoformat() for d in days])
-        for day in days:
-            await self.run_day(day)
+        reports = [await self.run_day(day, measure_scales=False) for day in days]
+        if reports:
+            await self.measure_scales({g for r in reports for g in r.guilds}, reports[-1])
         done.set()
 
-    async def run_day(self, day: date) -> JobReport:
-        """Run (or resume) the job for one local day; runs never overlap."""
+    async def run_day(self, day: date, *, measure_scales: bool = True) -> JobReport:
+        """Run (or resume) the job for one local day; runs never overlap.
+
+        A guild's similarity scale is measured from its newest notes, whatever the day, so
+        days run one after another (a catch-up, an import) pass ``measure_scales=False`` and
+        measure each of their guilds once afterwards (:meth:`measure_scales`).
+        """
         async with self._lock:
             started = self._clock.monotonic()
             report = JobReport(day, ran_at=self._clock.now())
             start, end = day_bounds(day, self._zone)
             for guild_id in await self._store.jobs.guilds_with_notes(start, end):
+                report.guilds.append(guild_id)
                 await self._cluster_pass(guild_id, day, start, end, report)
                 await self._consolidation_pass(guild_id, day, start, end, report)
-                await self._measure_scale(guild_id, report)
+                if measure_scales:
+                    await self._measure_scale(guild_id, report)
             if self._evidence_days is not None:
                 # Retention: notes that ended more than the kept days before the day's end
                 # lose their evidence (their lines wait for pending profile updates).
@@ -195,6 +206,13 @@ class Scheduler:
             )
             self.reports.append(report)
             return report
+
+    async def measure_scales(self, guild_ids: Iterable[int], report: JobReport) -> None:
+        """Measure the similarity scale of each of ``guild_ids``, counted in ``report``
+        (the last of the days run one after another)."""
+        async with self._lock:
+            for guild_id in sorted(guild_ids):
+                await self._measure_scale(guild_id, report)
 
     async def _measure_scale(self, guild_id: int, report: JobReport) -> None:
         """Measure the guild's similarity scale for the embedding model in use and store it;

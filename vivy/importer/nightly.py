@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from vivy.actors.scheduler import Scheduler
+from vivy.actors.scheduler import JobReport, Scheduler
 from vivy.app import App
 from vivy.clock import Clock
 from vivy.config import Settings
@@ -25,13 +25,17 @@ async def run_nightly(
 
     Each day runs as it would have at the local midnight that ended it: its clock reads that
     midnight, so what it stamps does not depend on how long the replay took to get here.
-    Returns the days whose job completed and the days whose job failed.
+    Returns the days whose job completed and the days whose job failed. The similarity
+    scale of each guild active on those days is measured once, at the last day's midnight:
+    it is measured from the guild's newest notes, the same for every day.
     """
     zone = settings.zone
     covered = sorted({local_day(m.timestamp, zone) for m in batch.messages})
     completed = set(await app.store.jobs.completed_days())
     ran: list[date] = []
     failed: list[date] = []
+    guilds: set[int] = set()
+    last: tuple[Scheduler, JobReport] | None = None
     for day in covered:
         if day in completed:
             continue
@@ -46,6 +50,10 @@ async def run_nightly(
             catchup_limit_s=settings.catchup_time_limit_s,
             evidence_days=settings.evidence_days,
         )
-        report = await nightly.run_day(day)
+        report = await nightly.run_day(day, measure_scales=False)
+        guilds.update(report.guilds)
+        last = nightly, report
         (ran if report.complete else failed).append(day)
+    if last is not None:
+        await last[0].measure_scales(guilds, last[1])
     return tuple(ran), tuple(failed)

@@ -71,8 +71,11 @@ _TABLE_DIMENSION = 256
 #: row.
 WORD_VECTOR_DIMENSION = WORD_MODEL_DIMENSION + _TABLE_DIMENSION
 
-#: Texts embedded per batch; a batch pads to its longest text.
+#: Texts embedded per batch at most; a batch pads to its longest text.
 _BATCH = 32
+#: What one more batch costs, in padded tokens of one text: a batch widens and multiplies
+#: every weight matrix once (about 1.8 ms on one core), one token about 0.2 ms more.
+_BATCH_COST_TOKENS = 9
 #: Characters of a text that are tokenised: the sentence model reads at most 256 tokens, and
 #: the cap bounds the tokenizer's work on one pathological message.
 _MAX_CHARS = 4000
@@ -231,8 +234,8 @@ class LocalEmbedder:
         ids = [model.tokenizer.encode(text[:_MAX_CHARS]) for text in texts]
         order = sorted(range(len(ids)), key=lambda index: len(ids[index]))
         vectors = np.empty((len(ids), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), _BATCH):
-            chosen = order[start : start + _BATCH]
+        for start, end in _batches([len(ids[index]) for index in order]):
+            chosen = order[start:end]
             vectors[chosen] = model.encode([ids[index] for index in chosen])
         if not np.isfinite(vectors).all():
             raise LLMError("the offline embedding model returned unusable vectors")
@@ -242,6 +245,27 @@ class LocalEmbedder:
         """L2-normalised embeddings of ``texts`` as plain floats, one list each."""
         rows: list[list[float]] = self.embed_array(texts).tolist()
         return rows
+
+
+def _batches(lengths: Sequence[int]) -> list[tuple[int, int]]:
+    """The cheapest cut of texts of ``lengths`` tokens (ascending) into batches of at most
+    :data:`_BATCH`, as ``(start, end)`` ranges: a batch costs :data:`_BATCH_COST_TOKENS`
+    plus its texts times its longest, which it pads to. A note and its evidence windows
+    (40 to 100 tokens) pad a third less so than as one batch."""
+    best = [0] + [0] * len(lengths)
+    start_of = [0] * (len(lengths) + 1)
+    for end in range(1, len(lengths) + 1):
+        candidates = range(max(0, end - _BATCH), end)
+        costs = [
+            (best[s] + _BATCH_COST_TOKENS + (end - s) * lengths[end - 1], s) for s in candidates
+        ]
+        best[end], start_of[end] = min(costs)
+    cuts: list[tuple[int, int]] = []
+    end = len(lengths)
+    while end:
+        cuts.append((start_of[end], end))
+        end = start_of[end]
+    return cuts[::-1]
 
 
 class _WordTable:
