@@ -3,6 +3,7 @@ profiles the nightly consolidation reads."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -48,6 +49,15 @@ def settings(path: Path, zone: str = "UTC") -> Settings:
 def clock_at(wall: float) -> Clock:
     """A clock whose wall time is ``wall`` now."""
     return Clock.starting_at(wall)
+
+
+def offline_app(
+    path: Path, wall: float, *, scheduler: bool = True
+) -> AbstractAsyncContextManager[App]:
+    """The app on the database at ``path``, inline, offline, its clock at ``wall``."""
+    return running_app(
+        settings(path), clock=clock_at(wall), inline=True, llm=OfflineLLM(), scheduler=scheduler
+    )
 
 
 TOPICS = [
@@ -111,14 +121,10 @@ async def test_job_fires_at_local_midnight_across_dst(tmp_path: Path) -> None:
 async def test_three_days_down_catch_up_in_order(tmp_path: Path) -> None:
     """After three days down, start-up runs the three missed days in order before it completes."""
     path = tmp_path / "v.db"
-    async with running_app(
-        settings(path), clock=clock_at(utc("2026-03-02T12:00:00")), inline=True, llm=OfflineLLM()
-    ) as app:
+    async with offline_app(path, utc("2026-03-02T12:00:00")) as app:
         await chat_three_conversations(app, 1)
         assert app.scheduler.reports == []
-    async with running_app(
-        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline=True, llm=OfflineLLM()
-    ) as again:
+    async with offline_app(path, utc("2026-03-05T09:00:00")) as again:
         assert [r.day for r in again.scheduler.reports] == [
             date(2026, 3, 2),
             date(2026, 3, 3),
@@ -156,13 +162,7 @@ async def test_interrupted_job_resumes_with_pass_two_only(
         clusters = await count(
             app, "SELECT COUNT(*) FROM interaction_notes WHERE note_type = 'topic_cluster'"
         )
-    async with running_app(
-        settings(path),
-        clock=clock_at(utc("2026-03-02T23:00:00")),
-        inline=True,
-        llm=OfflineLLM(),
-        scheduler=False,
-    ) as again:
+    async with offline_app(path, utc("2026-03-02T23:00:00"), scheduler=False) as again:
         report = await again.scheduler.run_day(date(2026, 3, 2))
         assert report.complete and report.clusters == 0 and report.consolidated == 3
         assert report.skipped_passes == ["100:clusters"]
@@ -318,19 +318,11 @@ async def test_a_catch_up_measures_each_guilds_scale_once(tmp_path: Path) -> Non
     the last of them, from all its notes: a guild active on the first two missed days but
     not on the third is measured, and not again for every day."""
     path = tmp_path / "v.db"
-    async with running_app(
-        settings(path),
-        clock=clock_at(utc("2026-03-02T09:00:00")),
-        inline=True,
-        llm=OfflineLLM(),
-        scheduler=False,
-    ) as app:
+    async with offline_app(path, utc("2026-03-02T09:00:00"), scheduler=False) as app:
         await chat_subjects(app, 1)
         await anyio.sleep_until(app.clock.to_monotonic(utc("2026-03-03T09:00:00")))
         await chat_subjects(app, 1001)
-    async with running_app(
-        settings(path), clock=clock_at(utc("2026-03-05T09:00:00")), inline=True, llm=OfflineLLM()
-    ) as again:
+    async with offline_app(path, utc("2026-03-05T09:00:00")) as again:
         reports = again.scheduler.reports
         assert [(r.day, r.guilds, r.scales) for r in reports] == [
             (date(2026, 3, 2), [100], 0),
