@@ -19,7 +19,7 @@ message ingestion never waits for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
@@ -162,8 +162,7 @@ class Scheduler:
         if days:
             log.info("catching up on missed days", days=[d.isoformat() for d in days])
         reports = [await self.run_day(day, measure_scales=False) for day in days]
-        if reports:
-            await self.measure_scales({g for r in reports for g in r.guilds}, reports[-1])
+        await self.measure_scales(reports)
         done.set()
 
     async def run_day(self, day: date, *, measure_scales: bool = True) -> JobReport:
@@ -207,12 +206,12 @@ class Scheduler:
             self.reports.append(report)
             return report
 
-    async def measure_scales(self, guild_ids: Iterable[int], report: JobReport) -> None:
-        """Measure the similarity scale of each of ``guild_ids``, counted in ``report``
-        (the last of the days run one after another)."""
+    async def measure_scales(self, reports: Sequence[JobReport]) -> None:
+        """Measure once the similarity scale of each guild of ``reports`` (days run one
+        after another without measuring), counted in the last report."""
         async with self._lock:
-            for guild_id in sorted(guild_ids):
-                await self._measure_scale(guild_id, report)
+            for guild_id in sorted({guild for report in reports for guild in report.guilds}):
+                await self._measure_scale(guild_id, reports[-1])
 
     async def _measure_scale(self, guild_id: int, report: JobReport) -> None:
         """Measure the guild's similarity scale for the embedding model in use and store it;

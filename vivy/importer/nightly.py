@@ -34,8 +34,8 @@ async def run_nightly(
     completed = set(await app.store.jobs.completed_days())
     ran: list[date] = []
     failed: list[date] = []
-    guilds: set[int] = set()
-    last: tuple[Scheduler, JobReport] | None = None
+    reports: list[JobReport] = []
+    nightly: Scheduler | None = None
     for day in covered:
         if day in completed:
             continue
@@ -51,9 +51,8 @@ async def run_nightly(
             evidence_days=settings.evidence_days,
         )
         report = await nightly.run_day(day, measure_scales=False)
-        guilds.update(report.guilds)
-        last = nightly, report
+        reports.append(report)
         (ran if report.complete else failed).append(day)
-    if last is not None:
-        await last[0].measure_scales(guilds, last[1])
+    if nightly is not None:  # the last day's scheduler, at that day's midnight
+        await nightly.measure_scales(reports)
     return tuple(ran), tuple(failed)

@@ -252,7 +252,7 @@ def _batches(lengths: Sequence[int]) -> list[tuple[int, int]]:
     :data:`_BATCH`, as ``(start, end)`` ranges: a batch costs :data:`_BATCH_COST_TOKENS`
     plus its texts times its longest, which it pads to. A note and its evidence windows
     (40 to 100 tokens) pad a third less so than as one batch."""
-    best = [0] + [0] * len(lengths)
+    best = [0] * (len(lengths) + 1)
     start_of = [0] * (len(lengths) + 1)
     for end in range(1, len(lengths) + 1):
         candidates = range(max(0, end - _BATCH), end)
