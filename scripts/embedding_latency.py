@@ -11,8 +11,11 @@ import does. It prints ``name: value`` lines: the load time, query p50/p99 in mi
 documents per second, the resident memory the model added, and ``others_pct`` /
 ``loop_ms`` (how busy the rest of the machine was and how fast this process ran, as
 ``vivy bench`` reports them), since figures taken on a shared machine are noisy, and
-``blas_kernels``: the core type numpy's OpenBLAS was told to use (``OPENBLAS_CORETYPE``), which
-sets the pace of the model's matrix products.
+``blas_kernels``: the kernels numpy's OpenBLAS runs (as threadpoolctl reads them), which set
+the pace of the model's matrix products. Where the environment forces an older core type
+(``OPENBLAS_CORETYPE``, ``OPENBLAS_L2_SIZE``), unset both in the command to measure what a
+current numpy does on the processor: ``env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python
+scripts/embedding_latency.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import resource  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+from threadpoolctl import threadpool_info  # noqa: E402
+
 from vivy.llm.offline import LocalEmbedder  # noqa: E402
 from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times  # noqa: E402
 from vivy_lab.eval.baselines import raw_windows  # noqa: E402
@@ -36,6 +41,17 @@ from vivy_lab.eval.longconv import load_longconv  # noqa: E402
 def rss_mb() -> float:
     """The process's peak resident memory in MB (Linux reports KB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def blas_kernels() -> str:
+    """The kernels numpy's BLAS runs, and what the environment forced, e.g. ``Haswell``."""
+    kernels = ", ".join(
+        f"{pool['internal_api']} {pool.get('architecture', '?')}"
+        for pool in threadpool_info()
+        if pool["user_api"] == "blas"
+    )
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{kernels or 'unknown'} ({'OPENBLAS_CORETYPE=' + forced if forced else 'unforced'})"
 
 
 def main(count: int) -> None:
@@ -76,7 +92,7 @@ def main(count: int) -> None:
     print(f"model_rss_mb: {model_mb:.1f}")
     print(f"others_pct: {'n/a' if busy is None else f'{busy:.1f}'}")
     print(f"loop_ms: {speed:.1f}")
-    print(f"blas_kernels: {os.environ.get('OPENBLAS_CORETYPE', 'unset (OpenBLAS chooses)')}")
+    print(f"blas_kernels: {blas_kernels()}")
 
 
 if __name__ == "__main__":
