@@ -244,8 +244,10 @@ def reference_scores(
 
 
 def test_scores_match_a_word_by_word_reference_across_searches() -> None:
-    """Scores with the kept words, texts and one similarity matrix equal a word-by-word
-    reference, search after search, through a cache that starts over."""
+    """Scores with the kept words and one similarity matrix equal a word-by-word reference,
+    search after search, through a cache that starts over: texts split together (long and
+    short words, digits, markup, texts that are not ASCII among those that are) as each
+    alone."""
     texts = [
         "I play the violin! classically trained, very rusty",
         "we signed the lease on the apartment downtown",
@@ -253,6 +255,10 @@ def test_scores_match_a_word_by_word_reference_across_searches() -> None:
         "",
         "the dogs were named Biscuit and Pepper <@123>",
         "my landlord finally fixed the heating https://example.com/x",
+        "Ça va? the naïve école kids learned the VIOLIN",
+        "instrumental, dog2 dog",
+        "instrumentalists extraordinarily 123456789012345",
+        "violin",
     ]
     questions = [
         (["instrument", "maya", "learn"], {"instrument": 2.0, "learn": 0.5}),

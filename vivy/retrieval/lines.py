@@ -20,8 +20,8 @@ question that names Sam is answered by what Sam said, and Sam's lines rarely hol
 and whether it says anything (so that, where the question's words match nothing well, a line
 with content comes before "ok, night").
 
-Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen
-and the words of recent texts, so that a search splits and embeds only what it has not seen.
+Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen,
+so that a search embeds only the words it has not seen.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from vivy.errors import LLMError
 from vivy.memory.evidence import EvidenceLine
@@ -68,6 +69,22 @@ _ASCII_SPACES = bytes(
 #: New words put in their sorted place one by one; more are sorted in at once.
 _INSERTED = 64
 
+#: An ASCII word of at most this many letters and digits is looked up by its bytes (zero-padded
+#: to this length, read as two 64-bit numbers); a longer one by its text.
+_KEY_BYTES = 16
+#: Whether each byte is a word's (a lower-case ASCII letter or digit): 1, or 0.
+_WORD_BYTES = np.zeros(256, dtype=np.uint8)
+_WORD_BYTES[list((string.ascii_lowercase + string.digits).encode())] = 1
+#: Slots of the table that finds a short ASCII word's number by its bytes, as a power of two
+#: (a few times the words a vocabulary holds, so that few words share a slot).
+_SLOT_BITS = 16
+#: The same for a vocabulary made for one search (matching words without vectors).
+_SEARCH_SLOT_BITS = 10
+#: An odd constant of Fibonacci hashing: a word's slot is the top bits of its bytes times it.
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+#: The code of a word not looked up yet (real codes are a number, or -1 for no meaning).
+_UNSEEN = -2
+
 Embed = Callable[[Sequence[str]], "npt.NDArray[np.float32]"]
 
 
@@ -93,19 +110,28 @@ def content_words(text: str) -> list[str]:
 
 
 class _Vocabulary:
-    """Words numbered in the order first seen (kept sorted too, to find the words a stem
-    starts), and the content words of recent texts by number, so that a text is split and
-    its words looked up once. Not thread-safe: :class:`WordVectors` locks around it."""
+    """Words numbered as first seen (kept sorted too, to find the words a stem starts), and a
+    table of the short ASCII words seen by their bytes, so that a search's words are looked
+    up all at once by numpy rather than one by one as strings. Not thread-safe:
+    :class:`WordVectors` locks around it.
 
-    def __init__(self, texts: int) -> None:
+    ``slot_bits`` sizes the table (2 to that power slots, 24 bytes each): a vocabulary made for
+    one search needs only a small one."""
+
+    def __init__(self, slot_bits: int = _SLOT_BITS) -> None:
         self.words: list[str] = []
         self._number: dict[str, int] = {}
         self._sorted: list[str] = []
         self._unsorted: list[str] = []
-        self._texts: dict[str, npt.NDArray[np.intp]] = {}
-        self._text_size = texts
         # Every word of a text seen: its number, or -1 when it carries no meaning.
         self._code: dict[str, int] = {}
+        # The same for short ASCII words, by their bytes: a word's two 64-bit halves and its
+        # code in the word's slot, each slot holding the first word seen of those that share
+        # it; a free slot's halves are zero, as no word's are.
+        self._slot_bits = slot_bits
+        self._slot_low = np.zeros(1 << slot_bits, dtype=np.uint64)
+        self._slot_high = np.zeros(1 << slot_bits, dtype=np.uint64)
+        self._slot_code = np.full(1 << slot_bits, _UNSEEN, dtype=np.intp)
 
     def numbers(self, words: Sequence[str]) -> list[int]:
         """The number of each of ``words``, new words numbered after the known ones."""
@@ -117,22 +143,79 @@ class _Vocabulary:
                 self._unsorted.append(word)
         return [number[word] for word in words]
 
-    def of_text(self, text: str) -> npt.NDArray[np.intp]:
-        """The numbers of the content words of ``text``, in order, a word as often as it
-        occurs (the kept texts are forgotten all at once when there are too many)."""
-        found = self._texts.get(text)
-        if found is None:
-            if len(self._texts) >= self._text_size:
-                self._texts.clear()
-            words = _tokens(text)
-            codes = list(map(self._code.get, words))
-            if None in codes:
-                codes = [self._code_of(word) for word in words]
-            found = np.array(codes, dtype=np.intp)
-            if -1 in codes:
-                found = found[found >= 0]
-            self._texts[text] = found
-        return found
+    def of_texts(self, texts: Sequence[str]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The numbers of the content words of ``texts``, text after text and each in order,
+        a word as often as it occurs, and how many each text holds.
+
+        The ASCII texts (nearly all) are split and looked up together, by numpy over their
+        bytes: the texts of a search's candidates hold thousands of words, and making each a
+        Python string looked up in a dictionary costs about twice as much in a search. Other
+        texts are split by :func:`_tokens`."""
+        lowered: list[str] = []
+        at: list[int] = []
+        others: list[tuple[int, list[int]]] = []
+        for index, text in enumerate(texts):
+            if "<" in text or "http" in text:
+                text = strip_markup(text)
+            text = text.lower()
+            if text.isascii():
+                lowered.append(text)
+                at.append(index)
+            else:
+                others.append((index, [self._code_of(word) for word in _tokens(text)]))
+        codes, of_text = self._ascii_codes(lowered)
+        if at:
+            of_text = np.array(at, dtype=np.intp)[of_text]
+        if others:
+            codes = np.concatenate([codes, *(np.array(found, np.intp) for _, found in others)])
+            of_text = np.concatenate(
+                [of_text, *(np.full(len(found), index, np.intp) for index, found in others)]
+            )
+            order = np.argsort(of_text, kind="stable")
+            codes, of_text = codes[order], of_text[order]
+        meaningful = codes >= 0
+        counts = np.bincount(of_text[meaningful], minlength=len(texts)).astype(np.intp)
+        return codes[meaningful], counts
+
+    def _ascii_codes(
+        self, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """Each word of the lower-cased ASCII ``texts`` in order: its code (number, or -1 when
+        it carries no meaning) and the index of its text. A word is a run of letters and
+        digits, as :func:`_tokens` splits."""
+        joined = "\n".join(texts).encode()
+        # Zeros after the last text: every word ends, and each one's key bytes can be read.
+        data = np.frombuffer(joined + bytes(_KEY_BYTES), dtype=np.uint8)
+        word = _WORD_BYTES[data]
+        starts = np.flatnonzero(np.diff(word, prepend=np.uint8(0)).view(np.int8) == 1)
+        ends = np.flatnonzero(np.diff(word, append=np.uint8(0)).view(np.int8) == -1) + 1
+        text_starts = np.cumsum([0] + [len(text) + 1 for text in texts[:-1]])
+        of_text = np.searchsorted(text_starts, starts, side="right") - 1
+        lengths = ends - starts
+        keys = sliding_window_view(data, _KEY_BYTES)[starts]
+        keys *= np.arange(_KEY_BYTES) < lengths[:, np.newaxis]
+        halves = keys.view(np.uint64)
+        low, high = halves[:, 0], halves[:, 1]
+        mixed = (low ^ high * _SPREAD) * _SPREAD
+        slots = (mixed >> np.uint64(64 - self._slot_bits)).astype(np.intp)
+        known = (self._slot_low[slots] == low) & (self._slot_high[slots] == high)
+        known &= lengths <= _KEY_BYTES
+        codes = np.where(known, self._slot_code[slots], _UNSEEN)
+        # The others by their text, in order (so that new words are numbered as first seen);
+        # a short one takes its slot if free (the first of those that share it).
+        unknown = np.flatnonzero(~known)
+        codes[unknown] = [
+            self._code_of(joined[start:end].decode())
+            for start, end in zip(starts[unknown].tolist(), ends[unknown].tolist(), strict=True)
+        ]
+        free = unknown[
+            (lengths[unknown] <= _KEY_BYTES) & (self._slot_code[slots[unknown]] == _UNSEEN)
+        ]
+        taken, first = np.unique(slots[free], return_index=True)
+        self._slot_low[taken] = low[free[first]]
+        self._slot_high[taken] = high[free[first]]
+        self._slot_code[taken] = codes[free[first]]
+        return codes, of_text.astype(np.intp)
 
     def _code_of(self, word: str) -> int:
         """The number of a word of a text, or -1 when it carries no meaning."""
@@ -179,14 +262,9 @@ class _Lookup:
 
 def _look_up(vocabulary: _Vocabulary, texts: Sequence[str], terms: Sequence[str]) -> _Lookup:
     """``texts`` and ``terms`` as numbers of ``vocabulary`` (see :class:`_Lookup`)."""
-    numbers = [vocabulary.of_text(text) for text in texts]
-    with_words = [index for index, found in enumerate(numbers) if len(found)]
+    flat, counts = vocabulary.of_texts(texts)
+    with_words = np.flatnonzero(counts)
     term_numbers = np.array(vocabulary.numbers(terms), dtype=np.intp)
-    flat = (
-        np.concatenate([numbers[index] for index in with_words])
-        if with_words
-        else np.zeros(0, dtype=np.intp)
-    )
     present = np.zeros(len(vocabulary.words), dtype=bool)
     present[flat] = True
     words = np.flatnonzero(present)
@@ -198,26 +276,24 @@ def _look_up(vocabulary: _Vocabulary, texts: Sequence[str], terms: Sequence[str]
         columns = position[starting[present[starting]]]
         for term in stemmed:
             held[row[term]] = columns
-    starts = np.cumsum([0] + [len(numbers[index]) for index in with_words[:-1]])
-    return _Lookup(words, position[flat], starts, with_words, term_numbers, held)
+    starts = np.concatenate(([0], np.cumsum(counts[with_words[:-1]]))).astype(np.intp)
+    return _Lookup(words, position[flat], starts, with_words.tolist(), term_numbers, held)
 
 
 class WordVectors:
-    """Unit vectors of single words from ``embed`` (texts to unit rows), with the content
-    words of recent texts, so that a search splits and embeds only what it has not seen;
-    safe to share between threads.
+    """Unit vectors of single words from ``embed`` (texts to unit rows), kept so that a
+    search embeds only the words it has not seen; safe to share between threads.
 
     Words are rows of one matrix, numbered in the order first seen. Once more than ``size``
     words are known, all is forgotten and the next search starts over (new words are rare
     once a guild's notes have been searched, and a matrix keeps no order of use).
     """
 
-    def __init__(self, embed: Embed, *, size: int = 10_000, texts: int = 20_000) -> None:
+    def __init__(self, embed: Embed, *, size: int = 10_000) -> None:
         self._embed = embed
         self._size = size
-        self._texts = texts
         self._lock = threading.Lock()
-        self._vocabulary = _Vocabulary(texts)
+        self._vocabulary = _Vocabulary()
         self._rows = np.zeros((0, 0), dtype=np.float32)
         self._embedded = 0
 
@@ -232,7 +308,7 @@ class WordVectors:
         """
         with self._lock:
             if len(self._vocabulary.words) > self._size:
-                self._vocabulary = _Vocabulary(self._texts)
+                self._vocabulary = _Vocabulary()
                 self._embedded = 0
             found = _look_up(self._vocabulary, texts, terms)
             self._embed_new()
@@ -305,7 +381,7 @@ def _scored(
     if not texts or not terms:
         return scores, None
     if vectors is None:
-        found = _look_up(_Vocabulary(len(texts)), texts, terms)
+        found = _look_up(_Vocabulary(slot_bits=_SEARCH_SLOT_BITS), texts, terms)
         similarity = np.zeros((len(terms), len(found.words)), dtype=np.float32)
     else:
         found, similarity = vectors.similarity(texts, terms)
