@@ -20,8 +20,8 @@ question that names Sam is answered by what Sam said, and Sam's lines rarely hol
 and whether it says anything (so that, where the question's words match nothing well, a line
 with content comes before "ok, night").
 
-Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen,
-so that a search embeds only the words it has not seen.
+Scoring is pure given the vectors; :class:`WordVectors` keeps the vectors of the words seen
+and the words of recent texts, so that a search splits and embeds only what it has not seen.
 """
 
 from __future__ import annotations
@@ -110,19 +110,22 @@ def content_words(text: str) -> list[str]:
 
 
 class _Vocabulary:
-    """Words numbered as first seen (kept sorted too, to find the words a stem starts), and a
-    table of the short ASCII words seen by their bytes, so that a search's words are looked
-    up all at once by numpy rather than one by one as strings. Not thread-safe:
-    :class:`WordVectors` locks around it.
+    """Words numbered as first seen (kept sorted too, to find the words a stem starts), the
+    content words of up to ``texts`` recent texts by number, so that a text is split once,
+    and a table of the short ASCII words seen by their bytes, so that the texts a search has
+    not seen are split and looked up all at once by numpy rather than word by word as
+    strings. Not thread-safe: :class:`WordVectors` locks around it.
 
     ``slot_bits`` sizes the table (2 to that power slots, 24 bytes each): a vocabulary made for
     one search needs only a small one."""
 
-    def __init__(self, slot_bits: int = _SLOT_BITS) -> None:
+    def __init__(self, texts: int, slot_bits: int = _SLOT_BITS) -> None:
         self.words: list[str] = []
         self._number: dict[str, int] = {}
         self._sorted: list[str] = []
         self._unsorted: list[str] = []
+        self._texts: dict[str, npt.NDArray[np.intp]] = {}
+        self._text_size = texts
         # Every word of a text seen: its number, or -1 when it carries no meaning.
         self._code: dict[str, int] = {}
         # The same for short ASCII words, by their bytes: a word's two 64-bit halves and its
@@ -145,12 +148,29 @@ class _Vocabulary:
 
     def of_texts(self, texts: Sequence[str]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         """The numbers of the content words of ``texts``, text after text and each in order,
-        a word as often as it occurs, and how many each text holds.
+        a word as often as it occurs, and how many each text holds (the kept texts are
+        forgotten all at once when there are too many)."""
+        kept = self._texts
+        found = [kept.get(text) for text in texts]
+        unseen = [index for index, codes in enumerate(found) if codes is None]
+        if unseen:
+            if len(kept) + len(unseen) > self._text_size:
+                kept.clear()
+            codes, counts = self._split([texts[index] for index in unseen])
+            ends = np.cumsum(counts).tolist()
+            for index, start, end in zip(unseen, [0, *ends[:-1]], ends, strict=True):
+                found[index] = kept[texts[index]] = codes[start:end]
+            if len(unseen) == len(texts):  # all new: the split is the answer
+                return codes, counts
+        flat = [codes for codes in found if codes is not None]
+        counts = np.array([len(codes) for codes in flat], dtype=np.intp)
+        return (np.concatenate(flat) if flat else np.zeros(0, dtype=np.intp)), counts
 
-        The ASCII texts (nearly all) are split and looked up together, by numpy over their
-        bytes: the texts of a search's candidates hold thousands of words, and making each a
-        Python string looked up in a dictionary costs about twice as much in a search. Other
-        texts are split by :func:`_tokens`."""
+    def _split(self, texts: Sequence[str]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """:meth:`of_texts` of texts not seen before. The ASCII ones (nearly all) are split
+        and looked up together, by numpy over their bytes: a search's new texts hold thousands
+        of words, and making each a Python string looked up in a dictionary costs about twice
+        as much. Other texts are split by :func:`_tokens`."""
         lowered: list[str] = []
         at: list[int] = []
         others: list[tuple[int, list[int]]] = []
@@ -281,19 +301,21 @@ def _look_up(vocabulary: _Vocabulary, texts: Sequence[str], terms: Sequence[str]
 
 
 class WordVectors:
-    """Unit vectors of single words from ``embed`` (texts to unit rows), kept so that a
-    search embeds only the words it has not seen; safe to share between threads.
+    """Unit vectors of single words from ``embed`` (texts to unit rows), with the content
+    words of recent texts, so that a search splits and embeds only what it has not seen;
+    safe to share between threads.
 
     Words are rows of one matrix, numbered in the order first seen. Once more than ``size``
     words are known, all is forgotten and the next search starts over (new words are rare
     once a guild's notes have been searched, and a matrix keeps no order of use).
     """
 
-    def __init__(self, embed: Embed, *, size: int = 10_000) -> None:
+    def __init__(self, embed: Embed, *, size: int = 10_000, texts: int = 20_000) -> None:
         self._embed = embed
         self._size = size
+        self._texts = texts
         self._lock = threading.Lock()
-        self._vocabulary = _Vocabulary()
+        self._vocabulary = _Vocabulary(texts)
         self._rows = np.zeros((0, 0), dtype=np.float32)
         self._embedded = 0
 
@@ -308,7 +330,7 @@ class WordVectors:
         """
         with self._lock:
             if len(self._vocabulary.words) > self._size:
-                self._vocabulary = _Vocabulary()
+                self._vocabulary = _Vocabulary(self._texts)
                 self._embedded = 0
             found = _look_up(self._vocabulary, texts, terms)
             self._embed_new()
@@ -381,7 +403,7 @@ def _scored(
     if not texts or not terms:
         return scores, None
     if vectors is None:
-        found = _look_up(_Vocabulary(slot_bits=_SEARCH_SLOT_BITS), texts, terms)
+        found = _look_up(_Vocabulary(len(texts), _SEARCH_SLOT_BITS), texts, terms)
         similarity = np.zeros((len(terms), len(found.words)), dtype=np.float32)
     else:
         found, similarity = vectors.similarity(texts, terms)
