@@ -60,11 +60,11 @@ __all__ = [
 
 #: Word tokens as the keyword indexes see them (letters and digits).
 _TOKEN = re.compile(r"[^\W_]+")
-#: Each byte but a lower-case ASCII letter or digit as a space: lower-cased ASCII text split
-#: on whitespace after this translation gives ``_TOKEN``'s tokens, quicker than a regex.
-_ASCII_SPACES = bytes(
-    byte if chr(byte) in string.ascii_lowercase + string.digits else ord(" ") for byte in range(256)
-)
+#: The bytes of lower-cased ASCII words: ``_TOKEN``'s characters in such text.
+_WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
+#: Each byte but a word's as a space: lower-cased ASCII text split on whitespace after this
+#: translation gives ``_TOKEN``'s tokens, quicker than a regex.
+_ASCII_SPACES = bytes(byte if byte in _WORD_CHARS else ord(" ") for byte in range(256))
 
 #: New words put in their sorted place one by one; more are sorted in at once.
 _INSERTED = 64
@@ -74,7 +74,7 @@ _INSERTED = 64
 _KEY_BYTES = 16
 #: Whether each byte is a word's (a lower-case ASCII letter or digit): 1, or 0.
 _WORD_BYTES = np.zeros(256, dtype=np.uint8)
-_WORD_BYTES[list((string.ascii_lowercase + string.digits).encode())] = 1
+_WORD_BYTES[list(_WORD_CHARS)] = 1
 #: Slots of the table that finds a short ASCII word's number by its bytes, as a power of two
 #: (a few times the words a vocabulary holds, so that few words share a slot).
 _SLOT_BITS = 16
@@ -170,7 +170,7 @@ class _Vocabulary:
         """:meth:`of_texts` of texts not seen before. The ASCII ones (nearly all) are split
         and looked up together, by numpy over their bytes: a search's new texts hold thousands
         of words, and making each a Python string looked up in a dictionary costs about twice
-        as much. Other texts are split by :func:`_tokens`."""
+        as much. Other texts are split by ``_TOKEN``, as :func:`_tokens` splits them."""
         lowered: list[str] = []
         at: list[int] = []
         others: list[tuple[int, list[int]]] = []
@@ -182,7 +182,7 @@ class _Vocabulary:
                 lowered.append(text)
                 at.append(index)
             else:
-                others.append((index, [self._code_of(word) for word in _tokens(text)]))
+                others.append((index, [self._code_of(word) for word in _TOKEN.findall(text)]))
         codes, of_text = self._ascii_codes(lowered)
         if at:
             of_text = np.array(at, dtype=np.intp)[of_text]
