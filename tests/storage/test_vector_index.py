@@ -6,16 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, shared_embedder
 from vivy.storage.db import Connection, Database
+from vivy.storage.dialect import sqlite_tx
 from vivy.storage.members import forget_member
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
 from vivy.storage.schema import binary_dimensions, serialize_vector
-from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.vector_index import (
+    BinaryIndex,
+    VectorLengthError,
+    query_bits,
+    vectors_replaced,
+)
 
 GUILD, OTHER = 1, 2
 
@@ -109,3 +116,85 @@ def test_ties_at_the_cut_go_to_the_lowest_ids(db: Database) -> None:
     for k in (1, 3, 7, 20, 30):
         found = db.read_sync(index.nearest, GUILD, query, k, kind=None)
         assert found == db.read_sync(_exact, GUILD, query, k)
+
+
+@pytest.mark.parametrize("dimension", [8, 256, 384, 768])
+def test_query_bits_are_sqlite_vecs(db: Database, dimension: int) -> None:
+    """The question's bits are made as sqlite-vec makes the notes' (leading dimensions, one
+    bit each, set where positive), so hamming distances compare like with like."""
+    rng = np.random.default_rng(dimension)
+    for _ in range(5):
+        vector = serialize_vector(rng.standard_normal(dimension).astype(np.float32).tolist())
+        made = db.read_sync(
+            lambda conn, v=vector: bytes(
+                conn.execute(
+                    "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
+                    (v, binary_dimensions(dimension)),
+                ).fetchone()[0]
+            )
+        )
+        assert query_bits(vector) == made
+
+
+def _exact_cosine(conn: Connection, guild_id: int, vector: bytes, k: int) -> list[int]:
+    """The guild's ``k`` notes nearest ``vector`` by sqlite-vec's exact cosine distance."""
+    rows = conn.execute(
+        "SELECT note_id FROM vec_notes WHERE guild_id = ? AND length(embedding) = ?"
+        " ORDER BY vec_distance_cosine(embedding, ?), note_id LIMIT ?",
+        (guild_id, len(vector), vector, k),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+_TOPICS = (
+    "sourdough starter feeding schedule",
+    "night shifts at the hospital ward",
+    "chess openings and the Sicilian defence",
+    "training for a half marathon in the rain",
+    "fixing a leaking bathroom tap",
+    "the band's new album and its tour dates",
+    "planting tomatoes on a small balcony",
+    "learning Japanese with flash cards",
+)
+
+
+def test_shortlist_keeps_the_exact_nearest_and_skips_what_cannot_be_compared(
+    db: Database,
+) -> None:
+    """The codes' approximate cosine keeps every note of the exact top ``k`` within a
+    shortlist of 1.5 ``k``, and follows added notes; a vector of another length (a half-done
+    re-embedding) or of zeros is never shortlisted, as the exact comparison skips it; a
+    question of a length no note has is refused."""
+    index = BinaryIndex()
+    for i, topic in enumerate(_TOPICS * 3):
+        db.write_sync(add_note, new_note(GUILD, f"{topic} {i}", f"members talked about {topic}"))
+    queries = [serialize_vector(shared_embedder().embed([topic])[0]) for topic in _TOPICS]
+
+    def shortlist(vector: bytes, keep: int) -> list[int]:
+        return db.read_sync(
+            lambda conn: index.shortlist(
+                conn, GUILD, vector, candidates=len(_TOPICS) * 4, keep=keep, kind=None
+            )
+        )
+
+    for query in queries:
+        exact = db.read_sync(_exact_cosine, GUILD, query, 6)
+        assert set(exact) <= set(shortlist(query, 9))
+        assert shortlist(query, 1) == exact[:1]
+
+    added = db.write_sync(add_note, new_note(GUILD, "Pottery wheel", "throwing clay bowls"))
+    pottery = serialize_vector(shared_embedder().embed(["throwing clay bowls on a wheel"])[0])
+    assert shortlist(pottery, 1) == [added]
+
+    def strange(conn: Connection, note_id: int, vector: bytes) -> None:
+        vectors_replaced(sqlite_tx(conn), [note_id])
+        conn.execute("UPDATE vec_notes SET embedding = ? WHERE note_id = ?", (vector, note_id))
+
+    db.write_sync(strange, added, serialize_vector([0.0] * LOCAL_EMBEDDING_DIMENSION))
+    assert added not in shortlist(pottery, 100)
+    db.write_sync(strange, added, pottery[: len(pottery) // 2])
+    assert added not in shortlist(pottery, 100)
+    assert len(shortlist(pottery, 100)) == len(_TOPICS) * 3
+    assert shortlist(pottery[: len(pottery) // 2], 100) == [added]
+    with pytest.raises(VectorLengthError, match="100 dimensions"):
+        shortlist(serialize_vector([1.0] * 100), 5)

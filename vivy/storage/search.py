@@ -7,10 +7,12 @@ Rules of this module:
   keyword searches take FTS5's ranked matches in batches and keep the guild's until they
   have enough (:func:`vivy.storage.fts.best_of_guild`). Nothing read here can belong to
   another guild, whatever the caller passes.
-* Vector search runs in two steps. A hamming KNN over the binary-quantised vectors finds
-  ``reranked`` notes of the guild; the exact cosine distance of their float vectors
-  (``vec_distance_cosine``) re-ranks them and the ``candidates`` closest are kept. Neither
-  step sees another guild's notes, so the guild filter is never applied after a top-k cut.
+* Vector search runs in three steps. A hamming KNN over the binary-quantised vectors finds
+  ``reranked`` notes of the guild; the approximate cosine of their int8 codes shortlists a
+  few more than ``candidates`` of them (:data:`EXACT_SHARE`); the exact cosine distance of
+  those notes' float vectors (``vec_distance_cosine``) ranks them and the ``candidates``
+  closest are kept. No step sees another guild's notes, so the guild filter is never applied
+  after a top-k cut.
 * User text never reaches FTS5 as syntax: the terms are word tokens only, and
   :func:`match_expression` quotes each one and joins them with OR, so ``"``, ``*``,
   ``NEAR``, ``-`` or ``column:`` in a message are plain text.
@@ -36,14 +38,15 @@ from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
 from vivy.storage.db import Connection
 from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
-from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
+from vivy.storage.schema import VEC_KINDS, serialize_vector
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
-from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.vector_index import BinaryIndex, VectorLengthError
 
 __all__ = [
     "CONVERSATION",
     "EVIDENCE_POSTINGS_BUDGET",
+    "EXACT_SHARE",
     "KEYWORD_POSTINGS_BUDGET",
     "TERM_COUNTS",
     "TermCounts",
@@ -188,6 +191,13 @@ def plan_terms(
     return TermPlan({term: term_weight(found[term], total) for term in kept})
 
 
+#: Notes a vector search compares exactly, per note it keeps: the in-memory codes' approximate
+#: cosine (:meth:`~vivy.storage.vector_index.BinaryIndex.shortlist`) orders the hamming
+#: candidates, and the margin covers its error, so the notes kept are those an exact
+#: comparison of every candidate keeps.
+EXACT_SHARE = 1.5
+
+
 def vector_search(
     conn: Connection,
     index: BinaryIndex,
@@ -201,16 +211,19 @@ def vector_search(
     """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob), best first.
 
     ``candidates`` notes come from ``index``, the guild's binary vectors in memory (hamming
-    KNN); their float vectors are then compared exactly. ``note_type`` None searches both types.
+    KNN); their int8 codes there shortlist :data:`EXACT_SHARE` times ``limit`` of them, whose
+    float vectors are then compared exactly. ``note_type`` None searches both types.
     """
-    k = max(candidates, limit)
-    bits = conn.execute(
-        "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
-        (vector, binary_dimensions(len(vector) // 4)),  # a float32 blob: four bytes a dimension
-    ).fetchone()[0]
     kind = None if note_type is None else VEC_KINDS[note_type]
-    nearest = index.nearest(conn, guild_id, bits, k, kind=kind)
-    if not nearest:
+    shortlist = index.shortlist(
+        conn,
+        guild_id,
+        vector,
+        candidates=max(candidates, limit),
+        keep=math.ceil(limit * EXACT_SHARE),
+        kind=kind,
+    )
+    if not shortlist:
         return []
     # One query by primary key, ranked there (a similarity that cannot be computed sorts
     # last); a vector of another length (a half-done re-embedding) is skipped rather than
@@ -220,10 +233,10 @@ def vector_search(
         VectorMatch(int(note_id), float(similarity))
         for note_id, similarity in conn.execute(
             "SELECT note_id, 1.0 - vec_distance_cosine(embedding, ?) AS similarity"
-            f" FROM vec_notes WHERE note_id IN ({','.join('?' * len(nearest))})"
+            f" FROM vec_notes WHERE note_id IN ({','.join('?' * len(shortlist))})"
             " AND +guild_id = ? AND length(embedding) = ?"
             " ORDER BY similarity DESC, note_id LIMIT ?",
-            (vector, *nearest, guild_id, len(vector), limit),
+            (vector, *shortlist, guild_id, len(vector), limit),
         ).fetchall()
         if similarity is not None
     ]
@@ -321,7 +334,7 @@ class _SqliteReads(EngineReads[Connection]):
                 limit=search.candidates,
                 candidates=max(search.reranked, search.candidates),
             )
-        except sqlean.Error:
+        except (sqlean.Error, VectorLengthError):
             return None
 
     def note_keywords(self, conn: Connection, search: NoteSearch) -> Found[KeywordMatch]:

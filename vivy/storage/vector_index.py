@@ -1,9 +1,13 @@
-"""An in-memory copy of each guild's binary note vectors, for a fast hamming KNN.
+"""An in-memory copy of each guild's note vectors, for a fast two-step approximate KNN.
 
 A KNN over the binary vectors by sqlite-vec's ``vec0`` scans the guild's partition row by row,
 which in a large guild takes most of the retrieval budget. The same scan over numpy columns of
 64-bit words (XOR, popcount, partial sort) takes a fraction of that, so ``vec_notes`` is a
-plain table and this copy is its only index. The copy is a cache of
+plain table and this copy is its only index. Beside the bits, the copy keeps each vector's
+leading :data:`~vivy.storage.schema.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
+(scaled per vector): they order the hamming candidates by an approximate cosine, so that only
+a short list of them is read from SQLite and compared exactly (reading a float vector costs a
+page of the table, comparing codes in memory a few hundred bytes). The copy is a cache of
 what SQLite holds, never a second source of truth:
 
 - before every search it is checked against the database: notes added since (note ids only
@@ -12,8 +16,9 @@ what SQLite holds, never a second source of truth:
   a copy with an older generation is loaded again;
 - the candidates it returns are re-ranked exactly from ``vec_notes``'s float vectors.
 
-Loading a guild reads its rows' bits in note order through ``vec_notes_by_guild`` (the float
-vectors stay on their overflow pages); it happens once per process and guild.
+Loading a guild reads its rows in note order through ``vec_notes_by_guild``, in batches, so
+its float vectors pass through memory a batch at a time; it happens once per process and
+guild.
 """
 
 from __future__ import annotations
@@ -28,15 +33,22 @@ import numpy as np
 import numpy.typing as npt
 
 from vivy.memory.notes import NoteType
-from vivy.storage.schema import VEC_KINDS
+from vivy.storage.schema import VEC_KINDS, binary_dimensions
 
 if TYPE_CHECKING:
     from vivy.storage.dialect import Tx
 
-__all__ = ["BinaryIndex", "vectors_replaced"]
+__all__ = ["BinaryIndex", "VectorLengthError", "query_bits", "vectors_replaced"]
 
 #: Bytes in one numpy column word.
 _WORD = 8
+#: The largest magnitude of an int8 code.
+_CODE_MAX = 127
+#: Rows read from SQLite at a time when loading a guild.
+_LOAD_BATCH = 4096
+#: A row of ``vec_notes`` as the copy reads it: note id, kind, bits and float vector.
+_Row = tuple[int, str, bytes, bytes]
+_ROW_COLUMNS = "note_id, note_kind, embedding_bits, embedding"
 
 
 def vectors_replaced(tx: Tx, note_ids: Sequence[int] | None = None) -> None:
@@ -62,15 +74,35 @@ def vectors_replaced(tx: Tx, note_ids: Sequence[int] | None = None) -> None:
     )
 
 
+class VectorLengthError(ValueError):
+    """A question's vector has another length than every vector of the guild: it was embedded
+    by another model than the guild's notes."""
+
+
+def query_bits(vector: bytes) -> bytes:
+    """The binary copy of ``vector`` (a float32 blob), as sqlite-vec's
+    ``vec_quantize_binary(vec_slice(vector, 0, binary_dimensions(n)))`` makes the notes':
+    one bit a leading dimension, set where it is positive, the first dimension in the lowest
+    bit of the first byte."""
+    floats = np.frombuffer(vector, dtype=np.float32)
+    leading = floats[: binary_dimensions(floats.size)]
+    return np.packbits(leading > 0, bitorder="little").tobytes()
+
+
 @dataclass(slots=True)
-class _GuildBits:
-    """One guild's binary vectors as word columns, with what the copy has seen."""
+class _GuildVectors:
+    """One guild's vectors: bits as word columns, int8 codes by row with their norms, each
+    row's float length (and every length held), and what the copy has seen."""
 
     generation: int
     seen_note_id: int
     ids: npt.NDArray[np.int64]
     kinds: npt.NDArray[np.int8]
     columns: list[npt.NDArray[np.uint64]]
+    codes: npt.NDArray[np.int8]
+    norms: npt.NDArray[np.float32]
+    lengths: npt.NDArray[np.int32]
+    held: frozenset[int]
 
 
 def _kind_code(kind: str) -> int:
@@ -78,13 +110,13 @@ def _kind_code(kind: str) -> int:
 
 
 class BinaryIndex:
-    """Per-guild in-memory binary vectors of one database, kept in step with it.
+    """Per-guild in-memory binary vectors and int8 codes of one database, kept in step with it.
 
     Thread-safe: searches run on the storage owner's worker threads.
     """
 
     def __init__(self) -> None:
-        self._guilds: dict[int, _GuildBits] = {}
+        self._guilds: dict[int, _GuildVectors] = {}
         self._lock = threading.Lock()
 
     def nearest(
@@ -94,34 +126,45 @@ class BinaryIndex:
         first (ties by id); ``kind`` (a ``vec_notes.note_kind``) None searches both kinds."""
         with self._lock:
             guild = self._current(conn, guild_id)
-        if guild.ids.size == 0 or k <= 0:
-            return []
-        query = np.frombuffer(_padded(bits, len(guild.columns)), dtype=np.uint64)
-        if len(guild.columns) != query.size:
-            raise ValueError("query bits and stored bits differ in length")
-        distance = np.zeros(guild.ids.size, dtype=np.uint16)
-        word = np.empty(guild.ids.size, dtype=np.uint64)
-        for column, value in zip(guild.columns, query, strict=True):
-            np.bitwise_xor(column, value, out=word)
-            distance += np.bitwise_count(word)
-        # Other kinds sit one past the largest possible distance, so they come last.
-        farthest = 64 * len(guild.columns) + 1
-        eligible = guild.ids.size
-        if kind is not None:
-            outside = guild.kinds != _kind_code(kind)
-            distance[outside] = farthest
-            eligible -= int(np.count_nonzero(outside))
-        k = min(k, eligible)
-        if k <= 0:
-            return []
-        # Every row within the k-th smallest distance is a candidate (partitioning the
-        # distances finds it quicker than ``argpartition`` finds the rows).
-        within = int(np.partition(distance, k - 1)[k - 1])
-        picked = np.flatnonzero(distance <= within)
-        order = picked[np.lexsort((guild.ids[picked], distance[picked]))][:k]
-        return [int(note_id) for note_id in guild.ids[order]]
+        return [int(note_id) for note_id in guild.ids[_hamming(guild, bits, k, kind)]]
 
-    def _current(self, conn: Connection, guild_id: int) -> _GuildBits:
+    def shortlist(
+        self,
+        conn: Connection,
+        guild_id: int,
+        vector: bytes,
+        *,
+        candidates: int,
+        keep: int,
+        kind: str | None,
+    ) -> list[int]:
+        """Ids of the ``keep`` notes, of the guild's ``candidates`` nearest to ``vector`` (a
+        float32 blob) by hamming distance (:meth:`nearest`), whose codes are nearest it by
+        cosine; best first, ties by id. Notes whose vectors have another length than
+        ``vector`` (a half-done re-embedding) or are all zeros are left out, as an exact
+        comparison skips them.
+
+        Raises :class:`VectorLengthError` when the guild has vectors but none of the length
+        of ``vector``."""
+        with self._lock:
+            guild = self._current(conn, guild_id)
+        floats = np.frombuffer(vector, dtype=np.float32)
+        if guild.held and floats.size not in guild.held:
+            raise VectorLengthError(
+                f"the question's vector has {floats.size} dimensions, the guild's notes"
+                f" {', '.join(str(n) for n in sorted(guild.held))}"
+            )
+        rows = _hamming(guild, query_bits(vector), candidates, kind)
+        query = np.zeros(guild.codes.shape[1], dtype=np.float32)
+        leading = floats[: query.size]
+        query[: leading.size] = leading
+        comparable = (guild.lengths[rows] == floats.size) & (guild.norms[rows] > 0)
+        rows = rows[comparable]
+        similarity = (guild.codes[rows] @ query) / guild.norms[rows]
+        order = np.lexsort((guild.ids[rows], -similarity))[:keep]
+        return [int(note_id) for note_id in guild.ids[rows[order]]]
+
+    def _current(self, conn: Connection, guild_id: int) -> _GuildVectors:
         """The guild's copy, loaded or brought up to date from the database."""
         row = conn.execute(
             "SELECT generation FROM vector_generations WHERE guild_id = ?", (guild_id,)
@@ -145,25 +188,67 @@ class BinaryIndex:
                 (guild.seen_note_id, guild_id),
             ).fetchall()
             for row in conn.execute(
-                "SELECT note_id, note_kind, embedding_bits FROM vec_notes"
-                " WHERE note_id = ? AND guild_id = ?",
+                f"SELECT {_ROW_COLUMNS} FROM vec_notes WHERE note_id = ? AND guild_id = ?",
                 (note_id, guild_id),
             ).fetchall()
         ]
-        guild = _appended(guild, added) if added else guild
+        guild = _joined(guild, [_block(added, *_shape(guild, added[0]))]) if added else guild
         guild.seen_note_id = max(guild.seen_note_id, newest)
         self._guilds[guild_id] = guild
         return guild
 
-    def _load(self, conn: Connection, guild_id: int, generation: int) -> _GuildBits:
+    def _load(self, conn: Connection, guild_id: int, generation: int) -> _GuildVectors:
         seen = _newest_note_id(conn)
-        rows = conn.execute(
-            "SELECT note_id, note_kind, embedding_bits FROM vec_notes WHERE guild_id = ?"
-            " ORDER BY note_id",
+        guild = _GuildVectors(
+            generation,
+            seen,
+            np.empty(0, np.int64),
+            np.empty(0, np.int8),
+            [],
+            np.empty((0, 0), np.int8),
+            np.empty(0, np.float32),
+            np.empty(0, np.int32),
+            frozenset(),
+        )
+        cursor = conn.execute(
+            f"SELECT {_ROW_COLUMNS} FROM vec_notes WHERE guild_id = ? ORDER BY note_id",
             (guild_id,),
-        ).fetchall()
-        empty = _GuildBits(generation, seen, np.empty(0, np.int64), np.empty(0, np.int8), [])
-        return _appended(empty, rows) if rows else empty
+        )
+        blocks: list[_Block] = []
+        shape: tuple[int, int] | None = None
+        while rows := cursor.fetchmany(_LOAD_BATCH):
+            shape = shape or _shape(guild, rows[0])
+            blocks.append(_block(rows, *shape))
+        return _joined(guild, blocks) if blocks else guild
+
+
+def _hamming(guild: _GuildVectors, bits: bytes, k: int, kind: str | None) -> npt.NDArray[np.intp]:
+    """The rows of the guild's ``k`` notes nearest to ``bits`` by hamming distance, nearest
+    first (ties by id), of ``kind`` (None: both kinds)."""
+    none = np.empty(0, np.intp)
+    if guild.ids.size == 0 or k <= 0:
+        return none
+    query = np.frombuffer(_padded(bits, len(guild.columns)), dtype=np.uint64)
+    distance = np.zeros(guild.ids.size, dtype=np.uint16)
+    word = np.empty(guild.ids.size, dtype=np.uint64)
+    for column, value in zip(guild.columns, query, strict=True):
+        np.bitwise_xor(column, value, out=word)
+        distance += np.bitwise_count(word)
+    # Other kinds sit one past the largest possible distance, so they come last.
+    farthest = 64 * len(guild.columns) + 1
+    eligible = guild.ids.size
+    if kind is not None:
+        outside = guild.kinds != _kind_code(kind)
+        distance[outside] = farthest
+        eligible -= int(np.count_nonzero(outside))
+    k = min(k, eligible)
+    if k <= 0:
+        return none
+    # Every row within the k-th smallest distance is a candidate (partitioning the
+    # distances finds it quicker than ``argpartition`` finds the rows).
+    within = int(np.partition(distance, k - 1)[k - 1])
+    picked = np.flatnonzero(distance <= within)
+    return picked[np.lexsort((guild.ids[picked], distance[picked]))][:k]
 
 
 def _newest_note_id(conn: Connection) -> int:
@@ -172,27 +257,73 @@ def _newest_note_id(conn: Connection) -> int:
 
 
 def _padded(bits: bytes, words: int) -> bytes:
-    """``bits`` zero-padded to a whole number of 64-bit words (at least ``words``)."""
-    size = max(words * _WORD, -(-len(bits) // _WORD) * _WORD)
-    return bits + bytes(size - len(bits))
+    """``bits`` as ``words`` 64-bit words: zero-padded, or cut to their leading bits (a vector
+    longer than the copy's first, compared on the bits they share)."""
+    return bits[: words * _WORD].ljust(words * _WORD, b"\0")
 
 
-def _appended(guild: _GuildBits, rows: Sequence[tuple[int, str, bytes]]) -> _GuildBits:
-    """``guild`` with ``rows`` (note id, kind, bits) added at the end."""
-    words = len(guild.columns) or -(-len(rows[0][2]) // _WORD)
-    matrix = np.frombuffer(
-        b"".join(_padded(bytes(bits), words) for _, _, bits in rows), dtype=np.uint64
-    ).reshape(len(rows), words)
-    ids = np.fromiter((int(row[0]) for row in rows), dtype=np.int64, count=len(rows))
-    kinds = np.fromiter((_kind_code(row[1]) for row in rows), dtype=np.int8, count=len(rows))
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """Some rows of ``vec_notes`` in the copy's forms, to be joined to a guild's."""
+
+    ids: npt.NDArray[np.int64]
+    kinds: npt.NDArray[np.int8]
+    bits: npt.NDArray[np.uint64]
+    codes: npt.NDArray[np.int8]
+    norms: npt.NDArray[np.float32]
+    lengths: npt.NDArray[np.int32]
+
+
+def _shape(guild: _GuildVectors, row: _Row) -> tuple[int, int]:
+    """The 64-bit words of bits and the width of codes of the guild's copy; for an empty
+    copy, of ``row``'s vector."""
+    if guild.columns:
+        return len(guild.columns), guild.codes.shape[1]
+    return -(-len(row[2]) // _WORD), binary_dimensions(len(row[3]) // 4)
+
+
+def _block(rows: Sequence[_Row], words: int, width: int) -> _Block:
+    """``rows`` in the copy's forms: the bits padded to ``words`` 64-bit words, and the codes
+    of the leading ``width`` dimensions, each vector scaled so that its largest magnitude is
+    :data:`_CODE_MAX`."""
+    size = width * 4
+    bits = np.frombuffer(b"".join(_padded(row[2], words) for row in rows), dtype=np.uint64).reshape(
+        len(rows), words
+    )
+    floats = np.frombuffer(
+        b"".join(row[3][:size].ljust(size, b"\0") for row in rows), dtype=np.float32
+    ).reshape(len(rows), width)
+    largest = np.abs(floats).max(axis=1, keepdims=True)
+    scale = np.divide(_CODE_MAX, largest, out=np.zeros_like(largest), where=largest > 0)
+    codes = np.rint(floats * scale).astype(np.int8)
+    return _Block(
+        np.fromiter((int(row[0]) for row in rows), dtype=np.int64, count=len(rows)),
+        np.fromiter((_kind_code(row[1]) for row in rows), dtype=np.int8, count=len(rows)),
+        bits,
+        codes,
+        np.linalg.norm(codes.astype(np.float32), axis=1).astype(np.float32),
+        np.fromiter((len(row[3]) // 4 for row in rows), dtype=np.int32, count=len(rows)),
+    )
+
+
+def _joined(guild: _GuildVectors, blocks: Sequence[_Block]) -> _GuildVectors:
+    """``guild`` with ``blocks`` added at the end, in order."""
+    bits = np.concatenate([block.bits for block in blocks])
     columns = [
-        np.concatenate((old, matrix[:, j])) if guild.columns else matrix[:, j].copy()
-        for j, old in enumerate(guild.columns or [np.empty(0, np.uint64)] * words)
+        np.concatenate((old, bits[:, j])) if guild.columns else bits[:, j].copy()
+        for j, old in enumerate(guild.columns or [np.empty(0, np.uint64)] * bits.shape[1])
     ]
-    return _GuildBits(
+    ids = np.concatenate([guild.ids, *(block.ids for block in blocks)])
+    old_codes = [guild.codes] if guild.columns else []
+    lengths = np.concatenate([guild.lengths, *(block.lengths for block in blocks)])
+    return _GuildVectors(
         guild.generation,
         max(guild.seen_note_id, int(ids.max())),
-        np.concatenate((guild.ids, ids)),
-        np.concatenate((guild.kinds, kinds)),
+        ids,
+        np.concatenate([guild.kinds, *(block.kinds for block in blocks)]),
         columns,
+        np.concatenate([*old_codes, *(block.codes for block in blocks)]),
+        np.concatenate([guild.norms, *(block.norms for block in blocks)]),
+        lengths,
+        frozenset(int(n) for n in np.unique(lengths)),
     )
