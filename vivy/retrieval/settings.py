@@ -24,9 +24,10 @@ class RetrievalSettings:
     participant_profiles: int = 3
     #: Notes kept from the vector search, per search.
     candidates: int = 40
-    #: Candidates of the approximate vector index (binary codes) re-ranked by exact cosine,
-    #: of which ``candidates`` are kept: with embeddings of real text the sign bits of a
-    #: vector lose enough that the true nearest notes need a wide pool.
+    #: Candidates of the approximate vector index (binary codes), which int8 codes shortlist
+    #: for an exact cosine re-rank (:data:`vivy.storage.search.EXACT_SHARE`), of which
+    #: ``candidates`` are kept: with embeddings of real text the sign bits of a vector lose
+    #: enough that the true nearest notes need a wide pool.
     reranked: int = 400
     #: Keyword matches taken from FTS5, per search.
     keyword_candidates: int = 30

@@ -160,7 +160,9 @@ class BinaryIndex:
         query[: leading.size] = leading
         comparable = (guild.lengths[rows] == floats.size) & (guild.norms[rows] > 0)
         rows = rows[comparable]
-        similarity = (guild.codes[rows] @ query) / guild.norms[rows]
+        # numpy's own loop, not BLAS: a BLAS product of this size wakes the library's threads,
+        # which then spin on the core the keyword searches run on.
+        similarity = np.einsum("wd,d->w", guild.codes[rows], query) / guild.norms[rows]
         order = np.lexsort((guild.ids[rows], -similarity))[:keep]
         return [int(note_id) for note_id in guild.ids[rows[order]]]
 

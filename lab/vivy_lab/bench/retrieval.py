@@ -65,6 +65,7 @@ from vivy.storage.port import Store
 from vivy.storage.postgres.db import connect, migrate
 from vivy.storage.postgres.search import EF_SEARCH
 from vivy.storage.postgres.stores import open_postgres_store
+from vivy.storage.search import EXACT_SHARE
 from vivy.storage.sqlite import open_sqlite_store
 from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times
 from vivy_lab.scratch import new_schema, scratch_database
@@ -248,7 +249,8 @@ def format_results(
         f"PostgreSQL, half-precision HNSW (ef_search {EF_SEARCH}, iterative scan),"
         " its candidates re-ranked exactly"
         if postgres
-        else f"{settings.reranked} binary-index candidates re-ranked exactly"
+        else f"{settings.reranked} binary-index candidates, int8 codes shortlist"
+        f" {EXACT_SHARE}x the kept for an exact re-rank"
     )
     lines = [
         f"retrieval bench: search_notes without the embedding call, top 10, {vectors}",
