@@ -44,6 +44,7 @@ its :class:`~vivy.clock.Clock`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -93,6 +94,9 @@ class BenchResult:
     #: The share of the machine's CPU time others used while the queries ran (None where it
     #: cannot be read): :func:`~vivy_lab.bench.machine.others_percent`.
     others_pct: float | None = None
+    #: The PostgreSQL server's ``shared_buffers`` (None on SQLite): whether the HNSW index and
+    #: the postings stay in the server's own cache sets much of a search's time.
+    shared_buffers: str | None = None
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
@@ -167,7 +171,9 @@ def _postgres_size(
     timed = anyio.run(_time_searches, open_postgres_store(url), workload, settings, passes)
     with connect(url) as conn:
         vector_s, recall = exact_recall(conn, workload, limit=settings.candidates)
-    return _result(size, fill_s, timed, vector_s, recall, speed)
+        row = conn.execute("SHOW shared_buffers").fetchone()
+    result = _result(size, fill_s, timed, vector_s, recall, speed)
+    return dataclasses.replace(result, shared_buffers=None if row is None else str(row[0]))
 
 
 def _result(
@@ -247,7 +253,8 @@ def format_results(
     """The results as a table, one row per size."""
     vectors = (
         f"PostgreSQL, half-precision HNSW (ef_search {EF_SEARCH}, iterative scan),"
-        " its candidates re-ranked exactly"
+        " its candidates re-ranked exactly, shared_buffers"
+        f" {', '.join(sorted({r.shared_buffers or '?' for r in results}))}"
         if postgres
         else f"{settings.reranked} binary-index candidates, int8 codes shortlist"
         f" {EXACT_SHARE}x the kept for an exact re-rank"

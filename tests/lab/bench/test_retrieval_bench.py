@@ -72,6 +72,8 @@ def test_postgres_run_searches_the_same_notes_and_drops_its_database(pg_server: 
         assert conn.execute("SELECT datname FROM pg_database").fetchall() == before
     table = format_results(results, DEFAULT_SETTINGS, postgres=True)
     assert "PostgreSQL" in table.splitlines()[0]
+    assert results[0].shared_buffers is not None
+    assert f"shared_buffers {results[0].shared_buffers}" in table.splitlines()[0]
     assert table.splitlines()[2].split()[0] == "80"
 
 
