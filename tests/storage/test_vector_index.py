@@ -12,6 +12,7 @@ import pytest
 from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, shared_embedder
+from vivy.storage import vector_index
 from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import sqlite_tx
 from vivy.storage.members import forget_member
@@ -198,3 +199,23 @@ def test_shortlist_keeps_the_exact_nearest_and_skips_what_cannot_be_compared(
     assert shortlist(pottery[: len(pottery) // 2], 100) == [added]
     with pytest.raises(VectorLengthError, match="100 dimensions"):
         shortlist(serialize_vector([1.0] * 100), 5)
+
+
+def test_notes_added_one_by_one_fill_the_room_and_grow_it(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Notes appended search after search land in the copy's room, or in new arrays when it
+    runs out (a room of one row here, so both happen often), and the copy always finds what
+    an exact scan of the database finds."""
+    monkeypatch.setattr(vector_index, "_LEAST_ROOM", 1)
+    index = BinaryIndex()
+    query = db.read_sync(_bits, "Sourdough bake 3 starter feeding")
+    vector = serialize_vector(shared_embedder().embed(["Sourdough bake 3 starter feeding"])[0])
+    for i in range(14):
+        db.write_sync(add_note, new_note(GUILD, f"Sourdough bake {i}", f"starter feeding {i}"))
+        found = db.read_sync(lambda conn: index.nearest(conn, GUILD, query, 30, kind=None))
+        assert found == db.read_sync(_exact, GUILD, query, 30) and len(found) == i + 1
+        best = db.read_sync(
+            lambda conn: index.shortlist(conn, GUILD, vector, candidates=30, keep=1, kind=None)
+        )
+        assert best == db.read_sync(_exact_cosine, GUILD, vector, 1)

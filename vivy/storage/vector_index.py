@@ -23,9 +23,9 @@ guild.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from sqlite3 import Connection
 from typing import TYPE_CHECKING
 
@@ -89,20 +89,50 @@ def query_bits(vector: bytes) -> bytes:
     return np.packbits(leading > 0, bitorder="little").tobytes()
 
 
-@dataclass(slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _GuildVectors:
-    """One guild's vectors: bits as word columns, int8 codes by row with their norms, each
-    row's float length (and every length held), and what the copy has seen."""
+    """One guild's vectors: bits as word columns (a row of ``columns`` per 64-bit word),
+    int8 codes by row with their norms, each row's float length (and every length held), and
+    what the copy has seen.
+
+    The first ``size`` rows of the arrays hold the copy; the rest is room for notes to come.
+    Appending writes there and makes a new copy of the greater size, so that a search still
+    holding this one reads only its own rows, and a large guild's arrays (tens of megabytes
+    of codes) are copied only when the room runs out.
+    """
 
     generation: int
     seen_note_id: int
+    size: int
     ids: npt.NDArray[np.int64]
     kinds: npt.NDArray[np.int8]
-    columns: list[npt.NDArray[np.uint64]]
+    columns: npt.NDArray[np.uint64]
     codes: npt.NDArray[np.int8]
     norms: npt.NDArray[np.float32]
     lengths: npt.NDArray[np.int32]
     held: frozenset[int]
+
+
+#: The room a guild's copy makes when it outgrows its arrays, as a share of its rows (and at
+#: least :data:`_LEAST_ROOM` rows, all it makes when loaded).
+_ROOM = 0.25
+_LEAST_ROOM = 1024
+
+
+def _empty(generation: int, seen_note_id: int) -> _GuildVectors:
+    """A copy of a guild without vectors."""
+    return _GuildVectors(
+        generation,
+        seen_note_id,
+        0,
+        np.empty(0, np.int64),
+        np.empty(0, np.int8),
+        np.empty((0, 0), np.uint64),
+        np.empty((0, 0), np.int8),
+        np.empty(0, np.float32),
+        np.empty(0, np.int32),
+        frozenset(),
+    )
 
 
 def _kind_code(kind: str) -> int:
@@ -194,24 +224,13 @@ class BinaryIndex:
                 (note_id, guild_id),
             ).fetchall()
         ]
-        guild = _joined(guild, [_block(added, *_shape(guild, added[0]))]) if added else guild
-        guild.seen_note_id = max(guild.seen_note_id, newest)
+        guild = _appended(guild, [_block(added, *_shape(guild, added[0]))]) if added else guild
+        guild = dataclasses.replace(guild, seen_note_id=max(guild.seen_note_id, newest))
         self._guilds[guild_id] = guild
         return guild
 
     def _load(self, conn: Connection, guild_id: int, generation: int) -> _GuildVectors:
-        seen = _newest_note_id(conn)
-        guild = _GuildVectors(
-            generation,
-            seen,
-            np.empty(0, np.int64),
-            np.empty(0, np.int8),
-            [],
-            np.empty((0, 0), np.int8),
-            np.empty(0, np.float32),
-            np.empty(0, np.int32),
-            frozenset(),
-        )
+        guild = _empty(generation, _newest_note_id(conn))
         cursor = conn.execute(
             f"SELECT {_ROW_COLUMNS} FROM vec_notes WHERE guild_id = ? ORDER BY note_id",
             (guild_id,),
@@ -221,26 +240,27 @@ class BinaryIndex:
         while rows := cursor.fetchmany(_LOAD_BATCH):
             shape = shape or _shape(guild, rows[0])
             blocks.append(_block(rows, *shape))
-        return _joined(guild, blocks) if blocks else guild
+        return _appended(guild, blocks) if blocks else guild
 
 
 def _hamming(guild: _GuildVectors, bits: bytes, k: int, kind: str | None) -> npt.NDArray[np.intp]:
     """The rows of the guild's ``k`` notes nearest to ``bits`` by hamming distance, nearest
     first (ties by id), of ``kind`` (None: both kinds)."""
     none = np.empty(0, np.intp)
-    if guild.ids.size == 0 or k <= 0:
+    size = guild.size
+    if size == 0 or k <= 0:
         return none
     query = np.frombuffer(_padded(bits, len(guild.columns)), dtype=np.uint64)
-    distance = np.zeros(guild.ids.size, dtype=np.uint16)
-    word = np.empty(guild.ids.size, dtype=np.uint64)
+    distance = np.zeros(size, dtype=np.uint16)
+    word = np.empty(size, dtype=np.uint64)
     for column, value in zip(guild.columns, query, strict=True):
-        np.bitwise_xor(column, value, out=word)
+        np.bitwise_xor(column[:size], value, out=word)
         distance += np.bitwise_count(word)
     # Other kinds sit one past the largest possible distance, so they come last.
     farthest = 64 * len(guild.columns) + 1
-    eligible = guild.ids.size
+    eligible = size
     if kind is not None:
-        outside = guild.kinds != _kind_code(kind)
+        outside = guild.kinds[:size] != _kind_code(kind)
         distance[outside] = farthest
         eligible -= int(np.count_nonzero(outside))
     k = min(k, eligible)
@@ -264,7 +284,7 @@ def _padded(bits: bytes, words: int) -> bytes:
     return bits[: words * _WORD].ljust(words * _WORD, b"\0")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Block:
     """Some rows of ``vec_notes`` in the copy's forms, to be joined to a guild's."""
 
@@ -279,7 +299,7 @@ class _Block:
 def _shape(guild: _GuildVectors, row: _Row) -> tuple[int, int]:
     """The 64-bit words of bits and the width of codes of the guild's copy; for an empty
     copy, of ``row``'s vector."""
-    if guild.columns:
+    if guild.size:
         return len(guild.columns), guild.codes.shape[1]
     return -(-len(row[2]) // _WORD), binary_dimensions(len(row[3]) // 4)
 
@@ -308,24 +328,51 @@ def _block(rows: Sequence[_Row], words: int, width: int) -> _Block:
     )
 
 
-def _joined(guild: _GuildVectors, blocks: Sequence[_Block]) -> _GuildVectors:
-    """``guild`` with ``blocks`` added at the end, in order."""
-    bits = np.concatenate([block.bits for block in blocks])
-    columns = [
-        np.concatenate((old, bits[:, j])) if guild.columns else bits[:, j].copy()
-        for j, old in enumerate(guild.columns or [np.empty(0, np.uint64)] * bits.shape[1])
-    ]
-    ids = np.concatenate([guild.ids, *(block.ids for block in blocks)])
-    old_codes = [guild.codes] if guild.columns else []
-    lengths = np.concatenate([guild.lengths, *(block.lengths for block in blocks)])
-    return _GuildVectors(
-        guild.generation,
-        max(guild.seen_note_id, int(ids.max())),
-        ids,
-        np.concatenate([guild.kinds, *(block.kinds for block in blocks)]),
-        columns,
-        np.concatenate([*old_codes, *(block.codes for block in blocks)]),
-        np.concatenate([guild.norms, *(block.norms for block in blocks)]),
-        lengths,
-        frozenset(int(n) for n in np.unique(lengths)),
+def _appended(guild: _GuildVectors, blocks: Sequence[_Block]) -> _GuildVectors:
+    """``guild`` with ``blocks`` added after its rows, in order: written into its room, or
+    into new arrays with room to spare when it has too little."""
+    start = guild.size
+    size = start + sum(block.ids.size for block in blocks)
+    if size > guild.ids.size:
+        # A guild loaded whole gains notes slowly: its first arrays leave the least room.
+        room = _LEAST_ROOM if start == 0 else max(_LEAST_ROOM, int(size * _ROOM))
+        guild = _grown(guild, size + room, blocks[0])
+    at = start
+    for block in blocks:
+        end = at + block.ids.size
+        guild.ids[at:end] = block.ids
+        guild.kinds[at:end] = block.kinds
+        guild.columns[:, at:end] = block.bits.T
+        guild.codes[at:end] = block.codes
+        guild.norms[at:end] = block.norms
+        guild.lengths[at:end] = block.lengths
+        at = end
+    return dataclasses.replace(
+        guild,
+        seen_note_id=max(guild.seen_note_id, int(guild.ids[start:size].max())),
+        size=size,
+        held=guild.held.union(*(np.unique(block.lengths).tolist() for block in blocks)),
+    )
+
+
+def _grown(guild: _GuildVectors, capacity: int, like: _Block) -> _GuildVectors:
+    """``guild``'s rows in new arrays of ``capacity`` rows (shaped as ``like`` when the guild
+    has none)."""
+    size = guild.size
+    words, width = like.bits.shape[1], like.codes.shape[1]
+    columns = np.zeros((words, capacity), np.uint64)
+    codes = np.zeros((capacity, width), np.int8)
+    ids = np.zeros(capacity, np.int64)
+    kinds = np.zeros(capacity, np.int8)
+    norms = np.zeros(capacity, np.float32)
+    lengths = np.zeros(capacity, np.int32)
+    if size:
+        columns[:, :size] = guild.columns[:, :size]
+        codes[:size] = guild.codes[:size]
+        ids[:size] = guild.ids[:size]
+        kinds[:size] = guild.kinds[:size]
+        norms[:size] = guild.norms[:size]
+        lengths[:size] = guild.lengths[:size]
+    return dataclasses.replace(
+        guild, ids=ids, kinds=kinds, columns=columns, codes=codes, norms=norms, lengths=lengths
     )
