@@ -49,7 +49,8 @@ pytestmark = pytest.mark.skipif(
 
 #: Columns only one engine has, each standing in for the other engine's index machinery:
 #: PostgreSQL's generated ``tsvector`` columns are SQLite's FTS5 tables, its identity
-#: ``position`` is SQLite's rowid order, and its HNSW index replaces sqlite-vec's bit copy.
+#: ``position`` is SQLite's rowid order, and the bits of its note vectors are made when the
+#: in-memory copy reads them, where SQLite stores them (``embedding_bits``).
 #: The shard leases are coordination state of a PostgreSQL fleet (a SQLite file has one
 #: process), not data. The postings tables are PostgreSQL's keyword index, kept by triggers
 #: (SQLite's FTS5 tables keep theirs).
@@ -141,21 +142,24 @@ def test_tables_and_columns_are_those_of_sqlite(db: Database, pg: PgConnection) 
     assert postgres - ONLY_POSTGRES == sqlite - ONLY_SQLITE
 
 
-def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection) -> None:
-    """Note vectors are in an HNSW index over them in half precision; keywords are in the
-    postings tables' primary keys, and no GIN index is left to keep up; the note and window
-    vectors are kept in their rows."""
+def test_vectors_are_read_by_guild_and_keywords_from_their_postings(pg: PgConnection) -> None:
+    """Note vectors have no vector index to keep up (each guild's are searched in memory,
+    read through a b-tree of the guild's notes in note order); keywords are in the postings
+    tables' primary keys, and no GIN index is left to keep up; the note and window vectors
+    are kept in their rows."""
     rows = pg.execute(
         "SELECT tablename, indexname, indexdef FROM pg_indexes"
         " WHERE schemaname = current_schema() AND (indexdef LIKE '%USING hnsw%'"
-        " OR indexdef LIKE '%USING gin%' OR tablename LIKE '%postings') ORDER BY tablename"
+        " OR indexdef LIKE '%USING ivfflat%' OR indexdef LIKE '%USING gin%'"
+        " OR tablename LIKE '%postings' OR tablename = 'vec_notes') ORDER BY tablename, indexname"
     ).fetchall()
     assert [(table, name) for table, name, _ in rows] == [
         ("note_postings", "note_postings_pkey"),
-        ("vec_notes", "vec_notes_hnsw"),
+        ("vec_notes", "vec_notes_by_guild"),
+        ("vec_notes", "vec_notes_pkey"),
         ("window_postings", "window_postings_pkey"),
     ]
-    assert "halfvec_cosine_ops" in rows[1][2] and "(embedding)::halfvec(" in rows[1][2]
+    assert rows[1][2].endswith("USING btree (guild_id, note_id)")
     stored = pg.execute(
         "SELECT attrelid::regclass::text, attstorage FROM pg_attribute"
         " WHERE attname = 'embedding'"
@@ -167,8 +171,8 @@ def test_vectors_have_an_hnsw_index_and_keywords_their_postings(pg: PgConnection
 
 def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: str) -> None:
     """Upgrading a database of version 4 makes the postings of the notes and windows it
-    holds (the triggers only see rows written after them), and version 7 rebuilds the vector
-    index over the vectors in half precision; the keyword search then finds the old note."""
+    holds (the triggers only see rows written after them), and version 8 drops the vector
+    index for the in-memory copies' b-tree; the keyword search then finds the old note."""
     conn = connect(pg_uri)
     try:
         conn.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
@@ -188,11 +192,12 @@ def test_version_5_indexes_the_notes_a_version_4_database_already_holds(pg_uri: 
         found = keyword_search(conn, GUILD, plan, note_type=None, limit=5)
         assert [match.note_id for match in found] == [note_id]
         assert evidence_problems(postgres_tx(conn)) + postings_problems(conn) == []
-        (index,) = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'vec_notes_hnsw'"
-            " AND schemaname = current_schema()"
-        ).fetchone()
-        assert "halfvec_cosine_ops" in index
+        indexes = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'vec_notes'"
+            " AND schemaname = current_schema() ORDER BY indexname"
+        ).fetchall()
+        assert [name for name, _ in indexes] == ["vec_notes_by_guild", "vec_notes_pkey"]
+        assert indexes[0][1].endswith("USING btree (guild_id, note_id)")
     finally:
         conn.close()
 

@@ -1,5 +1,6 @@
-"""The PostgreSQL search primitives (the guild filter inside the HNSW scan, weighted keyword
-search scoped to a guild) and the two engines' searches compared on the same data."""
+"""The PostgreSQL search primitives (the guild's vectors in memory, re-ranked exactly; weighted
+keyword search scoped to a guild; writers of a guild taking turns) and the two engines'
+searches compared on the same data."""
 
 from __future__ import annotations
 
@@ -13,19 +14,21 @@ import pytest
 from tests.pg import embedded_postgres
 from tests.storage import on_conn
 from tests.storage.test_profiles import new_note
+from vivy.errors import StorageError
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
 from vivy.memory.evidence import windows_of
 from vivy.memory.notes import NewNote, Participant
 from vivy.storage import buffers, notes
-from vivy.storage.dialect import vector_text
+from vivy.storage.dialect import Tx, postgres_tx, vector_text
 from vivy.storage.port import Store
-from vivy.storage.postgres.db import PgConnection, PgDatabase
+from vivy.storage.postgres.db import PgConnection, PgDatabase, connect
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
-from vivy.storage.postgres.search import vector_search
+from vivy.storage.postgres.search import PG_VECTORS, vector_search
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
 from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.vector_index import BinaryIndex, vectors_adding, vectors_replaced
 
 pytestmark = pytest.mark.skipif(
     embedded_postgres is None, reason="embedded_postgres is not installed (the dev extra)"
@@ -56,13 +59,12 @@ def db(pg_uri: str) -> Iterator[PgDatabase]:
 
 
 def fill_vectors(conn: PgConnection) -> None:
-    """60 notes of another guild nearer the query than the five of ours (cosine distance
-    about 0.1 against 0.5); without the guild's b-tree index, so that the planner (seq scans
-    off) can only take the HNSW index."""
-    conn.execute("DROP INDEX vec_notes_by_guild")
+    """60 notes of another guild nearer the query than the five conversations of ours
+    (cosine distance about 0.1 against 0.5), and three topic clusters of ours nearer still."""
     rng = random.Random(7)
     rows = [(100 + i, CROWD, "conv", vector_text(around(rng, 0.02))) for i in range(60)]
-    rows += [(i, MINE, "conv", vector_text(around(rng, 0.06))) for i in range(5)]
+    rows += [(1 + i, MINE, "conv", vector_text(around(rng, 0.06))) for i in range(5)]
+    rows += [(10 + i, MINE, "cluster", vector_text(around(rng, 0.01))) for i in range(3)]
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding)"
@@ -71,51 +73,93 @@ def fill_vectors(conn: PgConnection) -> None:
         )
 
 
-#: The order of the HNSW index over the notes' vectors in half precision.
-HAMMING = f"embedding::halfvec({DIM}) <=> %s::vector::halfvec({DIM})"
-
-
-def test_the_guild_filter_is_inside_the_hnsw_scan(db: PgDatabase) -> None:
-    """Through the HNSW index (over the vectors in half precision, re-ranked exactly), a guild
-    whose notes are all farther than 60 of another guild's still gets its five nearest,
-    best first, where a plain HNSW scan finds fewer."""
+def test_a_guild_is_searched_in_its_own_copy_and_ranked_exactly(db: PgDatabase) -> None:
+    """Through the in-memory copy of the guild's vectors (read from PostgreSQL), a guild whose
+    notes are all farther than 60 of another guild's still gets its five nearest, in
+    pgvector's exact order; each note type finds only its own notes."""
     db.write_sync(on_conn(fill_vectors))
-    query = QUERY
+    index = BinaryIndex(PG_VECTORS)
 
-    def search(conn: PgConnection) -> tuple[str, list[int]]:
-        conn.execute("SET LOCAL enable_seqscan = off")
-        found = vector_search(conn, MINE, query, note_type="conversation", limit=5)
-        plan = conn.execute(
-            f"EXPLAIN SELECT note_id FROM vec_notes WHERE guild_id = %s ORDER BY {HAMMING} LIMIT 5",
-            (MINE, vector_text(QUERY)),
-        ).fetchall()
-        return "\n".join(str(r[0]) for r in plan), [match.note_id for match in found]
-
-    def plain_scan(conn: PgConnection) -> int:
-        conn.execute("SET LOCAL enable_seqscan = off")
-        conn.execute("SET LOCAL hnsw.iterative_scan = off")  # every Vivy session has it on
-        return len(
-            conn.execute(
-                f"SELECT note_id FROM vec_notes WHERE guild_id = %s ORDER BY {HAMMING} LIMIT 5",
-                (MINE, vector_text(QUERY)),
-            ).fetchall()
-        )
-
-    def exact(conn: PgConnection) -> list[int]:
-        conn.execute("SET LOCAL enable_indexscan = off")
+    def exact(conn: PgConnection, kind: str) -> list[int]:
         rows = conn.execute(
-            "SELECT note_id FROM vec_notes WHERE guild_id = %s ORDER BY embedding <=> %s::vector",
-            (MINE, vector_text(QUERY)),
+            "SELECT note_id FROM vec_notes WHERE guild_id = %s AND note_kind = %s"
+            " ORDER BY embedding <=> %s::vector, note_id",
+            (MINE, kind, vector_text(QUERY)),
         ).fetchall()
         return [int(r[0]) for r in rows]
 
-    plan, found = db.read_sync(on_conn(search))
-    assert "vec_notes_hnsw" in plan and found == db.read_sync(on_conn(exact))
-    assert sorted(found) == [0, 1, 2, 3, 4]
-    assert db.read_sync(on_conn(plain_scan)) < 5
-    assert (
-        db.read_sync(on_conn(vector_search), MINE, query, note_type="topic_cluster", limit=5) == []
-    )
+    def found(note_type: str | None, limit: int) -> list[int]:
+        matches = db.read_sync(
+            on_conn(vector_search),
+            index,
+            MINE,
+            QUERY,
+            note_type=note_type,
+            limit=limit,
+            candidates=limit,
+        )
+        return [match.note_id for match in matches]
+
+    conversations = found("conversation", 5)
+    assert conversations == db.read_sync(on_conn(exact), "conv")
+    assert sorted(conversations) == [1, 2, 3, 4, 5]
+    assert found("topic_cluster", 5) == db.read_sync(on_conn(exact), "cluster") != []
+    assert sorted(found(None, 8)) == [1, 2, 3, 4, 5, 10, 11, 12]
+
+
+def test_a_copy_takes_in_new_notes_and_loads_again_after_a_removal(db: PgDatabase) -> None:
+    """Once loaded, a guild's copy takes in the guild's notes committed after it (another
+    guild's change nothing), and loads again when a note's vector is removed."""
+    index = BinaryIndex(PG_VECTORS)
+    rng = random.Random(3)
+
+    def commit(tx: Tx, guild_id: int) -> int:
+        buffer_id = buffers.open_buffer(tx, guild_id, 1, "general", 100.0, 1500.0)
+        buffers.close_buffer(tx, buffer_id, 200.0, CloseReason.INACTIVITY)
+        note = replace(new_note(7), guild_id=guild_id, embedding=around(rng, 0.05))
+        note_id = notes.commit_conversation_note(tx, buffer_id, note)
+        assert note_id is not None
+        return note_id
+
+    def nearest(conn: PgConnection) -> list[int]:
+        found = vector_search(conn, index, MINE, QUERY, note_type=None, limit=10, candidates=10)
+        return sorted(match.note_id for match in found)
+
+    def remove(tx: Tx, note_id: int) -> None:
+        vectors_replaced(tx, [note_id])
+        tx.execute("DELETE FROM vec_notes WHERE note_id = ?", (note_id,))
+
+    first = db.write_sync(commit, MINE)
+    assert db.read_sync(on_conn(nearest)) == [first]
+    db.write_sync(commit, CROWD)
+    second = db.write_sync(commit, MINE)
+    assert db.read_sync(on_conn(nearest)) == [first, second]
+    db.write_sync(remove, first)
+    assert db.read_sync(on_conn(nearest)) == [second]
+
+
+def test_a_guild_takes_turns_to_add_notes(pg_uri: str) -> None:
+    """A transaction adding a note holds the guild's turn until it ends: a second writer of
+    the same guild waits (here: gives up at its lock timeout), one of another guild does not.
+    So a guild's note ids grow in the order they commit, and an in-memory copy that has read
+    up to one misses none below it."""
+    second = PgDatabase.open(pg_uri)  # migrates the schema
+    first = connect(pg_uri)
+
+    def add(tx: Tx, guild_id: int) -> None:
+        tx.execute("SET LOCAL lock_timeout = '100ms'")
+        vectors_adding(tx, guild_id)
+
+    try:
+        with first.transaction():
+            vectors_adding(postgres_tx(first), MINE)
+            second.write_sync(add, CROWD)
+            with pytest.raises(StorageError, match="lock"):
+                second.write_sync(add, MINE)
+        second.write_sync(add, MINE)
+    finally:
+        first.close()
+        second.close()
 
 
 def test_keyword_search_weighs_titles_and_stays_in_the_guild(db: PgDatabase) -> None:

@@ -13,14 +13,12 @@ meaning. The rules:
   PostgreSQL's generated ``tsvector`` columns. ``note_participants.position`` is the column
   PostgreSQL keeps SQLite's rowid in (the order participants were listed in).
 * Vectors travel as float32: SQLite's blob is sent to pgvector in pgvector's binary form, and
-  pgvector's value is read back as ``real[]`` in binary, so a round trip keeps every bit. The
-  target's vector indexes (HNSW) are set aside while rows arrive and built once at the end,
-  several times faster than growing them row by row.
+  pgvector's value is read back as ``real[]`` in binary, so a round trip keeps every bit.
 * Rows are read from the source in keyset batches by key and written to the target one
   transaction per batch, together with the progress (the ``meta`` row :data:`PROGRESS_KEY`:
   the source and each table's last copied key). A copy interrupted anywhere continues from
   there when run again with the same source, and ends with the same rows as one that was not
-  interrupted. The record stays after the last row, with the indexes built, until the
+  interrupted. The record stays after the last row until the
   command's checks of both sides passed (:func:`conclude_copy`): a copy interrupted during
   its checks, run again, copies nothing more and checks again. Self-references
   (``profile_facts.superseded_by``) are written after every row
@@ -128,17 +126,13 @@ def copy_database(
             progress = Progress.from_json(dst.meta(PROGRESS_KEY) or "{}")
         else:
             progress = Progress(origin)
-            dst.set_aside_indexes(progress)
         for table in COPIED_TABLES:
             columns = _columns(src, dst, table)
             _batches(src, dst, table, columns, progress, table.name, batch_rows, after_batch)
             if table.deferred:
                 _copy_deferred(src, dst, table, progress, batch_rows, after_batch)
         high_waters = {table.name: src.high_water(table.name) for table in COPIED_TABLES}
-        # The indexes are built once: the progress kept until the checks passed lists none.
-        dst.finish(
-            high_waters, progress.indexes, Progress(progress.source, progress.keys).to_json()
-        )
+        dst.finish(high_waters, progress.to_json())
         counts = tuple(
             (table.name, src.count(table.name), _copied_rows(dst, table.name))
             for table in COPIED_TABLES

@@ -113,20 +113,19 @@ def shown(database: Database) -> str:
 
 @dataclass(slots=True)
 class Progress:
-    """What a target records of its unfinished copy: the source, the last key each step
-    copied, and the definitions of the vector indexes set aside until the rows are in."""
+    """What a target records of its unfinished copy: the source and the last key each step
+    copied."""
 
     source: str
     keys: dict[str, list[Any]] = field(default_factory=dict)
-    indexes: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         """The ``meta`` value recording it."""
-        return json.dumps({"source": self.source, "tables": self.keys, "indexes": self.indexes})
+        return json.dumps({"source": self.source, "tables": self.keys})
 
     @classmethod
     def from_json(cls, text: str) -> Progress:
         """The progress a ``meta`` value records."""
         found = json.loads(text)
         keys = {str(step): list(key) for step, key in found.get("tables", {}).items()}
-        return cls(str(found.get("source")), keys, [str(i) for i in found.get("indexes", [])])
+        return cls(str(found.get("source")), keys)

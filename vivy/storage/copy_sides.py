@@ -21,13 +21,11 @@ from psycopg.types import TypeInfo
 from vivy.errors import StorageError
 from vivy.storage import checks
 from vivy.storage.copy_plan import (
-    COPIED_TABLES,
     PROGRESS_KEY,
     ROWID_COLUMNS,
     SQLITE_DERIVED,
     CopiedTable,
     Database,
-    Progress,
 )
 from vivy.storage.db import Connection
 from vivy.storage.db import connect as sqlite_connect
@@ -65,16 +63,13 @@ class Side(Protocol):
     def migrate(self) -> None: ...
     def clear(self, names: Sequence[str]) -> None: ...
     def fit_vectors(self, dimension: int) -> None: ...
-    def set_aside_indexes(self, progress: Progress) -> None: ...
     def write(
         self, table: CopiedTable, columns: list[str], rows: Sequence[tuple[Any, ...]], progress: str
     ) -> None: ...
     def update(
         self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str
     ) -> None: ...
-    def finish(
-        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
-    ) -> None: ...
+    def finish(self, high_waters: dict[str, int | None], progress: str) -> None: ...
     def forget_progress(self) -> None: ...
 
 
@@ -240,9 +235,6 @@ class SqliteSide:
     def fit_vectors(self, dimension: int) -> None:
         """Nothing to do: SQLite's vectors are blobs of any length."""
 
-    def set_aside_indexes(self, progress: Progress) -> None:
-        """Nothing to do: SQLite's vector search has no index in the database."""
-
     def write(
         self, table: CopiedTable, columns: list[str], rows: Sequence[tuple[Any, ...]], progress: str
     ) -> None:
@@ -282,9 +274,7 @@ class SqliteSide:
 
         self._transaction(work)
 
-    def finish(
-        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
-    ) -> None:
+    def finish(self, high_waters: dict[str, int | None], progress: str) -> None:
         def work(conn: Connection) -> None:
             for name, seq in high_waters.items():
                 if seq is None:
@@ -500,35 +490,8 @@ class PgSide:
 
         self._transaction(f"writing {table.name} to", work)
 
-    def set_aside_indexes(self, progress: Progress) -> None:
-        """Drop the copied tables' vector indexes (HNSW, IVFFlat) and record them in
-        ``progress``, in one transaction: pgvector builds an index over loaded rows several
-        times faster than it grows one row by row. :meth:`finish` builds them again."""
-        rows = self._fetch(
-            "SELECT i.indexname, i.indexdef FROM pg_indexes i"
-            " JOIN pg_class c ON c.oid = to_regclass(quote_ident(i.schemaname) || '.'"
-            " || quote_ident(i.indexname)) JOIN pg_am a ON a.oid = c.relam"
-            " WHERE i.schemaname = current_schema() AND a.amname IN ('hnsw', 'ivfflat')"
-            " AND i.tablename = ANY(%s) ORDER BY i.indexname",
-            ([table.name for table in COPIED_TABLES],),
-        )
-        if not rows:
-            return
-        progress.indexes = [str(r[1]) for r in rows]
-
+    def finish(self, high_waters: dict[str, int | None], progress: str) -> None:
         def work(conn: PgConnection) -> None:
-            for name, _ in rows:
-                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
-            _set_pg_progress(conn, progress.to_json())
-
-        self._transaction("setting the vector indexes aside in", work)
-
-    def finish(
-        self, high_waters: dict[str, int | None], indexes: Sequence[str], progress: str
-    ) -> None:
-        def work(conn: PgConnection) -> None:
-            for definition in indexes:
-                conn.execute(definition.encode())
             for name, seq in high_waters.items():
                 found = self._sequence(name)
                 if found is None:

@@ -41,7 +41,6 @@ from vivy.memory.notes import NoteType
 from vivy.shards import ALL_SHARDS, Shards
 from vivy.storage.postgres.schema import note_vector_dimension, vec_notes_ddl
 from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
-from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "POSTGRES",
@@ -151,8 +150,6 @@ class Dialect:
     size_note_vectors: Callable[[Tx, int], None]
     #: Statements that make processes changing ``meta`` at once take their turns.
     lock_meta: tuple[str, ...]
-    #: Records that the vectors of these notes (None: of every note) are removed or replaced.
-    vectors_replaced: Callable[[Tx, Sequence[int] | None], None]
 
     def sql(self, text: str) -> str:
         """``text`` as this engine's driver takes it."""
@@ -195,8 +192,8 @@ def _sqlite_refill(tx: Tx, dimension: int) -> int:
 
 
 def _pg_refill(tx: Tx, dimension: int) -> int:
-    """pgvector's note rows from the staged vectors; the table and its HNSW index are made
-    again at the new dimension when it changed."""
+    """pgvector's note rows from the staged vectors; the table is made again at the new
+    dimension when it changed."""
     if note_vector_dimension(tx.conn) == dimension:
         tx.execute("DELETE FROM vec_notes")
     else:
@@ -212,8 +209,8 @@ def _pg_refill(tx: Tx, dimension: int) -> int:
 
 
 def _pg_size(tx: Tx, dimension: int) -> None:
-    """pgvector's note-vector table and its HNSW index made again at ``dimension`` when its
-    column has another one (called while no note exists)."""
+    """pgvector's note-vector table made again at ``dimension`` when its column has another
+    one (called while no note exists)."""
     if note_vector_dimension(tx.conn) != dimension:
         tx.execute("DROP TABLE IF EXISTS vec_notes")
         tx.conn.execute(vec_notes_ddl(dimension).encode())
@@ -227,7 +224,7 @@ def vector_text(values: Sequence[float]) -> str:
 def _pg_note_vector(
     tx: Tx, note_id: int, guild_id: int, note_type: str, values: Sequence[float]
 ) -> None:
-    """pgvector's row of a note (its HNSW index quantises it itself)."""
+    """pgvector's row of a note (the in-memory copies make its bits when they read it)."""
     tx.execute(
         "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding)"
         " VALUES (?, ?, ?, ?::vector)",
@@ -255,7 +252,6 @@ SQLITE = Dialect(
     refill_note_vectors=_sqlite_refill,
     size_note_vectors=lambda tx, dimension: None,  # a BLOB column takes any length
     lock_meta=(),
-    vectors_replaced=vectors_replaced,
 )
 POSTGRES = Dialect(
     name="postgresql",
@@ -277,7 +273,6 @@ POSTGRES = Dialect(
     refill_note_vectors=_pg_refill,
     size_note_vectors=_pg_size,
     lock_meta=("LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE",),
-    vectors_replaced=lambda tx, note_ids: None,
 )
 
 

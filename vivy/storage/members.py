@@ -31,6 +31,7 @@ from vivy.storage.dialect import Tx
 from vivy.storage.evidence import edit_evidence_message, forget_lines, purge_evidence_index
 from vivy.storage.notes import add_member_name
 from vivy.storage.profiles import active_facts, apply_plan, profile_version
+from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "FORGOTTEN_SOURCE",
@@ -392,7 +393,7 @@ def delete_notes(tx: Tx, note_ids: Sequence[int], user_id: int) -> None:
         f"UPDATE profile_facts SET source_label = ? WHERE {ids} AND user_id != ?",
         [FORGOTTEN_SOURCE, *params, user_id],
     )
-    tx.dialect.vectors_replaced(tx, note_ids)
+    vectors_replaced(tx, note_ids)
     ids, params = tx.dialect.any("note_id", note_ids)
     tx.execute(f"DELETE FROM vec_notes WHERE {ids}", params)
     # note_participants, note_lines, evidence_windows and profile_updates cascade.

@@ -22,6 +22,7 @@ from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import NewNote, Note, Participant, PlannedUpdate
 from vivy.storage.dialect import Tx
 from vivy.storage.evidence import insert_windows, lines_of_notes
+from vivy.storage.vector_index import vectors_adding
 
 __all__ = [
     "add_member_name",
@@ -39,6 +40,7 @@ __all__ = [
 
 def _insert_note(tx: Tx, note: NewNote, buffer_id: int | None) -> int:
     """Insert the note, its participants, vector and member rows; returns its id."""
+    vectors_adding(tx, note.guild_id)
     note_id = int(
         tx.scalar(
             "INSERT INTO interaction_notes (guild_id, channel_id, channel_name, note_type,"

@@ -3,7 +3,8 @@ replace the old ones in one transaction.
 
 Written once for both engines (:mod:`vivy.storage.dialect`); the swap itself is each engine's
 (sqlite-vec keeps a binary quantisation beside each vector; PostgreSQL recreates the table
-and its HNSW index when the dimension changes).
+when the dimension changes). Either way the guilds' in-memory copies of the vectors load again
+(:func:`~vivy.storage.vector_index.vectors_replaced`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from vivy.storage.dialect import REEMBED_STAGING, Tx
 from vivy.storage.evidence import participant_names
 from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta, set_meta
+from vivy.storage.vector_index import vectors_replaced
 
 __all__ = [
     "REEMBED_STAGING",
@@ -93,7 +95,7 @@ def swap_note_vectors(tx: Tx, model: str, dimension: int) -> int | None:
     )
     if missing is not None:
         return None
-    tx.dialect.vectors_replaced(tx, None)
+    vectors_replaced(tx, None)
     written = tx.dialect.refill_note_vectors(tx, dimension)
     set_meta(tx, "embedding_model", model)
     set_meta(tx, "embedding_dimension", str(dimension))

@@ -377,8 +377,12 @@ CREATE INDEX memory_corrections_by_guild ON memory_corrections (guild_id, done_a
 #: two engines keep one version number).
 _V7 = ""
 
+#: Version 8: PostgreSQL's note vectors are searched through in-memory copies, as SQLite's
+#: already are (:mod:`vivy.storage.postgres.schema`); SQLite's schema is unchanged.
+_V8 = ""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

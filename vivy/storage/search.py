@@ -200,7 +200,7 @@ EXACT_SHARE = 1.5
 
 def vector_search(
     conn: Connection,
-    index: BinaryIndex,
+    index: BinaryIndex[Connection],
     guild_id: int,
     vector: bytes,
     *,
@@ -313,7 +313,10 @@ class _SqliteReads(EngineReads[Connection]):
     keyword_notes_here = True
 
     def __init__(
-        self, index: BinaryIndex, vector: bytes | None, counts: Mapping[Connection, TermCounts]
+        self,
+        index: BinaryIndex[Connection],
+        vector: bytes | None,
+        counts: Mapping[Connection, TermCounts],
     ) -> None:
         self.index = index
         self.vector = vector
@@ -367,7 +370,7 @@ class _SqliteReads(EngineReads[Connection]):
 
 def search_notes_sync(
     conn: Connection,
-    index: BinaryIndex,
+    index: BinaryIndex[Connection],
     search: NoteSearch,
     sides: Sequence[Connection] = (),
     counts: Mapping[Connection, TermCounts] | None = None,

@@ -9,9 +9,10 @@ notes it found, while the vector search runs on the call's own connection; or, w
 engine says so (:attr:`EngineReads.keyword_notes_here`), the call's connection reads the
 notes found by keyword with those found by vector, once the keyword search hands them over.
 
-What differs between the engines is a small :class:`EngineReads`: SQLite's in-memory binary
-index and sqlite-vec's exact distances (:mod:`vivy.storage.search`), pgvector's HNSW scan
-(:mod:`vivy.storage.postgres.search`), and each one's keyword index.
+What differs between the engines is a small :class:`EngineReads`: both search vectors through
+the same in-memory copy (:class:`~vivy.storage.vector_index.BinaryIndex`), and re-rank its
+candidates by sqlite-vec's exact distances (:mod:`vivy.storage.search`) or pgvector's
+(:mod:`vivy.storage.postgres.search`); each has its own keyword index.
 
 A failing vector query (sqlite-vec missing, a question of another dimension) is reported in
 the result, not raised, so the keyword searches still serve. A window comparison that fails

@@ -10,24 +10,26 @@ a short list of them is read from SQLite and compared exactly (reading a float v
 page of the table, comparing codes in memory a few hundred bytes). The copy is a cache of
 what SQLite holds, never a second source of truth:
 
-- before every search it is checked against the database: notes added since (note ids only
-  grow) are read by id and appended; a removal or replacement of vectors (forget-me,
-  re-embedding) bumps the guild's row in ``vector_generations`` in the same transaction, and
-  a copy with an older generation is loaded again;
+- before every search it is checked against the database: the guild's notes added since
+  (a guild's note ids grow in the order their transactions commit, :func:`vectors_adding`)
+  are read and appended; a removal or replacement of vectors (forget-me, re-embedding) bumps
+  the guild's row in ``vector_generations`` in the same transaction, and a copy with an older
+  generation is loaded again;
 - the candidates it returns are re-ranked exactly from ``vec_notes``'s float vectors.
 
-Loading a guild reads its rows in note order through ``vec_notes_by_guild``, in batches, so
-its float vectors pass through memory a batch at a time; it happens once per process and
-guild.
+Both engines keep their copies so (PostgreSQL as SQLite: the same search, the same results);
+each reads its rows through a :class:`VectorReader`. Loading a guild reads its rows in note
+order, in batches, so its float vectors pass through memory a batch at a time; it happens
+once per process and guild.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from sqlite3 import Connection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -38,17 +40,39 @@ from vivy.storage.schema import VEC_KINDS, binary_dimensions
 if TYPE_CHECKING:
     from vivy.storage.dialect import Tx
 
-__all__ = ["BinaryIndex", "VectorLengthError", "query_bits", "vectors_replaced"]
+__all__ = [
+    "SQLITE_VECTORS",
+    "BinaryIndex",
+    "VectorLengthError",
+    "VectorReader",
+    "query_bits",
+    "vectors_adding",
+    "vectors_replaced",
+]
 
 #: Bytes in one numpy column word.
 _WORD = 8
 #: The largest magnitude of an int8 code.
 _CODE_MAX = 127
-#: Rows read from SQLite at a time when loading a guild.
-_LOAD_BATCH = 4096
-#: A row of ``vec_notes`` as the copy reads it: note id, kind, bits and float vector.
-_Row = tuple[int, str, bytes, bytes]
-_ROW_COLUMNS = "note_id, note_kind, embedding_bits, embedding"
+#: Rows read from the database at a time when loading a guild.
+LOAD_BATCH = 4096
+#: A row of ``vec_notes`` as the copy reads it: note id, kind, bits (as
+#: :func:`query_bits` makes them) and float vector (a float32 blob).
+Row = tuple[int, str, bytes, bytes]
+
+
+def vectors_adding(tx: Tx, guild_id: int) -> None:
+    """Take the guild's turn to add notes: call it in the transaction that adds a note, before
+    the note's id is drawn. It locks the guild's row in ``vector_generations`` until the
+    transaction ends, so a guild's notes get their ids in the order their transactions commit;
+    a copy that has read the guild's notes up to some id has then missed none below it.
+    (PostgreSQL draws ids from a sequence before commit, so two writers of one guild could
+    otherwise commit them out of order; SQLite's one writer always commits in order.)"""
+    tx.execute(
+        "INSERT INTO vector_generations (guild_id, generation) VALUES (?, 0)"
+        " ON CONFLICT (guild_id) DO UPDATE SET generation = vector_generations.generation",
+        (guild_id,),
+    )
 
 
 def vectors_replaced(tx: Tx, note_ids: Sequence[int] | None = None) -> None:
@@ -69,7 +93,7 @@ def vectors_replaced(tx: Tx, note_ids: Sequence[int] | None = None) -> None:
         "INSERT INTO vector_generations (guild_id, generation)"
         f" SELECT DISTINCT guild_id, 1 FROM interaction_notes{where}"
         " ORDER BY guild_id"  # a SELECT in an upsert needs a clause before ON CONFLICT
-        " ON CONFLICT (guild_id) DO UPDATE SET generation = generation + 1",
+        " ON CONFLICT (guild_id) DO UPDATE SET generation = vector_generations.generation + 1",
         params,
     )
 
@@ -93,7 +117,7 @@ def query_bits(vector: bytes) -> bytes:
 class _GuildVectors:
     """One guild's vectors: bits as word columns (a row of ``columns`` per 64-bit word),
     int8 codes by row with their norms, each row's float length (and every length held), and
-    what the copy has seen.
+    the newest note id the copy holds.
 
     The first ``size`` rows of the arrays hold the copy; the rest is room for notes to come.
     Appending writes there and makes a new copy of the greater size, so that a search still
@@ -119,11 +143,11 @@ _ROOM = 0.25
 _LEAST_ROOM = 1024
 
 
-def _empty(generation: int, seen_note_id: int) -> _GuildVectors:
+def _empty(generation: int) -> _GuildVectors:
     """A copy of a guild without vectors."""
     return _GuildVectors(
         generation,
-        seen_note_id,
+        0,
         0,
         np.empty(0, np.int64),
         np.empty(0, np.int8),
@@ -139,18 +163,68 @@ def _kind_code(kind: str) -> int:
     return 1 if kind == VEC_KINDS[NoteType.TOPIC_CLUSTER] else 0
 
 
-class BinaryIndex:
-    """Per-guild in-memory binary vectors and int8 codes of one database, kept in step with it.
+C = TypeVar("C")
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+class VectorReader(Protocol[C_contra]):
+    """An engine's reads of ``vec_notes`` for the copy, on its connection type."""
+
+    def state(self, conn: C_contra, guild_id: int) -> tuple[int, int]:
+        """The guild's vector generation (0 without a row) and its newest note id with a
+        vector (0 without one)."""
+        ...
+
+    def rows_after(self, conn: C_contra, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
+        """The guild's rows with a note id above ``after``, in note order, in batches of at
+        most :data:`LOAD_BATCH`."""
+        ...
+
+
+class _SqliteVectors:
+    """SQLite's reads for the copy: ``vec_notes`` holds the bits beside the float vector,
+    and ``vec_notes_by_guild`` (guild, note id) finds the newest note and the rows after it."""
+
+    def state(self, conn: Connection, guild_id: int) -> tuple[int, int]:
+        generation, newest = conn.execute(
+            "SELECT (SELECT generation FROM vector_generations WHERE guild_id = ?),"
+            " (SELECT MAX(note_id) FROM vec_notes WHERE guild_id = ?)",
+            (guild_id, guild_id),
+        ).fetchone()
+        return int(generation or 0), int(newest or 0)
+
+    def rows_after(self, conn: Connection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
+        cursor = conn.execute(
+            "SELECT note_id, note_kind, embedding_bits, embedding FROM vec_notes"
+            " WHERE guild_id = ? AND note_id > ? ORDER BY note_id",
+            (guild_id, after),
+        )
+        while rows := cursor.fetchmany(LOAD_BATCH):
+            yield rows
+
+
+#: The reader of a SQLite database's copies.
+SQLITE_VECTORS = _SqliteVectors()
+
+
+class BinaryIndex(Generic[C]):
+    """Per-guild in-memory binary vectors and int8 codes of one database, kept in step with it
+    through ``reader`` (SQLite's by default) on the connection each search passes.
 
     Thread-safe: searches run on the storage owner's worker threads.
     """
 
-    def __init__(self) -> None:
+    @overload
+    def __init__(self: BinaryIndex[Connection]) -> None: ...
+    @overload
+    def __init__(self, reader: VectorReader[C]) -> None: ...
+    def __init__(self, reader: VectorReader[C] | None = None) -> None:
+        self._reader: VectorReader[C] = SQLITE_VECTORS if reader is None else reader  # type: ignore[assignment]
         self._guilds: dict[int, _GuildVectors] = {}
         self._lock = threading.Lock()
 
     def nearest(
-        self, conn: Connection, guild_id: int, bits: bytes, k: int, *, kind: str | None
+        self, conn: C, guild_id: int, bits: bytes, k: int, *, kind: str | None
     ) -> list[int]:
         """Ids of the guild's ``k`` notes nearest to ``bits`` by hamming distance, nearest
         first (ties by id); ``kind`` (a ``vec_notes.note_kind``) None searches both kinds."""
@@ -160,7 +234,7 @@ class BinaryIndex:
 
     def shortlist(
         self,
-        conn: Connection,
+        conn: C,
         guild_id: int,
         vector: bytes,
         *,
@@ -196,51 +270,23 @@ class BinaryIndex:
         order = np.lexsort((guild.ids[rows], -similarity))[:keep]
         return [int(note_id) for note_id in guild.ids[rows[order]]]
 
-    def _current(self, conn: Connection, guild_id: int) -> _GuildVectors:
+    def _current(self, conn: C, guild_id: int) -> _GuildVectors:
         """The guild's copy, loaded or brought up to date from the database."""
-        row = conn.execute(
-            "SELECT generation FROM vector_generations WHERE guild_id = ?", (guild_id,)
-        ).fetchone()
-        generation = int(row[0]) if row is not None else 0
+        generation, newest = self._reader.state(conn, guild_id)
         guild = self._guilds.get(guild_id)
         if guild is None or guild.generation != generation:
-            guild = self._load(conn, guild_id, generation)
-            self._guilds[guild_id] = guild
+            guild = _empty(generation)
+        elif newest <= guild.seen_note_id:
             return guild
-        newest = int(
-            conn.execute("SELECT COALESCE(MAX(id), 0) FROM interaction_notes").fetchone()[0]
-        )
-        if newest <= guild.seen_note_id:
-            return guild
-        # Note ids only grow; ``+guild_id`` keeps the id range as the index used.
-        added = [
-            row
-            for (note_id,) in conn.execute(
-                "SELECT id FROM interaction_notes WHERE id > ? AND +guild_id = ? ORDER BY id",
-                (guild.seen_note_id, guild_id),
-            ).fetchall()
-            for row in conn.execute(
-                f"SELECT {_ROW_COLUMNS} FROM vec_notes WHERE note_id = ? AND guild_id = ?",
-                (note_id, guild_id),
-            ).fetchall()
-        ]
-        guild = _appended(guild, [_block(added, *_shape(guild, added[0]))]) if added else guild
-        guild = dataclasses.replace(guild, seen_note_id=max(guild.seen_note_id, newest))
-        self._guilds[guild_id] = guild
-        return guild
-
-    def _load(self, conn: Connection, guild_id: int, generation: int) -> _GuildVectors:
-        guild = _empty(generation, _newest_note_id(conn))
-        cursor = conn.execute(
-            f"SELECT {_ROW_COLUMNS} FROM vec_notes WHERE guild_id = ? ORDER BY note_id",
-            (guild_id,),
-        )
+        # The rows after the newest the copy holds: a guild's note ids grow in commit order.
         blocks: list[_Block] = []
         shape: tuple[int, int] | None = None
-        while rows := cursor.fetchmany(_LOAD_BATCH):
+        for rows in self._reader.rows_after(conn, guild_id, guild.seen_note_id):
             shape = shape or _shape(guild, rows[0])
             blocks.append(_block(rows, *shape))
-        return _appended(guild, blocks) if blocks else guild
+        guild = _appended(guild, blocks) if blocks else guild
+        self._guilds[guild_id] = guild
+        return guild
 
 
 def _hamming(guild: _GuildVectors, bits: bytes, k: int, kind: str | None) -> npt.NDArray[np.intp]:
@@ -273,11 +319,6 @@ def _hamming(guild: _GuildVectors, bits: bytes, k: int, kind: str | None) -> npt
     return picked[np.lexsort((guild.ids[picked], distance[picked]))][:k]
 
 
-def _newest_note_id(conn: Connection) -> int:
-    """The largest note id in the database (0 if none): a rowid read, O(1)."""
-    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM interaction_notes").fetchone()[0])
-
-
 def _padded(bits: bytes, words: int) -> bytes:
     """``bits`` as ``words`` 64-bit words: zero-padded, or cut to their leading bits (a vector
     longer than the copy's first, compared on the bits they share)."""
@@ -296,7 +337,7 @@ class _Block:
     lengths: npt.NDArray[np.int32]
 
 
-def _shape(guild: _GuildVectors, row: _Row) -> tuple[int, int]:
+def _shape(guild: _GuildVectors, row: Row) -> tuple[int, int]:
     """The 64-bit words of bits and the width of codes of the guild's copy; for an empty
     copy, of ``row``'s vector."""
     if guild.size:
@@ -304,7 +345,7 @@ def _shape(guild: _GuildVectors, row: _Row) -> tuple[int, int]:
     return -(-len(row[2]) // _WORD), binary_dimensions(len(row[3]) // 4)
 
 
-def _block(rows: Sequence[_Row], words: int, width: int) -> _Block:
+def _block(rows: Sequence[Row], words: int, width: int) -> _Block:
     """``rows`` in the copy's forms: the bits padded to ``words`` 64-bit words, and the codes
     of the leading ``width`` dimensions, each vector scaled so that its largest magnitude is
     :data:`_CODE_MAX`."""

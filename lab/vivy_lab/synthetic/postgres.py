@@ -4,15 +4,15 @@
 evidence and queries the SQLite run measures: :func:`vivy_lab.synthetic.sqlite.build` makes the
 SQLite database, and :func:`copy_synthetic` copies its filled tables into a migrated
 PostgreSQL database with binary ``COPY`` (float32 blobs become pgvector values). The tables'
-secondary indexes (HNSW, GIN, b-trees) are dropped first and built again from their own
+secondary indexes (b-trees) are dropped first and built again from their own
 definitions afterwards, as a bulk load does; the keyword postings are made in one pass after
 the copy (their triggers off during it), the tables are vacuumed and analysed, and a
 checkpoint writes the load out before any search is timed.
 
 :func:`exact_recall` is the PostgreSQL side of :func:`vivy_lab.synthetic.sqlite.quantised_recall`:
-the time of the vector search alone (the HNSW scan of the engine's
-:func:`~vivy.storage.postgres.search.vector_search`) and the share of an exact scan's top 10
-it finds.
+the time of the vector search alone (the engine's
+:func:`~vivy.storage.postgres.search.vector_search`: the in-memory copy's candidates re-ranked
+by pgvector) and the share of an exact scan's top 10 it finds.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from vivy.storage.postgres.schema import (
     note_vector_dimension,
     vec_notes_ddl,
 )
-from vivy.storage.postgres.search import vector_bytes, vector_search
+from vivy.storage.postgres.search import PG_VECTORS, vector_bytes, vector_search
+from vivy.storage.vector_index import BinaryIndex
 from vivy_lab.synthetic.sqlite import DIMENSION, EXACT_QUERIES, GUILD_ID
 
 __all__ = ["SYNTHETIC_TABLES", "copy_synthetic", "exact_recall"]
@@ -55,7 +56,7 @@ SYNTHETIC_TABLES = (
 #: The tables whose triggers keep the keyword postings.
 _TRIGGERED = (sql.Identifier("interaction_notes"), sql.Identifier("evidence_windows"))
 
-#: Memory an index build may use (ample for the 100k HNSW graph).
+#: Memory an index build may use (ample for the postings' b-trees at 100k notes).
 BUILD_MEMORY = "1GB"
 
 
@@ -149,21 +150,32 @@ def exact_recall(
     workload: Sequence[tuple[list[float], str]],
     *,
     limit: int,
+    candidates: int,
 ) -> tuple[float, float]:
-    """The median seconds of the HNSW vector search alone over ``workload`` (``limit``
-    nearest kept, as the retriever asks), and the mean share of an exact scan's top 10 that
-    its top 10 holds over the first :data:`EXACT_QUERIES` queries."""
+    """The median seconds of the vector search alone over ``workload`` (``limit`` nearest
+    kept of ``candidates``, as the retriever asks; the guild's copy loaded first, untimed),
+    and the mean share of an exact scan's top 10 that its top 10 holds over the first
+    :data:`EXACT_QUERIES` queries."""
+    index = BinaryIndex(PG_VECTORS)
     timings: list[float] = []
     recalls: list[float] = []
-    for vector, _ in workload:
+    for number, (vector, _) in enumerate(workload):
         with conn.transaction():
             started = time.perf_counter()
-            found = vector_search(conn, GUILD_ID, vector, note_type=None, limit=limit)
-            timings.append(time.perf_counter() - started)
+            found = vector_search(
+                conn,
+                index,
+                GUILD_ID,
+                vector,
+                note_type=None,
+                limit=limit,
+                candidates=candidates,
+            )
+            if number:
+                timings.append(time.perf_counter() - started)
         if len(recalls) == EXACT_QUERIES:
             continue
         with conn.transaction():
-            conn.execute("SET LOCAL enable_indexscan = off")  # an exact scan, not the HNSW
             exact = conn.execute(
                 "SELECT note_id FROM vec_notes WHERE guild_id = %s"
                 " ORDER BY embedding <=> %s::vector, note_id LIMIT 10",

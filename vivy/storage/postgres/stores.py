@@ -3,7 +3,8 @@
 Every area runs its storage module's functions (:mod:`vivy.storage.areas`) through the one
 :class:`~vivy.storage.postgres.db.PgDatabase` owner, scoped to a process's shards and fenced
 by its leases when it runs in a fleet; the note search runs its keyword searches on the
-owner's side connections, and the HNSW index stands in for SQLite's in-memory binary vectors.
+owner's side connections, and its vector search keeps each guild's vectors in memory as
+SQLite's does (:class:`~vivy.storage.vector_index.BinaryIndex`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from vivy.storage.port import Store
 from vivy.storage.postgres import leases, search
 from vivy.storage.postgres.db import PgDatabase, PgSide
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.vector_index import BinaryIndex
 
 __all__ = ["LeaseArea", "open_postgres_store", "postgres_store"]
 
@@ -37,14 +39,15 @@ def _tidy(tx: Tx) -> bool:
     return False
 
 
-def _search_one(tx: Tx, sides: tuple[PgSide, ...], note_search: NoteSearch) -> NoteSearchResult:
-    return search.search_notes(tx.conn, note_search, sides)
-
-
 def postgres_store(db: PgDatabase) -> Store:
     """Every storage area over the PostgreSQL owner ``db`` (scoped and fenced as it is);
     closing the store closes ``db``."""
-    return store_of(db, tidy=_tidy, search_one=_search_one, closer=db.close, leases=LeaseArea(db))
+    vectors = BinaryIndex(search.PG_VECTORS)
+
+    def search_one(tx: Tx, sides: tuple[PgSide, ...], note_search: NoteSearch) -> NoteSearchResult:
+        return search.search_notes(tx.conn, vectors, note_search, sides)
+
+    return store_of(db, tidy=_tidy, search_one=search_one, closer=db.close, leases=LeaseArea(db))
 
 
 def open_postgres_store(uri: str, *, inline: bool = False, fence: Fence | None = None) -> Store:
