@@ -25,7 +25,7 @@ class RetrievalSettings:
     #: Notes kept from the vector search, per search.
     candidates: int = 40
     #: Candidates of the approximate vector index (binary codes), which int8 codes shortlist
-    #: for an exact cosine re-rank (:data:`vivy.storage.search.EXACT_SHARE`), of which
+    #: for an exact cosine re-rank (:data:`vivy.storage.vector_index.EXACT_SHARE`), of which
     #: ``candidates`` are kept: with embeddings of real text the sign bits of a vector lose
     #: enough that the true nearest notes need a wide pool.
     reranked: int = 400

@@ -9,7 +9,8 @@ Rules of this module:
   another guild, whatever the caller passes.
 * Vector search runs in three steps. A hamming KNN over the binary-quantised vectors finds
   ``reranked`` notes of the guild; the approximate cosine of their int8 codes shortlists a
-  few more than ``candidates`` of them (:data:`EXACT_SHARE`); the exact cosine distance of
+  few more than ``candidates`` of them
+  (:data:`~vivy.storage.vector_index.EXACT_SHARE`); the exact cosine distance of
   those notes' float vectors (``vec_distance_cosine``) ranks them and the ``candidates``
   closest are kept. No step sees another guild's notes, so the guild filter is never applied
   after a top-k cut.
@@ -38,7 +39,7 @@ from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
 from vivy.storage.db import Connection
 from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
-from vivy.storage.schema import VEC_KINDS, serialize_vector
+from vivy.storage.schema import serialize_vector
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import BinaryIndex, VectorLengthError
@@ -46,7 +47,6 @@ from vivy.storage.vector_index import BinaryIndex, VectorLengthError
 __all__ = [
     "CONVERSATION",
     "EVIDENCE_POSTINGS_BUDGET",
-    "EXACT_SHARE",
     "KEYWORD_POSTINGS_BUDGET",
     "TERM_COUNTS",
     "TermCounts",
@@ -191,13 +191,6 @@ def plan_terms(
     return TermPlan({term: term_weight(found[term], total) for term in kept})
 
 
-#: Notes a vector search compares exactly, per note it keeps: the in-memory codes' approximate
-#: cosine (:meth:`~vivy.storage.vector_index.BinaryIndex.shortlist`) orders the hamming
-#: candidates, and the margin covers its error, so the notes kept are those an exact
-#: comparison of every candidate keeps.
-EXACT_SHARE = 1.5
-
-
 def vector_search(
     conn: Connection,
     index: BinaryIndex[Connection],
@@ -211,17 +204,12 @@ def vector_search(
     """The ``limit`` notes of the guild closest to ``vector`` (a float32 blob), best first.
 
     ``candidates`` notes come from ``index``, the guild's binary vectors in memory (hamming
-    KNN); their int8 codes there shortlist :data:`EXACT_SHARE` times ``limit`` of them, whose
+    KNN); their int8 codes there shortlist
+    :data:`~vivy.storage.vector_index.EXACT_SHARE` times ``limit`` of them, whose
     float vectors are then compared exactly. ``note_type`` None searches both types.
     """
-    kind = None if note_type is None else VEC_KINDS[note_type]
-    shortlist = index.shortlist(
-        conn,
-        guild_id,
-        vector,
-        candidates=max(candidates, limit),
-        keep=math.ceil(limit * EXACT_SHARE),
-        kind=kind,
+    shortlist = index.to_compare(
+        conn, guild_id, vector, note_type=note_type, limit=limit, candidates=candidates
     )
     if not shortlist:
         return []

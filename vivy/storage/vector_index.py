@@ -6,9 +6,11 @@ which in a large guild takes most of the retrieval budget. The same scan over nu
 plain table and this copy is its only index. Beside the bits, the copy keeps each vector's
 leading :data:`~vivy.storage.schema.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
 (scaled per vector): they order the hamming candidates by an approximate cosine, so that only
-a short list of them is read from SQLite and compared exactly (reading a float vector costs a
-page of the table, comparing codes in memory a few hundred bytes). The copy is a cache of
-what SQLite holds, never a second source of truth:
+a short list of them is read from the database and compared exactly (reading a float vector
+costs a page of the table, comparing codes in memory a few hundred bytes). On PostgreSQL the
+copy replaced an HNSW index, which kept fewer of the true nearest notes and, at 100k notes,
+did not stay in a default ``shared_buffers``. The copy is a cache of what the database holds,
+never a second source of truth:
 
 - before every search it is checked against the database: the guild's notes added since
   (a guild's note ids grow in the order their transactions commit, :func:`vectors_adding`)
@@ -26,6 +28,7 @@ once per process and guild.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from sqlite3 import Connection
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from vivy.storage.dialect import Tx
 
 __all__ = [
+    "EXACT_SHARE",
     "SQLITE_VECTORS",
     "BinaryIndex",
     "VectorLengthError",
@@ -54,6 +58,10 @@ __all__ = [
 _WORD = 8
 #: The largest magnitude of an int8 code.
 _CODE_MAX = 127
+#: Notes a vector search compares exactly, per note it keeps: the codes' approximate cosine
+#: (:meth:`BinaryIndex.shortlist`) orders the hamming candidates, and the margin covers its
+#: error, so the notes kept are those an exact comparison of every candidate keeps.
+EXACT_SHARE = 1.5
 #: Rows read from the database at a time when loading a guild.
 LOAD_BATCH = 4096
 #: A row of ``vec_notes`` as the copy reads it: note id, kind, bits (as
@@ -269,6 +277,29 @@ class BinaryIndex(Generic[C]):
         similarity = np.einsum("wd,d->w", guild.codes[rows], query) / guild.norms[rows]
         order = np.lexsort((guild.ids[rows], -similarity))[:keep]
         return [int(note_id) for note_id in guild.ids[rows[order]]]
+
+    def to_compare(
+        self,
+        conn: C,
+        guild_id: int,
+        vector: bytes,
+        *,
+        note_type: str | None,
+        limit: int,
+        candidates: int,
+    ) -> list[int]:
+        """The notes whose float vectors a search keeping ``limit`` notes compares exactly:
+        :meth:`shortlist` of the guild's ``candidates`` (at least ``limit``) nearest to
+        ``vector`` by hamming, keeping :data:`EXACT_SHARE` times ``limit``; ``note_type``
+        None searches both types."""
+        return self.shortlist(
+            conn,
+            guild_id,
+            vector,
+            candidates=max(candidates, limit),
+            keep=math.ceil(limit * EXACT_SHARE),
+            kind=None if note_type is None else VEC_KINDS[note_type],
+        )
 
     def _current(self, conn: C, guild_id: int) -> _GuildVectors:
         """The guild's copy, loaded or brought up to date from the database."""

@@ -18,7 +18,6 @@ Rules, as for SQLite (:mod:`vivy.storage.search`):
 
 from __future__ import annotations
 
-import math
 import struct
 from array import array
 from collections.abc import Iterator, Sequence
@@ -33,8 +32,7 @@ from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
 from vivy.storage.dialect import Tx, postgres_tx
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.keywords import keyword_search, plan_terms, window_keyword_search
-from vivy.storage.schema import VEC_KINDS
-from vivy.storage.search import EVIDENCE_POSTINGS_BUDGET, EXACT_SHARE, KEYWORD_POSTINGS_BUDGET
+from vivy.storage.search import EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import (
@@ -107,19 +105,18 @@ def vector_search(
 
     As on SQLite (:func:`vivy.storage.search.vector_search`): ``candidates`` notes come from
     ``index`` (hamming KNN over the guild's bits in memory), their int8 codes shortlist
-    :data:`~vivy.storage.search.EXACT_SHARE` times ``limit`` of them, and pgvector compares
+    :data:`~vivy.storage.vector_index.EXACT_SHARE` times ``limit`` of them, and pgvector compares
     their float vectors exactly. Raises
     :class:`~vivy.storage.vector_index.VectorLengthError` for a question of another
     dimension than the guild's vectors.
     """
-    kind = None if note_type is None else VEC_KINDS[note_type]
-    shortlist = index.shortlist(
+    shortlist = index.to_compare(
         conn,
         guild_id,
         array("f", vector).tobytes(),
-        candidates=max(candidates, limit),
-        keep=math.ceil(limit * EXACT_SHARE),
-        kind=kind,
+        note_type=note_type,
+        limit=limit,
+        candidates=candidates,
     )
     if not shortlist:
         return []
