@@ -22,6 +22,7 @@ from vivy.memory.notes import NewNote, Participant
 from vivy.storage import buffers, notes
 from vivy.storage.dialect import Tx, postgres_tx, vector_text
 from vivy.storage.port import Store
+from vivy.storage.postgres import search as pg_search
 from vivy.storage.postgres.db import PgConnection, PgDatabase, connect
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.search import PG_VECTORS, vector_search
@@ -73,10 +74,13 @@ def fill_vectors(conn: PgConnection) -> None:
         )
 
 
-def test_a_guild_is_searched_in_its_own_copy_and_ranked_exactly(db: PgDatabase) -> None:
-    """Through the in-memory copy of the guild's vectors (read from PostgreSQL), a guild whose
-    notes are all farther than 60 of another guild's still gets its five nearest, in
-    pgvector's exact order; each note type finds only its own notes."""
+def test_a_guild_is_searched_in_its_own_copy_and_ranked_exactly(
+    db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the in-memory copy of the guild's vectors (read from PostgreSQL three rows at a
+    time here), a guild whose notes are all farther than 60 of another guild's still gets its
+    five nearest, in pgvector's exact order; each note type finds only its own notes."""
+    monkeypatch.setattr(pg_search, "LOAD_BATCH", 3)
     db.write_sync(on_conn(fill_vectors))
     index = BinaryIndex(PG_VECTORS)
 

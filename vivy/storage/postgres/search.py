@@ -70,14 +70,20 @@ class _PgVectors:
         return int(row[0] or 0), int(row[1] or 0)
 
     def rows_after(self, conn: PgConnection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
+        # One query a batch, each after the last one's note: psycopg's cursor would hold the
+        # whole result in memory (150 MB of float vectors for a guild of 100k notes).
         cursor = conn.cursor(binary=True)
-        cursor.execute(
-            "SELECT note_id, note_kind, embedding FROM vec_notes"
-            " WHERE guild_id = %s AND note_id > %s ORDER BY note_id",
-            (guild_id, after),
-        )
-        while rows := cursor.fetchmany(LOAD_BATCH):
-            yield [_row(int(note_id), str(kind), bytes(vector)) for note_id, kind, vector in rows]
+        while True:
+            rows = cursor.execute(
+                "SELECT note_id, note_kind, embedding FROM vec_notes"
+                " WHERE guild_id = %s AND note_id > %s ORDER BY note_id LIMIT %s",
+                (guild_id, after, LOAD_BATCH),
+            ).fetchall()
+            if rows:
+                yield [_row(int(i), str(kind), bytes(vector)) for i, kind, vector in rows]
+            if len(rows) < LOAD_BATCH:
+                return
+            after = int(rows[-1][0])
 
 
 def _row(note_id: int, kind: str, vector: bytes) -> Row:
