@@ -18,11 +18,11 @@ meaning. The rules:
   transaction per batch, together with the progress (the ``meta`` row :data:`PROGRESS_KEY`:
   the source and each table's last copied key). A copy interrupted anywhere continues from
   there when run again with the same source, and ends with the same rows as one that was not
-  interrupted. The record stays after the last row until the
-  command's checks of both sides passed (:func:`conclude_copy`): a copy interrupted during
-  its checks, run again, copies nothing more and checks again. Self-references
-  (``profile_facts.superseded_by``) are written after every row
-  of their table, since a fact points at a newer one, in batches recorded the same way.
+  interrupted. The record stays after the last row until the command's checks of both sides
+  passed (:func:`conclude_copy`): a copy interrupted during its checks, run again, copies
+  nothing more and checks again. Self-references (``profile_facts.superseded_by``) are
+  written after every row of their table, since a fact points at a newer one, in batches
+  recorded the same way.
 * Ids are kept, and each id sequence of the target is set to the source's highest id ever
   issued (SQLite's ``sqlite_sequence``, PostgreSQL's sequences), so no id is reused: a deleted
   buffer's id stays taken by its note's ``buffer_id``.
