@@ -213,7 +213,7 @@ def test_the_gemini_settings_are_read_once_into_settings() -> None:
 def test_recall_settings_reach_the_retriever() -> None:
     """Evidence retention, the relevance threshold and the quote budget shape retrieval."""
     default = Settings.from_env({}).retrieval()
-    assert default.evidence and default.gate.min_score == Gate().min_score
+    assert default.evidence and default.gate.min_relevance == Gate().min_relevance
     chosen = Settings.from_env(
         {
             "VIVY_EVIDENCE_DAYS": "0",
@@ -224,7 +224,7 @@ def test_recall_settings_reach_the_retriever() -> None:
     )
     assert chosen.evidence_days == 0.0
     retrieval = chosen.retrieval()
-    assert not retrieval.evidence and retrieval.gate.min_score == 0.2
+    assert not retrieval.evidence and retrieval.gate.min_relevance == 0.2
     assert retrieval.evidence_tokens == 50 and retrieval.timezone == "Europe/Berlin"
 
 

@@ -12,8 +12,10 @@ from vivy.retrieval.ranking import (
     Gate,
     Weights,
     calibration_for,
+    features,
     rank,
     recency,
+    relevance,
     semantic_evidence,
 )
 from vivy.storage.search_types import Candidate
@@ -151,7 +153,7 @@ def test_a_note_matching_the_question_word_by_word_outranks_an_equal_note() -> N
     notes = [cand(1, bm25=2.0), cand(2, bm25=2.0), cand(3, bm25=2.0)]
     matches = {1: 0.2, 2: 0.4}
     assert order(notes, weights=weights, word_match=matches) == [2, 1, 3]
-    ranked = rank(notes, now=NOW, channel_id=None, calibration=CAL, word_match=matches)
+    ranked = rank(notes, now=NOW, channel_id=None, calibration=CAL, word_match=matches, gate=None)
     assert [one.features.word_match for one in ranked] == pytest.approx([1.0, 0.5, 0.0])
     assert order(notes, weights=Weights(word_match=0.0), word_match=matches) == [1, 2, 3]
 
@@ -161,13 +163,23 @@ def test_the_word_match_is_spread_between_the_least_and_the_best_candidate() -> 
     candidates that all match alike count 1."""
     notes = [cand(1, bm25=2.0), cand(2, bm25=2.0), cand(3, bm25=2.0)]
     ranked = rank(
-        notes, now=NOW, channel_id=None, calibration=CAL, word_match={1: 0.6, 2: 0.7, 3: 0.8}
+        notes,
+        now=NOW,
+        channel_id=None,
+        calibration=CAL,
+        word_match={1: 0.6, 2: 0.7, 3: 0.8},
+        gate=None,
     )
     assert {one.note_id: one.features.word_match for one in ranked} == pytest.approx(
         {1: 0.0, 2: 0.5, 3: 1.0}
     )
     alike = rank(
-        notes, now=NOW, channel_id=None, calibration=CAL, word_match={1: 0.5, 2: 0.5, 3: 0.5}
+        notes,
+        now=NOW,
+        channel_id=None,
+        calibration=CAL,
+        word_match={1: 0.5, 2: 0.5, 3: 0.5},
+        gate=None,
     )
     assert [one.features.word_match for one in alike] == [1.0, 1.0, 1.0]
 
@@ -197,12 +209,16 @@ def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> No
     copy = cand(2, window_bm25=4.9, coverage=0.5, terms=frozenset({"job"}))
     other = cand(3, window_bm25=4.5, coverage=0.5, terms=frozenset({"city"}))
     weights = {"job": 1.0, "city": 1.0}
-    assert order([first, copy, other], term_weights=weights) == [1, 3, 2]
+    diverse = Weights(diversity=5.0)
+    assert order([first, copy, other], term_weights=weights, weights=diverse) == [1, 3, 2]
     assert order([first, copy, other], term_weights=weights, weights=Weights(diversity=0.0)) == [
         1,
         2,
         3,
     ]
+
+
+GATE = Gate(min_relevance=0.55, keyword_share=0.5)
 
 
 @pytest.mark.parametrize(
@@ -213,24 +229,62 @@ def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> No
             cand(1, similarity=0.6, bm25=5.0, coverage=1.0, window_bm25=5.0, window_similarity=0.6),
             True,
         ),
-        ("in the named time", cand(1, time_distance_s=0.0), True),
+        ("close in meaning, few words", cand(1, window_similarity=0.6, coverage=0.2), True),
+        ("half the evidence, in the named time", cand(1, coverage=0.6, time_distance_s=0.0), True),
+        ("half the evidence, no time", cand(1, coverage=0.6), False),
+        ("in the named time, nothing else", cand(1, time_distance_s=0.0), False),
         ("a weak keyword match", cand(1, bm25=0.1, coverage=0.1), False),
+        ("every term of the question, no meaning", cand(1, bm25=0.1, coverage=0.95), True),
         ("weak both", cand(1, similarity=0.25, bm25=0.1, coverage=0.1), False),
     ],
 )
 def test_gate(name: str, candidate: Candidate, kept: bool) -> None:
-    """A note is kept on its score, or when it lies in the time the question names."""
-    strong = cand(99, bm25=5.0, coverage=1.0, window_bm25=5.0, terms=frozenset({"x"}))
-    found = order([candidate, strong], gate=Gate(min_score=0.3))
+    """A note is kept on its absolute evidence (keyword coverage and semantic match), or on
+    half of it when it lies in the time the question names."""
+    strong = cand(99, 0.6, bm25=5.0, coverage=1.0, window_bm25=5.0, terms=frozenset({"x"}))
+    found = order([candidate, strong], gate=GATE)
     assert (1 in found) is kept, name
 
 
-def test_gate_never_leaves_nothing_while_a_note_shares_a_word() -> None:
-    """When every note is weak, those sharing a word with the question are still returned."""
-    shares = cand(1, bm25=0.2, coverage=0.05, terms=frozenset({"bento"}))
-    unrelated = cand(2, similarity=0.21)
-    assert order([shares, unrelated], gate=Gate(min_score=0.9)) == [1]
-    assert order([unrelated], gate=Gate(min_score=0.9)) == []
+def test_the_best_of_weak_matches_is_not_kept() -> None:
+    """A question memory holds nothing about gets no note: the best keyword match of its
+    candidates scores high among them, but holds little of the question."""
+    best_of_weak = cand(1, 0.3, bm25=4.0, coverage=0.2, window_bm25=4.0, terms=frozenset({"b"}))
+    weaker = cand(2, similarity=0.21, bm25=0.5, coverage=0.1)
+    ranked = rank([best_of_weak, weaker], now=NOW, channel_id=None, calibration=CAL, gate=None)
+    assert ranked[0].note_id == 1 and ranked[0].score > 0.3
+    assert order([best_of_weak, weaker], gate=GATE) == []
+
+
+def test_without_an_embedding_the_keyword_coverage_decides() -> None:
+    """The keyword-only path (the question could not be embedded) keeps a note holding the
+    gate's keyword-only share of the question's terms."""
+    held = cand(1, bm25=2.0, coverage=0.4, terms=frozenset({"b"}))
+    little = cand(2, bm25=1.0, coverage=0.1, terms=frozenset({"c"}))
+    assert order([held, little], gate=GATE) == [1]
+
+
+def test_a_guessed_scale_leaves_the_gate_to_keywords() -> None:
+    """On a model's guessed similarity scale (not measured), the gate judges by keyword
+    coverage as the keyword-only path does, however the similarities read on it."""
+    held = cand(1, 0.1, bm25=2.0, coverage=0.4, terms=frozenset({"b"}))
+    little = cand(2, 0.9, bm25=1.0, coverage=0.1, terms=frozenset({"c"}))
+    guessed = Calibration(floor=0.2, ceiling=0.6, measured=False)
+    ranked = rank([held, little], now=NOW, channel_id=None, calibration=guessed, gate=GATE)
+    assert [one.note_id for one in ranked] == [1]
+    assert order([held, little], gate=GATE) == [2]
+
+
+def test_relevance_weighs_coverage_and_the_stronger_semantic_match() -> None:
+    """Relevance is the gate's mix of coverage and max(note, window) semantic evidence."""
+    found = features(
+        [cand(1, similarity=0.4, window_similarity=0.6, coverage=0.5)],
+        now=NOW,
+        channel_id=None,
+        calibration=CAL,
+    )[1]
+    assert relevance(found, GATE) == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+    assert relevance(found, Gate(keyword_share=1.0)) == pytest.approx(0.5)
 
 
 def test_limit_and_duplicates() -> None:

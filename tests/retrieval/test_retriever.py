@@ -34,7 +34,7 @@ from vivy.retrieval import (
     Retriever,
     RetrieverStatistics,
 )
-from vivy.retrieval.ranking import Calibration, calibration_for
+from vivy.retrieval.ranking import Calibration, Gate, calibration_for
 from vivy.storage import evidence
 from vivy.storage.buffers import delete_stored_message
 from vivy.storage.db import Connection, Database
@@ -260,6 +260,10 @@ class World:
     observed: list[tuple[str, float]]
 
 
+#: Settings whose gate keeps every candidate.
+OPEN_GATE = RetrievalSettings(gate=Gate(min_relevance=0.0, keyword_only=0.0))
+
+
 def make_world(tmp_path: Path, settings: RetrievalSettings | None = None) -> World:
     """Seed a database and build a retriever over it (inside the event loop)."""
     db = open_db(tmp_path)
@@ -278,8 +282,9 @@ def make_world(tmp_path: Path, settings: RetrievalSettings | None = None) -> Wor
 
 
 async def test_full_context(tmp_path: Path) -> None:
-    """Notes, clusters, the asker's and participants' profiles, activity and lore, by path full."""
-    world = make_world(tmp_path)
+    """Notes, clusters, the asker's and participants' profiles, activity and lore, by path full
+    (the gate open: what the context holds, not what it leaves out, is tested here)."""
+    world = make_world(tmp_path, OPEN_GATE)
     context = await world.retriever.build_context(ask("What tricks can Bento do now?"))
     assert context.path == "full"
     assert context.note_ids[0] == world.ids["bento"]
@@ -490,17 +495,18 @@ async def test_each_guild_is_ranked_on_its_measured_similarity_scale(tmp_path: P
     default = calibration_for(model)
     assert await world.retriever.calibration(GUILD) == default
     [before] = await world.retriever.search_notes(GUILD, "Bento corgi tricks", limit=1)
-    # Every similarity lies below this floor: the vectors add nothing to a note's score.
-    deaf = SimilarityScale(0.99, 1.0, notes=30, pairs=300, measured_at=WALL0)
-    await sqlite_store(world.db).meta.set_meta(scale_key(GUILD, model, dimension), deaf.encode())
+    # On this scale every similarity reads far higher than on the default: the vectors add
+    # to a note's score.
+    keen = SimilarityScale(0.0, 0.5, notes=30, pairs=300, measured_at=WALL0)
+    await sqlite_store(world.db).meta.set_meta(scale_key(GUILD, model, dimension), keen.encode())
     assert await world.retriever.calibration(GUILD) == default
     await anyio.sleep(world.retriever.settings.cache_ttl_s)
-    assert await world.retriever.calibration(GUILD) == Calibration(0.99, 1.0)
+    assert await world.retriever.calibration(GUILD) == Calibration(0.0, 0.5)
     assert await world.retriever.calibration(OTHER) == default
     [after] = await world.retriever.search_notes(GUILD, "Bento corgi tricks", limit=1)
     assert after.note.id == before.note.id
     assert after.vector_score == before.vector_score
-    assert after.score < before.score
+    assert after.score > before.score
     world.retriever.clear_cache()
     world.search.failing = {"get_meta"}
     assert await world.retriever.calibration(GUILD) == default

@@ -87,6 +87,7 @@ class OperatorStore:
                 now=self._now(),
                 calibration=LOCAL_CALIBRATION,
                 settings=self._settings,
+                gated=False,
             )
             return list(found.hits)
 

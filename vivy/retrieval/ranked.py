@@ -69,14 +69,18 @@ async def ranked_notes(
     calibration: Calibration,
     settings: RetrievalSettings,
     words: WordVectors | None = None,
+    gated: bool = True,
 ) -> list[RankedNotes]:
     """Search the guild's notes for ``text`` (and ``vector``) once per (note type, limit)
     of ``limits`` (type None: both), rank and gate each, and load the best notes of each
     with the evidence lines that best answer ``text``, in the order of ``limits``.
 
     ``words`` are the word vectors notes are matched and lines chosen with
-    (:mod:`vivy.retrieval.lines`); without them, by the question's words alone.
+    (:mod:`vivy.retrieval.lines`); without them, by the question's words alone. ``gated``:
+    keep only the notes the reply's relevance gate (``settings.gate``) lets through; a search
+    listing shows the whole ranking, its scores telling strong matches from weak ones.
     """
+    gate = settings.gate if gated else None
     span = time_range(text, now, settings.timezone)
     terms = tuple(query_terms(text))
     grams = tuple(name_grams(text))
@@ -106,7 +110,7 @@ async def ranked_notes(
                 channel_id=channel_id,
                 calibration=calibration,
                 weights=settings.weights,
-                gate=settings.gate,
+                gate=gate,
                 limit=limit,
                 term_weights=result.term_weights,
                 time_span_s=(span.end - span.start) if span is not None else 86400.0,

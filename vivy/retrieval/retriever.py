@@ -312,6 +312,7 @@ class Retriever:
             calibration=await self.calibration(guild_id),
             settings=self._settings,
             words=self._words,
+            gated=False,
         )
         return list(found.hits)
 

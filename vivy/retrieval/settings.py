@@ -53,6 +53,9 @@ class RetrievalSettings:
     cache_size: int = 256
     cache_ttl_s: float = 300.0
     weights: Weights = field(default_factory=Weights)
+    #: The relevance a note needs to enter a reply's memory (``VIVY_RELEVANCE_THRESHOLD``);
+    #: search listings (``vivy search``, the operator API, the memory page) show the whole
+    #: ranking with its scores.
     gate: Gate = field(default_factory=Gate)
     #: Similarity scale of the embedding model for every guild; None takes each guild's
     #: measured scale (the nightly job's), else the model's default.

@@ -50,6 +50,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="long-conversation eval set JSON file (default: the bundled one)",
     )
     parser.add_argument(
+        "--set",
+        dest="eval_name",
+        choices=("bundled", "longconv-dev"),
+        default="bundled",
+        help="bundled: the generated eval sets shipped with the lab (regression checks);"
+        " longconv-dev: the real conversations of --dev-data, imported through vivy import"
+        " (the embedded default) and stored with their own summaries (a stand-in for a good"
+        " model), with cross-validated figures",
+    )
+    parser.add_argument(
+        "--dev-data",
+        default=None,
+        help="the real dev set's conversations.json (default:"
+        " ../shared/data/longconv-dev/conversations.json)",
+    )
+    parser.add_argument(
         "--provider",
         choices=("offline", "auto", "gemini", "openai"),
         default="offline",
@@ -109,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from vivy_lab.eval.notes import EvalReport, format_report, load_eval_set, run_eval
 
+    if args.eval_name == "longconv-dev":
+        return run_dev_set(args.dev_data)
     eval_set = _eval_set("--eval-set", args.eval_set, load_eval_set, _NOTES_SHAPE)
     long_set = _eval_set("--long-set", args.long_set, load_longconv, _LONG_SHAPE)
 
@@ -146,4 +164,44 @@ def run(args: argparse.Namespace) -> int:
         if fused < alone:
             print(f"FAIL: fused recall@5 {fused:.3f} is below the best single search {alone:.3f}")
             return 1
+    return 0
+
+
+def run_dev_set(path: str | None) -> int:
+    """``vivy eval --set longconv-dev``: both runs of the real dev set, and their figures."""
+    import tempfile
+    from pathlib import Path
+
+    import anyio
+
+    from vivy.llm.offline import OfflineLLM
+    from vivy_lab.eval.longconv_dev import DEFAULT_DEV_PATH, load_dev
+    from vivy_lab.eval.longconv_dev_run import (
+        dev_figures,
+        format_dev_report,
+        generated_rows,
+        run_default,
+        run_stand_in,
+    )
+
+    where = Path(path) if path is not None else DEFAULT_DEV_PATH
+    if not where.is_file():
+        raise ConfigError(
+            f"--dev-data {where}: no such file; the real dev set lies in"
+            " ../shared/data/longconv-dev/ beside the repository, or pass its path"
+        )
+    try:
+        dev = load_dev(where)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ConfigError(f"--dev-data {where}: not the dev set's conversations ({exc})") from exc
+    llm = OfflineLLM()
+    with tempfile.TemporaryDirectory(prefix="vivy-dev-eval-") as folder:
+        default = run_default(dev, llm, Path(folder))
+    stand_in = anyio.run(run_stand_in, dev, llm)
+    generated = anyio.run(generated_rows, llm)
+    figures = [
+        dev_figures(run, llm.embedding_model, extra=generated) for run in (default, stand_in)
+    ]
+    print(f"dev set: {dev.dropped_evidence} evidence ids name no message and were dropped")
+    print(format_dev_report(figures))
     return 0

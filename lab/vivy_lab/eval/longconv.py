@@ -112,9 +112,11 @@ __all__ = [
     "run_longconv",
     "score_methods",
     "search_questions",
+    "search_stored",
     "session_recall",
     "short_of_goals",
     "spreads_for",
+    "store_sessions",
 ]
 
 
@@ -243,7 +245,9 @@ def _answered(
     )
 
 
-async def _store_all(store: Store, data: LongEval, llm: LLM, *, evidence: bool) -> dict[int, str]:
+async def store_sessions(
+    store: Store, data: LongEval, llm: LLM, *, evidence: bool
+) -> dict[int, str]:
     """Store every session of every guild; returns note id -> session key. The database
     takes ``llm``'s embedding model first, as the bot's does at start (PostgreSQL sizes its
     vector column by it)."""
@@ -298,7 +302,7 @@ async def guild_statistics(data: LongEval, llm: LLM) -> dict[int, ScaleStatistic
     listed."""
     store = memory_store()
     try:
-        await _store_all(store, data, llm, evidence=True)
+        await store_sessions(store, data, llm, evidence=True)
         found: dict[int, ScaleStatistics] = {}
         for guild in data.guilds:
             sample = await store.jobs.scale_sample(
@@ -340,78 +344,97 @@ async def search_questions(
     searches once (``vectors``: the questions' embeddings, if already made). Each guild's
     questions are ranked on its measured scale (:func:`guild_scales`), and on the model's
     default too; settings that set a scale rank every guild on it."""
-    default = settings.calibration or calibration_for(llm.embedding_model)
     store = open_store()
     try:
-        keys = await _store_all(store, data, llm, evidence=evidence)
-        scales = {} if settings.calibration else await guild_scales(store, data, llm)
-        questions = [q for guild in data.guilds for q in guild.questions]
-        if vectors is None:
-            vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
-        session_of = {
-            mid: session.key
-            for guild in data.guilds
-            for session in guild.sessions
-            for mid, _, _, _ in session.messages
-        }
-        guild_of = {q.id: guild for guild in data.guilds for q in guild.questions}
-        found: list[Searched] = []
-        for question, vector in zip(questions, vectors, strict=True):
-            span = time_range(question.question, question.asked_at)
-            terms = tuple(search.query_terms(question.question))
-            (result,) = await store.search.find_notes(
-                [
-                    NoteSearch(
-                        guild_id=guild_of[question.id].guild_id,
-                        vector=vector,
-                        terms=terms,
-                        note_type=CONVERSATION,
-                        candidates=max(settings.candidates, max(KS)),
-                        reranked=max(settings.reranked, settings.candidates, max(KS)),
-                        keyword_candidates=max(settings.keyword_candidates, max(KS)),
-                        evidence=evidence,
-                        window_candidates=settings.window_candidates,
-                        name_grams=tuple(name_grams(question.question)),
-                        time=span,
-                    )
-                ]
-            )
-            measured = scales.get(guild_of[question.id].guild_id)
-            scale = measured or default
-            answered = [
-                await ranked_notes(
-                    store.search,
-                    guild_id=guild_of[question.id].guild_id,
-                    vector=blob,
-                    text=question.question,
-                    limits=[(CONVERSATION, max(KS))],
-                    channel_id=None,
-                    now=question.asked_at,
-                    calibration=on,
-                    settings=settings,
-                    words=local_word_vectors(),
-                )
-                for blob, on in ((vector, scale), (None, scale), (vector, default))
-            ]
-            found.append(
-                Searched(
-                    question=question,
-                    answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
-                    found=result,
-                    time_span_s=(span.end - span.start) if span is not None else 86400.0,
-                    sessions=keys,
-                    shipped=_answered(answered[0][0].hits, keys, settings),
-                    keyword_only=_answered(answered[1][0].hits, keys, settings),
-                    default_scale=_answered(answered[2][0].hits, keys, settings),
-                    scale=measured,
-                    word_match=word_matches(
-                        result.candidates, terms, result.term_weights, local_word_vectors()
-                    ),
-                )
-            )
-        return found
+        keys = await store_sessions(store, data, llm, evidence=evidence)
+        return await search_stored(
+            store, data, keys, llm, settings, evidence=evidence, vectors=vectors
+        )
     finally:
         store.close()
+
+
+async def search_stored(
+    store: Store,
+    data: LongEval,
+    keys: Mapping[int, str],
+    llm: LLM,
+    settings: RetrievalSettings,
+    *,
+    evidence: bool = True,
+    vectors: Sequence[Sequence[float]] | None = None,
+) -> list[Searched]:
+    """Run each question of ``data`` against ``store``, which holds its sessions as notes
+    (``keys``: note id -> session key), however they were stored (written directly, or
+    imported by ``vivy import``)."""
+    default = settings.calibration or calibration_for(llm.embedding_model)
+    scales = {} if settings.calibration else await guild_scales(store, data, llm)
+    questions = [q for guild in data.guilds for q in guild.questions]
+    if vectors is None:
+        vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
+    session_of = {
+        mid: session.key
+        for guild in data.guilds
+        for session in guild.sessions
+        for mid, _, _, _ in session.messages
+    }
+    guild_of = {q.id: guild for guild in data.guilds for q in guild.questions}
+    found: list[Searched] = []
+    for question, vector in zip(questions, vectors, strict=True):
+        span = time_range(question.question, question.asked_at)
+        terms = tuple(search.query_terms(question.question))
+        (result,) = await store.search.find_notes(
+            [
+                NoteSearch(
+                    guild_id=guild_of[question.id].guild_id,
+                    vector=vector,
+                    terms=terms,
+                    note_type=CONVERSATION,
+                    candidates=max(settings.candidates, max(KS)),
+                    reranked=max(settings.reranked, settings.candidates, max(KS)),
+                    keyword_candidates=max(settings.keyword_candidates, max(KS)),
+                    evidence=evidence,
+                    window_candidates=settings.window_candidates,
+                    name_grams=tuple(name_grams(question.question)),
+                    time=span,
+                )
+            ]
+        )
+        measured = scales.get(guild_of[question.id].guild_id)
+        scale = measured or default
+        answered = [
+            await ranked_notes(
+                store.search,
+                guild_id=guild_of[question.id].guild_id,
+                vector=blob,
+                text=question.question,
+                limits=[(CONVERSATION, max(KS))],
+                channel_id=None,
+                now=question.asked_at,
+                calibration=on,
+                settings=settings,
+                words=local_word_vectors(),
+                gated=False,
+            )
+            for blob, on in ((vector, scale), (None, scale), (vector, default))
+        ]
+        found.append(
+            Searched(
+                question=question,
+                answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
+                found=result,
+                time_span_s=(span.end - span.start) if span is not None else 86400.0,
+                sessions=keys,
+                shipped=_answered(answered[0][0].hits, keys, settings),
+                keyword_only=_answered(answered[1][0].hits, keys, settings),
+                default_scale=_answered(answered[2][0].hits, keys, settings),
+                scale=measured,
+                word_match=word_matches(
+                    result.candidates, terms, result.term_weights, local_word_vectors()
+                ),
+            )
+        )
+    return found
 
 
 def ranked_sessions(
