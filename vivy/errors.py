@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "DatabaseUnavailable",
     "EndpointUnreachable",
     "IllegalTransition",
     "LLMError",
@@ -34,6 +35,11 @@ class EndpointUnreachable(ConfigError):
 
 class StorageError(VivyError):
     """The database could not be opened, migrated or written."""
+
+
+class DatabaseUnavailable(StorageError):
+    """The database refused or dropped the connection, or did not answer in time (a restart,
+    a failover, a partition): the same call may succeed later, so callers wait and retry."""
 
 
 class SchemaTooNew(StorageError):
