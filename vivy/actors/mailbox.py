@@ -106,6 +106,11 @@ class Mailbox(Generic[T]):
             delivered.set()
         return batch
 
+    def requeue(self, items: list[T]) -> None:
+        """Put ``items``, taken but not carried out, back at the head in their order: the
+        actor's store call failed, and its next incarnation takes them again."""
+        self._items.extendleft(reversed(items))
+
     def close(self) -> None:
         """Refuse further items (the actor retired). Only an empty mailbox may be closed."""
         if self._items or self._senders:
