@@ -13,6 +13,14 @@ When a guild becomes available (GUILD_CREATE after READY, or after a reconnect t
 RESUME), every channel of it Vivy stored a message of is caught up from Discord's history, so
 messages sent while no process listened are not lost; :mod:`vivy.bot.catchup` holds the
 rules and the decisions (a channel's live events wait until its catch-up is stored).
+
+Nothing accepted is dropped when the database goes away: a create, edit or delete waits, in
+its channel's order, until its channel actor has stored it (the actor keeps it through the
+outage, :mod:`vivy.actors.router`). The wait is bounded: past ``max_unstored`` live events
+waiting, new messages are no longer taken; their channel is marked, and once every waiting
+event is stored, it is caught up from Discord's history after the first message not taken.
+Edits and deletions are never skipped (a skipped message's later edits and deletion are in
+the history the catch-up reads).
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ from vivy.storage.port import ImportStore
 __all__ = [
     "CATCHUP_ACK_WINDOW",
     "INTENTS",
+    "MAX_UNSTORED",
     "TYPING_REFRESH_S",
     "Gateway",
     "GatewayObserver",
@@ -75,6 +84,9 @@ TYPING_REFRESH_S = 8.0
 
 #: Caught-up messages queued to the router before their acks are collected.
 CATCHUP_ACK_WINDOW = 100
+
+#: Live events waiting to be stored past which new messages are left to a catch-up.
+MAX_UNSTORED = 5000
 
 #: What a live capture event becomes for the router (held while its channel catches up).
 Capture = IncomingMessage | IncomingEdit | IncomingDelete
@@ -132,6 +144,7 @@ class Gateway:
         observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
         limiter: ReplyRateLimiter | None = None,
+        max_unstored: int = MAX_UNSTORED,
     ) -> None:
         self._rest = rest
         self._own = own_user_id
@@ -149,6 +162,11 @@ class Gateway:
         self._holds: ChannelHolds[Capture] = ChannelHolds()
         self._catchups: set[anyio.CancelScope] = set()
         self._own_mention = re.compile(rf"<@!?{own_user_id}>")
+        self._max_unstored = max_unstored
+        #: Live events handed to the router and not stored yet.
+        self._unstored = 0
+        #: Channels whose new messages were left to a catch-up: guild and first message id.
+        self._skipped: dict[int, tuple[int, int]] = {}
 
     @property
     def own_user_id(self) -> int:
@@ -196,7 +214,7 @@ class Gateway:
             return
         held = self._holds.offer(incoming.channel_id, incoming)
         async with anyio.create_task_group() as tg:
-            if not held:
+            if not held and not self._skip(incoming):
                 tg.start_soon(self._capture, incoming)
             if self._addressed(message, incoming):
                 tg.start_soon(self.answer, message)
@@ -224,28 +242,92 @@ class Gateway:
             if not self._holds.offer(channel_id, delete):
                 await self._delete_one(delete)
 
+    def _skip(self, incoming: IncomingMessage) -> bool:
+        """Whether to leave the message to a catch-up: too many events wait to be stored."""
+        channel_id = incoming.channel_id
+        if channel_id in self._skipped:
+            return True
+        if self._unstored < self._max_unstored:
+            return False
+        self._skipped[channel_id] = (incoming.guild_id, incoming.message_id)
+        log.warning(
+            "too many messages wait for the database; this channel's new ones will be read "
+            "from its history once it answers",
+            guild_id=incoming.guild_id,
+            channel_id=channel_id,
+            waiting=self._unstored,
+        )
+        return True
+
     async def _edit(self, edit: IncomingEdit) -> None:
-        try:
-            await self._router.edit(edit)
-        except Exception:
-            log.exception("edit not applied", message_id=edit.message_id)
+        async with self._waiting():
+            try:
+                await self._router.edit(edit)
+            except Exception:
+                log.exception("edit not applied", message_id=edit.message_id)
 
     async def _delete_one(self, delete: IncomingDelete) -> None:
-        try:
-            await self._router.delete(delete)
-        except Exception:
-            log.exception("deletion not applied", message_id=delete.message_id)
+        async with self._waiting():
+            try:
+                await self._router.delete(delete)
+            except Exception:
+                log.exception("deletion not applied", message_id=delete.message_id)
 
     async def _capture(self, incoming: IncomingMessage) -> None:
+        async with self._waiting():
+            try:
+                await self._router.ingest(incoming)
+            except Exception:
+                log.exception(
+                    "message not captured",
+                    guild_id=incoming.guild_id,
+                    channel_id=incoming.channel_id,
+                    message_id=incoming.message_id,
+                )
+
+    @asynccontextmanager
+    async def _waiting(self) -> AsyncIterator[None]:
+        """Count a live event until it is stored; the last one stored starts the catch-up of
+        the channels whose messages were skipped meanwhile."""
+        self._unstored += 1
         try:
-            await self._router.ingest(incoming)
-        except Exception:
-            log.exception(
-                "message not captured",
-                guild_id=incoming.guild_id,
-                channel_id=incoming.channel_id,
-                message_id=incoming.message_id,
-            )
+            yield
+        finally:
+            self._unstored -= 1
+        if not self._unstored and self._skipped:
+            await self._catch_up_skipped()
+
+    async def _catch_up_skipped(self) -> None:
+        """Read the skipped channels' history from their first skipped message on."""
+        skipped, self._skipped = self._skipped, {}
+        with anyio.CancelScope() as scope:
+            held = set(self._holds.hold(skipped, scope))
+            self._catchups.add(scope)
+            try:
+                reports: list[ChannelCatchUp] = []
+                limiter = anyio.CapacityLimiter(CATCHUP_CONCURRENCY)
+                async with anyio.create_task_group() as tg:
+                    for channel_id, (guild_id, first) in skipped.items():
+                        if channel_id in held:
+                            tg.start_soon(
+                                self._catch_up_channel,
+                                guild_id,
+                                channel_id,
+                                first - 1,
+                                limiter,
+                                reports,
+                            )
+                summary = GuildCatchUp.of(reports)
+                log.info(
+                    "skipped messages read from history",
+                    channels=summary.channels,
+                    read=summary.read,
+                    stored=summary.stored,
+                    capped=summary.capped,
+                )
+            finally:
+                self._catchups.discard(scope)
+                self._holds.abandon(scope)
 
     def _channel_name(self, channel_id: int) -> str:
         if self._cache is None:
