@@ -213,9 +213,12 @@ class Gateway:
         if incoming is None:
             return
         held = self._holds.offer(incoming.channel_id, incoming)
+        # Queued before the first await, so creates, edits and deletions of a channel reach
+        # its actor in the order they arrived.
+        ack = None if held or self._skip(incoming) else await self._submit(incoming)
         async with anyio.create_task_group() as tg:
-            if not held and not self._skip(incoming):
-                tg.start_soon(self._capture, incoming)
+            if ack is not None:
+                tg.start_soon(self._stored, incoming, ack)
             if self._addressed(message, incoming):
                 tg.start_soon(self.answer, message)
 
@@ -274,22 +277,49 @@ class Gateway:
                 log.exception("deletion not applied", message_id=delete.message_id)
 
     async def _capture(self, incoming: IncomingMessage) -> None:
-        async with self._waiting():
+        ack = await self._submit(incoming)
+        if ack is not None:
+            await self._stored(incoming, ack)
+
+    async def _submit(self, incoming: IncomingMessage) -> Ack | None:
+        """Queue the message to its channel's actor and count it as waiting (None: the
+        router refused it, logged)."""
+        try:
+            ack = await self._router.submit(incoming)
+        except Exception:
+            self._log_not_captured(incoming)
+            return None
+        self._unstored += 1
+        return ack
+
+    async def _stored(self, incoming: IncomingMessage, ack: Ack) -> None:
+        """Wait until the submitted message is stored."""
+        async with self._waited():
             try:
-                await self._router.ingest(incoming)
+                await ack.wait()
             except Exception:
-                log.exception(
-                    "message not captured",
-                    guild_id=incoming.guild_id,
-                    channel_id=incoming.channel_id,
-                    message_id=incoming.message_id,
-                )
+                self._log_not_captured(incoming)
+
+    @staticmethod
+    def _log_not_captured(incoming: IncomingMessage) -> None:
+        log.exception(
+            "message not captured",
+            guild_id=incoming.guild_id,
+            channel_id=incoming.channel_id,
+            message_id=incoming.message_id,
+        )
 
     @asynccontextmanager
     async def _waiting(self) -> AsyncIterator[None]:
-        """Count a live event until it is stored; the last one stored starts the catch-up of
-        the channels whose messages were skipped meanwhile."""
+        """Count a live edit or deletion until it is stored (see :meth:`_waited`)."""
         self._unstored += 1
+        async with self._waited():
+            yield
+
+    @asynccontextmanager
+    async def _waited(self) -> AsyncIterator[None]:
+        """End the wait of a counted event when the block ends; the last one stored starts
+        the catch-up of the channels whose messages were skipped meanwhile."""
         try:
             yield
         finally:
