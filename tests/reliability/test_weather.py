@@ -21,8 +21,18 @@ import psycopg
 import pytest
 
 from tests.bot import payloads
-from tests.bot.conftest import ALEX, CHANNEL, GUILD, SAM, Engine, Harness, running_harness
+from tests.bot.conftest import (
+    ALEX,
+    CHANNEL,
+    GUILD,
+    SAM,
+    VIVY,
+    Engine,
+    Harness,
+    running_harness,
+)
 from tests.pg import embedded_postgres
+from vivy.bot.wiring import gateway_for
 from vivy.errors import DatabaseUnavailable
 
 pytestmark = [
@@ -146,3 +156,38 @@ async def test_messages_edits_and_deletions_during_a_restart_are_all_stored(
             "after the restart",
         ]
         assert after > during[1]
+
+
+async def test_messages_past_the_backlog_bound_are_read_from_history_when_it_drains(
+    tmp_path: Path, pg_uri: str, durable: Any
+) -> None:
+    """With room for one event waiting, the second and third messages sent while PostgreSQL
+    is down are not taken; once the first is stored, the channel is read from Discord's
+    history after the first skipped one, and all of them are stored in order."""
+    async with running_harness(Engine(tmp_path, pg_uri)) as h:
+        h.gateway.unsubscribe(h.bot.event_manager)
+        bounded = gateway_for(h.app, h.bot.rest, own_user_id=VIVY, max_unstored=1)
+        bounded.subscribe(h.bot.event_manager)
+        try:
+            await h.say(ALEX, "before the restart")
+            await anyio.to_thread.run_sync(stop, durable, "fast")
+            try:
+                pending, ids = [], []
+                for author, text in ((SAM, "one"), (ALEX, "two"), (SAM, "three")):
+                    payload = payloads.message(
+                        payloads.next_snowflake(), author, text, channel_id=CHANNEL, guild_id=GUILD
+                    )
+                    ids.append(int(payload["id"]))
+                    h.fake.add_history(payload)  # Discord keeps every message
+                    pending.append(dispatch_now(h, "create", payload))
+                await anyio.lowlevel.checkpoint()
+                assert h.fake.history_reads(CHANNEL) == []
+            finally:
+                await anyio.to_thread.run_sync(start, durable)
+            with anyio.fail_after(60):  # the first one's listener runs the catch-up
+                await asyncio.gather(*pending)
+            assert await stored_texts(h) == ["before the restart", "one", "two", "three"]
+            assert h.fake.history_reads(CHANNEL)[0]["after"] == str(ids[1] - 1)
+        finally:
+            bounded.unsubscribe(h.bot.event_manager)
+            h.gateway.subscribe(h.bot.event_manager)
