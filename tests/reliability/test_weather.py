@@ -11,14 +11,18 @@ asserted about how long anything took.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import os
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import hikari
 import psycopg
 import pytest
+from structlog.testing import capture_logs
 
 from tests.bot import payloads
 from tests.bot.conftest import (
@@ -26,14 +30,24 @@ from tests.bot.conftest import (
     CHANNEL,
     GUILD,
     SAM,
+    TOKEN,
     VIVY,
+    VIVY_USER,
     Engine,
     Harness,
+    make_settings,
+    quiet_bot,
     running_harness,
 )
+from tests.bot.fake_discord import FakeDiscord
+from tests.faultproxy import through
 from tests.pg import embedded_postgres
 from vivy.bot.wiring import gateway_for
+from vivy.commands import run
 from vivy.errors import DatabaseUnavailable
+from vivy.storage.port import Store
+from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.postgres.stores import open_postgres_store
 
 pytestmark = [
     pytest.mark.anyio,
@@ -68,7 +82,7 @@ def durable(pg_server: Any) -> Iterator[Any]:
 
 def stop(server: Any, mode: str) -> None:
     """Stop the embedded server (``fast``: sessions ended cleanly; ``immediate``: killed)."""
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
     pg_ctl(["-w", "-m", mode, "stop"], pgdata=server.pgdata, user=server.system_user)
 
@@ -81,12 +95,16 @@ def start(server: Any) -> None:
 def dispatch_now(h: Harness, kind: str, payload: dict[str, Any]) -> asyncio.Future[Any]:
     """Dispatch a gateway event without waiting for its listeners (as the gateway does)."""
     factory = h.bot.event_factory
-    make = {
-        "create": factory.deserialize_message_create_event,
-        "update": factory.deserialize_message_update_event,
-        "delete": factory.deserialize_message_delete_event,
-    }[kind]
-    return h.bot.event_manager.dispatch(make(h.shard, payload), return_tasks=True)
+    event: hikari.Event
+    if kind == "create":
+        event = factory.deserialize_message_create_event(h.shard, payload)
+    elif kind == "update":
+        event = factory.deserialize_message_update_event(h.shard, payload)
+    else:
+        event = factory.deserialize_message_delete_event(h.shard, payload)
+    tasks = h.bot.event_manager.dispatch(event, return_tasks=True)
+    assert tasks is not None
+    return tasks
 
 
 async def stored_texts(h: Harness) -> list[str]:
@@ -191,3 +209,88 @@ async def test_messages_past_the_backlog_bound_are_read_from_history_when_it_dra
         finally:
             bounded.unsubscribe(h.bot.event_manager)
             h.gateway.subscribe(h.bot.event_manager)
+
+
+async def until(condition: Callable[[], bool], *, within: float) -> None:
+    """Poll ``condition`` every 10 ms until it holds; fail after ``within`` seconds."""
+    with anyio.fail_after(within):
+        while True:
+            if condition():
+                return
+            await anyio.sleep(0.01)
+
+
+async def stored_on(reader: Store) -> list[str]:
+    """The texts of every open buffer's messages, through a store of the test's own."""
+    found: list[str] = []
+    for row in await reader.buffers.open_buffer_rows():
+        buffer = await reader.buffers.load_buffer(row.id)
+        found += [m.text for m in buffer.messages] if buffer is not None else []
+    return found
+
+
+async def test_vivy_run_cut_off_from_postgresql_fences_itself_and_comes_back(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """``vivy run`` behind a black hole stops renewing, says in one line that it stops its
+    shards, closes its gateway before its leases expire, and once the network heals leases
+    them again, reconnects and stores new messages; it never exits."""
+    PgDatabase.open(pg_uri).close()
+    reader = open_postgres_store(pg_uri)
+    with through(pg_uri) as (proxy, proxied):
+        settings = make_settings(
+            tmp_path,
+            discord_token=TOKEN,
+            metrics_port=0,
+            shutdown_grace_s=5.0,
+            database_url=proxied,
+            lease_s=12.0,
+        )
+        async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
+            ended: list[int] = []
+
+            async def serve() -> None:
+                ended.append(await run.serve(settings, environ={}, bot=quiet_bot(fake)))
+
+            try:
+                with capture_logs() as logs, anyio.fail_after(120):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(serve)
+                        await fake.ready.wait()
+                        await fake.dispatch(
+                            "MESSAGE_CREATE", message_from(ALEX, "before the partition")
+                        )
+                        await until_stored(reader, 1)
+                        proxy.black_hole()
+                        await until(fake.gateway_closed.is_set, within=60)
+                        fenced = [e for e in logs if e["log_level"] == "error"]
+                        proxy.heal()
+                        await until(lambda: len(fake.identified) == 2, within=60)
+                        await fake.dispatch(
+                            "MESSAGE_CREATE", message_from(SAM, "after the partition")
+                        )
+                        await until_stored(reader, 2)
+                        assert ended == []  # still running
+                        os.kill(os.getpid(), signal.SIGTERM)
+            finally:
+                reader.close()
+    assert ended == [0]
+    [line] = fenced
+    assert line["event"].startswith("shard leases not renewed within their term")
+    assert any(e["event"] == "shard leases taken" for e in logs[logs.index(line) :])
+
+
+def message_from(author: dict[str, Any], text: str) -> dict[str, Any]:
+    """A MESSAGE_CREATE payload in the test channel."""
+    return payloads.message(
+        payloads.next_snowflake(), author, text, channel_id=CHANNEL, guild_id=GUILD
+    )
+
+
+async def until_stored(reader: Store, count: int) -> None:
+    """Wait until ``count`` messages are buffered."""
+    with anyio.fail_after(60):
+        while True:
+            if len(await stored_on(reader)) >= count:
+                return
+            await anyio.sleep(0.05)
