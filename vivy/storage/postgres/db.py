@@ -118,11 +118,15 @@ def connect(
     return conn
 
 
+#: Seconds a call may run past the statement time-out before its connection is cut.
+DEADLINE_MARGIN_S = 10.0
+
+
 def call_deadline() -> float:
     """Seconds a call of the owner may take, all of its statements together, before its
-    connection is cut: twice the statement time-out, a backstop behind the server's limit
-    and the kernel's TCP time-outs."""
-    return 2.0 * timeout()
+    connection is cut: the statement time-out and a margin, a backstop behind the server's
+    limit and the kernel's TCP time-outs (40 s by default)."""
+    return timeout() + DEADLINE_MARGIN_S
 
 
 class Watchdog:
@@ -245,8 +249,9 @@ def migrate(conn: PgConnection) -> int:
     return PG_SCHEMA_VERSION
 
 
-def _storage_error(exc: psycopg.Error) -> StorageError:
-    """``exc`` as a :class:`StorageError`, integrity violations in SQLite's words."""
+def _storage_error(exc: psycopg.Error, uri: str = "") -> StorageError:
+    """``exc`` as a :class:`StorageError`, integrity violations in SQLite's words; a lost
+    connection names the server of ``uri``."""
     diag = exc.diag
     if isinstance(exc, psycopg.errors.UniqueViolation):
         return StorageError(f"UNIQUE constraint failed ({diag.constraint_name}): {exc}")
@@ -263,7 +268,9 @@ def _storage_error(exc: psycopg.Error) -> StorageError:
         exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P"))
     ):
         # The connection failed (dropped, reset, the server shutting down or starting).
-        return DatabaseUnavailable(f"database: {exc}")
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
+        where = f"the database at {_safe(uri)}" if uri else "the database"
+        return DatabaseUnavailable(f"{where} is unavailable: {first}")
     return StorageError(f"database: {exc}")
 
 
@@ -296,7 +303,7 @@ class PgSide:
             try:
                 return fn(conn)
             except psycopg.Error as exc:
-                raise _storage_error(exc) from exc
+                raise _storage_error(exc, self._uri) from exc
 
     def close(self) -> None:
         """Close the connection if it was opened."""
@@ -472,7 +479,7 @@ class PgDatabase:
                     f"the database at {_safe(self._uri)} did not answer within {deadline:g} s;"
                     " its connection was dropped"
                 ) from exc
-            raise _storage_error(exc) from exc
+            raise _storage_error(exc, self._uri) from exc
         finally:
             WATCHDOG.disarm(token)
 
