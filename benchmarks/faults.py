@@ -216,8 +216,8 @@ async def run_fault(fault: str, server: Any, args: argparse.Namespace) -> dict[s
                     if n >= args.messages and first_after is not None:
                         break  # posted past the fault's end, so its recovery shows
                     kind = rng.random()
-                    if live and kind < 0.1:
-                        message_id = rng.choice(sorted(live))
+                    if len(live) > 1 and kind < 0.1:
+                        message_id = rng.choice(sorted(set(live) - {first_after}))
                         payload, _ = live.pop(message_id)
                         deleted.add(message_id)
                         await send(
@@ -229,8 +229,8 @@ async def run_fault(fault: str, server: Any, args: argparse.Namespace) -> dict[s
                                 guild_id=int(payload["guild_id"]),
                             ),
                         )
-                    elif live and kind < 0.2:
-                        message_id = rng.choice(sorted(live))
+                    elif len(live) > 1 and kind < 0.2:
+                        message_id = rng.choice(sorted(set(live) - {first_after}))
                         payload, _ = live[message_id]
                         text = f"edited {n}"
                         live[message_id] = (payload, text)

@@ -187,7 +187,9 @@ async def test_messages_past_the_backlog_bound_are_read_from_history_when_it_dra
         bounded = gateway_for(h.app, h.bot.rest, own_user_id=VIVY, max_unstored=1)
         bounded.subscribe(h.bot.event_manager)
         try:
-            await h.say(ALEX, "before the restart")
+            before = message_from(ALEX, "before the restart")
+            h.fake.add_history(before)
+            await h.post(before)
             await anyio.to_thread.run_sync(stop, durable, "fast")
             try:
                 pending, ids = [], []
@@ -294,3 +296,27 @@ async def until_stored(reader: Store, count: int) -> None:
             if len(await stored_on(reader)) >= count:
                 return
             await anyio.sleep(0.05)
+
+
+async def test_a_catch_up_brings_the_edits_and_deletions_made_while_nobody_listened(
+    tmp_path: Path, pg_uri: str
+) -> None:
+    """Discord's history, read by a catch-up, has one buffered message edited, one deleted
+    and one new: afterwards the stored channel is what Discord shows."""
+    async with running_harness(Engine(tmp_path, pg_uri)) as h:
+        sent = []
+        for author, text in ((ALEX, "kept as it was"), (SAM, "I live in Austni")):
+            payload = message_from(author, text)
+            h.fake.add_history(payload)
+            await h.post(payload)
+            sent.append(payload)
+        await h.post(message_from(ALEX, "oops, wrong channel"))  # deleted: not in history
+        h.fake.add_history({**sent[1], "content": "I live in Austin"})
+        h.fake.add_history(message_from(SAM, "sent while nobody listened"))
+        summary = await h.gateway.catch_up_guild(GUILD, [CHANNEL])
+        assert (summary.read, summary.stored) == (1, 1)
+        assert await stored_texts(h) == [
+            "kept as it was",
+            "I live in Austin",
+            "sent while nobody listened",
+        ]

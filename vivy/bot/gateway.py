@@ -21,6 +21,11 @@ waiting, new messages are no longer taken; their channel is marked, and once eve
 event is stored, it is caught up from Discord's history after the first message not taken.
 Edits and deletions are never skipped (a skipped message's later edits and deletion are in
 the history the catch-up reads).
+
+A catch-up also reconciles the channel's open buffer with Discord: a buffered message Discord
+no longer has is deleted, and one whose text Discord shows edited is edited, so edits and
+deletions made while no process listened (a shard fenced off from the database, a restart)
+are not lost either.
 """
 
 from __future__ import annotations
@@ -62,8 +67,14 @@ from vivy.config import Settings
 from vivy.llm.port import LLM
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, IngestOutcome
-from vivy.storage.port import ImportStore
+from vivy.state.gate import (
+    IncomingDelete,
+    IncomingEdit,
+    IncomingMessage,
+    IngestOutcome,
+    normalize_text,
+)
+from vivy.storage.port import BufferStore, ImportStore
 
 __all__ = [
     "CATCHUP_ACK_WINDOW",
@@ -140,6 +151,7 @@ class Gateway:
         clock: Clock,
         settings: Settings,
         positions: ImportStore,
+        buffers: BufferStore | None = None,
         commands: MemoryCommands,
         observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
@@ -154,6 +166,7 @@ class Gateway:
         self._clock = clock
         self._settings = settings
         self._positions = positions
+        self._buffers = buffers
         self._commands = commands
         self._observer = observer
         self._cache = cache
@@ -455,7 +468,8 @@ class Gateway:
 
     async def _read_history(self, guild_id: int, channel_id: int, after: int) -> ChannelCatchUp:
         """Feed the channel's messages after ``after``, oldest first and at most the cap, to
-        the router (never answered); returns the counts."""
+        the router (never answered), then reconcile its open buffer with Discord's history;
+        returns the counts."""
         cap = self._settings.catchup_messages
         name = self._channel_name(channel_id)
         read = stored = 0
@@ -475,7 +489,44 @@ class Gateway:
                 stored += await self._count_stored(acks)
                 acks = []
         stored += await self._count_stored(acks)
+        await self._reconcile(guild_id, channel_id, after)
         return ChannelCatchUp(channel_id, read=read, stored=stored, capped=capped)
+
+    async def _reconcile(self, guild_id: int, channel_id: int, through: int) -> None:
+        """Bring to the channel's open buffer the edits and deletions Discord's history shows
+        for its messages up to ``through`` (made while no process listened)."""
+        buffered = {m: t for m, t in (await self._buffered(channel_id)).items() if m <= through}
+        if not buffered:
+            return
+        seen: set[int] = set()
+        history = self._rest.fetch_messages(channel_id, after=hikari.Snowflake(min(buffered) - 1))
+        async for message in history:  # oldest first
+            message_id = int(message.id)
+            if message_id > through:
+                break
+            seen.add(message_id)
+            incoming = incoming_message(message, guild_id=guild_id)
+            if incoming is None or message_id not in buffered:
+                continue
+            normalized = normalize_text(incoming.text)
+            if normalized is None or normalized[0] != buffered[message_id]:
+                await self._edit(
+                    IncomingEdit(
+                        guild_id, channel_id, message_id, incoming.text, incoming.author_id
+                    )
+                )
+        for message_id in sorted(set(buffered) - seen):
+            await self._delete_one(IncomingDelete(guild_id, channel_id, message_id))
+
+    async def _buffered(self, channel_id: int) -> dict[int, str]:
+        """The text by message id of the channel's open buffer (none without a store)."""
+        if self._buffers is None:
+            return {}
+        found, _ = await self._buffers.restore_channel(channel_id)
+        if found is None:
+            return {}
+        loaded = await self._buffers.load_buffer(found[0].id)
+        return {} if loaded is None else {m.message_id: m.text for m in loaded.messages}
 
     async def _count_stored(self, acks: Sequence[Ack]) -> int:
         """Wait for the acks; count the messages stored and add them to the metric."""

@@ -50,6 +50,7 @@ def gateway_for(
         clock=app.clock,
         settings=app.settings,
         positions=app.store.imports,
+        buffers=app.store.buffers,
         commands=MemoryCommands(app, forgotten=retriever.clear_cache),
         observer=app.observer,
         cache=cache,
