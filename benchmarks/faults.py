@@ -22,7 +22,8 @@ Then it waits until every message that should be stored is, and prints per fault
 * ``duplicate_notes`` and ``double_owner_writes``: as ``benchmarks/fleet.py`` counts them;
 * ``process_exits``: processes that ended by themselves (must be 0);
 * ``recovery_s``: seconds from the end of the fault until the first message posted after it
-  was stored.
+  was stored (by whichever process owns its guild: under a partition, that may be the
+  process that was not cut off).
 
 Buffers stay open for the whole run (a long inactivity window), so every message's text is
 checked in ``buffer_messages``. Run it with ``.venv/bin/python benchmarks/faults.py`` from the
