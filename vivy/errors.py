@@ -7,6 +7,7 @@ they enter Vivy, so callers handle one family of errors.
 from __future__ import annotations
 
 __all__ = [
+    "AppStopped",
     "ConfigError",
     "DatabaseUnavailable",
     "EndpointUnreachable",
@@ -57,6 +58,11 @@ class SchemaTooNew(StorageError):
         )
         self.found = found
         self.supported = supported
+
+
+class AppStopped(VivyError):
+    """The app stopped (a graceful stop, a lease lost or fenced) before it stored an event
+    handed to it; a catch-up from Discord's history recovers a message not stored."""
 
 
 class LeaseLost(VivyError):

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from vivy.actors.lease_keeper import LeaseKeeper, SelfFenced
 from vivy.actors.router import Router
 from vivy.clock import Clock
-from vivy.errors import DatabaseUnavailable, LeaseLost
+from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost
 from vivy.memory.database import LeaseHolder
 from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
@@ -326,3 +326,29 @@ async def test_a_lease_taken_over_still_stops_the_keeper_as_lost() -> None:
     assert isinstance(error, LeaseLost) and not isinstance(error, SelfFenced)
     assert at == 5.0
     assert fence.held == {}
+
+
+async def test_events_still_waiting_when_the_router_stops_are_answered(tmp_path: Path) -> None:
+    """A message waiting for the database when the router stops (the app fenced itself or
+    is shutting down) is answered with AppStopped, so its sender does not wait for ever."""
+    weather = Weather()
+    answers: list[BaseException] = []
+
+    async def send(router: Router) -> None:
+        try:
+            await router.ingest(message(2, text="never stored"))
+        except AppStopped as exc:
+            answers.append(exc)
+
+    async with (
+        anyio.create_task_group() as outer,
+        flaky_router(tmp_path / "v.db", weather) as (router, db),
+    ):
+        await router.ingest(message(1, text="stored"))
+        weather.down = True
+        outer.start_soon(send, router)
+        await anyio.sleep(3.0)
+        assert answers == []
+        assert stored_texts(db) == ["stored"]
+    [error] = answers
+    assert "stopped before storing" in str(error)

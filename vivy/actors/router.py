@@ -29,7 +29,7 @@ from vivy.actors.mailbox import Mailbox
 from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.errors import DatabaseUnavailable, LeaseLost
+from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost
 from vivy.memory.buffers import BufferedMessage
 from vivy.state.buffer import MessageCreated, MessageDeleted, MessageEdited
 from vivy.state.gate import (
@@ -110,18 +110,32 @@ class Router:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Restore every open buffer's actor, then serve until cancelled."""
+        """Restore every open buffer's actor, then serve until cancelled; on the way out an
+        event still queued is answered with :class:`~vivy.errors.AppStopped`."""
         self._opted_out = await until_stored(
             self._store.members.opted_out_members, what="opted-out members"
         )
         stored = await until_stored(self._store.buffers.open_channels, what="open buffers")
         open_channels = [ChannelKey(*key) for key in stored]
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            for key in open_channels:
-                self._entry(key)
-            task_status.started()
-            await self._ring_timers()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for key in open_channels:
+                    self._entry(key)
+                task_status.started()
+                await self._ring_timers()
+        finally:
+            self._fail_unstored()
+
+    def _fail_unstored(self) -> None:
+        """Answer every item still in a mailbox with an error once the actors are gone, so no
+        sender waits for ever (a message not stored comes back from Discord's history)."""
+        error = AppStopped("the app stopped before storing this event")
+        for entry in self._entries.values():
+            for _, ack in entry.mailbox.abandon():
+                if not ack.done:
+                    ack.fail(error)
+        self._entries.clear()
 
     async def _ring_timers(self) -> None:
         """Ring each actor's mailbox when its armed deadline is reached; runs until cancelled."""

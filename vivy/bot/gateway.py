@@ -64,6 +64,7 @@ from vivy.bot.reply import (
 )
 from vivy.clock import Clock
 from vivy.config import Settings
+from vivy.errors import AppStopped
 from vivy.llm.port import LLM
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
@@ -310,6 +311,12 @@ class Gateway:
         async with self._waited():
             try:
                 await ack.wait()
+            except AppStopped:
+                log.info(
+                    "message left to the next catch-up: the app stopped before storing it",
+                    channel_id=incoming.channel_id,
+                    message_id=incoming.message_id,
+                )
             except Exception:
                 self._log_not_captured(incoming)
 
