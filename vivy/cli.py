@@ -154,11 +154,15 @@ def _fail(command: str, exc: BaseException) -> int:
 def error_line(command: str, exc: BaseException) -> str:
     """What the user sees of ``exc``: ``vivy COMMAND: message``, two lines at most.
 
-    A :class:`VivyError` says what is wrong in its own words; anything else is a defect of
-    Vivy's, shown by its type and message with a pointer to the debug log.
+    A :class:`VivyError` says what is wrong in its own words, and so does the operating
+    system's refusal of a path (a folder this user cannot write, a missing one: an operator's
+    mistake, named by its path); anything else is a defect of Vivy's, shown by its type and
+    message with a pointer to the debug log.
     """
     if isinstance(exc, VivyError):
         text = str(exc)
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        text = f"{exc.filename}: {_os_reason(exc)}"
     else:
         detail = f": {exc}" if str(exc) else ""
         text = (
@@ -169,6 +173,16 @@ def error_line(command: str, exc: BaseException) -> str:
     message = "\n".join(lines[:MAX_ERROR_LINES])
     prefix = f"vivy {command}: "
     return message if message.startswith(prefix) else prefix + message
+
+
+def _os_reason(exc: OSError) -> str:
+    """What the operating system said about a path, with what the operator can do."""
+    reason = (exc.strerror or str(exc)).lower()
+    if isinstance(exc, PermissionError):
+        return f"{reason}; give this user access to it and its folder"
+    if isinstance(exc, FileNotFoundError):
+        return f"{reason}; check the path and that its folder exists"
+    return reason
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
