@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import structlog
 
@@ -84,7 +84,16 @@ LAB_HINT = "a development tool, not installed: in a clone of the repository run 
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, like Vivy's other errors (its
-    subcommands' parsers are of this class too)."""
+    subcommands' parsers are of this class too).
+
+    Each records itself as the parsed arguments' ``parser``; a subcommand's record replaces
+    its parent's, so the arguments name the innermost command (``vivy db backup``), and an
+    error found after parsing (a word no parser took) is reported by that command.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_defaults(parser=self)
 
     def error(self, message: str) -> NoReturn:
         """Print ``vivy COMMAND: message`` and where the usage is, then exit 2."""
@@ -126,13 +135,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_timeout(settings.db_timeout_s)
     if command in LAB_COMMANDS and not entry_points(group=COMMAND_GROUP, name=command):
         return _fail(command, ConfigError(LAB_HINT))
-    args = build_parser().parse_args(words)
+    top = build_parser()
+    args, unknown = top.parse_known_args(words)
+    parser: argparse.ArgumentParser = getattr(args, "parser", top)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    name = parser.prog.removeprefix("vivy ") if parser is not top else args.command
     try:
         code = int(args.handler(args))
         sys.stdout.flush()  # a closed pipe fails here, inside the boundary, not at exit
         return code
     except BaseException as exc:  # the boundary: everything becomes an exit code
-        return _fail(args.command, exc)
+        return _fail(name, exc)
 
 
 def _fail(command: str, exc: BaseException) -> int:
@@ -154,11 +168,15 @@ def _fail(command: str, exc: BaseException) -> int:
 def error_line(command: str, exc: BaseException) -> str:
     """What the user sees of ``exc``: ``vivy COMMAND: message``, two lines at most.
 
-    A :class:`VivyError` says what is wrong in its own words; anything else is a defect of
-    Vivy's, shown by its type and message with a pointer to the debug log.
+    A :class:`VivyError` says what is wrong in its own words, and so does the operating
+    system's refusal of a path (a folder this user cannot write, a missing one: an operator's
+    mistake, named by its path); anything else is a defect of Vivy's, shown by its type and
+    message with a pointer to the debug log.
     """
     if isinstance(exc, VivyError):
         text = str(exc)
+    elif isinstance(exc, OSError) and exc.filename is not None:
+        text = f"{exc.filename}: {_os_reason(exc)}"
     else:
         detail = f": {exc}" if str(exc) else ""
         text = (
@@ -169,6 +187,16 @@ def error_line(command: str, exc: BaseException) -> str:
     message = "\n".join(lines[:MAX_ERROR_LINES])
     prefix = f"vivy {command}: "
     return message if message.startswith(prefix) else prefix + message
+
+
+def _os_reason(exc: OSError) -> str:
+    """What the operating system said about a path, with what the operator can do."""
+    reason = (exc.strerror or str(exc)).lower()
+    if isinstance(exc, PermissionError):
+        return f"{reason}; give this user access to it and its folder"
+    if isinstance(exc, FileNotFoundError):
+        return f"{reason}; check the path and that its folder exists"
+    return reason
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

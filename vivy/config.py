@@ -266,6 +266,11 @@ class Settings:
         db = reader.text("VIVY_DB", "vivy.db")
         host = reader.text("VIVY_METRICS_HOST", "127.0.0.1")
         token = reader.text("VIVY_API_TOKEN", "") or None
+        if not _is_host(host):
+            raise ConfigError(
+                f"VIVY_METRICS_HOST={host!r} is not a host name or an IP address: use an "
+                "address such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)"
+            )
         if token is None and not is_loopback(host):
             raise ConfigError(
                 f"VIVY_METRICS_HOST={host!r} is not a loopback address, and the operator API "
@@ -448,6 +453,19 @@ def _page_tokens(api_token: str | None, entries: str | None) -> str | None:
 
     Tokens.from_settings(api_token, entries)
     return entries
+
+
+def _is_host(host: str) -> bool:
+    """Whether ``host`` could name a host: an IP address, or a name of letters, digits,
+    hyphens and dots."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        labels = host.removesuffix(".").split(".")
+        return bool(host) and all(
+            label and label.isascii() and label.replace("-", "").isalnum() for label in labels
+        )
 
 
 def is_loopback(host: str) -> bool:

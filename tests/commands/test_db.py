@@ -139,7 +139,7 @@ def test_missing_database_is_an_error(
     monkeypatch.chdir(tmp_path)
     r = run_cli(capsys, *argv, "--db", "missing.db")
     assert r.code == 1
-    assert r.err.strip() == "vivy db: no such database file: missing.db"
+    assert r.err.strip() == f"vivy db {argv[1]}: no such database file: missing.db"
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
@@ -151,7 +151,7 @@ def test_check_of_a_file_that_is_not_a_database(
     junk.write_bytes(b"this is not sqlite" * 100)
     r = run_cli(capsys, "db", "check", "--db", str(junk))
     assert r.code == 1
-    assert r.err.startswith(f"vivy db: cannot open database {junk}: file is not a database")
+    assert r.err.startswith(f"vivy db check: cannot open database {junk}: file is not a database")
 
 
 def test_db_without_action_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,7 +191,7 @@ def test_backup_refuses_to_overwrite_without_force(
     target.write_text("precious")
     r = run_cli(capsys, "db", "backup", str(target), "--db", str(imported))
     assert r.code == 1
-    assert r.err.strip() == f"vivy db: {target} already exists; pass --force to replace it"
+    assert r.err.strip() == f"vivy db backup: {target} already exists; pass --force to replace it"
     assert target.read_text() == "precious"
     forced = run_cli(capsys, "db", "backup", str(target), "--force", "--db", str(imported))
     assert forced.code == 0

@@ -652,12 +652,12 @@ def test_operator_mistakes_get_one_clear_line(original: Path, tmp_path: Path) ->
         (
             ("db", "check", "--db", f"postgresql://vivy:secret@127.0.0.1:{port}/vivy"),
             EXIT_RUNTIME,
-            f"vivy db: cannot connect to postgresql://vivy@127.0.0.1:{port}/vivy",
+            f"vivy db check: cannot connect to postgresql://vivy@127.0.0.1:{port}/vivy",
         ),
         (
             ("db", "check", "--db", "postgresql://vivy:secret@[bad/vivy"),
             EXIT_RUNTIME,
-            "vivy db: cannot connect to postgresql://?",
+            "vivy db check: cannot connect to postgresql://?",
         ),
     ]
     for argv, code, names in cases:

@@ -49,6 +49,7 @@ __all__ = [
     "read_only",
     "register",
     "require_writable",
+    "writable_folder",
 ]
 
 
@@ -126,6 +127,22 @@ def require_writable(path: Path) -> None:
             f"the database {path} cannot be written ({exc.strerror or exc}); make the file "
             "and its folder writable by this user"
         ) from exc
+
+
+def writable_folder(path: Path) -> None:
+    """Refuse, as the operating system would, a file to be made in a folder this user cannot
+    write (checked before any work, so the mistake costs nothing)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+
+
+def _reason(exc: OSError, path: Path) -> str:
+    """An operating system error in a few words, with the path it names if that is not
+    ``path``, which the message names already."""
+    reason = (exc.strerror or str(exc)).lower()
+    named = exc.filename is not None and str(exc.filename) != str(path)
+    return f"{reason} ({exc.filename})" if named else reason
 
 
 @contextmanager
@@ -336,20 +353,34 @@ def copy_databases(
 def backup_database(source: Target, target: Path, *, force: bool = False) -> int:
     """Back up ``source`` to ``target``: SQLite's online backup API, or ``pg_dump``; 0 on
     success."""
-    if target.exists() and not force:
-        raise VivyError(f"{target} already exists; pass --force to replace it")
-    if target.exists() and not target.is_file():
-        raise VivyError(f"{target} is not a file")
-    if not target.parent.is_dir():
-        raise VivyError(f"no such directory: {target.parent}")
+    try:
+        exists = target.exists()
+        if exists and not force:
+            raise VivyError(f"{target} already exists; pass --force to replace it")
+        if exists and not target.is_file():
+            raise VivyError(f"{target} is not a file")
+        if not target.parent.is_dir():
+            raise VivyError(f"no such directory: {target.parent}")
+        writable_folder(target)
+    except OSError as exc:
+        raise StorageError(f"cannot write the backup {target}: {_reason(exc, target)}") from exc
     if isinstance(source, str):
         return dump_postgres(source, target)
     if target.resolve() == source.resolve():
         raise VivyError("the backup cannot replace the database itself")
-    pages, problems = storage_backup(source, target)
+    try:
+        pages, problems = storage_backup(source, target)
+        size = target.stat().st_size if not problems else 0
+    except OSError as exc:
+        raise StorageError(f"cannot write the backup {target}: {_reason(exc, target)}") from exc
+    except StorageError as exc:
+        # The copy's own failures (a full disk) name the backup; the source's name the source.
+        failed, _, reason = str(exc).partition("backup failed: ")
+        if failed or not reason:
+            raise
+        raise StorageError(f"cannot write the backup {target}: {reason}") from exc
     if problems:
         raise StorageError(f"the backup failed its integrity check: {problems[0]}")
-    size = target.stat().st_size
     print(f"backed up {source} to {target} ({pages} pages, {size:,} bytes); integrity_check: ok")
     return 0
 

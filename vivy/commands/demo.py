@@ -35,7 +35,7 @@ from vivy.commands.importer import format_report, llm_factory
 from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
-from vivy.importer import ExportMessage, import_exports, load_exports
+from vivy.importer import ExportBatch, ExportMessage, import_exports, load_exports
 from vivy.llm.port import LLM, ChatTurn
 from vivy.llm.prompts import chat_request
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
@@ -151,59 +151,77 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
     registry = CollectorRegistry()
     batch = load_exports([DEMO_EXPORT])
     make_model = llm_factory(env)
-    open_store(database, inline=True).close()  # created now, so the API and the page can serve it
     # The memory page always needs a token: the operator's, or one made for this run.
     token = settings.api_token or secrets.token_urlsafe(18)
-    with (
-        OperatorServer(
-            registry,
-            host=settings.metrics_host,
-            port=port,
-            bearer_token=token,
-            page_tokens=settings.page_tokens,
-        ) as server,
-        _serving_memory(server, database, make_model),
-    ):
-        print(f"Vivy demo: metrics at {server.url}/metrics, the memory page at {server.url}/")
-        if settings.api_token is None:
-            print(f"Token for the memory page (this run only): {token}")
-        provider = settings.llm_provider
-        quality = {
-            "offline": "offline provider (offline quality)",
-            "gemini": "Gemini models",
-            "openai": "OpenAI-compatible endpoint's models",
-        }[provider]
+    # The port is bound first, so a port in use stops the demo before it creates a database.
+    with OperatorServer(
+        registry,
+        host=settings.metrics_host,
+        port=port,
+        bearer_token=token,
+        page_tokens=settings.page_tokens,
+    ) as server:
+        open_store(database, inline=True).close()  # created now, so the page can serve it
+        with _serving_memory(server, database, make_model):
+            return _show(server, settings, database, token, batch, make_model, registry, linger)
+
+
+def _show(
+    server: OperatorServer,
+    settings: Settings,
+    database: Target,
+    token: str,
+    batch: ExportBatch,
+    make_model: Callable[[], LLM],
+    registry: CollectorRegistry,
+    linger: float,
+) -> int:
+    """The replay and what it remembered, printed, with the page served meanwhile."""
+    print(f"Vivy demo: metrics at {server.url}/metrics, the memory page at {server.url}/")
+    if settings.api_token is None:
+        print(f"Token for the memory page (this run only): {token}")
+    provider = settings.llm_provider
+    quality = {
+        "offline": "offline provider (offline quality)",
+        "gemini": "Gemini models",
+        "openai": "OpenAI-compatible endpoint's models",
+    }[provider]
+    print(
+        f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
+        f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
+        f"on virtual time, with the {quality}.\n"
+    )
+    report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
+    print(format_report(report, shown_database(settings)))
+    guild = batch.messages[0].guild_id
+    with open_view(database) as reader:
+        _section("Notes")
+        print_notes(reader, guild, limit=100)
+        _section("Profiles")
+        for user_id, _ in reader.guild_members(guild):
+            print_profile(reader, guild, user_id, include_invalidated=False)
+            print()
+    _section("Memory for a question")
+    anyio.run(_answer, database, batch.messages, make_model)
+    _section("Memory for a question in other words")
+    anyio.run(_answer_paraphrased, database, batch.messages, make_model)
+    query = urlencode({"guild_id": guild, "q": "game night"})
+    search_url = f"{server.url}/api/memory/search?{query}"
+    auth = {"Authorization": f"Bearer {token}"}
+    with urlopen(Request(search_url, headers=auth), timeout=10) as answer:
+        hits = json.load(answer)["results"]
+    print(f"\nOperator search API ({search_url}): {len(hits)} hits")
+    if linger > 0:
         print(
-            f"Replaying {DEMO_EXPORT.name}: {batch.total} messages over "
-            f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
-            f"on virtual time, with the {quality}.\n"
+            f"\nServing {server.url}/metrics and the memory page at {server.url}/ "
+            f"for {linger:g} more seconds."
         )
-        report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
-        print(format_report(report, shown_database(settings)))
-        guild = batch.messages[0].guild_id
-        with open_view(database) as reader:
-            _section("Notes")
-            print_notes(reader, guild, limit=100)
-            _section("Profiles")
-            for user_id, _ in reader.guild_members(guild):
-                print_profile(reader, guild, user_id, include_invalidated=False)
-                print()
-        _section("Memory for a question")
-        anyio.run(_answer, database, batch.messages, make_model)
-        _section("Memory for a question in other words")
-        anyio.run(_answer_paraphrased, database, batch.messages, make_model)
-        query = urlencode({"guild_id": guild, "q": "game night"})
-        search_url = f"{server.url}/api/memory/search?{query}"
-        auth = {"Authorization": f"Bearer {token}"}
-        with urlopen(Request(search_url, headers=auth), timeout=10) as answer:
-            hits = json.load(answer)["results"]
-        print(f"\nOperator search API ({search_url}): {len(hits)} hits")
-        if linger > 0:
-            print(
-                f"\nServing {server.url}/metrics and the memory page at {server.url}/ "
-                f"for {linger:g} more seconds."
-            )
-            time.sleep(linger)
+        time.sleep(linger)
+    else:
+        print(
+            "\nThe memory page closes with the demo: run vivy demo --linger 600 to keep it "
+            "open for ten minutes after the replay."
+        )
     return 0
 
 

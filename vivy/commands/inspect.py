@@ -28,7 +28,8 @@ __all__ = [
     "show_profile",
 ]
 
-NOTE_TYPES = tuple(NoteType)
+#: The note types ``--type`` takes, as typed (the values, not the enum's names).
+NOTE_TYPES = tuple(kind.value for kind in NoteType)
 
 
 def _day(text: str) -> date:
@@ -77,7 +78,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     notes.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
     notes.add_argument("--since", type=_day, help="only notes on or after this date (YYYY-MM-DD)")
-    notes.add_argument("--type", choices=NOTE_TYPES, dest="note_type", help="only this type")
+    notes.add_argument(
+        "--type", choices=NOTE_TYPES, dest="note_type", help="only this type of note"
+    )
     notes.add_argument(
         "--limit", type=_positive, default=20, help="at most this many notes (default 20)"
     )
@@ -87,7 +90,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             database_target(args),
             args.guild,
             since=args.since,
-            note_type=args.note_type,
+            note_type=NoteType(args.note_type) if args.note_type else None,
             limit=args.limit,
         )
     )

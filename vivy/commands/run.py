@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from vivy.commands.db import add_database_option
 from vivy.config import Settings
 from vivy.errors import ConfigError
 
@@ -79,19 +80,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="the bot's total number of shards; as VIVY_SHARD_COUNT",
     )
+    add_database_option(parser)
     parser.set_defaults(
         handler=lambda args: run_bot(
-            _with_shards(os.environ, args.shard_ids, args.shard_count),
+            _with_options(os.environ, args.shard_ids, args.shard_count, args.db),
             guild_ids=tuple(args.guild),
         )
     )
 
 
-def _with_shards(
-    environ: Mapping[str, str], shard_ids: str | None, shard_count: str | None
+def _with_options(
+    environ: Mapping[str, str], shard_ids: str | None, shard_count: str | None, db: str | None
 ) -> Mapping[str, str]:
-    """``environ`` with the command line's shard options in place of the variables."""
-    given = {"VIVY_SHARD_IDS": shard_ids, "VIVY_SHARD_COUNT": shard_count}
+    """``environ`` with the command line's shard and database options in place of the
+    variables they stand for."""
+    given = {"VIVY_SHARD_IDS": shard_ids, "VIVY_SHARD_COUNT": shard_count, "VIVY_DB": db}
     return {**environ, **{name: value for name, value in given.items() if value is not None}}
 
 

@@ -42,7 +42,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def write_snapshots(database: Target, out: Path) -> int:
     """Write ``out/guild-<id>.md`` for every guild; returns the exit code."""
-    if out.exists() and not out.is_dir():
+    try:
+        is_file = out.exists() and not out.is_dir()
+    except OSError as exc:
+        raise StorageError(f"--out {out}: cannot use it ({exc.strerror or exc})") from exc
+    if is_file:
         raise ConfigError(
             f"--out {out} is a file, not a folder; name a folder to write the snapshots into"
         )

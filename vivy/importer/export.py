@@ -158,6 +158,11 @@ OptionalTime = Annotated[float | None, PlainValidator(_optional_time)]
 # --- the export model -----------------------------------------------------------------------
 
 
+#: DiscordChatExporter's channel types of direct messages and group DMs (exported under a
+#: guild of id 0): conversations outside any server, which Vivy does not remember.
+DIRECT_CHANNEL_TYPES: Final = frozenset({"DirectTextChat", "DirectGroupTextChat"})
+
+
 class _Strict(BaseModel):
     """No coercion (``"true"`` is not a boolean, ``1`` not a string); unknown keys ignored."""
 
@@ -303,6 +308,12 @@ def _messages(file: str, parsed: _ChannelExport | list[_ChannelExport]) -> list[
     if parsed == []:
         raise ImportFormatError(f"{file}: top level: an empty array holds no export")
     exports = parsed if isinstance(parsed, list) else [parsed]
+    for export in exports:
+        if export.guild.id == 0 or export.channel.type in DIRECT_CHANNEL_TYPES:
+            raise ImportFormatError(
+                f"{file}: #{export.channel.name} is a direct-message export; Vivy remembers "
+                "servers: export a server's channels instead"
+            )
     return [message for export in exports for message in export.found()]
 
 

@@ -291,7 +291,12 @@ async def replay(
                 _count(tally, await app.router.ingest(message.incoming()))
             report("replaying", seen)
         left = await _drain(
-            app, baseline, gate, pulse, lambda: report("finishing", len(batch.messages))
+            app,
+            baseline,
+            gate,
+            pulse,
+            lambda: report("finishing", len(batch.messages)),
+            horizon=system_now() + STALL_LIMIT_S,
         )
         days, failed_days = await run_nightly(app, batch, settings) if left.empty else ((), ())
         notes_after = await app.store.imports.note_counts()
@@ -383,12 +388,14 @@ async def _drain(
     gate: _CallGate,
     pulse: _Pulse,
     progress: Callable[[], None],
+    horizon: float,
 ) -> OutboxState:
     """Let the pipeline finish: wait for progress until no work is left, or what is left
     keeps failing, or nothing happens for :data:`STALL_LIMIT_S` of virtual time.
 
     It wakes only when something was written or a call ended (and at the stall limit), never
-    on a polling timer. Returns the work left: nothing, or buffers and updates that failed
+    on a polling timer; open buffers are waited for until their timers close them, up to
+    the wall time ``horizon``. Returns the work left: nothing, or buffers and updates that failed
     :data:`MAX_FAILED_ATTEMPTS` times in this run (they stay durable for a later run).
     """
     before = {**baseline.closed_buffers}, {**baseline.pending_updates}
@@ -406,7 +413,11 @@ async def _drain(
             continue
         with anyio.move_on_after(STALL_LIMIT_S) as waited:
             await event.wait()
-        if waited.cancelled_caught and gate.in_flight == 0:
+        # An open buffer (one a bot run left, whose messages may be newer than the export's)
+        # closes when its restored timer fires, however far ahead in virtual time: no later
+        # than its maximum age after the real present, which ``horizon`` lies beyond.
+        finished = not state.open_buffers or app.clock.now() > horizon
+        if waited.cancelled_caught and gate.in_flight == 0 and finished:
             return state
 
 

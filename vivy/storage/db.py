@@ -20,6 +20,7 @@ pages back and syncing the database file then happens beside the writes, not bef
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -83,8 +84,21 @@ def connect(path: str | Path) -> Connection:
         conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     except sqlean.Error as exc:
-        raise StorageError(f"cannot open database {path}: {exc}") from exc
+        raise StorageError(f"cannot open database {path}: {_open_failure(path, exc)}") from exc
     return conn
+
+
+def _open_failure(path: str | Path, exc: sqlean.Error) -> str:
+    """Why SQLite could not open ``path``: its own words, and for its vague "unable to open
+    database file" the reason the folder gives (missing, or not writable by this user)."""
+    if "unable to open" not in str(exc) or str(path) == ":memory:":
+        return str(exc)
+    folder = Path(path).parent
+    if not folder.is_dir():
+        return f"{exc} (no such folder: {folder})"
+    if not Path(path).exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{exc} (this user cannot create files in {folder})"
+    return str(exc)
 
 
 def _storage_error(conn: Connection, call: str, exc: sqlean.Error) -> StorageError:
