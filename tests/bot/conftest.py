@@ -243,6 +243,17 @@ async def buffered_texts(probe: Probe) -> list[str]:
     return [str(text) for (text,) in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class StoppedClock(Clock):
+    """A clock whose wall time stands still at its origin while the event loop runs on in
+    real time: what the gateway reads from it (a rate limit's refill) is exact however long
+    the machine takes between two messages."""
+
+    def now(self) -> float:
+        """The wall time the clock was started at."""
+        return self.wall_origin
+
+
 def make_settings(tmp_path: Path, **changes: Any) -> Settings:
     """Test settings on a temporary database (fixed 20-minute buffers, immediate profiles)."""
     base: dict[str, Any] = {
@@ -308,10 +319,11 @@ async def running_harness(
     *,
     llm: ScriptedLLM | None = None,
     limit: RateLimit | None = None,
+    clock: Callable[[float], Clock] = Clock.starting_at,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
     """Start the fake Discord, a hikari bot pointed at it, the app on ``engine`` and the
-    gateway."""
+    gateway; the app's clock is ``clock`` started at the system's time."""
     model = llm or ScriptedLLM()
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
         bot = quiet_bot(fake)
@@ -330,7 +342,7 @@ async def running_harness(
         try:
             async with running_app(
                 engine.settings(**settings),
-                clock=Clock.starting_at(time.time()),
+                clock=clock(time.time()),
                 inline=False,
                 llm=model,
                 registry=CollectorRegistry(),

@@ -19,6 +19,7 @@ from .conftest import (
     Engine,
     Harness,
     ScriptedLLM,
+    StoppedClock,
     buffered_texts,
     running_harness,
     uid,
@@ -131,8 +132,10 @@ async def test_edits_and_deletes_change_the_buffer(engine: Engine) -> None:
 
 
 async def test_the_rate_limit_answers_politely_once(engine: Engine) -> None:
-    """Past two answers a minute the member is told once to slow down, then ignored."""
-    async with running_harness(engine, limit=RateLimit(capacity=2, per_s=60.0)) as h:
+    """Past two answers a minute the member is told once to slow down (the wait exact: the
+    wall time stands still), then ignored."""
+    limit = RateLimit(capacity=2, per_s=60.0)
+    async with running_harness(engine, limit=limit, clock=StoppedClock.starting_at) as h:
         for n in range(4):
             await h.say(ALEX, f"<@{VIVY}> question {n}", mentions=(VIVY_USER,))
         sent = [body["content"] for body in h.fake.sent(CHANNEL)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -271,13 +270,11 @@ def _counts(conn: Connection) -> dict[str, int]:
     }
 
 
-def test_bundled_demo_export_imports_in_seconds(tmp_path: Path) -> None:
-    """The slow one: the bundled 405-message, three-day demo replays completely (< 20 s)."""
+def test_bundled_demo_export_imports_completely(tmp_path: Path) -> None:
+    """The bundled 405-message, three-day demo replays completely: every note, no pending
+    work, and the members' latest facts (its speed is the import benchmark's)."""
     db = tmp_path / "demo.db"
-    started = time.perf_counter()
     report = import_files(db, DEMO)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 20
     assert (report.messages, report.stored) == (405, 399)
     assert report.excluded == {"excluded_bot": 5, "empty": 1}
     assert report.notes_written == 16  # 20 conversations, 5 too small, one split at 2 h

@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -725,14 +724,15 @@ def test_note_is_the_same_under_any_hash_seed(
     assert json.loads(run.stdout) == [note.model_dump() for _, note in demo_notes]
 
 
-def test_notes_are_fast_even_for_long_messages() -> None:
-    """A wall of text with many periods and abbreviations is handled in well under a second."""
+def test_notes_handle_long_messages_full_of_periods() -> None:
+    """A wall of text with many periods and abbreviations becomes a valid note (a sentence
+    splitter that backtracks would show here among the slowest tests that `scripts/check`
+    reports, not as a time limit)."""
     text = "St. Dr. e.g. a.b.c. " * 400 + "I live in Austin. " * 100
     lines = tuple(line(ALEX if i % 2 else SAM, text, i) for i in range(10))
-    started = time.perf_counter()
     note = write_note(NoteInput(1, 10, "general", lines))
-    assert time.perf_counter() - started < 2.0
     assert NoteDraft.model_validate(note.model_dump()) == note
+    assert "Austin" in note.title and "Austin" in note.entities
 
 
 def test_offline_summaries_do_not_cluster_on_their_own_wording() -> None:
