@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
-# One BLAS thread per process, for this process and every child it starts (set before numpy
-# loads): the sentence model multiplies small matrices, and on a busy 2-core machine
-# OpenBLAS's spinning threads made each single-text embedding several times slower.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import gc
 import logging
 from collections.abc import Iterator
