@@ -315,3 +315,20 @@ async def test_tidying_the_keyword_indexes_keeps_every_search_result(
             assert await probe.count(f"SELECT count(DISTINCT segid) FROM {index}_idx") == 1
     else:
         assert steps == 0
+
+
+async def test_a_term_in_no_note_counts_against_coverage(store: Store) -> None:
+    """A question's word that no note or window holds still weighs in its coverage, at least
+    as much as any word that is there: "biscuit xylophone" is at most half covered by a
+    biscuit note, where "biscuit" alone is covered whole."""
+    mine = await add_note(
+        store, GUILD, "Biscuit", embedding=QUERY, lines=("Biscuit chewed a shoe",)
+    )
+    both, alone = await store.search.find_notes(
+        [search(GUILD, terms=("biscuit", "xylophone")), search(GUILD)]
+    )
+    (half,) = both.candidates
+    (whole,) = alone.candidates
+    assert half.note_id == whole.note_id == mine
+    assert half.terms == whole.terms == frozenset({"biscuit"})
+    assert 0.0 < half.coverage <= 0.5 and whole.coverage == 1.0

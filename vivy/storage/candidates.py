@@ -18,6 +18,7 @@ from vivy.storage.search_types import (
     NoteSearch,
     NoteSearchResult,
     TermMatcher,
+    TermPlan,
 )
 
 T = TypeVar("T")
@@ -73,8 +74,8 @@ class SearchHits:
     keywords: tuple[KeywordMatch, ...]
     windows: tuple[WindowMatch, ...]
     in_time: tuple[int, ...]
-    note_weights: Mapping[str, float]
-    window_weights: Mapping[str, float]
+    note_terms: TermPlan
+    window_terms: TermPlan
 
     @property
     def note_ids(self) -> list[int]:
@@ -91,10 +92,16 @@ class SearchHits:
         )
 
     @property
+    def plan(self) -> TermPlan:
+        """The terms' plan the question is weighed by: among the evidence windows, or among
+        the notes where no window holds any of its terms (evidence off, or notes older than
+        it)."""
+        return self.window_terms if self.window_terms.weights else self.note_terms
+
+    @property
     def weights(self) -> dict[str, float]:
-        """The terms' weights: their idf among the evidence windows, or among the notes
-        where no window holds any of them (evidence off, or notes older than it)."""
-        return dict(self.window_weights or self.note_weights)
+        """The searched terms' weights (:meth:`plan`'s)."""
+        return dict(self.plan.weights)
 
 
 def shown_windows(
@@ -141,6 +148,9 @@ def assemble_candidates(
     (:func:`shown_windows`) and the members the question names (``named``).
     """
     weights = hits.weights
+    # Coverage is the share of the whole question's term weight, the terms no row holds
+    # included: they can match nothing, and a question that is mostly such terms is mostly
+    # not about this guild's memory.
     similarity = {match.note_id: match.similarity for match in hits.vectors}
     strength = {match.note_id: match.bm25 for match in hits.keywords}
     window_strength: dict[int, float] = {}
@@ -150,7 +160,7 @@ def assemble_candidates(
     for found in similar:
         window_similarity.setdefault(found.note_id, found.score)
     matcher = TermMatcher.of(weights)
-    total = math.fsum(weights.values())
+    total = math.fsum(weights.values()) + hits.plan.absent
     candidates: list[Candidate] = []
     for note_id in hits.note_ids:
         note = details.get(note_id)

@@ -41,7 +41,7 @@ from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
 from vivy.storage.schema import serialize_vector
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
-from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan
 from vivy.storage.vector_index import BinaryIndex, VectorLengthError
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "KEYWORD_POSTINGS_BUDGET",
     "TERM_COUNTS",
     "TermCounts",
-    "TermPlan",
     "compared_windows",
     "count_terms",
     "keyword_search",
@@ -103,18 +102,6 @@ def term_weight(count: int, total: int) -> float:
     """A term's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive even for common terms."""
     count = max(0, min(count, total))
     return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
-
-
-@dataclass(frozen=True, slots=True)
-class TermPlan:
-    """The terms a keyword search reads, rarest first, each with its idf weight."""
-
-    weights: Mapping[str, float]
-
-    @property
-    def terms(self) -> list[str]:
-        """The terms, rarest first."""
-        return list(self.weights)
 
 
 def count_terms(
@@ -188,7 +175,10 @@ def plan_terms(
         else counts.count(conn, quotable, budget=budget, index=index)
     )
     kept = prune_terms(list(found), found, budget)
-    return TermPlan({term: term_weight(found[term], total) for term in kept})
+    return TermPlan(
+        {term: term_weight(found[term], total) for term in kept},
+        sum(term_weight(0, total) for n in found.values() if n == 0),
+    )
 
 
 def vector_search(
@@ -332,7 +322,7 @@ class _SqliteReads(EngineReads[Connection]):
         plan = plan_terms(conn, search.terms, counts=self.counts.get(conn))
         limit = search.keyword_candidates
         found = keyword_search(conn, search.guild_id, plan, note_type=search.note_type, limit=limit)
-        return found, plan.weights
+        return found, plan
 
     def window_keywords(self, conn: Connection, search: NoteSearch) -> Found[WindowMatch]:
         plan = plan_terms(
@@ -344,9 +334,9 @@ class _SqliteReads(EngineReads[Connection]):
         )
         match = match_expression(plan.terms)
         if match is None:
-            return [], plan.weights
+            return [], plan
         found = window_keyword_search(conn, search.guild_id, match, limit=search.window_candidates)
-        return found, plan.weights
+        return found, plan
 
     def windows(
         self, conn: Connection, search: NoteSearch, note_ids: Sequence[int], compare: bool

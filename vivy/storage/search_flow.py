@@ -23,7 +23,7 @@ it raises as any other query of the search would.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,7 +42,7 @@ from vivy.storage.candidates import (
 )
 from vivy.storage.dialect import Tx
 from vivy.storage.notes import members_named, notes_in_range
-from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan
 
 __all__ = ["CONVERSATION", "EngineReads", "Side", "candidate_details"]
 
@@ -65,10 +65,10 @@ class _OfNote(Protocol):
 
 #: A keyword search's match type (notes or evidence windows).
 M = TypeVar("M", bound=_OfNote)
-#: A keyword search's matches and the weights (idf) of the terms it searched.
-Found = tuple[list[M], Mapping[str, float]]
-#: A keyword search's matches, their terms' weights and what ranking reads of their notes.
-_Answer = tuple[list[M], Mapping[str, float], "_NoteReads"]
+#: A keyword search's matches and the plan of the terms it searched (their idf weights).
+Found = tuple[list[M], TermPlan]
+#: A keyword search's matches, their terms' plan and what ranking reads of their notes.
+_Answer = tuple[list[M], TermPlan, "_NoteReads"]
 
 
 class Side(Protocol[C_co]):
@@ -184,11 +184,11 @@ class EngineReads(ABC, Generic[C]):
         not ``read``: the call's connection reads them)."""
 
         def run(conn: C) -> _Answer[M]:
-            found, weights = keywords(conn, search)
+            found, plan = keywords(conn, search)
             if not read:
-                return found, weights, _NoteReads({}, [], {})
+                return found, plan, _NoteReads({}, [], {})
             ids = list(dict.fromkeys(match.note_id for match in found))
-            return found, weights, self._read_notes(conn, search, ids, compare)
+            return found, plan, self._read_notes(conn, search, ids, compare)
 
         return run
 
@@ -259,8 +259,8 @@ class EngineReads(ABC, Generic[C]):
                 conn,
                 reads,
             )
-        keywords, note_weights = noted
-        windows, window_weights = self._answer(
+        keywords, note_terms = noted
+        windows, window_terms = self._answer(
             windows_ahead,
             wanted_windows,
             self._and_reads(self.window_keywords, search, compare),
@@ -273,8 +273,8 @@ class EngineReads(ABC, Generic[C]):
             keywords=tuple(keywords),
             windows=tuple(windows),
             in_time=tuple(in_time),
-            note_weights=note_weights,
-            window_weights=window_weights,
+            note_terms=note_terms,
+            window_terms=window_terms,
         )
         details: dict[int, CandidateDetails] = {}
         compared: dict[int, WindowMatch] = {}
@@ -316,7 +316,7 @@ class EngineReads(ABC, Generic[C]):
         """A keyword search's matches and weights, from its side thread or run here without
         one; what it read of its notes joins ``reads``."""
         if ahead is None and not wanted:
-            return [], {}
-        found, weights, read = ahead.result() if ahead is not None else here(conn)
+            return [], TermPlan({})
+        found, plan, read = ahead.result() if ahead is not None else here(conn)
         reads.append(read)
-        return found, weights
+        return found, plan

@@ -23,6 +23,7 @@ __all__ = [
     "NoteSearch",
     "NoteSearchResult",
     "TermMatcher",
+    "TermPlan",
     "TimeRange",
     "fold",
 ]
@@ -44,6 +45,22 @@ class TimeRange:
         if start >= self.end:
             return start - self.end
         return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """The terms a keyword search reads, rarest first, each with its idf weight; and the
+    total idf of the question's terms that are in no row (``absent``, each weighed as a term
+    of count 0), which a note's coverage counts against it: "Caroline" asked of a guild
+    without a Caroline leaves the question half covered, however well "research" matches."""
+
+    weights: Mapping[str, float]
+    absent: float = 0.0
+
+    @property
+    def terms(self) -> list[str]:
+        """The terms, rarest first."""
+        return list(self.weights)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ from typing import Any
 
 from vivy.storage.candidates import KeywordMatch, WindowMatch
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.search import KEYWORD_POSTINGS_BUDGET, TermPlan, prune_terms, term_weight
+from vivy.storage.search import KEYWORD_POSTINGS_BUDGET, prune_terms, term_weight
+from vivy.storage.search_types import TermPlan
 
 __all__ = [
     "BM25_B",
@@ -105,6 +106,7 @@ def plan_terms(
     kept = prune_terms(list(counts), counts, budget)
     return LexemePlan(
         {term: term_weight(counts[term], total) for term in kept},
+        sum(term_weight(0, total) for term, n in counts.items() if n == 0 and term in lexemes),
         {term: lexemes[term] for term in kept},
     )
 

@@ -230,12 +230,12 @@ class _PgReads(EngineReads[PgConnection]):
         plan = plan_terms(conn, search.terms, budget=KEYWORD_POSTINGS_BUDGET)
         limit = search.keyword_candidates
         found = keyword_search(conn, search.guild_id, plan, note_type=search.note_type, limit=limit)
-        return found, plan.weights
+        return found, plan
 
     def window_keywords(self, conn: PgConnection, search: NoteSearch) -> Found[WindowMatch]:
         plan = plan_terms(conn, search.terms, budget=EVIDENCE_POSTINGS_BUDGET, index="evidence")
         found = window_keyword_search(conn, search.guild_id, plan, limit=search.window_candidates)
-        return found, plan.weights
+        return found, plan
 
     def windows(
         self, conn: PgConnection, search: NoteSearch, note_ids: Sequence[int], compare: bool
