@@ -3,8 +3,10 @@
 Ranking (:func:`vivy.retrieval.ranking.rank`) scores a note by a weighted mean of features in
 [0, 1]; with no diversity bonus and no word-match boost that order is the order of the
 features' weighted sum, which this module computes with numpy over every question's
-candidates at once. Coordinate ascent (:func:`ascend`) changes one weight at a time by a
-factor and keeps a change that raises the mean of session recall at 1, 5 and 10.
+candidates at once; the diversity bonus is then taken greedily for the first places, as
+ranking does, over each candidate's matched terms. Coordinate ascent (:func:`ascend`)
+changes one weight at a time by a factor and keeps a change that raises the mean of session
+recall at 1, 5 and 10.
 
 :func:`cross_validate` holds out one conversation (guild) at a time, learns on the others and
 ranks the held-out one with what it learned: the figures it gives are what the weights do on
@@ -15,7 +17,7 @@ learned the same way on every conversation (:func:`ascend` on all rows).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,7 @@ __all__ = [
     "fusion_holds",
     "question_rows",
     "ranked_keys",
+    "recall_holds",
     "weights_from",
 ]
 
@@ -67,6 +70,10 @@ class QuestionRows:
     #: How few of the question's terms its candidates hold (0: enough; 1: none), which
     #: raises the word match's weight (:meth:`~vivy.retrieval.ranking.Weights.supported`).
     lack: float = 0.0
+    #: Which of the question's terms each candidate holds (one row each, a column a term),
+    #: and each term's share of the question's term weight: the diversity bonus's gains.
+    holds_terms: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros((0, 0), bool))
+    term_shares: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
 
 
 def question_rows(
@@ -90,6 +97,14 @@ def question_rows(
         ).reshape(len(candidates), len(LEARNED))
         held = len(frozenset().union(*(c.terms for c in candidates))) if candidates else 0
         support = Weights().support_terms
+        term_weights = dict(one.found.term_weights)
+        total = sum(term_weights.values())
+        shares = np.asarray(
+            [w / total if total > 0 else 0.0 for w in term_weights.values()], dtype=np.float64
+        )
+        holds_terms = np.asarray(
+            [[term in c.terms for term in term_weights] for c in candidates], dtype=bool
+        ).reshape(len(candidates), len(term_weights))
         rows.append(
             QuestionRows(
                 group=one.question.id.split("/")[0],
@@ -98,14 +113,22 @@ def question_rows(
                 keys=tuple(one.sessions[c.note_id] for c in candidates),
                 matrix=matrix,
                 lack=max(0.0, 1.0 - held / support) if any(one.word_match.values()) else 0.0,
+                holds_terms=holds_terms,
+                term_shares=shares,
             )
         )
     return rows
 
 
+#: The places the diversity bonus is taken for (ranking takes it for every place; recall is
+#: measured up to 10).
+DIVERSE_PLACES = 10
+
+
 def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str]:
     """The question's sessions by the weighted sum of their features, best first (ties in
-    candidate order). A last weight past :data:`LEARNED`'s is the word-match boost."""
+    candidate order). The weights past :data:`LEARNED`'s are the word-match boost, then the
+    diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places)."""
     if not row.keys:
         return []
     used = weights[: len(LEARNED)].copy()
@@ -113,7 +136,35 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
         used[LEARNED.index("word_match")] *= 1.0 + weights[len(LEARNED)] * row.lack
     scores = row.matrix @ used
     order = np.lexsort((np.arange(len(row.keys)), -scores))
+    diversity = float(weights[len(LEARNED) + 1]) if len(weights) > len(LEARNED) + 1 else 0.0
+    if diversity > 0 and row.term_shares.size:
+        order = _diversified(order, scores, row.holds_terms, row.term_shares, diversity)
     return list(dict.fromkeys(row.keys[int(i)] for i in order))
+
+
+def _diversified(
+    order: npt.NDArray[np.intp],
+    scores: npt.NDArray[np.float64],
+    holds_terms: npt.NDArray[np.bool_],
+    shares: npt.NDArray[np.float64],
+    diversity: float,
+) -> npt.NDArray[np.intp]:
+    """``order`` (best first by score) with its first places taken greedily by score plus
+    ``diversity`` times the share of the question's term weight a candidate adds, as
+    :func:`vivy.retrieval.ranking.rank` takes them; ties to the better score."""
+    value = scores[order]
+    held = holds_terms[order].astype(np.float64)
+    free = np.ones(len(order), dtype=bool)
+    uncovered = shares.copy()
+    taken: list[int] = []
+    for _ in range(min(DIVERSE_PLACES, len(order))):
+        gains = np.where(free, value + diversity * (held @ uncovered), -np.inf)
+        best = int(np.argmax(gains))
+        taken.append(best)
+        free[best] = False
+        uncovered[holds_terms[order[best]]] = 0.0
+    rest = [i for i in range(len(order)) if free[i]]
+    return order[np.asarray(taken + rest, dtype=np.intp)]
 
 
 def _objective(rows: Sequence[QuestionRows], weights: npt.NDArray[np.float64]) -> float:
@@ -178,12 +229,13 @@ def cross_validate(
 
 def weights_from(vector: Sequence[float], base: Weights) -> Weights:
     """``base`` with the learned weights of ``vector`` (in :data:`LEARNED` order, then the
-    word-match boost if given) and no diversity bonus: the ranking they were learned for."""
+    word-match boost and the diversity bonus if given; absent, they are 0): the ranking they
+    were learned for."""
     learned: dict[str, Any] = {
         name: round(float(v), 4) for name, v in zip(LEARNED, vector[: len(LEARNED)], strict=True)
     }
-    boost = round(float(vector[len(LEARNED)]), 4) if len(vector) > len(LEARNED) else 0.0
-    return replace(base, **learned, diversity=0.0, word_match_boost=boost)
+    extra = [round(float(v), 4) for v in vector[len(LEARNED) :]] + [0.0, 0.0]
+    return replace(base, **learned, word_match_boost=extra[0], diversity=extra[1])
 
 
 def fusion_holds(
@@ -196,5 +248,27 @@ def fusion_holds(
     def holds(vector: npt.NDArray[np.float64]) -> bool:
         settings = replace(DEFAULT_SETTINGS, weights=weights_from([float(v) for v in vector], base))
         return fused_shortfall(searches, scale, settings) <= 0.0
+
+    return holds
+
+
+def recall_of(
+    rows: Sequence[QuestionRows], weights: npt.NDArray[np.float64], kind: str | None, k: int
+) -> float:
+    """Mean session recall at ``k`` of ``rows`` (those of ``kind`` only, when given)."""
+    chosen = [row for row in rows if kind is None or row.kind == kind]
+    return float(
+        np.mean([session_recall(ranked_keys(row, weights), row.answers, k) for row in chosen])
+    )
+
+
+def recall_holds(
+    rows: Sequence[QuestionRows], floors: Mapping[tuple[str | None, int], float]
+) -> Callable[[npt.NDArray[np.float64]], bool]:
+    """The constraint that ``rows``' recall stays at or above each floor (by question kind,
+    None for all, and k): a regression set's figures that learning must not give away."""
+
+    def holds(vector: npt.NDArray[np.float64]) -> bool:
+        return all(recall_of(rows, vector, kind, k) >= floor for (kind, k), floor in floors.items())
 
     return holds

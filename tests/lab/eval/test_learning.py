@@ -1,0 +1,67 @@
+"""Learning the fusion: the rows model ranks as ranking does (diversity included), and the
+constraints it learns under refuse what they should."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vivy.retrieval.ranking import Weights
+from vivy_lab.eval.learning import (
+    LEARNED,
+    QuestionRows,
+    ranked_keys,
+    recall_holds,
+    recall_of,
+    weights_from,
+)
+
+
+def row(kind: str = "single-hop") -> QuestionRows:
+    """Three candidates of a two-term question ("dog", "walk"): ``a`` and ``b`` hold "dog"
+    and score best, ``c`` holds only "walk" and scores a little lower; the answer is ``c``."""
+    matrix = np.zeros((3, len(LEARNED)))
+    coverage = LEARNED.index("coverage")
+    matrix[:, coverage] = [1.0, 0.99, 0.95]
+    return QuestionRows(
+        group="g",
+        kind=kind,
+        answers={1: "c"},
+        keys=("a", "b", "c"),
+        matrix=matrix,
+        holds_terms=np.array([[True, False], [True, False], [False, True]]),
+        term_shares=np.array([0.5, 0.5]),
+    )
+
+
+def weights(diversity: float) -> np.ndarray:
+    """Every feature weighted 1, no word-match boost, and ``diversity``."""
+    return np.array([1.0] * len(LEARNED) + [0.0, diversity])
+
+
+def test_without_diversity_candidates_rank_by_their_weighted_sum() -> None:
+    """The plain weighted sum puts the two "dog" notes first."""
+    assert ranked_keys(row(), weights(0.0)) == ["a", "b", "c"]
+
+
+def test_diversity_lifts_the_candidate_that_covers_a_new_term() -> None:
+    """Once "dog" is covered, the note holding "walk" gains half the question's weight times
+    the bonus and takes second place, as ranking's greedy diversification does."""
+    assert ranked_keys(row(), weights(0.5)) == ["a", "c", "b"]
+
+
+def test_recall_holds_refuses_weights_that_lower_a_floor() -> None:
+    """A floor on recall@2 that the diversified ranking meets and the plain one does not."""
+    rows = [row(), row("paraphrase")]
+    assert recall_of(rows, weights(0.0), None, 2) == 0.0
+    assert recall_of(rows, weights(0.5), "paraphrase", 2) == 1.0
+    holds = recall_holds(rows, {(None, 2): 1.0, ("paraphrase", 2): 1.0})
+    assert holds(weights(0.5)) and not holds(weights(0.0))
+
+
+def test_learned_vectors_become_weights_with_the_boost_and_diversity() -> None:
+    """The vector's last two entries are the word-match boost and the diversity bonus; a
+    vector without them leaves both off."""
+    full = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0], Weights())
+    assert (full.coverage, full.word_match_boost, full.diversity) == (0.5, 2.0, 3.0)
+    bare = weights_from([0.5] * len(LEARNED), Weights())
+    assert (bare.word_match_boost, bare.diversity) == (0.0, 0.0)
