@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from vivy.llm.offline import LOCAL_EMBEDDING_MODEL
@@ -273,6 +275,21 @@ def test_a_guessed_scale_leaves_the_gate_to_keywords() -> None:
     ranked = rank([held, little], now=NOW, channel_id=None, calibration=guessed, gate=GATE)
     assert [one.note_id for one in ranked] == [1]
     assert order([held, little], gate=GATE) == [2]
+
+
+def test_the_gate_counts_the_words_no_note_holds() -> None:
+    """A note holding every searched term of a question whose other words no note holds is
+    judged on its share of the whole question: "what did Caroline research?" in a guild
+    that never heard of Caroline is not answered by a note about research, though the
+    ranking's own coverage (of the searched terms) is whole."""
+    partial = replace(
+        cand(1, bm25=2.0, coverage=1.0, terms=frozenset({"research"})), question_coverage=0.2
+    )
+    ranked = rank([partial], now=NOW, channel_id=None, calibration=CAL, gate=None)
+    assert ranked[0].features.coverage == 1.0
+    assert ranked[0].features.question_coverage == 0.2
+    assert order([partial], gate=GATE) == []
+    assert order([replace(partial, question_coverage=None)], gate=GATE) == [1]
 
 
 def test_relevance_weighs_coverage_and_the_stronger_semantic_match() -> None:

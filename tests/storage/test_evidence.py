@@ -251,15 +251,13 @@ async def test_windows_without_embeddings_are_listed_then_embedded(
     store: Store, probe: Probe
 ) -> None:
     """An edit drops the embeddings of the windows holding the line; the re-embed pass lists
-    them with their note's header and stores new vectors."""
+    them with their lines and stores new vectors."""
     await store_note(store)
     assert await store.evidence.windows_to_embed(10) == []
     assert await store.buffers.edit_message(5, "he chewed my other shoe", WALL0 + 99)
     waiting = await store.evidence.windows_to_embed(10)
-    assert [(w.title, w.channel_name, w.note_date) for w in waiting] == [
-        ("Sam's new puppy", "pets", "2026-03-02")
-    ]
-    assert waiting[0].participants == ("Sam", "Maya") and "other shoe" in waiting[0].text
+    assert len(waiting) == 1 and "other shoe" in waiting[0].text
+    assert waiting[0].note_vector is not None and len(waiting[0].note_vector) == len(unit(9))
     assert await embedded(probe) == 1
     await store.evidence.set_window_embeddings([(waiting[0].id, unit(9))])
     assert await store.evidence.windows_to_embed(10) == []

@@ -318,9 +318,10 @@ async def test_tidying_the_keyword_indexes_keeps_every_search_result(
 
 
 async def test_a_term_in_no_note_counts_against_coverage(store: Store) -> None:
-    """A question's word that no note or window holds still weighs in its coverage, at least
-    as much as any word that is there: "biscuit xylophone" is at most half covered by a
-    biscuit note, where "biscuit" alone is covered whole."""
+    """A question's word that no note or window holds still weighs in the gate's coverage, at
+    least as much as any word that is there: "biscuit xylophone" is at most half covered by a
+    biscuit note, where "biscuit" alone is covered whole; the ranking's coverage, of the
+    searched terms, is whole in both."""
     mine = await add_note(
         store, GUILD, "Biscuit", embedding=QUERY, lines=("Biscuit chewed a shoe",)
     )
@@ -331,4 +332,6 @@ async def test_a_term_in_no_note_counts_against_coverage(store: Store) -> None:
     (whole,) = alone.candidates
     assert half.note_id == whole.note_id == mine
     assert half.terms == whole.terms == frozenset({"biscuit"})
-    assert 0.0 < half.coverage <= 0.5 and whole.coverage == 1.0
+    assert half.coverage == whole.coverage == 1.0
+    assert half.question_coverage is not None and 0.0 < half.question_coverage <= 0.5
+    assert whole.question_coverage == 1.0

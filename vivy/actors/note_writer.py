@@ -42,7 +42,7 @@ from vivy.llm.schemas import (
     uncited,
 )
 from vivy.memory.dates import note_date
-from vivy.memory.evidence import windows_of
+from vivy.memory.evidence import pooled_windows, window_lines, windows_of
 from vivy.memory.facts import Fact
 from vivy.memory.guards import clean_note
 from vivy.memory.notes import NewNote, NoteType, Participant, PlannedUpdate
@@ -54,7 +54,6 @@ __all__ = [
     "NoteWriter",
     "ProfileNotifier",
     "contextual_text",
-    "window_header",
 ]
 
 log = structlog.get_logger(__name__)
@@ -100,12 +99,6 @@ def contextual_text(
     if topics:
         header.append(f"Topics: {', '.join(topics)}")
     return "\n".join(header) + f"\n\n{title}\n{summary}"
-
-
-def window_header(channel_name: str, day: str, participants: list[str]) -> str:
-    """The one-line context an evidence window is embedded with."""
-    channel = f"#{channel_name}" if channel_name else "(unknown channel)"
-    return f"{channel} · {day} · {', '.join(participants)}"
 
 
 def _returned_operations(draft: NoteDraft) -> dict[int, list[ProfileOperation]]:
@@ -311,12 +304,11 @@ class NoteWriter:
                 if self._keep_evidence
                 else []
             )
-            header = window_header(row.channel_name, day, [names[user] for user in counts])
-            vectors = await self._llm.embed(
-                [text, *(f"{header} · {content.title}\n{w.text}" for w in windows)],
-                EmbeddingTask.DOCUMENT,
-            )
-            embedding, window_vectors = vectors[0], vectors[1:]
+            texts = [w.text for w in windows]
+            said = window_lines(texts)
+            vectors = await self._llm.embed([text, *said], EmbeddingTask.DOCUMENT)
+            embedding = vectors[0]
+            window_vectors = pooled_windows(texts, said, vectors[1:], embedding)
         except LLMError as exc:
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
             retry_at = self._clock.now() + delay

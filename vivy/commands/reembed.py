@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 import anyio
 
-from vivy.actors.note_writer import contextual_text, window_header
+from vivy.actors.note_writer import contextual_text
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_target, existing, quiet_logs
 from vivy.errors import LLMInvalidOutput
 from vivy.llm import make_llm
 from vivy.llm.port import LLM, EmbeddingTask
+from vivy.memory.evidence import pooled_windows, window_lines
 from vivy.memory.notes import NoteText, NoteType
 from vivy.storage.engines import Target, open_store
 from vivy.storage.port import Store
@@ -104,21 +105,17 @@ def embedding_text(note: NoteText) -> str:
 
 async def _reembed_windows(store: Store, llm: LLM, batch_size: int) -> int:
     """Embed every evidence window left without an embedding (all of them after the swap),
-    with the header the NoteWriter gives them; returns how many."""
+    pooled from its lines as the NoteWriter does; returns how many."""
     done = 0
     while batch := await store.evidence.windows_to_embed(batch_size):
-        texts = [
-            f"{window_header(w.channel_name, w.note_date, list(w.participants))} · {w.title}"
-            f"\n{w.text}"
-            for w in batch
-        ]
-        vectors = await llm.embed(texts, EmbeddingTask.DOCUMENT)
-        if len(vectors) != len(batch):
+        lines = window_lines([w.text for w in batch])
+        vectors = await llm.embed(lines, EmbeddingTask.DOCUMENT)
+        if len(vectors) != len(lines):
             raise LLMInvalidOutput(
-                f"the embedding model returned {len(vectors)} vectors for {len(batch)} texts"
+                f"the embedding model returned {len(vectors)} vectors for {len(lines)} texts"
             )
         await store.evidence.set_window_embeddings(
-            [(w.id, v) for w, v in zip(batch, vectors, strict=True)],
+            [(w.id, pooled_windows([w.text], lines, vectors, w.note_vector)[0]) for w in batch],
         )
         done += len(batch)
     return done

@@ -185,7 +185,7 @@ class Gate:
     (``scripts/learn_fusion_weights.py``); ``VIVY_RELEVANCE_THRESHOLD`` overrides it.
     """
 
-    min_relevance: float = 0.55
+    min_relevance: float = 0.35
     #: How much of relevance is the keyword coverage; the rest is the semantic match.
     keyword_share: float = 0.5
     #: The coverage a note needs when the question has no embedding (the keyword-only path,
@@ -212,6 +212,9 @@ class Features:
     recency: float
     channel: float
     word_match: float = 0.0
+    #: The coverage of all the question's terms, those no note holds included: what the gate
+    #: reads (:func:`relevance`), not weighed in the score.
+    question_coverage: float = 0.0
 
     def score(self, weights: Weights, *, time: bool = True, names: bool = True) -> float:
         """The weighted mean of the features, in [0, 1].
@@ -312,6 +315,7 @@ def features(
             note_vector=semantic_evidence(c.similarity, calibration),
             evidence_vector=semantic_evidence(c.window_similarity, calibration),
             coverage=c.coverage,
+            question_coverage=c.coverage if c.question_coverage is None else c.question_coverage,
             name=1.0 if c.named else 0.0,
             time=_time_closeness(c.time_distance_s, time_span_s),
             recency=recency(now - c.at, recency_days),
@@ -333,7 +337,7 @@ def relevance(found: Features, gate: Gate) -> float:
     """A note's absolute evidence for the question, in [0, 1]: its keyword coverage and its
     stronger semantic match (the note's or its best window's), weighed by ``gate``."""
     semantic = max(found.note_vector, found.evidence_vector)
-    return gate.keyword_share * found.coverage + (1.0 - gate.keyword_share) * semantic
+    return gate.keyword_share * found.question_coverage + (1.0 - gate.keyword_share) * semantic
 
 
 def passes_gate(scored: Scored, gate: Gate, *, semantic: bool = True) -> bool:
@@ -341,12 +345,12 @@ def passes_gate(scored: Scored, gate: Gate, *, semantic: bool = True) -> bool:
     or half as much and lies in a time the question names. Without ``semantic`` evidence
     (the question could not be embedded, or its model's scale is a guess) its keyword
     coverage must reach :attr:`Gate.keyword_only`."""
-    if scored.features.coverage >= gate.full_coverage:
+    if scored.features.question_coverage >= gate.full_coverage:
         return True
     if semantic:
         evidence, needed = relevance(scored.features, gate), gate.min_relevance
     else:
-        evidence, needed = scored.features.coverage, gate.keyword_only
+        evidence, needed = scored.features.question_coverage, gate.keyword_only
     if evidence >= needed:
         return True
     return scored.features.time >= 1.0 and evidence >= needed / 2

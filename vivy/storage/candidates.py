@@ -148,9 +148,6 @@ def assemble_candidates(
     (:func:`shown_windows`) and the members the question names (``named``).
     """
     weights = hits.weights
-    # Coverage is the share of the whole question's term weight, the terms no row holds
-    # included: they can match nothing, and a question that is mostly such terms is mostly
-    # not about this guild's memory.
     similarity = {match.note_id: match.similarity for match in hits.vectors}
     strength = {match.note_id: match.bm25 for match in hits.keywords}
     window_strength: dict[int, float] = {}
@@ -160,7 +157,11 @@ def assemble_candidates(
     for found in similar:
         window_similarity.setdefault(found.note_id, found.score)
     matcher = TermMatcher.of(weights)
-    total = math.fsum(weights.values()) + hits.plan.absent
+    total = math.fsum(weights.values())
+    # The gate's coverage is the share of the whole question's term weight, the terms no
+    # row holds included: they can match nothing, and a question that is mostly such terms
+    # is mostly not about this guild's memory.
+    whole = total + hits.plan.absent
     candidates: list[Candidate] = []
     for note_id in hits.note_ids:
         note = details.get(note_id)
@@ -179,6 +180,9 @@ def assemble_candidates(
                 similarity=similarity.get(note_id),
                 bm25=strength.get(note_id),
                 coverage=math.fsum(weights[t] for t in matched) / total if total > 0 else 0.0,
+                question_coverage=(
+                    math.fsum(weights[t] for t in matched) / whole if whole > 0 else 0.0
+                ),
                 started=note.started,
                 window_similarity=window_similarity.get(note_id),
                 window_bm25=window_strength.get(note_id),

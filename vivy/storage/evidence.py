@@ -247,15 +247,15 @@ def participant_names(tx: Tx, note_ids: Sequence[int]) -> dict[int, list[str]]:
 def windows_to_embed(tx: Tx, limit: int) -> list[WindowText]:
     """Up to ``limit`` evidence windows without an embedding (after a model change or an
     edit), oldest first."""
+    floats = tx.dialect.vector_json.format
     rows = tx.all(
-        "SELECT w.id, w.text, n.channel_name, n.note_date, n.title, n.id FROM evidence_windows w"
-        " JOIN interaction_notes n ON n.id = w.note_id WHERE w.embedding IS NULL"
-        " ORDER BY w.id LIMIT ?",
+        f"SELECT w.id, w.text, {floats('v.embedding')} FROM evidence_windows w"
+        " LEFT JOIN vec_notes v ON v.note_id = w.note_id"
+        " WHERE w.embedding IS NULL ORDER BY w.id LIMIT ?",
         (limit,),
     )
-    names = participant_names(tx, [int(r[5]) for r in rows])
     return [
-        WindowText(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(names[int(r[5])]))
+        WindowText(int(r[0]), str(r[1]), None if r[2] is None else tuple(json.loads(r[2])))
         for r in rows
     ]
 

@@ -51,8 +51,9 @@ class TimeRange:
 class TermPlan:
     """The terms a keyword search reads, rarest first, each with its idf weight; and the
     total idf of the question's terms that are in no row (``absent``, each weighed as a term
-    of count 0), which a note's coverage counts against it: "Caroline" asked of a guild
-    without a Caroline leaves the question half covered, however well "research" matches."""
+    of count 0), which the gate's coverage counts against a note: "Caroline" asked of a
+    guild without a Caroline leaves the question half covered, however well "research"
+    matches."""
 
     weights: Mapping[str, float]
     absent: float = 0.0
@@ -70,8 +71,10 @@ class Candidate:
     ``at`` is the note's wall time (end of the conversation) and ``started`` its start;
     ``similarity`` / ``bm25`` its own vector and keyword match (None when that search did not
     find it); ``window_similarity`` / ``window_bm25`` its best evidence window's;
-    ``coverage`` the idf-weighted share of the question's terms in the note or its best
-    windows (0 to 1), ``terms`` those terms; ``named`` whether a member the question names
+    ``coverage`` the idf-weighted share of the question's searched terms in the note or its
+    best windows (0 to 1), ``terms`` those terms; ``question_coverage`` the same share of all
+    the question's terms, those no row holds included (:attr:`TermPlan.absent`; None: as
+    ``coverage``), which the reply's gate reads; ``named`` whether a member the question names
     took part; ``time_distance_s`` how far it lies from the time the question names (None
     when the question names none); ``text`` the note's searchable text (title, summary,
     topics, entities, decisions), whose words ranking matches with the question's.
@@ -90,6 +93,7 @@ class Candidate:
     named: bool = False
     time_distance_s: float | None = None
     text: str = ""
+    question_coverage: float | None = None
 
 
 def fold(text: str) -> str:

@@ -35,12 +35,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from vivy.actors.note_writer import contextual_text, window_header
+from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
-from vivy.memory.evidence import windows_of
+from vivy.memory.evidence import pooled_windows, window_lines, windows_of
 from vivy.memory.notes import NewNote, Participant
 from vivy.retrieval import search
 from vivy.retrieval.context import quoted_lines
@@ -260,22 +260,21 @@ async def store_sessions(
             lines = [(mid, names[author], text) for mid, author, _, text in session.messages]
             windows = windows_of(lines) if evidence else []
             day = note_date(session.start)
-            header = window_header(guild.channel_name, day, participants)
             note = session.note
-            texts = [
-                contextual_text(
-                    guild.channel_name,
-                    day,
-                    participants,
-                    [str(t) for t in note.get("topics", ())],
-                    str(note["title"]),
-                    str(note["summary"]),
-                ),
-                *(f"{header} · {note['title']}\n{w.text}" for w in windows),
-            ]
-            vectors = await llm.embed(texts, EmbeddingTask.DOCUMENT)
+            window_texts = [w.text for w in windows]
+            embedded = window_lines(window_texts)
+            text = contextual_text(
+                guild.channel_name,
+                day,
+                participants,
+                [str(t) for t in note.get("topics", ())],
+                str(note["title"]),
+                str(note["summary"]),
+            )
+            vectors = await llm.embed([text, *embedded], EmbeddingTask.DOCUMENT)
+            window_vectors = pooled_windows(window_texts, embedded, vectors[1:], vectors[0])
             note_id = await _store_session(
-                store, guild, session, vectors[0], lines, vectors[1:], evidence
+                store, guild, session, vectors[0], lines, window_vectors, evidence
             )
             keys[note_id] = session.key
     return keys
