@@ -1,6 +1,14 @@
-"""Shared fixtures: by default async tests run on trio under a MockClock that autojumps."""
+"""Shared fixtures: by default async tests run on trio under a MockClock that autojumps, and
+embed sentences with the hashing test double unless marked ``sentence_model``."""
 
 from __future__ import annotations
+
+import os
+
+# One BLAS thread per process, for this process and every child it starts (set before numpy
+# loads): the sentence model multiplies small matrices, and on a busy 2-core machine
+# OpenBLAS's spinning threads made each single-text embedding several times slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import gc
 import logging
@@ -11,11 +19,43 @@ import pytest
 import structlog
 from trio.testing import MockClock
 
+from tests.hashing import HashedSentences
+from vivy.llm.offline import provider
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
     """Trio with a virtual clock: timers fire at exact virtual times, instantly."""
     return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``sentence_model`` marker."""
+    config.addinivalue_line(
+        "markers",
+        "sentence_model: the test is about the local sentence model's embeddings (retrieval"
+        " quality, the model itself): the offline provider embeds with it, not the hashing"
+        " double",
+    )
+
+
+@pytest.fixture(scope="session")
+def _hashed_sentences() -> HashedSentences:
+    """The session's hashing double, with the local model's word vectors."""
+    return HashedSentences(provider.shared_embedder())
+
+
+@pytest.fixture(autouse=True)
+def _sentence_embeddings(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    _hashed_sentences: HashedSentences,
+) -> None:
+    """In-process offline providers embed sentences with the hashing double (fast, and
+    deterministic), unless the test is marked ``sentence_model``: then with the local model,
+    loaded once per process. Child processes always run the shipped model."""
+    if request.node.get_closest_marker("sentence_model") is None:
+        monkeypatch.setattr(provider, "shared_embedder", lambda: _hashed_sentences)
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,9 @@
 """A deterministic test double of an embedding model: words hashed into signed buckets.
 
-Tests that need a *second* embedding model (a model change, ``vivy reembed``, a vector of
-another dimension) embed with it; everything else embeds with the shipped local model.
+In-process tests embed sentences with it (:class:`HashedSentences`, see ``tests/conftest.py``)
+unless they are about the shipped local model's meaning (``pytest.mark.sentence_model``);
+tests that need a *second* embedding model (a model change, ``vivy reembed``, a vector of
+another dimension) embed with :class:`HashingEmbedder` under a name of its own.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import math
 import re
 from collections.abc import Sequence
 
-from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION
+import numpy as np
+import numpy.typing as npt
 
-__all__ = ["HashingEmbedder", "hash_embedding"]
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder
+
+__all__ = ["HashedSentences", "HashingEmbedder", "hash_embedding"]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -43,3 +48,17 @@ class HashingEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One hashed vector per text."""
         return [hash_embedding(text, self.dimension) for text in texts]
+
+
+class HashedSentences(HashingEmbedder):
+    """The tests' stand-in for the shared local embedder: sentences hashed (a fraction of a
+    millisecond each, where the sentence model takes tens), single words through the local
+    model's word vectors (a table lookup) as retrieval's line scoring reads them."""
+
+    def __init__(self, words: LocalEmbedder) -> None:
+        super().__init__(model="test-hash-sentences")
+        self._words = words
+
+    def word_array(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The local model's vectors of single ``words``."""
+        return self._words.word_array(words)
