@@ -19,7 +19,7 @@ import pytest
 import structlog
 from trio.testing import MockClock
 
-from tests.hashing import HashedSentences
+from tests.hashing import hashed_sentences, sentence_model
 from vivy.llm.offline import provider
 
 
@@ -39,23 +39,24 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture(scope="session")
-def _hashed_sentences() -> HashedSentences:
-    """The session's hashing double, with the local model's word vectors."""
-    return HashedSentences(provider.shared_embedder())
+@pytest.fixture(scope="session", autouse=True)
+def _hashed_sentences() -> Iterator[None]:
+    """For the whole session (session and module fixtures included), in-process offline
+    providers embed sentences with the hashing double: fast, and deterministic."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(provider, "shared_embedder", hashed_sentences)
+        yield
 
 
 @pytest.fixture(autouse=True)
-def _sentence_embeddings(
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-    _hashed_sentences: HashedSentences,
-) -> None:
-    """In-process offline providers embed sentences with the hashing double (fast, and
-    deterministic), unless the test is marked ``sentence_model``: then with the local model,
-    loaded once per process. Child processes always run the shipped model."""
+def _sentence_model(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``sentence_model`` embeds with the local model (loaded once per
+    process); a fixture that needs it opens :func:`tests.hashing.sentence_model` itself."""
     if request.node.get_closest_marker("sentence_model") is None:
-        monkeypatch.setattr(provider, "shared_embedder", lambda: _hashed_sentences)
+        yield
+        return
+    with sentence_model():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import sys
 
-from tests.hashing import HashedSentences
+from tests.hashing import hashed_sentences
 from vivy.cli import main
 from vivy.llm.offline import provider
 
 if __name__ == "__main__":
-    hashed = HashedSentences(provider.shared_embedder())
-    provider.shared_embedder = lambda: hashed
+    provider.shared_embedder = hashed_sentences
     sys.exit(main())

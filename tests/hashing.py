@@ -11,14 +11,26 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
-from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, provider
 
-__all__ = ["HashedSentences", "HashingEmbedder", "hash_embedding"]
+#: The process's one local embedder, whatever ``provider.shared_embedder`` is patched to.
+local_model = provider.shared_embedder
+
+__all__ = [
+    "HashedSentences",
+    "HashingEmbedder",
+    "hash_embedding",
+    "hashed_sentences",
+    "local_model",
+    "sentence_model",
+]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -62,3 +74,22 @@ class HashedSentences(HashingEmbedder):
     def word_array(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
         """The local model's vectors of single ``words``."""
         return self._words.word_array(words)
+
+
+_HASHED: list[HashedSentences] = []
+
+
+def hashed_sentences() -> HashedSentences:
+    """The process's one :class:`HashedSentences`, in place of ``provider.shared_embedder``."""
+    if not _HASHED:
+        _HASHED.append(HashedSentences(local_model()))
+    return _HASHED[0]
+
+
+@contextmanager
+def sentence_model() -> Iterator[None]:
+    """Within the block, in-process offline providers embed with the local sentence model:
+    for tests (and their fixtures) about retrieval quality or the model itself."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(provider, "shared_embedder", local_model)
+        yield
