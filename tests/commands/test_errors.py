@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.bot import payloads
+from tests.hashing import sentence_model
 from tests.importer import BEN, GUILD, THREAD_LATER, TWO_DAYS, import_files
 from vivy.cli import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE
 
@@ -374,7 +375,8 @@ class _Me(BaseHTTPRequestHandler):
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database holding the two-day fixture export, nightly jobs included."""
     db = tmp_path_factory.mktemp("imported") / "vivy.db"
-    import_files(db, TWO_DAYS)
+    with sentence_model():  # the CLI is configured with the local model
+        import_files(db, TWO_DAYS)
     return db
 
 
