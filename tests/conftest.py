@@ -19,8 +19,7 @@ import pytest
 import structlog
 from trio.testing import MockClock
 
-from tests.hashing import hashed_sentences, sentence_model
-from vivy.llm.offline import provider
+from tests.hashing import install_hashed_sentences, sentence_model
 
 
 @pytest.fixture
@@ -42,9 +41,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _hashed_sentences() -> Iterator[None]:
     """For the whole session (session and module fixtures included), in-process offline
-    providers embed sentences with the hashing double: fast, and deterministic."""
+    providers and the lab's synthetic guilds embed sentences with the hashing double: fast,
+    and deterministic."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(provider, "shared_embedder", hashed_sentences)
+        install_hashed_sentences(patch)
         yield
 
 

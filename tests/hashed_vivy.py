@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import sys
 
-from tests.hashing import hashed_sentences
+import pytest
+
+from tests.hashing import install_hashed_sentences
 from vivy.cli import main
-from vivy.llm.offline import provider
 
 if __name__ == "__main__":
-    provider.shared_embedder = hashed_sentences
+    install_hashed_sentences(pytest.MonkeyPatch())
     sys.exit(main())

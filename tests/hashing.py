@@ -28,6 +28,7 @@ __all__ = [
     "HashingEmbedder",
     "hash_embedding",
     "hashed_sentences",
+    "install_hashed_sentences",
     "local_model",
     "sentence_model",
 ]
@@ -61,6 +62,10 @@ class HashingEmbedder:
         """One hashed vector per text."""
         return [hash_embedding(text, self.dimension) for text in texts]
 
+    def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The hashed vectors of ``texts``, one row each."""
+        return np.array(self.embed(texts), dtype=np.float32).reshape(len(texts), self.dimension)
+
 
 class HashedSentences(HashingEmbedder):
     """The tests' stand-in for the shared local embedder: sentences hashed (a fraction of a
@@ -86,6 +91,17 @@ def hashed_sentences() -> HashedSentences:
     return _HASHED[0]
 
 
+def install_hashed_sentences(patch: pytest.MonkeyPatch) -> None:
+    """Embed sentences with :func:`hashed_sentences` wherever this process would load the
+    local sentence model: the offline provider's shared embedder, and the lab's synthetic
+    guilds (their vectors are a realistic spread for benchmarks, not meaning tests read)."""
+    from vivy_lab.synthetic import sqlite as synthetic
+
+    patch.setattr(provider, "shared_embedder", hashed_sentences)
+    patch.setattr(synthetic, "LocalEmbedder", hashed_sentences)
+    synthetic._real_vectors.cache_clear()
+
+
 @contextmanager
 def sentence_model() -> Iterator[None]:
     """Within the block, in-process offline providers embed with the local sentence model:
@@ -93,3 +109,4 @@ def sentence_model() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(provider, "shared_embedder", local_model)
         yield
+
