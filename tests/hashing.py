@@ -30,6 +30,7 @@ __all__ = [
     "hashed_sentences",
     "install_hashed_sentences",
     "local_model",
+    "remembered_sentence_model",
     "sentence_model",
 ]
 
@@ -110,3 +111,40 @@ def sentence_model() -> Iterator[None]:
         patch.setattr(provider, "shared_embedder", local_model)
         yield
 
+
+class RememberedSentences:
+    """The local sentence model, each text's vector kept for the session once embedded: the
+    lab eval's quality reports embed the same notes and sessions again (the small subset is
+    part of the whole set, and runs on SQLite and on PostgreSQL), and the model gives a text
+    the same vector each time (to float rounding, which moves with the batch)."""
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        self.dimension = model.dimension
+        self.model = model.model
+        self._model = model
+        self._known: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The model's vectors of ``texts``, embedding only those not seen before."""
+        new = [text for text in dict.fromkeys(texts) if text not in self._known]
+        if new:
+            self._known.update(zip(new, self._model.embed_array(new), strict=True))
+        return [self._known[text].tolist() for text in texts]
+
+    def word_array(self, words: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The local model's vectors of single ``words``."""
+        return self._model.word_array(words)
+
+
+_REMEMBERED: list[RememberedSentences] = []
+
+
+@contextmanager
+def remembered_sentence_model() -> Iterator[None]:
+    """As :func:`sentence_model`, through the session's one :class:`RememberedSentences`: for
+    the lab eval's reports, which embed the bundled long conversations more than once."""
+    if not _REMEMBERED:
+        _REMEMBERED.append(RememberedSentences(local_model()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(provider, "shared_embedder", lambda: _REMEMBERED[0])
+        yield

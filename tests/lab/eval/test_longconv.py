@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.hashing import sentence_model
+from tests.hashing import remembered_sentence_model
 from tests.pg import embedded_postgres
 from vivy.storage.port import Store
 from vivy.storage.postgres.stores import open_postgres_store
@@ -39,7 +39,7 @@ SMALL = Path(__file__).with_name("longconv_small.json")
 def report() -> LongReport:
     """The eval of the small subset, run once for this module (the local sentence model:
     the figures are retrieval quality)."""
-    with sentence_model():
+    with remembered_sentence_model():
         return anyio.run(run_longconv, None, load_longconv(SMALL))
 
 
@@ -62,7 +62,8 @@ def test_the_eval_runs_on_postgresql_as_on_sqlite(pg_uri: str, report: LongRepor
     def store() -> Store:
         return open_postgres_store(new_schema(pg_uri, f"eval_{uuid.uuid4().hex}"), inline=True)
 
-    there = anyio.run(partial(run_longconv, None, load_longconv(SMALL), open_store=store))
+    with remembered_sentence_model():  # the same texts as on SQLite: embedded once
+        there = anyio.run(partial(run_longconv, None, load_longconv(SMALL), open_store=store))
     assert there.recall["bm25_raw"] == report.recall["bm25_raw"]
     for k in (5, 10):
         for baseline in BASELINES:
