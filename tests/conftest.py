@@ -1,6 +1,14 @@
-"""Shared fixtures: by default async tests run on trio under a MockClock that autojumps."""
+"""Shared fixtures: by default async tests run on trio under a MockClock that autojumps, and
+embed sentences with the hashing test double unless marked ``sentence_model``."""
 
 from __future__ import annotations
+
+import os
+
+# One BLAS thread per process, for this process and every child it starts (set before numpy
+# loads): the sentence model multiplies small matrices, and on a busy 2-core machine
+# OpenBLAS's spinning threads made each single-text embedding several times slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import gc
 import logging
@@ -11,11 +19,44 @@ import pytest
 import structlog
 from trio.testing import MockClock
 
+from tests.hashing import install_hashed_sentences, sentence_model
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
     """Trio with a virtual clock: timers fire at exact virtual times, instantly."""
     return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``sentence_model`` marker."""
+    config.addinivalue_line(
+        "markers",
+        "sentence_model: the test is about the local sentence model's embeddings (retrieval"
+        " quality, the model itself): the offline provider embeds with it, not the hashing"
+        " double",
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hashed_sentences() -> Iterator[None]:
+    """For the whole session (session and module fixtures included), in-process offline
+    providers and the lab's synthetic guilds embed sentences with the hashing double: fast,
+    and deterministic."""
+    with pytest.MonkeyPatch.context() as patch:
+        install_hashed_sentences(patch)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _sentence_model(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``sentence_model`` embeds with the local model (loaded once per
+    process); a fixture that needs it opens :func:`tests.hashing.sentence_model` itself."""
+    if request.node.get_closest_marker("sentence_model") is None:
+        yield
+        return
+    with sentence_model():
+        yield
 
 
 @pytest.fixture(autouse=True)

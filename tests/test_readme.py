@@ -1,5 +1,7 @@
-"""The README's two commands work from a fresh clone: the demo, and the checks; and the
-scripts the docs name run in the environment of the first."""
+"""The README's first command works from a fresh clone: a virtual environment, the install and
+the demo, on the shipped sentence model. The second command (``bash scripts/check``) is what
+CI runs from a fresh clone (``.ci/run``), so the suite does not run it inside itself; the
+scripts the docs name are started by ``tests/test_docs.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.test_docs import BENCHMARK_SETUP, documented_scripts, quick_run, shell_lines
+from vivy.commands.demo import PARAPHRASED_ANSWER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,67 +29,40 @@ def clean_environment() -> dict[str, str]:
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("VIVY_", "PYTEST", "VIRTUAL_ENV"))
-        and key not in {"GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "DISCORD_TOKEN"}
+        and key not in {"GEMINI_API_KEY", "MEMORY_GEMINI_TOKEN", "DISCORD_TOKEN", "PYTHONPATH"}
     }
 
 
 def test_readme_opens_with_two_commands() -> None:
-    """Exactly two commands: set up and run the demo; set up and run the checks."""
+    """Exactly two commands: set up and run the demo; set up and run the checks, which is
+    exactly what CI runs."""
     commands = readme_commands()
     assert len(commands) == 2
     assert "vivy demo" in commands[0]
-    assert "scripts/check" in commands[1]
+    assert commands[1] == "bash scripts/check"
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/check")
 
 
-def test_readme_commands_succeed_in_a_fresh_clone(tmp_path: Path) -> None:
-    """In a fresh clone the demo runs to its end, every documented script starts in its
-    environment with the benchmarks' documented additions, and the check script passes on a
-    small test."""
+def test_the_first_command_runs_the_demo_in_a_fresh_clone(tmp_path: Path) -> None:
+    """In a fresh clone the first command installs Vivy without its development tools and
+    runs the demo to its end with the shipped sentence model: the memory context, the answer,
+    and the question in other words answered by the message that says it in others."""
     clone = tmp_path / "vivy"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
-    demo, check = readme_commands()
+    demo = readme_commands()[0]
     first = subprocess.run(
         ["bash", "-c", demo],
         cwd=clone,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         env=clean_environment(),
         check=False,
     )
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "Memory context" in first.stdout and "Vivy would answer" in first.stdout
-    assert BENCHMARK_SETUP in shell_lines()
-    setup = subprocess.run(
-        ["bash", "-c", BENCHMARK_SETUP],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=clean_environment(),
-        check=False,
-    )
-    assert setup.returncode == 0, setup.stderr[-3000:]
-    for script in sorted(documented_scripts()):
-        started = subprocess.run(
-            quick_run(".venv/bin/python", script),
-            cwd=clone,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=clean_environment(),
-            check=False,
-        )
-        assert started.returncode == 0, (script, started.stderr[-3000:])
-    second = subprocess.run(
-        ["bash", "-c", f"{check} tests/state/test_gate.py"],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=clean_environment(),
-        check=False,
-    )
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert re.search(r"\d+ passed", second.stdout)
+    out = first.stdout
+    assert "Memory context" in out and "Vivy would answer" in out
+    section = out.split("======== Memory for a question in other words ")[1]
+    notes = section.split("<notes>")[1].split("</notes>")[0]
+    assert f"> Maya, Mar 2: wait kai is a musician?? {PARAPHRASED_ANSWER}" in notes
+    assert "The message that answers it, quoted in the memory: > Maya, Mar 2:" in section

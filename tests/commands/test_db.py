@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
+from tests.hashing import sentence_model
 from tests.importer import TWO_DAYS, import_files, snapshot
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
 from vivy.storage.checks import check_integrity, open_readonly
@@ -20,7 +21,8 @@ from . import run_cli
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database with the two-day fixture imported (shared; copy it before changing it)."""
     db = tmp_path_factory.mktemp("db") / "v.db"
-    import_files(db, TWO_DAYS)
+    with sentence_model():  # the CLI is configured with the local model
+        import_files(db, TWO_DAYS)
     return db
 
 

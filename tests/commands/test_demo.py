@@ -20,18 +20,25 @@ from vivy.cli import main
 from vivy.commands.demo import run_demo
 from vivy.storage.postgres.embedded import embedded_server
 
+ROOT = Path(__file__).resolve().parents[2]
+
+#: ``vivy`` in a child process, its sentences embedded by the tests' hashing double (what the
+#: demo serves, not what the model finds, is tested here).
+VIVY = [sys.executable, "-m", "tests.hashed_vivy"]
+
 
 def test_the_printed_operator_search_url_answers(tmp_path: Path) -> None:
     """The demo's "Operator search API (URL): N hits" line holds a URL that gives N hits
     with the token it printed, and the memory page it printed serves that token's view."""
     demo = subprocess.Popen(
-        [sys.executable, "-m", "vivy.cli", "demo", "--linger", "30"],
+        [*VIVY, "demo", "--linger", "30"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=tmp_path,
         env={
             **os.environ,
+            "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",
             "GEMINI_API_KEY": "",
             "MEMORY_GEMINI_TOKEN": "",
@@ -70,13 +77,14 @@ def test_the_demo_serves_where_the_settings_say_behind_their_token(tmp_path: Pat
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     demo = subprocess.Popen(
-        [sys.executable, "-m", "vivy.cli", "demo", "--linger", "30"],
+        [*VIVY, "demo", "--linger", "30"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=tmp_path,
         env={
             **os.environ,
+            "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",
             "GEMINI_API_KEY": "",
             "MEMORY_GEMINI_TOKEN": "",
@@ -136,6 +144,7 @@ def test_postgres_and_db_together_are_refused(capsys: pytest.CaptureFixture[str]
     assert "--postgres starts a server of its own" in capsys.readouterr().err
 
 
+@pytest.mark.sentence_model
 def test_a_question_in_other_words_finds_the_message_that_answers_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

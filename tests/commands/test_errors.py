@@ -1,9 +1,12 @@
 """Every mistake an operator can make, through the real ``vivy`` entry point.
 
-Each case runs ``python -m vivy.cli`` in a subprocess, a few at a time, at the command's
-default log level, and must end with a non-zero exit code, one line on stderr, no traceback,
-the variable or file at fault named, and the database file byte for byte as it was. The
-table of docs/errors.md lists every case (checked below).
+Each case runs ``vivy.cli.main`` in-process, with the case's environment and working
+directory, at the command's default log level; the cases whose behaviour depends on a
+process of their own (a read-only database, which needs root's file powers dropped) and a
+few others, so that exit codes and stderr are seen from a real interpreter too, run
+``python -m tests.hashed_vivy`` in a subprocess. Each must end with a non-zero exit code, one
+line on stderr, no traceback, the variable or file at fault named, and the database file
+byte for byte as it was. The table of docs/errors.md lists every case (checked below).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,16 +31,18 @@ import pytest
 from tests.bot import payloads
 from tests.importer import BEN, GUILD, THREAD_LATER, TWO_DAYS, import_files
 from vivy.cli import EXIT_BROKEN_PIPE, EXIT_RUNTIME, EXIT_USAGE
+from vivy.storage.postgres import connect
 
-from . import command_environment, drop_file_override
+from . import command_environment, drop_file_override, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: A well-formed bot token (its first part is the user id 1000000000000000001).
 TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAwMQ.fake.token"
 
-#: Subprocesses at once: the machine has two cores, and most cases wait on little.
-WORKERS = 4
+#: ``vivy`` in a child process, embedding with the hashing double as the tests do in-process
+#: (the imported database's vectors are the double's).
+VIVY = [sys.executable, "-m", "tests.hashed_vivy"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Case:
     ``{tmp}`` (the case's own directory), ``{port}`` (a port another socket holds) and
     ``{closed}`` (a loopback port nobody listens on), ``{discord}`` (a fake Discord REST
     API that knows the bot). ``failure`` is the case's row in the table of docs/errors.md.
+    ``own_process``: run in a subprocess rather than in-process (always with ``read_only``).
     """
 
     failure: str
@@ -58,13 +63,19 @@ class Case:
     env: Mapping[str, str] = field(default_factory=dict)
     read_only: bool = False
     absent: str = ""
+    own_process: bool = False
 
 
 IMPORT = ("import", str(THREAD_LATER), "--db", "{db}")
 
 CASES = (
     Case(
-        "`VIVY_BUFFER_CAP=inf`", IMPORT, "VIVY_BUFFER_CAP", EXIT_USAGE, {"VIVY_BUFFER_CAP": "inf"}
+        "`VIVY_BUFFER_CAP=inf`",
+        IMPORT,
+        "VIVY_BUFFER_CAP",
+        EXIT_USAGE,
+        {"VIVY_BUFFER_CAP": "inf"},
+        own_process=True,
     ),
     Case(
         "`VIVY_BUFFER_CAP=2.7`", IMPORT, "VIVY_BUFFER_CAP", EXIT_USAGE, {"VIVY_BUFFER_CAP": "2.7"}
@@ -161,7 +172,13 @@ CASES = (
         EXIT_USAGE,
         {"VIVY_METRICS_HOST": "0.0.0.0", "DISCORD_TOKEN": TOKEN, "VIVY_DB": "{db}"},
     ),
-    Case("`vivy run` without `DISCORD_TOKEN`", ("run",), "DISCORD_TOKEN", EXIT_USAGE),
+    Case(
+        "`vivy run` without `DISCORD_TOKEN`",
+        ("run",),
+        "DISCORD_TOKEN",
+        EXIT_USAGE,
+        own_process=True,
+    ),
     Case(
         "`VIVY_DISCORD_REST_URL='not a url'`",
         ("run",),
@@ -269,6 +286,7 @@ CASES = (
         ("job", "run", "--db", "{db}", "--date", "0001-01-01"),
         "0001-01-01",
         EXIT_USAGE,
+        own_process=True,
     ),
     Case(
         "`vivy search` with a blank query",
@@ -379,57 +397,94 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def outcomes(
-    imported: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Outcome]]:
-    """Every case run once, :data:`WORKERS` at a time."""
+def shared_places() -> Iterator[dict[str, str]]:
+    """The ports and the fake Discord every case may name: ``{port}`` (held, never
+    answering), ``{closed}`` (nobody listens) and ``{discord}``."""
     holder = socket.socket()
     holder.bind(("127.0.0.1", 0))
     holder.listen()
     discord = ThreadingHTTPServer(("127.0.0.1", 0), _Me)
     threading.Thread(target=discord.serve_forever, daemon=True).start()
-    shared = {
-        "port": str(holder.getsockname()[1]),
-        "closed": str(_free_port()),
-        "discord": f"http://127.0.0.1:{discord.server_address[1]}/api/v10",
-    }
-
-    def run(case: Case) -> Outcome:
-        tmp = tmp_path_factory.mktemp("case")
-        db = tmp / "vivy.db"
-        shutil.copyfile(imported, db)
-        (tmp / "empty.json").write_text("{}")
-        values = {**shared, "db": str(db), "tmp": str(tmp), "free": str(_free_port())}
-        fill: Callable[[str], str] = lambda text: text.format(**values)  # noqa: E731
-        if case.read_only:
-            db.chmod(0o444)
-        before = _hash(db)
-        done = subprocess.run(
-            [sys.executable, "-m", "vivy.cli", *map(fill, case.argv)],
-            cwd=tmp,
-            env=command_environment({k: fill(v) for k, v in case.env.items()}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            preexec_fn=drop_file_override if case.read_only else None,
-        )
-        return Outcome(done.returncode, done.stderr, before, _hash(db), values)
-
     try:
-        with ThreadPoolExecutor(WORKERS) as pool:
-            yield dict(zip((c.failure for c in CASES), pool.map(run, CASES), strict=True))
+        yield {
+            "port": str(holder.getsockname()[1]),
+            "closed": str(_free_port()),
+            "discord": f"http://127.0.0.1:{discord.server_address[1]}/api/v10",
+        }
     finally:
         holder.close()
         discord.shutdown()
 
 
+def _in_process(
+    argv: list[str],
+    env: Mapping[str, str],
+    tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[int, str]:
+    """``vivy ARGV`` run by ``vivy.cli.main`` in ``tmp`` with :func:`command_environment`'s
+    environment plus ``env``; its exit code and stderr."""
+    for key in set(os.environ) - set(command_environment({})):
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp)
+    # The entry point sets the process's PostgreSQL time-out from VIVY_DB_TIMEOUT_SECONDS.
+    monkeypatch.setattr(connect, "_timeout_s", connect.timeout())
+    result = run_cli(capsys, *argv)
+    return result.code, result.err
+
+
+def _own_process(argv: list[str], env: Mapping[str, str], tmp: Path, read_only: bool) -> Any:
+    """``vivy ARGV`` run in a child process in ``tmp`` (root's file powers dropped for a
+    read-only database)."""
+    return subprocess.run(
+        [*VIVY, *argv],
+        cwd=tmp,
+        env=command_environment({"PYTHONPATH": str(ROOT), **env}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=drop_file_override if read_only else None,
+    )
+
+
+@pytest.fixture
+def outcome(
+    request: pytest.FixtureRequest,
+    imported: Path,
+    shared_places: Mapping[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Outcome:
+    """The test's case run once, on a fresh copy of the imported database."""
+    case: Case = request.node.callspec.params["case"]
+    db = tmp_path / "vivy.db"
+    shutil.copyfile(imported, db)
+    (tmp_path / "empty.json").write_text("{}")
+    values = {**shared_places, "db": str(db), "tmp": str(tmp_path), "free": str(_free_port())}
+    fill: Callable[[str], str] = lambda text: text.format(**values)  # noqa: E731
+    argv = [fill(word) for word in case.argv]
+    env = {key: fill(value) for key, value in case.env.items()}
+    if case.read_only:
+        db.chmod(0o444)
+    before = _hash(db)
+    if case.own_process or case.read_only:
+        done = _own_process(argv, env, tmp_path, case.read_only)
+        code, stderr = done.returncode, done.stderr
+    else:
+        code, stderr = _in_process(argv, env, tmp_path, capsys, monkeypatch)
+    return Outcome(code, stderr, before, _hash(db), values)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.failure for c in CASES])
-def test_every_mistake_gets_one_clear_line(case: Case, outcomes: Mapping[str, Outcome]) -> None:
+def test_every_mistake_gets_one_clear_line(case: Case, outcome: Outcome) -> None:
     """At each command's default log level: non-zero exit, one stderr line in Vivy's own words
     (no log line, no traceback, no "unexpected" error), the culprit named, the database
     unchanged."""
-    outcome = outcomes[case.failure]
     lines = outcome.stderr.splitlines()
     assert outcome.code == case.code, outcome.stderr
     assert len(lines) == 1, outcome.stderr
@@ -472,10 +527,10 @@ def test_a_closed_stdout_ends_quietly(imported: Path, argv: tuple[str, ...]) -> 
     os.close(read_end)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "vivy.cli", *argv, "--db", str(imported)],
+            [*VIVY, *argv, "--db", str(imported)],
             stdout=write_end,
             stderr=subprocess.PIPE,
-            env=command_environment({}),
+            env=command_environment({"PYTHONPATH": str(ROOT)}),
             text=True,
             timeout=60,
             check=False,
@@ -489,8 +544,8 @@ def test_a_closed_stdout_ends_quietly(imported: Path, argv: tuple[str, ...]) -> 
 def test_the_debug_log_has_the_traceback(tmp_path: Path) -> None:
     """With ``VIVY_LOG_LEVEL=debug`` the failure's traceback is in the log, above the line."""
     done = subprocess.run(
-        [sys.executable, "-m", "vivy.cli", "eval", "--eval-set", str(tmp_path / "missing.json")],
-        env={**command_environment({}), "VIVY_LOG_LEVEL": "debug"},
+        [*VIVY, "eval", "--eval-set", str(tmp_path / "missing.json")],
+        env=command_environment({"PYTHONPATH": str(ROOT), "VIVY_LOG_LEVEL": "debug"}),
         capture_output=True,
         text=True,
         timeout=60,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hashing import sentence_model
 from tests.importer import BEN, CLEO, GUILD, TWO_DAYS, import_files
 from vivy.memory.facts import NewFact, RetiredFact
 from vivy.state.profile import ProfilePlan
@@ -20,7 +21,8 @@ from . import run_cli
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database with the two-day fixture imported (shared; copy it before changing it)."""
     db = tmp_path_factory.mktemp("inspect") / "v.db"
-    import_files(db, TWO_DAYS)
+    with sentence_model():  # the CLI is configured with the local model
+        import_files(db, TWO_DAYS)
     return db
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hashing import sentence_model
 from tests.importer import BEN, GUILD, TWO_DAYS, import_files
 
 from . import command_environment, drop_file_override
@@ -22,7 +23,8 @@ from . import command_environment, drop_file_override
 def read_only_media(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """An imported database alone in a folder, the file and the folder read-only."""
     built = tmp_path_factory.mktemp("built") / "vivy.db"
-    import_files(built, TWO_DAYS)
+    with sentence_model():  # the CLI is configured with the local model
+        import_files(built, TWO_DAYS)
     folder = tmp_path_factory.mktemp("media")
     shutil.copyfile(built, folder / "vivy.db")
     (folder / "vivy.db").chmod(0o444)

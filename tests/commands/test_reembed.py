@@ -14,7 +14,7 @@ import pytest
 import sqlean
 
 import vivy.commands.reembed as reembed_command
-from tests.hashing import HashingEmbedder, hash_embedding
+from tests.hashing import HashingEmbedder, hash_embedding, sentence_model
 from tests.importer import GUILD, TWO_DAYS, import_files
 from tests.pg import ENGINES, pg_url
 from vivy.actors.note_writer import contextual_text
@@ -53,7 +53,8 @@ class SmallModel(OfflineLLM):
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database whose notes were embedded by the offline model."""
     db = tmp_path_factory.mktemp("reembed") / "v.db"
-    import_files(db, TWO_DAYS)
+    with sentence_model():  # the CLI is configured with the local model
+        import_files(db, TWO_DAYS)
     return db
 
 
@@ -246,6 +247,7 @@ def _started(settings: Settings, question: str) -> list[NoteHit]:
     return anyio.run(start, backend="trio")
 
 
+@pytest.mark.sentence_model
 def test_another_models_database_is_refused_then_moved_by_reembed(
     old_database: tuple[Settings, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

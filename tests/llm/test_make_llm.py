@@ -51,6 +51,7 @@ async def test_no_key_gives_offline_with_one_info_line() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.sentence_model
 @pytest.mark.parametrize("on_thread", [True, False])
 async def test_offline_embeddings_run_on_a_worker_thread_when_asked(
     on_thread: bool, monkeypatch: pytest.MonkeyPatch
@@ -113,6 +114,7 @@ async def test_the_settings_key_is_the_one_used() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.sentence_model
 async def test_openai_chat_with_offline_embeddings_is_composed_and_labelled() -> None:
     """Chat on an OpenAI-compatible endpoint and embeddings offline: one port, two providers,
     each call metered under its own provider."""

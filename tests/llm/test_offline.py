@@ -407,6 +407,7 @@ async def test_provider_refuses_mismatched_requests() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.sentence_model
 async def test_provider_embeds_with_the_local_model() -> None:
     """Embeddings come from the local model, with its dimension and name on the provider."""
     llm = OfflineLLM()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vivy.actors.note_writer import contextual_text
-from vivy.llm.offline import shared_embedder
+from vivy.llm.offline import provider
 from vivy.memory.dates import note_date
 from vivy.memory.notes import NewNote, Participant
 from vivy.storage.db import Connection
@@ -28,7 +28,7 @@ def new_note(
     entities: Sequence[str] = (),
     at: float = WALL0 - DAY,
 ) -> NewNote:
-    """A note embedded the way the note writer embeds it (the offline model)."""
+    """A note embedded the way the note writer embeds it (the offline provider's embedder)."""
     day = note_date(at)
     names = [name for _, name in participants]
     text = contextual_text("general", day, names, list(topics), title, summary)
@@ -47,7 +47,7 @@ def new_note(
         note_date=day,
         quality="offline",
         model="test",
-        embedding=shared_embedder().embed([text])[0],
+        embedding=provider.shared_embedder().embed([text])[0],
         created_at=at,
         started_at=at - 3600.0,
         ended_at=at,

@@ -265,7 +265,7 @@ def test_scores_match_a_word_by_word_reference_across_searches() -> None:
         (["apartment", "rent", "move"], {"apartment": 1.5}),
         (["dog", "name"], {"dog": 1.0, "name": 3.0}),
     ]
-    embed = shared_embedder().embed_array
+    embed = shared_embedder().word_array  # the word vectors retrieval reads
     vectors = WordVectors(embed, size=20)
     for _ in range(2):
         for terms, weights in questions:

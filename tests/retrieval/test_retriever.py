@@ -565,8 +565,10 @@ async def test_reply_context_quotes_the_matching_lines_and_forgets_a_deleted_one
 
 
 async def test_a_line_giving_the_bot_orders_is_never_quoted(tmp_path: Path) -> None:
-    """Evidence that reads as an instruction to the bot stays out of the context (seed 003)."""
-    world = make_world(tmp_path)
+    """Evidence that reads as an instruction to the bot stays out of the context (seed 003).
+    The gate is open: what it keeps is not this test's subject, and with the hashing double
+    the note would not pass it on meaning."""
+    world = make_world(tmp_path, OPEN_GATE)
     await world.db.write(
         keep_evidence,
         world.ids["bento"],

@@ -10,7 +10,7 @@ import sqlean
 
 from tests.retrieval import add_member, add_note, new_note
 from tests.storage import on_conn
-from vivy.llm.offline import shared_embedder
+from vivy.llm.offline import provider
 from vivy.memory.evidence import windows_of
 from vivy.retrieval import search
 from vivy.storage import context_reads, evidence, search_types
@@ -110,7 +110,7 @@ def test_term_weight_stays_positive() -> None:
 
 def vector_of(text: str) -> bytes:
     """The offline query vector of ``text``."""
-    return serialize_vector(shared_embedder().embed([text])[0])
+    return serialize_vector(provider.shared_embedder().embed([text])[0])
 
 
 def test_vector_search_stays_in_the_guild_partition(db: Database) -> None:
@@ -295,11 +295,11 @@ def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
     for title, line in (("Baking", "rye flour and a sourdough starter"), ("Chess", "rye openings")):
         note_id = db.write_sync(add_note, new_note(GUILD_A, title, "A chat"))
         windows = windows_of([(note_id * 10, "Sam", line)])
-        vectors = shared_embedder().embed([w.text for w in windows])
+        vectors = provider.shared_embedder().embed([w.text for w in windows])
         db.write_sync(evidence.insert_windows, note_id, GUILD_A, windows, vectors)
     query = search_types.NoteSearch(
         GUILD_A,
-        shared_embedder().embed(["rye flour sourdough"])[0],
+        provider.shared_embedder().embed(["rye flour sourdough"])[0],
         ("rye", "flour"),
         None,
         candidates=1,  # the vector search finds one note; the other only by keyword

@@ -11,7 +11,7 @@ import pytest
 
 from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
-from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, shared_embedder
+from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, provider
 from vivy.storage import vector_index
 from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import sqlite_tx
@@ -37,7 +37,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 def _bits(conn: Connection, text: str) -> bytes:
     """The binary copy of ``text``'s vector, made as the notes' (the local model's)."""
-    vector = shared_embedder().embed([text])[0]
+    vector = provider.shared_embedder().embed([text])[0]
     return bytes(
         conn.execute(
             "SELECT vec_quantize_binary(vec_slice(?, 0, ?))",
@@ -169,7 +169,7 @@ def test_shortlist_keeps_the_exact_nearest_and_skips_what_cannot_be_compared(
     index = BinaryIndex()
     for i, topic in enumerate(_TOPICS * 3):
         db.write_sync(add_note, new_note(GUILD, f"{topic} {i}", f"members talked about {topic}"))
-    queries = [serialize_vector(shared_embedder().embed([topic])[0]) for topic in _TOPICS]
+    queries = [serialize_vector(provider.shared_embedder().embed([topic])[0]) for topic in _TOPICS]
 
     def shortlist(vector: bytes, keep: int) -> list[int]:
         return db.read_sync(
@@ -184,7 +184,9 @@ def test_shortlist_keeps_the_exact_nearest_and_skips_what_cannot_be_compared(
         assert shortlist(query, 1) == exact[:1]
 
     added = db.write_sync(add_note, new_note(GUILD, "Pottery wheel", "throwing clay bowls"))
-    pottery = serialize_vector(shared_embedder().embed(["throwing clay bowls on a wheel"])[0])
+    pottery = serialize_vector(
+        provider.shared_embedder().embed(["throwing clay bowls on a wheel"])[0]
+    )
     assert shortlist(pottery, 1) == [added]
 
     def strange(conn: Connection, note_id: int, vector: bytes) -> None:
@@ -210,7 +212,9 @@ def test_notes_added_one_by_one_fill_the_room_and_grow_it(
     monkeypatch.setattr(vector_index, "_LEAST_ROOM", 1)
     index = BinaryIndex()
     query = db.read_sync(_bits, "Sourdough bake 3 starter feeding")
-    vector = serialize_vector(shared_embedder().embed(["Sourdough bake 3 starter feeding"])[0])
+    vector = serialize_vector(
+        provider.shared_embedder().embed(["Sourdough bake 3 starter feeding"])[0]
+    )
     for i in range(14):
         db.write_sync(add_note, new_note(GUILD, f"Sourdough bake {i}", f"starter feeding {i}"))
         found = db.read_sync(lambda conn: index.nearest(conn, GUILD, query, 30, kind=None))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,28 +40,55 @@ class DemoPage:
     engine: str
 
 
+@pytest.fixture(scope="session")
+def imported_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo export imported on SQLite once for the session (copied by each test, which
+    may correct what it reads)."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    _import_demo(path)
+    return path
+
+
 @pytest.fixture(params=ENGINES)
-def demo_page(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DemoPage]:
+def demo_page(
+    request: pytest.FixtureRequest, tmp_path: Path, imported_demo: Path
+) -> Iterator[DemoPage]:
     """The demo export imported on SQLite or PostgreSQL, served by an OperatorServer."""
-    url = request.getfixturevalue("pg_uri") if request.param == "postgres" else None
-    with serving_demo(tmp_path, url) as page:
-        yield page
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_uri")
+        _import_demo(url)
+        with serving_demo(url) as page:
+            yield page
+    else:
+        with serving_demo(_copied(imported_demo, tmp_path)) as page:
+            yield page
 
 
 @pytest.fixture
-def sqlite_page(tmp_path: Path) -> Iterator[DemoPage]:
+def sqlite_page(tmp_path: Path, imported_demo: Path) -> Iterator[DemoPage]:
     """The demo export imported on SQLite, served by an OperatorServer."""
-    with serving_demo(tmp_path, None) as page:
+    with serving_demo(_copied(imported_demo, tmp_path)) as page:
         yield page
 
 
-@contextmanager
-def serving_demo(tmp_path: Path, url: str | None) -> Iterator[DemoPage]:
-    """Import the demo export (into PostgreSQL at ``url``, else SQLite) and serve its page."""
-    path = tmp_path / "demo.db"
-    database: Target = path if url is None else url
+def _import_demo(database: Target) -> None:
+    """Import the demo export into ``database``, as ``vivy demo`` does."""
     settings = Settings.from_env({}).with_target(database)
     import_exports([DEMO_EXPORT], settings, llm=OfflineLLM, registry=CollectorRegistry())
+
+
+def _copied(path: Path, tmp_path: Path) -> Path:
+    """A copy of the SQLite database ``path`` in the test's own ``tmp_path``."""
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    return copy
+
+
+@contextmanager
+def serving_demo(database: Target) -> Iterator[DemoPage]:
+    """Serve the page of the demo imported into ``database`` (a SQLite file or a
+    PostgreSQL URL)."""
+    url = None if isinstance(database, Path) else database
     guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
     server = OperatorServer(
         CollectorRegistry(),

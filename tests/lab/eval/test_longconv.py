@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.hashing import remembered_sentence_model
 from tests.pg import embedded_postgres
 from vivy.storage.port import Store
 from vivy.storage.postgres.stores import open_postgres_store
@@ -36,10 +37,10 @@ SMALL = Path(__file__).with_name("longconv_small.json")
 
 @pytest.fixture(scope="module")
 def report() -> LongReport:
-    """The eval of the small subset, run once for this module (offline embeddings)."""
-    import anyio
-
-    return anyio.run(run_longconv, None, load_longconv(SMALL))
+    """The eval of the small subset, run once for this module (the local sentence model:
+    the figures are retrieval quality)."""
+    with remembered_sentence_model():
+        return anyio.run(run_longconv, None, load_longconv(SMALL))
 
 
 def test_session_recall_counts_answer_messages_by_their_session() -> None:
@@ -51,6 +52,7 @@ def test_session_recall_counts_answer_messages_by_their_session() -> None:
 
 
 @pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")
+@pytest.mark.sentence_model
 def test_the_eval_runs_on_postgresql_as_on_sqlite(pg_uri: str, report: LongReport) -> None:
     """With each store in a fresh PostgreSQL schema, as ``scripts/eval_postgres.py`` runs it,
     the small subset's shipped retriever is at or above every baseline overall at 5 and 10
@@ -60,7 +62,8 @@ def test_the_eval_runs_on_postgresql_as_on_sqlite(pg_uri: str, report: LongRepor
     def store() -> Store:
         return open_postgres_store(new_schema(pg_uri, f"eval_{uuid.uuid4().hex}"), inline=True)
 
-    there = anyio.run(partial(run_longconv, None, load_longconv(SMALL), open_store=store))
+    with remembered_sentence_model():  # the same texts as on SQLite: embedded once
+        there = anyio.run(partial(run_longconv, None, load_longconv(SMALL), open_store=store))
     assert there.recall["bm25_raw"] == report.recall["bm25_raw"]
     for k in (5, 10):
         for baseline in BASELINES:

@@ -42,6 +42,7 @@ def test_recall_at(ranked: list[str], relevant: list[str], k: int, expected: flo
     assert recall_at(ranked, relevant, k) == expected
 
 
+@pytest.mark.sentence_model
 async def test_fusion_beats_either_search_alone() -> None:
     """On the bundled eval set, fused recall@5 is at least vector-only and keyword-only."""
     report = await run_eval()
@@ -61,6 +62,7 @@ async def test_report_table() -> None:
     assert [line.split()[0] for line in lines[2 : 2 + len(METHODS)]] == list(METHODS)
 
 
+@pytest.mark.sentence_model
 def test_eval_command(capsys: pytest.CaptureFixture[str], long_eval_once: None) -> None:
     """``vivy eval --check`` prints the tables and exits 0 while the retriever holds up
     against every baseline and fusion against either search alone."""
@@ -73,6 +75,7 @@ def test_eval_command(capsys: pytest.CaptureFixture[str], long_eval_once: None) 
     assert "quoted-line recall@k" in out and "FAIL" not in out
 
 
+@pytest.mark.sentence_model
 def test_goals_are_checked_only_when_asked(
     capsys: pytest.CaptureFixture[str], long_eval_once: None
 ) -> None:
