@@ -1,5 +1,6 @@
 """Actors through a database outage, under trio's MockClock: nothing accepted is dropped, no
-actor ends the app, and a lease keeper cut off from the database fences itself in time."""
+actor ends the app, and a lease keeper cut off from the database fences itself in time; a
+permanent storage error (a read-only file) is not waited for but raised at once."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from vivy.actors.lease_keeper import LeaseKeeper, SelfFenced
+from vivy.actors.outage import until_stored
 from vivy.actors.router import Router
 from vivy.clock import Clock
-from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost
+from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost, StorageError
 from vivy.memory.database import LeaseHolder
 from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
@@ -28,18 +30,78 @@ from .harness import FIXED, GUILD, WALL0, CountingObserver, RecordingHandOff, me
 pytestmark = pytest.mark.anyio
 
 
+def read_only() -> StorageError:
+    """What SQLite says of a write to a file this user may not write: no wait cures it."""
+    return StorageError("database v.db: attempt to write a readonly database")
+
+
 class Weather:
-    """Whether the database answers; a flaky area fails every call while it does not."""
+    """Whether the database answers; a flaky area fails every call while it does not, as a
+    database that went away or, when ``broken``, as one that refuses for good."""
 
     def __init__(self) -> None:
         self.down = False
+        self.broken = False
         self.refused = 0
 
     def check(self) -> None:
-        """Fail like a database that went away."""
+        """Fail like a database that went away, or like a read-only one."""
+        if self.broken:
+            self.refused += 1
+            raise read_only()
         if self.down:
             self.refused += 1
             raise DatabaseUnavailable("database: server closed the connection unexpectedly")
+
+
+async def test_a_transient_error_is_retried_with_backoff_until_the_database_answers() -> None:
+    """A call that finds the database unavailable is tried again 0.5, 1, 2, 4 and 5 s later,
+    with one warning at the first failure and one after five seconds of waiting, until it
+    answers; its result is returned and the recovery logged."""
+    weather = Weather()
+    weather.down = True
+    calls: list[float] = []
+
+    async def call() -> str:
+        calls.append(anyio.current_time())
+        weather.check()
+        return "stored"
+
+    async def lift() -> None:
+        await anyio.sleep(10.0)
+        weather.down = False
+
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lift)
+            result = await until_stored(call, what="test call")
+    assert result == "stored"
+    assert calls == [0.0, 0.5, 1.5, 3.5, 7.5, 12.5]
+    assert weather.refused == 5
+    warnings = [e for e in logs if e["event"] == "database unavailable; retrying"]
+    assert [(e["what"], e["waited_s"]) for e in warnings] == [
+        ("test call", 0.0),
+        ("test call", 7.5),
+    ]
+    [back] = [e for e in logs if e["event"] == "database available again"]
+    assert back["waited_s"] == 12.5
+
+
+async def test_a_permanent_storage_error_is_raised_at_once() -> None:
+    """A storage error that is not :class:`DatabaseUnavailable` (a read-only file, a full
+    disk, a schema mismatch) is raised by the first call, without a wait or a warning."""
+    weather = Weather()
+    weather.broken = True
+
+    async def call() -> None:
+        weather.check()
+
+    with capture_logs() as logs, pytest.raises(StorageError, match="readonly") as raised:
+        await until_stored(call, what="test call")
+    assert not isinstance(raised.value, DatabaseUnavailable)
+    assert weather.refused == 1
+    assert anyio.current_time() == 0.0
+    assert [e for e in logs if e["log_level"] == "warning"] == []
 
 
 class FlakyArea:
@@ -171,11 +233,42 @@ async def test_the_router_waits_for_the_database_at_start(tmp_path: Path) -> Non
     assert [e["event"] for e in logs if e["log_level"] == "info"] == ["database available again"]
 
 
+async def test_a_permanent_error_fails_the_message_instead_of_holding_it(tmp_path: Path) -> None:
+    """A write refused for good (a read-only file) is not put back to wait for the database:
+    its sender gets the error at once, and the channel's later messages are stored."""
+    weather = Weather()
+    async with flaky_router(tmp_path / "v.db", weather) as (router, db):
+        assert await router.ingest(message(1, text="before")) is IngestOutcome.STORED
+        weather.broken = True
+        with capture_logs() as logs, pytest.raises(StorageError, match="readonly"):
+            await router.ingest(message(2, text="refused"))
+        assert anyio.current_time() == 0.0
+        weather.broken = False
+        assert await router.ingest(message(3, text="after")) is IngestOutcome.STORED
+        assert stored_texts(db) == ["before", "after"]
+    assert [e for e in logs if e["event"] == "database unavailable; retrying"] == []
+
+
+async def test_a_router_on_a_read_only_database_ends_at_start(tmp_path: Path) -> None:
+    """A router whose first reads are refused for good raises the error at once, so ``vivy
+    run`` exits with its line instead of waiting for a database that will not change."""
+    weather = Weather()
+    weather.broken = True
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with flaky_router(tmp_path / "v.db", weather):
+            pytest.fail("the router started")
+    error = only(raised.value)
+    assert isinstance(error, StorageError) and "readonly" in str(error)
+    assert weather.refused == 1
+    assert anyio.current_time() == 0.0
+
+
 class ScriptedLeases:
     """A lease table in memory whose renewals can fail fast, hang, or find shards taken."""
 
     def __init__(self) -> None:
-        #: "ok", "refused" (fails at once), "black hole" (never answers) or "taken".
+        #: "ok", "refused" (fails at once), "black hole" (never answers), "taken" or
+        #: "read-only" (fails for good).
         self.renewals = "ok"
         self.released: list[dict[int, int]] = []
         self.epoch = 0
@@ -191,6 +284,8 @@ class ScriptedLeases:
     ) -> set[int]:
         if self.renewals == "refused":
             raise DatabaseUnavailable("cannot open database: Connection refused")
+        if self.renewals == "read-only":
+            raise read_only()
         if self.renewals == "black hole":
             await anyio.sleep_forever()
         if self.renewals == "taken":
@@ -287,6 +382,16 @@ async def test_a_refused_keeper_retries_each_second_then_fences_itself() -> None
     assert isinstance(only(ended), SelfFenced)
     assert at == 9.0
     assert fence.held == {}
+
+
+async def test_a_permanent_renewal_error_ends_the_keeper_at_once() -> None:
+    """A renewal refused for good (not an unavailable database) is not retried until the
+    term runs out: the first one, at 5, ends the keeper with that error."""
+    leases = ScriptedLeases()
+    ended, at, _, _ = await keep_until_it_ends(leases, 1.0, "read-only")
+    error = only(ended)
+    assert isinstance(error, StorageError) and "readonly" in str(error)
+    assert at == 5.0
 
 
 async def test_a_short_outage_keeps_the_leases() -> None:

@@ -28,7 +28,7 @@ import structlog
 
 from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
-from vivy.errors import ConfigError, LeaseLost, StorageError
+from vivy.errors import ConfigError, DatabaseUnavailable, LeaseLost, StorageError
 from vivy.shards import Fence
 from vivy.storage.port import LeaseStore
 
@@ -137,7 +137,7 @@ class LeaseKeeper:
                     )
                     return
                 stored = await self._leases.holders(sorted(waiting))
-            except StorageError as exc:
+            except DatabaseUnavailable as exc:
                 await anyio.sleep(self._outage.failed(exc))
                 if self._fence.held:
                     await self._renew()
@@ -157,13 +157,15 @@ class LeaseKeeper:
 
     async def _renew(self) -> None:
         """Extend every lease held; raise :class:`LeaseLost` if one was taken over, and
-        :class:`SelfFenced` if the leases may expire before another attempt could end."""
+        :class:`SelfFenced` if the leases may expire before another attempt could end. A
+        database that does not answer is tried again; any other storage error (no wait cures
+        it) ends the keeper, and the app with it."""
         held = self._fence.held
         started = self._clock.now()
         try:
             with anyio.fail_after(self._deadline_s):
                 kept = await self._leases.renew(self._fence.owner, held, started, self._ttl_s)
-        except (StorageError, TimeoutError) as exc:
+        except (DatabaseUnavailable, TimeoutError) as exc:
             error = str(exc) or f"no answer within {self._deadline_s:g} s"
             self._outage.failed(exc if str(exc) else TimeoutError(error))
             now = self._clock.now()

@@ -29,7 +29,7 @@ from vivy.actors.due import DueQueue, retry_delay
 from vivy.actors.frontier import WriteFrontier
 from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
-from vivy.errors import LLMError, StorageError
+from vivy.errors import DatabaseUnavailable, LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
@@ -240,7 +240,7 @@ class NoteWriter:
             await self.write(buffer_id, before_commit=release)
             if self._outage.failures:
                 self._outage.recovered()
-        except StorageError as exc:
+        except DatabaseUnavailable as exc:
             # The buffer stays in the outbox: try it again once the database may be back.
             delay = self._outage.failed(exc)
             self._queue.put(buffer_id, self._clock.now() + delay)

@@ -1,14 +1,18 @@
 """Waiting out a database that went away: retry with backoff, and say so every few seconds.
 
 A restart, a failover, terminated backends or a partition make storage calls fail for a while;
-none of them is a reason for a process to exit. An actor whose call failed waits and tries
-again: the first retry after :data:`FIRST_DELAY_S`, doubling up to :data:`MAX_DELAY_S`, so
-work resumes within a few seconds of the database coming back. One warning goes out at the
-first failure and then once per :data:`LOG_EVERY_S` of waiting, and one line when the
-database answers again. Times are read from :func:`anyio.current_time`, the monotonic time
-of Vivy's :class:`~vivy.clock.Clock` (trio's MockClock in tests). One :class:`Outage` may
-serve many callers (the router's for all its channel actors): the warnings stay one every few
-seconds however many fail.
+none of them is a reason for a process to exit. The storage layer raises
+:class:`~vivy.errors.DatabaseUnavailable` for exactly these (a lost or refused connection, a
+server shutting down, a missed client-side deadline, SQLite's "database is locked"); every
+other :class:`~vivy.errors.StorageError` (a read-only file, a full disk, a schema mismatch, a
+constraint violation) no wait cures, so it is raised at once. An actor whose call failed with
+:class:`~vivy.errors.DatabaseUnavailable` waits and tries again: the first retry after
+:data:`FIRST_DELAY_S`, doubling up to :data:`MAX_DELAY_S`, so work resumes within a few seconds
+of the database coming back. One warning goes out at the first failure and then once per
+:data:`LOG_EVERY_S` of waiting, and one line when the database answers again. Times are read
+from :func:`anyio.current_time`, the monotonic time of Vivy's :class:`~vivy.clock.Clock`
+(trio's MockClock in tests). One :class:`Outage` may serve many callers (the router's for all
+its channel actors): the warnings stay one every few seconds however many fail.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import TypeVar
 import anyio
 import structlog
 
-from vivy.errors import SchemaTooNew, StorageError
+from vivy.errors import DatabaseUnavailable
 
 __all__ = ["FIRST_DELAY_S", "LOG_EVERY_S", "MAX_DELAY_S", "Outage", "until_stored"]
 
@@ -77,15 +81,14 @@ class Outage:
 
 
 async def until_stored(call: Callable[[], Awaitable[T]], *, what: str) -> T:
-    """``await call()``, retried with backoff while it raises :class:`StorageError` (except
-    :class:`SchemaTooNew`, which no wait cures); ``what`` names the call in the log."""
+    """``await call()``, retried with backoff while it raises :class:`DatabaseUnavailable`;
+    any other error (a permanent storage error included) is raised at once. ``what`` names
+    the call in the log."""
     outage = Outage(what)
     while True:
         try:
             result = await call()
-        except SchemaTooNew:
-            raise
-        except StorageError as exc:
+        except DatabaseUnavailable as exc:
             await anyio.sleep(outage.failed(exc))
             continue
         outage.recovered()

@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 from vivy.actors.frontier import WriteFrontier
 from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
-from vivy.errors import LLMError, StorageError
+from vivy.errors import DatabaseUnavailable, LLMError, StorageError
 from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
@@ -182,7 +182,7 @@ class ProfileUpdaters:
             self._wake[member] = wake = anyio.Event()
             try:
                 stored = await self._profiles.pending_updates(member.user_id)
-            except StorageError as exc:
+            except DatabaseUnavailable as exc:
                 await anyio.sleep(self._outage.failed(exc))
                 continue
             if self._outage.failures:

@@ -80,7 +80,8 @@ MIGRATION_LOCK = 0x76697679
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 
 
-#: Words of libpq's answer to a connection attempt that waiting will not change.
+#: Words of libpq's answer to a connection attempt that waiting will not change (libpq gives
+#: a refused connection no SQLSTATE, only its message).
 _LASTING_REFUSALS = (
     "authentication failed",
     "does not exist",
@@ -112,9 +113,14 @@ def connect(
     except psycopg.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
         message = f"cannot open database {_safe(uri)}: {explained(first)}"
-        if any(words in str(exc).lower() for words in _LASTING_REFUSALS):
-            raise StorageError(message) from exc
-        raise DatabaseUnavailable(message) from exc
+        if exc.sqlstate is not None:
+            transient = _transient(exc)
+        else:
+            lasting = any(words in str(exc).lower() for words in _LASTING_REFUSALS)
+            transient = isinstance(exc, psycopg.OperationalError) and not lasting
+        if transient:
+            raise DatabaseUnavailable(message) from exc
+        raise StorageError(message) from exc
     return conn
 
 
@@ -264,14 +270,28 @@ def _storage_error(exc: psycopg.Error, uri: str = "") -> StorageError:
             f"the database did not finish a statement within {timeout()} s "
             "(VIVY_DB_TIMEOUT_SECONDS)"
         )
-    if isinstance(exc, psycopg.OperationalError) and (
-        exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P"))
-    ):
-        # The connection failed (dropped, reset, the server shutting down or starting).
+    if _transient(exc):
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
         where = f"the database at {_safe(uri)}" if uri else "the database"
         return DatabaseUnavailable(f"{where} is unavailable: {first}")
     return StorageError(f"database: {exc}")
+
+
+#: SQLSTATEs of a server going away or not yet back, which waiting cures: the administrator
+#: or a crash ended the session, the server is starting or shutting down, an idle session was
+#: ended, or every connection slot is taken (a restart's reconnecting clients).
+_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57P05", "53300"})
+
+
+def _transient(exc: psycopg.Error) -> bool:
+    """Whether ``exc`` is a lost or refused connection rather than a failed statement: libpq
+    reports no SQLSTATE for a connection that broke (reset, closed, cut by the watchdog), and
+    the server class 08 or one of :data:`_TRANSIENT_SQLSTATES` for one it ended. A read-only
+    transaction, a full disk, a dropped database or a constraint violation is not."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _TRANSIENT_SQLSTATES
 
 
 #: Read-only connections beside the owner's one, for the keyword searches of a note search.
