@@ -66,6 +66,7 @@ def test_a_read_only_sqlite_database_is_a_permanent_error(tmp_path: Path) -> Non
         psycopg.errors.CrashShutdown("terminating connection because of crash of another"),
         psycopg.errors.ConnectionFailure("connection failure"),
         psycopg.errors.TooManyConnections("sorry, too many clients already"),
+        psycopg.errors.IdleInTransactionSessionTimeout("terminating connection due to idle"),
         psycopg.OperationalError("consuming input failed: server closed the connection"),
     ],
     ids=lambda e: type(e).__name__,

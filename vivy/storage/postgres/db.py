@@ -277,10 +277,11 @@ def _storage_error(exc: psycopg.Error, uri: str = "") -> StorageError:
     return StorageError(f"database: {exc}")
 
 
-#: SQLSTATEs of a server going away or not yet back, which waiting cures: the administrator
-#: or a crash ended the session, the server is starting or shutting down, an idle session was
-#: ended, or every connection slot is taken (a restart's reconnecting clients).
-_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57P05", "53300"})
+#: SQLSTATEs of a session the server ended or would not start, which waiting cures: the
+#: administrator or a crash ended it, the server is starting or shutting down, an idle session
+#: or a transaction left idle (a slow network between two statements) was ended, or every
+#: connection slot is taken (a restart's reconnecting clients).
+_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03", "53300"})
 
 
 def _transient(exc: psycopg.Error) -> bool:
@@ -288,10 +289,10 @@ def _transient(exc: psycopg.Error) -> bool:
     reports no SQLSTATE for a connection that broke (reset, closed, cut by the watchdog), and
     the server class 08 or one of :data:`_TRANSIENT_SQLSTATES` for one it ended. A read-only
     transaction, a full disk, a dropped database or a constraint violation is not."""
-    if not isinstance(exc, psycopg.OperationalError):
-        return False
     state = exc.sqlstate
-    return state is None or state.startswith("08") or state in _TRANSIENT_SQLSTATES
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return state.startswith("08") or state in _TRANSIENT_SQLSTATES
 
 
 #: Read-only connections beside the owner's one, for the keyword searches of a note search.
