@@ -8,7 +8,12 @@ next start.
 
 A process of a fleet (``lease``: the shards it runs, on PostgreSQL) first takes its shards'
 leases through the LeaseKeeper; its store serves only those shards' guilds and fences every
-buffer write with the leases' epochs, and the app stops when a lease is lost.
+buffer write with the leases' epochs, and the app stops when a lease is lost or could not be
+renewed in time (:class:`~vivy.actors.lease_keeper.SelfFenced`).
+
+A database that does not answer at start (a server restarting, refusing connections) is
+waited for with a warning every few seconds; once running, every actor waits out an outage
+itself (:mod:`vivy.actors.outage`), so an unavailable database never ends the app.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -29,12 +35,13 @@ from vivy import __version__
 from vivy.actors.frontier import WriteFrontier
 from vivy.actors.lease_keeper import LeaseKeeper
 from vivy.actors.note_writer import NoteWriter
+from vivy.actors.outage import Outage, until_stored
 from vivy.actors.profile_updater import ProfileUpdaters
 from vivy.actors.router import Router
 from vivy.actors.scheduler import Scheduler
 from vivy.clock import Clock
 from vivy.config import Settings
-from vivy.errors import ConfigError, EndpointUnreachable
+from vivy.errors import ConfigError, DatabaseUnavailable, EndpointUnreachable
 from vivy.llm import check_llm, make_llm
 from vivy.llm.metered import MeteredLLM
 from vivy.llm.port import LLM, ModelTier
@@ -52,6 +59,7 @@ __all__ = [
     "bind_gauges",
     "check_embedding_model",
     "database_size",
+    "new_lease_owner",
     "require_embedding_model",
     "running_app",
 ]
@@ -144,6 +152,32 @@ def bind_gauges(app: App) -> None:
     )
 
 
+def new_lease_owner() -> str:
+    """A name for this process in the lease table: host, pid and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+async def _open_engine(
+    settings: Settings, *, inline: bool, fence: Fence | None
+) -> tuple[Store, Database | None]:
+    """Open the database, waiting (with a warning every few seconds) while it does not
+    answer; a refusal that waiting cannot cure (a wrong password or name) is raised."""
+    outage = Outage("database at start")
+    while True:
+        try:
+            if inline:
+                opened = open_engine(settings.target, inline=True, fence=fence)
+            else:
+                opened = await anyio.to_thread.run_sync(
+                    partial(open_engine, settings.target, inline=False, fence=fence)
+                )
+        except DatabaseUnavailable as exc:
+            await anyio.sleep(outage.failed(exc))
+            continue
+        outage.recovered()
+        return opened
+
+
 @asynccontextmanager
 async def running_app(
     settings: Settings,
@@ -158,6 +192,7 @@ async def running_app(
     note_concurrency: int = 2,
     profile_concurrency: int | None = None,
     lease: Shards | None = None,
+    lease_owner: str | None = None,
 ) -> AsyncIterator[App]:
     """Run the whole capture and memory pipeline until the block ends.
 
@@ -166,7 +201,9 @@ async def running_app(
     ``note_concurrency`` and ``profile_concurrency`` (default: the setting) bound the notes
     and profile updates written at once; the importer raises them to keep model calls in
     flight. ``lease`` makes this process a member of a fleet sharing the PostgreSQL database:
-    it runs those shards only, under their leases. ``inline`` runs the database's calls
+    it runs those shards only, under their leases, as ``lease_owner`` (a fresh name by
+    default; a process leasing its shards again keeps its name, so its own unreleased leases
+    do not hold it back). ``inline`` runs the database's calls
     and the offline provider's embeddings on the event loop instead of worker threads: for
     tests under trio's MockClock, where a task waiting on a thread counts as idle, and the
     importer's replay.
@@ -175,14 +212,14 @@ async def running_app(
     if lease is not None:
         if settings.database_url is None:
             raise ConfigError("shard leases need a PostgreSQL database (VIVY_DB=postgresql://...)")
-        fence = Fence(lease, f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}")
+        fence = Fence(lease, lease_owner or new_lease_owner())
     if llm is None:
         configured = Settings.from_env(environ) if environ is not None else settings
         try:
             await check_llm(configured)
         except EndpointUnreachable as error:  # work waits in the outbox until it answers
             log.warning("llm endpoint unreachable", detail=str(error))
-    store, db = open_engine(settings.target, inline=inline, fence=fence)
+    store, db = await _open_engine(settings, inline=inline, fence=fence)
     metrics = Metrics(registry or CollectorRegistry())
     observer = MetricsObserver(metrics)
     model: LLM = (
@@ -197,7 +234,10 @@ async def running_app(
     )
     metrics.set_build_info(version=__version__, llm_quality=model.quality)
     try:
-        await check_embedding_model(store, model.embedding_model, model.dimension)
+        await until_stored(
+            partial(check_embedding_model, store, model.embedding_model, model.dimension),
+            what="embedding model check",
+        )
         frontier = WriteFrontier()
         profiles = ProfileUpdaters(
             store=store,

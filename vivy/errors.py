@@ -7,7 +7,9 @@ they enter Vivy, so callers handle one family of errors.
 from __future__ import annotations
 
 __all__ = [
+    "AppStopped",
     "ConfigError",
+    "DatabaseUnavailable",
     "EndpointUnreachable",
     "IllegalTransition",
     "LLMError",
@@ -36,6 +38,11 @@ class StorageError(VivyError):
     """The database could not be opened, migrated or written."""
 
 
+class DatabaseUnavailable(StorageError):
+    """The database refused or dropped the connection, or did not answer in time (a restart,
+    a failover, a partition): the same call may succeed later, so callers wait and retry."""
+
+
 class SchemaTooNew(StorageError):
     """The database was written by a newer Vivy than this one.
 
@@ -51,6 +58,11 @@ class SchemaTooNew(StorageError):
         )
         self.found = found
         self.supported = supported
+
+
+class AppStopped(VivyError):
+    """The app stopped (a graceful stop, a lease lost or fenced) before it stored an event
+    handed to it; a catch-up from Discord's history recovers a message not stored."""
 
 
 class LeaseLost(VivyError):

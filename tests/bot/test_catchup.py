@@ -474,7 +474,9 @@ async def test_catch_up_filters_counts_and_stops_at_the_cap(engine: Engine) -> N
     stored in ``vivy_catchup_messages_total``, reads at most ``VIVY_CATCHUP_MESSAGES`` and
     releases the channel's hold."""
     async with running_harness(engine, catchup_messages=4) as h:
-        await h.say(ALEX, "before")
+        before = said(ALEX, "before", CHANNEL)
+        h.fake.add_history(before)  # Discord has it: the catch-up keeps it
+        await h.post(before)
         await h.command(SAM, "opt-out")
         history = [
             said(ALEX, "one", CHANNEL),

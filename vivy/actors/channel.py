@@ -23,6 +23,7 @@ import structlog
 from vivy.actors.mailbox import Mailbox
 from vivy.clock import Clock
 from vivy.config import BufferSettings, inactivity_window
+from vivy.errors import DatabaseUnavailable
 from vivy.memory.buffers import AppliedEffects, CloseReason
 from vivy.state.buffer import (
     BufferConfig,
@@ -155,6 +156,7 @@ class ChannelActor:
         observer: BufferObserver,
         arm: Callable[[float], None],
         retire: Callable[[ChannelActor], bool],
+        restored: Callable[[], None] = lambda: None,
     ) -> None:
         self.key = key
         self._mailbox = mailbox
@@ -164,6 +166,7 @@ class ChannelActor:
         self._hand_off = hand_off
         self._observer = observer
         self._retire = retire
+        self._restored = restored
         # Each buffer's inactivity window is drawn when it opens (``window``) or read back
         # from its row when restored; the minimum only stands in until then.
         self._machine = ChannelBuffer(
@@ -187,6 +190,7 @@ class ChannelActor:
     ) -> None:
         """Restore from the database, then serve the mailbox and the timer until retired."""
         await self._restore()
+        self._restored()
         task_status.started()
         mailbox = self._mailbox
         while True:
@@ -219,11 +223,17 @@ class ChannelActor:
     async def _process(self, batch: list[Item]) -> None:
         """Plan the batch, carry it out and answer each item with the machine's outcome.
 
-        If planning or storing fails, every unanswered item fails too.
+        If the database is unavailable, the batch goes back to the head of the mailbox and
+        the error ends the actor: the router restarts it from the database once the database
+        answers, and it takes the same items again, unanswered meanwhile. Any other failure
+        fails every unanswered item.
         """
         try:
             plan = self._machine.plan([event for event, _ in batch], self._clock.now())
             applied = await self._carry_out(plan.effects)
+        except DatabaseUnavailable:
+            self._mailbox.requeue(batch)
+            raise
         except BaseException as exc:
             for _, ack in batch:
                 if not ack.done:

@@ -106,6 +106,23 @@ class Mailbox(Generic[T]):
             delivered.set()
         return batch
 
+    def requeue(self, items: list[T]) -> None:
+        """Put ``items``, taken but not carried out, back at the head in their order: the
+        actor's store call failed, and its next incarnation takes them again."""
+        self._items.extendleft(reversed(items))
+
+    def abandon(self) -> list[T]:
+        """Take every item, queued or of a waiting sender (whose wait ends), oldest first,
+        and refuse further items: the actor is gone for good (the app stopped)."""
+        items = list(self._items)
+        self._items.clear()
+        while self._senders:
+            item, delivered = self._senders.popleft()
+            items.append(item)
+            delivered.set()
+        self._closed = True
+        return items
+
     def close(self) -> None:
         """Refuse further items (the actor retired). Only an empty mailbox may be closed."""
         if self._items or self._senders:

@@ -10,7 +10,9 @@ transaction. The same call returns the profile operations of the participants ch
 with the facts their lines could touch, within a token budget); their update rows carry
 those operations, so applying them needs no model call.
 A failure leaves the buffer pending; it is retried with backoff. This part of a buffer's life
-is the outbox's: a closed row stays until its note is committed.
+is the outbox's: a closed row stays until its note is committed. A database that fails a
+call (a restart, a partition) only delays the buffer: it is queued again a few seconds later
+(:mod:`vivy.actors.outage`), and the outbox scans wait for the database to answer.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import structlog
 
 from vivy.actors.due import DueQueue, retry_delay
 from vivy.actors.frontier import WriteFrontier
+from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
-from vivy.errors import LLMError
+from vivy.errors import DatabaseUnavailable, LLMError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.llm.prompts import note_request
 from vivy.llm.retry import Backoff
@@ -166,6 +169,7 @@ class NoteWriter:
         self._in_flight: set[int] = set()
         self._frontier = frontier if frontier is not None else WriteFrontier()
         self._rescan_wanted = anyio.Event()
+        self._outage = Outage("note writer")
 
     def hand_off(self, buffer_id: int) -> None:
         """Take a closed buffer (its outbox row is already committed); never blocks."""
@@ -204,7 +208,8 @@ class NoteWriter:
                 tg.start_soon(self._write_released, buffer_id)
 
     async def _rescan(self) -> None:
-        for buffer_id, due in await self._store.buffers.closed_buffer_ids():
+        closed = await until_stored(self._store.buffers.closed_buffer_ids, what="outbox scan")
+        for buffer_id, due in closed:
             if buffer_id not in self._in_flight:
                 self._frontier.add(buffer_id, due)
                 self._queue.put(buffer_id, due)
@@ -226,6 +231,12 @@ class NoteWriter:
 
         try:
             await self.write(buffer_id, before_commit=release)
+            if self._outage.failures:
+                self._outage.recovered()
+        except DatabaseUnavailable as exc:
+            # The buffer stays in the outbox: try it again once the database may be back.
+            delay = self._outage.failed(exc)
+            self._queue.put(buffer_id, self._clock.now() + delay)
         finally:
             release()
             self._in_flight.discard(buffer_id)

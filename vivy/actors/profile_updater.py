@@ -10,7 +10,7 @@ operations on the member's facts. Either way the operations are checked by
 :func:`~vivy.state.profile.plan_operations` (grounding, injection, unknown ids, caps) and the
 plan is written together with the "applied" marks in one transaction guarded by the profile
 version. A failure leaves the updates pending for a retry with backoff. An actor with nothing
-pending retires.
+pending retires. A database that fails a read is waited for (:mod:`vivy.actors.outage`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import structlog
 from anyio.abc import TaskGroup
 
 from vivy.actors.frontier import WriteFrontier
+from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
-from vivy.errors import LLMError, StorageError
+from vivy.errors import DatabaseUnavailable, LLMError, StorageError
 from vivy.llm.port import LLM
 from vivy.llm.prompts import profile_update_request
 from vivy.llm.retry import Backoff
@@ -114,6 +115,7 @@ class ProfileUpdaters:
         self._tg: TaskGroup | None = None
         #: Whether :meth:`run` has ended (the app is stopping).
         self._stopped = False
+        self._outage = Outage("profile updaters")
 
     @property
     def active(self) -> int:
@@ -163,7 +165,7 @@ class ProfileUpdaters:
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Start an actor for every member with pending updates, then serve until cancelled."""
-        pending = await self._profiles.pending_updates()
+        pending = await until_stored(self._profiles.pending_updates, what="pending profile updates")
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -178,11 +180,14 @@ class ProfileUpdaters:
         bound = log.bind(guild_id=member.guild_id, user_id=member.user_id)
         while True:
             self._wake[member] = wake = anyio.Event()
-            pending = [
-                u
-                for u in await self._profiles.pending_updates(member.user_id)
-                if u.guild_id == member.guild_id
-            ]
+            try:
+                stored = await self._profiles.pending_updates(member.user_id)
+            except DatabaseUnavailable as exc:
+                await anyio.sleep(self._outage.failed(exc))
+                continue
+            if self._outage.failures:
+                self._outage.recovered()
+            pending = [u for u in stored if u.guild_id == member.guild_id]
             self._pending[member] = len(pending)
             now = self._clock.now()
             if any(u.next_attempt_at <= now for u in pending):

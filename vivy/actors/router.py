@@ -2,9 +2,12 @@
 
 An actor is created on its channel's first event and runs under the router's task group,
 which supervises it: an actor that crashes is counted and restarted from the database with
-the same mailbox, so queued messages are not lost. An actor retires (and frees its memory) when
-its buffer has been handed off and its mailbox is empty; the check and the removal from the map
-happen without an await in between, so no message can slip into a retiring actor's mailbox.
+the same mailbox, so queued messages are not lost. An actor ended by an unavailable database
+(its batch back in its mailbox) is restarted the same way, after a wait that grows to a few
+seconds, with one warning for all channels every few seconds (:mod:`vivy.actors.outage`). An
+actor retires (and frees its memory) when its buffer has been handed off and its mailbox is
+empty; the check and the removal from the map happen without an await in between, so no
+message can slip into a retiring actor's mailbox.
 
 The router also keeps every actor's timer: one task waits for the earliest deadline of all
 channels and rings that actor's mailbox with the deadline reached, so an actor sleeps on its
@@ -23,9 +26,10 @@ from anyio.abc import TaskGroup
 from vivy.actors.channel import Ack, BufferObserver, ChannelActor, ChannelKey, HandOffTarget, Item
 from vivy.actors.due import DueQueue
 from vivy.actors.mailbox import Mailbox
+from vivy.actors.outage import Outage, until_stored
 from vivy.clock import Clock
 from vivy.config import BufferSettings
-from vivy.errors import LeaseLost
+from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost
 from vivy.memory.buffers import BufferedMessage
 from vivy.state.buffer import MessageCreated, MessageDeleted, MessageEdited
 from vivy.state.gate import (
@@ -101,19 +105,37 @@ class Router:
         self._opted_out: set[tuple[int, int]] = set()
         self._restarts = 0
         self._tg: TaskGroup | None = None
+        self._outage = Outage("channel actors")
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Restore every open buffer's actor, then serve until cancelled."""
-        self._opted_out = await self._store.members.opted_out_members()
-        open_channels = [ChannelKey(*key) for key in await self._store.buffers.open_channels()]
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            for key in open_channels:
-                self._entry(key)
-            task_status.started()
-            await self._ring_timers()
+        """Restore every open buffer's actor, then serve until cancelled; on the way out an
+        event still queued is answered with :class:`~vivy.errors.AppStopped`."""
+        self._opted_out = await until_stored(
+            self._store.members.opted_out_members, what="opted-out members"
+        )
+        stored = await until_stored(self._store.buffers.open_channels, what="open buffers")
+        open_channels = [ChannelKey(*key) for key in stored]
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for key in open_channels:
+                    self._entry(key)
+                task_status.started()
+                await self._ring_timers()
+        finally:
+            self._fail_unstored()
+
+    def _fail_unstored(self) -> None:
+        """Answer every item still in a mailbox with an error once the actors are gone, so no
+        sender waits for ever (a message not stored comes back from Discord's history)."""
+        error = AppStopped("the app stopped before storing this event")
+        for entry in self._entries.values():
+            for _, ack in entry.mailbox.abandon():
+                if not ack.done:
+                    ack.fail(error)
+        self._entries.clear()
 
     async def _ring_timers(self) -> None:
         """Ring each actor's mailbox when its armed deadline is reached; runs until cancelled."""
@@ -244,6 +266,11 @@ class Router:
             self._tg.start_soon(self._supervise, channel, entry)
         return entry
 
+    def _database_answered(self) -> None:
+        """An actor restored its channel: the outage, if there was one, is over."""
+        if self._outage.failures:
+            self._outage.recovered()
+
     def _retire(self, key: ChannelKey, entry: _Entry, actor: ChannelActor) -> bool:
         """Called by an idle actor: remove it if nothing is queued for it."""
         mailbox = entry.mailbox
@@ -267,6 +294,7 @@ class Router:
                 observer=self._observer,
                 arm=lambda due: self._timers.put(key, due),
                 retire=lambda a: self._retire(key, entry, a),
+                restored=self._database_answered,
             )
             entry.actor = actor
             try:
@@ -274,6 +302,10 @@ class Router:
                 return
             except LeaseLost:
                 raise  # another process owns the channel now: stop, do not restart
+            except DatabaseUnavailable as exc:
+                # Its unstored items wait in the mailbox; restored once the database answers.
+                await anyio.sleep(self._outage.failed(exc))
+                continue
             except Exception:
                 entry.crashes += 1
                 self._restarts += 1

@@ -22,12 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
 import anyio
 import structlog
 
+from vivy.actors.outage import until_stored
 from vivy.clock import Clock
 from vivy.errors import LLMError
 from vivy.llm.port import LLM, EmbeddingTask
@@ -152,9 +154,14 @@ class Scheduler:
                 midnight = next_midnight(self._clock.now(), self._zone)
                 await anyio.sleep_until(self._clock.to_monotonic(midnight))
                 ended = local_day(midnight - 1.0, self._zone)
-                await self.run_day(ended)
+                # A day's run resumes where it stopped, so a database outage only delays it.
+                await until_stored(partial(self.run_day, ended), what="nightly job")
 
     async def _catch_up(self, done: anyio.Event) -> None:
+        await until_stored(self._catch_up_once, what="nightly catch-up")
+        done.set()
+
+    async def _catch_up_once(self) -> None:
         completed = await self._store.jobs.completed_days()
         first = await self._store.jobs.first_note_time()
         first_day = None if first is None else local_day(first, self._zone)
@@ -163,7 +170,6 @@ class Scheduler:
             log.info("catching up on missed days", days=[d.isoformat() for d in days])
         reports = [await self.run_day(day, measure_scales=False) for day in days]
         await self.measure_scales(reports)
-        done.set()
 
     async def run_day(self, day: date, *, measure_scales: bool = True) -> JobReport:
         """Run (or resume) the job for one local day; runs never overlap.

@@ -13,6 +13,19 @@ When a guild becomes available (GUILD_CREATE after READY, or after a reconnect t
 RESUME), every channel of it Vivy stored a message of is caught up from Discord's history, so
 messages sent while no process listened are not lost; :mod:`vivy.bot.catchup` holds the
 rules and the decisions (a channel's live events wait until its catch-up is stored).
+
+Nothing accepted is dropped when the database goes away: a create, edit or delete waits, in
+its channel's order, until its channel actor has stored it (the actor keeps it through the
+outage, :mod:`vivy.actors.router`). The wait is bounded: past ``max_unstored`` live events
+waiting, new messages are no longer taken; their channel is marked, and once every waiting
+event is stored, it is caught up from Discord's history after the first message not taken.
+Edits and deletions are never skipped (a skipped message's later edits and deletion are in
+the history the catch-up reads).
+
+A catch-up also reconciles the channel's open buffer with Discord: a buffered message Discord
+no longer has is deleted, and one whose text Discord shows edited is edited, so edits and
+deletions made while no process listened (a shard fenced off from the database, a restart)
+are not lost either.
 """
 
 from __future__ import annotations
@@ -51,15 +64,23 @@ from vivy.bot.reply import (
 )
 from vivy.clock import Clock
 from vivy.config import Settings
+from vivy.errors import AppStopped
 from vivy.llm.port import LLM
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.state.gate import IncomingDelete, IncomingEdit, IncomingMessage, IngestOutcome
-from vivy.storage.port import ImportStore
+from vivy.state.gate import (
+    IncomingDelete,
+    IncomingEdit,
+    IncomingMessage,
+    IngestOutcome,
+    normalize_text,
+)
+from vivy.storage.port import BufferStore, ImportStore
 
 __all__ = [
     "CATCHUP_ACK_WINDOW",
     "INTENTS",
+    "MAX_UNSTORED",
     "TYPING_REFRESH_S",
     "Gateway",
     "GatewayObserver",
@@ -75,6 +96,9 @@ TYPING_REFRESH_S = 8.0
 
 #: Caught-up messages queued to the router before their acks are collected.
 CATCHUP_ACK_WINDOW = 100
+
+#: Live events waiting to be stored past which new messages are left to a catch-up.
+MAX_UNSTORED = 5000
 
 #: What a live capture event becomes for the router (held while its channel catches up).
 Capture = IncomingMessage | IncomingEdit | IncomingDelete
@@ -128,10 +152,12 @@ class Gateway:
         clock: Clock,
         settings: Settings,
         positions: ImportStore,
+        buffers: BufferStore | None = None,
         commands: MemoryCommands,
         observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
         limiter: ReplyRateLimiter | None = None,
+        max_unstored: int = MAX_UNSTORED,
     ) -> None:
         self._rest = rest
         self._own = own_user_id
@@ -141,6 +167,7 @@ class Gateway:
         self._clock = clock
         self._settings = settings
         self._positions = positions
+        self._buffers = buffers
         self._commands = commands
         self._observer = observer
         self._cache = cache
@@ -149,6 +176,11 @@ class Gateway:
         self._holds: ChannelHolds[Capture] = ChannelHolds()
         self._catchups: set[anyio.CancelScope] = set()
         self._own_mention = re.compile(rf"<@!?{own_user_id}>")
+        self._max_unstored = max_unstored
+        #: Live events handed to the router and not stored yet.
+        self._unstored = 0
+        #: Channels whose new messages were left to a catch-up: guild and first message id.
+        self._skipped: dict[int, tuple[int, int]] = {}
 
     @property
     def own_user_id(self) -> int:
@@ -195,9 +227,12 @@ class Gateway:
         if incoming is None:
             return
         held = self._holds.offer(incoming.channel_id, incoming)
+        # Queued before the first await, so creates, edits and deletions of a channel reach
+        # its actor in the order they arrived.
+        ack = None if held or self._skip(incoming) else await self._submit(incoming)
         async with anyio.create_task_group() as tg:
-            if not held:
-                tg.start_soon(self._capture, incoming)
+            if ack is not None:
+                tg.start_soon(self._stored, incoming, ack)
             if self._addressed(message, incoming):
                 tg.start_soon(self.answer, message)
 
@@ -224,28 +259,125 @@ class Gateway:
             if not self._holds.offer(channel_id, delete):
                 await self._delete_one(delete)
 
+    def _skip(self, incoming: IncomingMessage) -> bool:
+        """Whether to leave the message to a catch-up: too many events wait to be stored."""
+        channel_id = incoming.channel_id
+        if channel_id in self._skipped:
+            return True
+        if self._unstored < self._max_unstored:
+            return False
+        self._skipped[channel_id] = (incoming.guild_id, incoming.message_id)
+        log.warning(
+            "too many messages wait for the database; this channel's new ones will be read "
+            "from its history once it answers",
+            guild_id=incoming.guild_id,
+            channel_id=channel_id,
+            waiting=self._unstored,
+        )
+        return True
+
     async def _edit(self, edit: IncomingEdit) -> None:
-        try:
-            await self._router.edit(edit)
-        except Exception:
-            log.exception("edit not applied", message_id=edit.message_id)
+        async with self._waiting():
+            try:
+                await self._router.edit(edit)
+            except Exception:
+                log.exception("edit not applied", message_id=edit.message_id)
 
     async def _delete_one(self, delete: IncomingDelete) -> None:
-        try:
-            await self._router.delete(delete)
-        except Exception:
-            log.exception("deletion not applied", message_id=delete.message_id)
+        async with self._waiting():
+            try:
+                await self._router.delete(delete)
+            except Exception:
+                log.exception("deletion not applied", message_id=delete.message_id)
 
     async def _capture(self, incoming: IncomingMessage) -> None:
+        ack = await self._submit(incoming)
+        if ack is not None:
+            await self._stored(incoming, ack)
+
+    async def _submit(self, incoming: IncomingMessage) -> Ack | None:
+        """Queue the message to its channel's actor and count it as waiting (None: the
+        router refused it, logged)."""
         try:
-            await self._router.ingest(incoming)
+            ack = await self._router.submit(incoming)
         except Exception:
-            log.exception(
-                "message not captured",
-                guild_id=incoming.guild_id,
-                channel_id=incoming.channel_id,
-                message_id=incoming.message_id,
-            )
+            self._log_not_captured(incoming)
+            return None
+        self._unstored += 1
+        return ack
+
+    async def _stored(self, incoming: IncomingMessage, ack: Ack) -> None:
+        """Wait until the submitted message is stored."""
+        async with self._waited():
+            try:
+                await ack.wait()
+            except AppStopped:
+                log.info(
+                    "message left to the next catch-up: the app stopped before storing it",
+                    channel_id=incoming.channel_id,
+                    message_id=incoming.message_id,
+                )
+            except Exception:
+                self._log_not_captured(incoming)
+
+    @staticmethod
+    def _log_not_captured(incoming: IncomingMessage) -> None:
+        log.exception(
+            "message not captured",
+            guild_id=incoming.guild_id,
+            channel_id=incoming.channel_id,
+            message_id=incoming.message_id,
+        )
+
+    @asynccontextmanager
+    async def _waiting(self) -> AsyncIterator[None]:
+        """Count a live edit or deletion until it is stored (see :meth:`_waited`)."""
+        self._unstored += 1
+        async with self._waited():
+            yield
+
+    @asynccontextmanager
+    async def _waited(self) -> AsyncIterator[None]:
+        """End the wait of a counted event when the block ends; the last one stored starts
+        the catch-up of the channels whose messages were skipped meanwhile."""
+        try:
+            yield
+        finally:
+            self._unstored -= 1
+        if not self._unstored and self._skipped:
+            await self._catch_up_skipped()
+
+    async def _catch_up_skipped(self) -> None:
+        """Read the skipped channels' history from their first skipped message on."""
+        skipped, self._skipped = self._skipped, {}
+        with anyio.CancelScope() as scope:
+            held = set(self._holds.hold(skipped, scope))
+            self._catchups.add(scope)
+            try:
+                reports: list[ChannelCatchUp] = []
+                limiter = anyio.CapacityLimiter(CATCHUP_CONCURRENCY)
+                async with anyio.create_task_group() as tg:
+                    for channel_id, (guild_id, first) in skipped.items():
+                        if channel_id in held:
+                            tg.start_soon(
+                                self._catch_up_channel,
+                                guild_id,
+                                channel_id,
+                                first - 1,
+                                limiter,
+                                reports,
+                            )
+                summary = GuildCatchUp.of(reports)
+                log.info(
+                    "skipped messages read from history",
+                    channels=summary.channels,
+                    read=summary.read,
+                    stored=summary.stored,
+                    capped=summary.capped,
+                )
+            finally:
+                self._catchups.discard(scope)
+                self._holds.abandon(scope)
 
     def _channel_name(self, channel_id: int) -> str:
         if self._cache is None:
@@ -343,7 +475,8 @@ class Gateway:
 
     async def _read_history(self, guild_id: int, channel_id: int, after: int) -> ChannelCatchUp:
         """Feed the channel's messages after ``after``, oldest first and at most the cap, to
-        the router (never answered); returns the counts."""
+        the router (never answered), then reconcile its open buffer with Discord's history;
+        returns the counts."""
         cap = self._settings.catchup_messages
         name = self._channel_name(channel_id)
         read = stored = 0
@@ -363,7 +496,44 @@ class Gateway:
                 stored += await self._count_stored(acks)
                 acks = []
         stored += await self._count_stored(acks)
+        await self._reconcile(guild_id, channel_id, after)
         return ChannelCatchUp(channel_id, read=read, stored=stored, capped=capped)
+
+    async def _reconcile(self, guild_id: int, channel_id: int, through: int) -> None:
+        """Bring to the channel's open buffer the edits and deletions Discord's history shows
+        for its messages up to ``through`` (made while no process listened)."""
+        buffered = {m: t for m, t in (await self._buffered(channel_id)).items() if m <= through}
+        if not buffered:
+            return
+        seen: set[int] = set()
+        history = self._rest.fetch_messages(channel_id, after=hikari.Snowflake(min(buffered) - 1))
+        async for message in history:  # oldest first
+            message_id = int(message.id)
+            if message_id > through:
+                break
+            seen.add(message_id)
+            incoming = incoming_message(message, guild_id=guild_id)
+            if incoming is None or message_id not in buffered:
+                continue
+            normalized = normalize_text(incoming.text)
+            if normalized is None or normalized[0] != buffered[message_id]:
+                await self._edit(
+                    IncomingEdit(
+                        guild_id, channel_id, message_id, incoming.text, incoming.author_id
+                    )
+                )
+        for message_id in sorted(set(buffered) - seen):
+            await self._delete_one(IncomingDelete(guild_id, channel_id, message_id))
+
+    async def _buffered(self, channel_id: int) -> dict[int, str]:
+        """The text by message id of the channel's open buffer (none without a store)."""
+        if self._buffers is None:
+            return {}
+        found, _ = await self._buffers.restore_channel(channel_id)
+        if found is None:
+            return {}
+        loaded = await self._buffers.load_buffer(found[0].id)
+        return {} if loaded is None else {m.message_id: m.text for m in loaded.messages}
 
     async def _count_stored(self, acks: Sequence[Ack]) -> int:
         """Wait for the acks; count the messages stored and add them to the metric."""

@@ -6,7 +6,7 @@ import hikari
 
 from vivy.app import App
 from vivy.bot.commands import MemoryCommands
-from vivy.bot.gateway import Gateway
+from vivy.bot.gateway import MAX_UNSTORED, Gateway
 from vivy.bot.reply import ReplyRateLimiter
 from vivy.retrieval import Retriever
 
@@ -33,11 +33,13 @@ def gateway_for(
     cache: hikari.api.Cache | None = None,
     limiter: ReplyRateLimiter | None = None,
     retriever: Retriever | None = None,
+    max_unstored: int = MAX_UNSTORED,
 ) -> Gateway:
     """The gateway of the running ``app``: its router, ``retriever`` (else a
     :func:`reply_retriever` of its own), its ``/memory`` commands (which clear the
     retriever's cache when a member is forgotten), its stored channel positions and its
-    metrics."""
+    metrics; past ``max_unstored`` events waiting for the database, new messages are left
+    to a catch-up from history."""
     retriever = retriever or reply_retriever(app)
     return Gateway(
         rest,
@@ -48,8 +50,10 @@ def gateway_for(
         clock=app.clock,
         settings=app.settings,
         positions=app.store.imports,
+        buffers=app.store.buffers,
         commands=MemoryCommands(app, forgotten=retriever.clear_cache),
         observer=app.observer,
         cache=cache,
         limiter=limiter,
+        max_unstored=max_unstored,
     )

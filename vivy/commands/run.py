@@ -7,8 +7,10 @@ gateway connects, so no event arrives before the router can take it. SIGTERM or 
 stops it gracefully within ``VIVY_SHUTDOWN_GRACE_SECONDS``: the gateway closes, then the
 app's task group is cancelled (open buffers and pending work are already durable and resume
 on the next start). On PostgreSQL the process first leases its shards (``--shard-ids``, else
-all of them) and stops when another process takes a lease over. Without ``DISCORD_TOKEN`` it
-exits with status 2 and points to ``vivy demo``.
+all of them) and stops when another process takes a lease over. A process that could not
+renew its leases in time (the database unreachable) does not exit: it closes its gateway
+shards, stops the app, and starts both again once it holds the leases again. Without
+``DISCORD_TOKEN`` it exits with status 2 and points to ``vivy demo``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -31,6 +33,7 @@ from vivy.errors import ConfigError
 if TYPE_CHECKING:
     import hikari
     from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
     from vivy.clock import Clock
     from vivy.shards import Shards
@@ -240,7 +243,74 @@ async def _serve_app(
     guild_ids: Sequence[int],
 ) -> None:
     """The app and the gateway, with the operator API and the memory page served once the
-    database is open."""
+    database is open; started again, under the same lease owner, after the app fenced itself
+    (its leases could not be renewed in time)."""
+    from prometheus_client import CollectorRegistry
+
+    from vivy.app import new_lease_owner
+
+    current = _CurrentMetrics()
+    registry.register(current)
+    owner = new_lease_owner()
+    while True:
+        current.registry = CollectorRegistry()
+        try:
+            await _serve_round(
+                settings, clock, server, current.registry, me, bot, environ, guild_ids, owner
+            )
+            return
+        except BaseException as exc:
+            if not _self_fenced(exc):
+                raise
+        log.warning("leasing the shards again once the database answers", owner=owner)
+
+
+class _CurrentMetrics:
+    """A collector that reports the registry of the app running now (each start of the app
+    registers its metrics afresh)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.registry = CollectorRegistry()
+
+    def collect(self) -> Iterable[Metric]:
+        """The current app's metrics."""
+        return self.registry.collect()
+
+
+def _self_fenced(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every error of its group) says the app fenced itself: the
+    leases ran out unrenewed, and writes refused since then."""
+    from vivy.actors.lease_keeper import SelfFenced
+    from vivy.errors import LeaseLost
+
+    leaves = _leaves(exc)
+    return any(isinstance(e, SelfFenced) for e in leaves) and all(
+        isinstance(e, LeaseLost) for e in leaves
+    )
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups, or ``exc`` itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+async def _serve_round(
+    settings: Settings,
+    clock: Clock,
+    server: OperatorServer,
+    registry: CollectorRegistry,
+    me: int,
+    bot: hikari.GatewayBot,
+    environ: Mapping[str, str] | None,
+    guild_ids: Sequence[int],
+    owner: str,
+) -> None:
+    """One run of the app and the gateway, until a signal, the gateway's end, or the app's
+    end (a lease lost)."""
     import anyio
 
     from vivy.app import running_app
@@ -263,6 +333,7 @@ async def _serve_app(
         environ=environ,
         registry=registry,
         lease=lease,
+        lease_owner=owner,
     ) as app:
         server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
 

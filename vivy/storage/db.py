@@ -16,6 +16,11 @@ likewise run in one hop to the thread, each with its own result or error.
 In thread mode the WAL is checkpointed by a :class:`_Checkpointer` thread of its own, as SQLite
 suggests for WAL databases, instead of inside whichever commit crosses the threshold: copying
 pages back and syncing the database file then happens beside the writes, not before an ack.
+
+SQLite's errors are translated into :class:`~vivy.errors.StorageError`; a file another
+process kept locked past the busy time-out (``database is locked``) is a
+:class:`~vivy.errors.DatabaseUnavailable`, since the same call may succeed once the lock is
+gone, while a read-only file, a full disk or a constraint violation is not.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import sqlean
 import sqlite_vec
 import structlog
 
-from vivy.errors import SchemaTooNew, StorageError
+from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -84,8 +89,18 @@ def connect(path: str | Path) -> Connection:
         conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     except sqlean.Error as exc:
-        raise StorageError(f"cannot open database {path}: {_open_failure(path, exc)}") from exc
+        message = f"cannot open database {path}: {_open_failure(path, exc)}"
+        if _locked(exc):
+            raise DatabaseUnavailable(message) from exc
+        raise StorageError(message) from exc
     return conn
+
+
+def _locked(exc: sqlean.Error) -> bool:
+    """Whether ``exc`` says another connection holds a lock (SQLITE_BUSY, SQLITE_LOCKED):
+    the only SQLite failure that waiting cures."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (sqlean.SQLITE_BUSY, sqlean.SQLITE_LOCKED)
 
 
 def _open_failure(path: str | Path, exc: sqlean.Error) -> str:
@@ -109,6 +124,8 @@ def _storage_error(conn: Connection, call: str, exc: sqlean.Error) -> StorageErr
         file = str(conn.execute("PRAGMA database_list").fetchone()[2]) or "in memory"
     except sqlean.Error:
         file = "?"
+    if _locked(exc):
+        return DatabaseUnavailable(f"database {file} is locked by another process: {exc}")
     if "readonly" in str(exc):
         return StorageError(
             f"the database {file} cannot be written ({exc}); make the file and its folder "

@@ -13,14 +13,26 @@ One connection serves every call. A note search also reads on two side connectio
 beside its vector search (:meth:`PgDatabase.read_with_sides`); a ``psycopg_pool.ConnectionPool``
 is the next step once a benchmark shows reads waiting behind writes.
 
+Every call has a client-side deadline as well as the server's ``statement_timeout``, which a
+partition never delivers: a call that overruns it has its socket shut down by one watchdog
+thread (:class:`Watchdog`), so the blocked libpq call returns at once, the connection is
+dropped and the next call connects again. The deadline is wall time of the machine, like
+libpq's own ``connect_timeout``: it bounds I/O, it decides nothing.
+
 psycopg's exceptions are translated into :class:`~vivy.errors.StorageError` here; integrity
 violations are named in the words the SQLite engine uses (``UNIQUE constraint failed``,
-``FOREIGN KEY constraint failed``), so callers and tests see one vocabulary.
+``FOREIGN KEY constraint failed``), so callers and tests see one vocabulary. A connection the
+server refused, dropped or left unanswered is a :class:`~vivy.errors.DatabaseUnavailable`:
+waiting helps.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -30,7 +42,7 @@ import psycopg
 import psycopg.errors
 import structlog
 
-from vivy.errors import SchemaTooNew, StorageError
+from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.shards import Fence
 from vivy.storage.dialect import Tx, postgres_tx
 from vivy.storage.postgres.connect import explained, timeout, with_timeouts
@@ -42,6 +54,8 @@ __all__ = [
     "PgConnection",
     "PgDatabase",
     "PgSide",
+    "Watchdog",
+    "call_deadline",
     "connect",
     "migrate",
     "schema_version",
@@ -66,18 +80,133 @@ MIGRATION_LOCK = 0x76697679
 IDLE_IN_TRANSACTION_TIMEOUT = "5s"
 
 
-def connect(uri: str, *, read_only: bool = False) -> PgConnection:
+#: Words of libpq's answer to a connection attempt that waiting will not change (libpq gives
+#: a refused connection no SQLSTATE, only its message).
+_LASTING_REFUSALS = (
+    "authentication failed",
+    "does not exist",
+    "pg_hba.conf",
+    "password",
+    "invalid",
+    "unsupported",
+    "permission denied",
+)
+
+
+def connect(
+    uri: str, *, read_only: bool = False, connect_timeout_s: float | None = None
+) -> PgConnection:
     """Open a connection to ``uri`` in autocommit mode (:class:`PgDatabase` opens the
-    transactions itself); with ``read_only`` every transaction of it is read-only."""
+    transactions itself); with ``read_only`` every transaction of it is read-only.
+
+    A refusal that waiting may cure (no server listening, one starting or shutting down, no
+    answer in time) raises :class:`DatabaseUnavailable`; a wrong password, database or
+    setting raises a plain :class:`StorageError`.
+    """
     try:
-        conn = psycopg.connect(with_timeouts(uri), autocommit=True)
+        conn = psycopg.connect(
+            with_timeouts(uri, connect_timeout_s=connect_timeout_s), autocommit=True
+        )
         if read_only:
             conn.execute("SET default_transaction_read_only = on")
         conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_TIMEOUT}'")
     except psycopg.Error as exc:
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
-        raise StorageError(f"cannot open database {_safe(uri)}: {explained(first)}") from exc
+        message = f"cannot open database {_safe(uri)}: {explained(first)}"
+        if exc.sqlstate is not None:
+            transient = _transient(exc)
+        else:
+            lasting = any(words in str(exc).lower() for words in _LASTING_REFUSALS)
+            transient = isinstance(exc, psycopg.OperationalError) and not lasting
+        if transient:
+            raise DatabaseUnavailable(message) from exc
+        raise StorageError(message) from exc
     return conn
+
+
+#: Seconds a call may run past the statement time-out before its connection is cut.
+DEADLINE_MARGIN_S = 10.0
+
+
+def call_deadline() -> float:
+    """Seconds a call of the owner may take, all of its statements together, before its
+    connection is cut: the statement time-out and a margin, a backstop behind the server's
+    limit and the kernel's TCP time-outs (40 s by default)."""
+    return timeout() + DEADLINE_MARGIN_S
+
+
+class Watchdog:
+    """Shuts down the socket of a connection whose call overran its deadline.
+
+    One daemon thread serves every armed call, sleeping until the earliest deadline; arming
+    and disarming cost a lock and a heap push. Shutting the socket down (not closing its
+    descriptor, which libpq owns) makes the blocked ``recv`` or ``send`` return an error.
+    """
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._armed: dict[int, PgConnection] = {}
+        self._fired: set[int] = set()
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: PgConnection, seconds: float) -> int:
+        """Cut ``conn`` unless :meth:`disarm` is called within ``seconds``; returns the
+        token to disarm with."""
+        with self._wake:
+            token = next(self._tokens)
+            self._armed[token] = conn
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="vivy-pg-watchdog")
+                self._thread.daemon = True
+                self._thread.start()
+            if self._heap[0][1] == token:
+                self._wake.notify()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching the call of ``token``; returns whether its deadline had passed (its
+        connection was cut)."""
+        with self._wake:
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                return True
+            return False
+
+    def _serve(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                while self._heap and (
+                    self._heap[0][0] <= now or self._heap[0][1] not in self._armed
+                ):
+                    _, token = heapq.heappop(self._heap)
+                    conn = self._armed.pop(token, None)
+                    if conn is not None:
+                        self._fired.add(token)
+                        _sever(conn)
+                self._wake.wait(self._heap[0][0] - now if self._heap else None)
+
+
+def _sever(conn: PgConnection) -> None:
+    """Shut the connection's socket down in both directions, whatever state libpq is in."""
+    try:
+        sock = socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM)
+    except (OSError, psycopg.Error):
+        return  # closed already
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+#: The process's one watchdog.
+WATCHDOG = Watchdog()
 
 
 def _safe(uri: str) -> str:
@@ -126,8 +255,9 @@ def migrate(conn: PgConnection) -> int:
     return PG_SCHEMA_VERSION
 
 
-def _storage_error(exc: psycopg.Error) -> StorageError:
-    """``exc`` as a :class:`StorageError`, integrity violations in SQLite's words."""
+def _storage_error(exc: psycopg.Error, uri: str = "") -> StorageError:
+    """``exc`` as a :class:`StorageError`, integrity violations in SQLite's words; a lost
+    connection names the server of ``uri``."""
     diag = exc.diag
     if isinstance(exc, psycopg.errors.UniqueViolation):
         return StorageError(f"UNIQUE constraint failed ({diag.constraint_name}): {exc}")
@@ -140,7 +270,29 @@ def _storage_error(exc: psycopg.Error) -> StorageError:
             f"the database did not finish a statement within {timeout()} s "
             "(VIVY_DB_TIMEOUT_SECONDS)"
         )
+    if _transient(exc):
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "failed")
+        where = f"the database at {_safe(uri)}" if uri else "the database"
+        return DatabaseUnavailable(f"{where} is unavailable: {first}")
     return StorageError(f"database: {exc}")
+
+
+#: SQLSTATEs of a session the server ended or would not start, which waiting cures: the
+#: administrator or a crash ended it, the server is starting or shutting down, an idle session
+#: or a transaction left idle (a slow network between two statements) was ended, or every
+#: connection slot is taken (a restart's reconnecting clients).
+_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03", "53300"})
+
+
+def _transient(exc: psycopg.Error) -> bool:
+    """Whether ``exc`` is a lost or refused connection rather than a failed statement: libpq
+    reports no SQLSTATE for a connection that broke (reset, closed, cut by the watchdog), and
+    the server class 08 or one of :data:`_TRANSIENT_SQLSTATES` for one it ended. A read-only
+    transaction, a full disk, a dropped database or a constraint violation is not."""
+    state = exc.sqlstate
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError)
+    return state.startswith("08") or state in _TRANSIENT_SQLSTATES
 
 
 #: Read-only connections beside the owner's one, for the keyword searches of a note search.
@@ -172,7 +324,7 @@ class PgSide:
             try:
                 return fn(conn)
             except psycopg.Error as exc:
-                raise _storage_error(exc) from exc
+                raise _storage_error(exc, self._uri) from exc
 
     def close(self) -> None:
         """Close the connection if it was opened."""
@@ -188,29 +340,45 @@ class PgDatabase:
     transaction (:class:`~vivy.storage.dialect.Tx`, scoped to ``fence``'s shards and fenced
     by its leases when given: a process of a fleet).
 
-    A connection the server dropped (a restart, a failover, an idle timeout) fails the call
-    that finds it broken, with :class:`StorageError` as any failed call does, and the next
-    call connects again: the process outlives its connection.
+    A connection the server dropped (a restart, a failover, an idle timeout, the watchdog
+    after a missed deadline) fails the call that finds it broken, with
+    :class:`DatabaseUnavailable`, and the next call connects again: the process outlives its
+    connection. :meth:`beside` makes a second owner on a connection of its own (the lease
+    keeper's), so its calls never wait behind another's.
     """
 
     def __init__(
         self,
-        conn: PgConnection,
+        conn: PgConnection | None,
         *,
         inline: bool,
         uri: str = "",
         fence: Fence | None = None,
         read_only: bool = False,
+        deadline_s: float | None = None,
+        sides: bool = True,
     ) -> None:
         self._conn = conn
         self._uri = uri
         self._read_only = read_only
         self._fence = fence
-        self._tx = self._transaction_of(conn)
+        self._tx = None if conn is None else self._transaction_of(conn)
         self._inline = inline
         self._limiter = anyio.CapacityLimiter(1)
         self._closed = False
-        self._sides = tuple(PgSide(uri) for _ in range(SIDE_CONNECTIONS)) if uri else ()
+        self._deadline_s = deadline_s
+        self._sides = tuple(PgSide(uri) for _ in range(SIDE_CONNECTIONS)) if uri and sides else ()
+        self._companions: list[PgDatabase] = []
+
+    def beside(self, *, deadline_s: float) -> PgDatabase:
+        """An unfenced owner of the same database on a connection of its own, opened on its
+        first call, whose calls are cut after ``deadline_s`` (and give up connecting as
+        soon); closed with this one."""
+        other = PgDatabase(
+            None, inline=self._inline, uri=self._uri, deadline_s=deadline_s, sides=False
+        )
+        self._companions.append(other)
+        return other
 
     @classmethod
     def open(
@@ -292,9 +460,12 @@ class PgDatabase:
         """Close the connection; later calls raise :class:`StorageError`."""
         if not self._closed:
             self._closed = True
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
             for side in self._sides:
                 side.close()
+            for other in self._companions:
+                other.close()
 
     async def _run(self, work: Callable[[], T]) -> T:
         """Run ``work`` inline or on the owner's worker thread, one call at a time."""
@@ -312,21 +483,44 @@ class PgDatabase:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        """``fn`` in one transaction on the connection, psycopg errors translated."""
-        if (self._conn.closed or self._conn.broken) and self._uri:
-            self._conn.close()
-            self._conn = connect(self._uri, read_only=self._read_only)
-            self._tx = self._transaction_of(self._conn)
-            log.info("database connection opened again")
-        conn = self._conn
+        """``fn`` in one transaction on the connection, psycopg errors translated; a call
+        that overruns the deadline has its connection cut."""
+        conn, tx = self._connection()
+        deadline = self._deadline_s if self._deadline_s is not None else call_deadline()
+        token = WATCHDOG.arm(conn, deadline)
         try:
             with conn.transaction():
                 if read_only:
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return fn(self._tx, *args, **kwargs)
+                return fn(tx, *args, **kwargs)
         except psycopg.Error as exc:
             log.debug("storage call failed", call=getattr(fn, "__name__", "?"), error=str(exc))
-            raise _storage_error(exc) from exc
+            if WATCHDOG.disarm(token):
+                raise DatabaseUnavailable(
+                    f"the database at {_safe(self._uri)} did not answer within {deadline:g} s;"
+                    " its connection was dropped"
+                ) from exc
+            raise _storage_error(exc, self._uri) from exc
+        finally:
+            WATCHDOG.disarm(token)
+
+    def _connection(self) -> tuple[PgConnection, Tx]:
+        """The open connection and its :class:`Tx`, connecting first if there is none or
+        the server dropped it."""
+        conn, tx = self._conn, self._tx
+        if conn is not None and tx is not None and not (conn.closed or conn.broken):
+            return conn, tx
+        if not self._uri:
+            raise DatabaseUnavailable("the database connection was lost")
+        reopened = conn is not None
+        if conn is not None:
+            conn.close()
+        self._conn = self._tx = None
+        conn = connect(self._uri, read_only=self._read_only, connect_timeout_s=self._deadline_s)
+        self._conn, self._tx = conn, self._transaction_of(conn)
+        if reopened:
+            log.info("database connection opened again")
+        return conn, self._tx
 
     def _check_open(self) -> None:
         if self._closed:

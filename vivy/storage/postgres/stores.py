@@ -4,7 +4,9 @@ Every area runs its storage module's functions (:mod:`vivy.storage.areas`) throu
 :class:`~vivy.storage.postgres.db.PgDatabase` owner, scoped to a process's shards and fenced
 by its leases when it runs in a fleet; the note search runs its keyword searches on the
 owner's side connections, and its vector search keeps each guild's vectors in memory as
-SQLite's does (:class:`~vivy.storage.vector_index.BinaryIndex`).
+SQLite's does (:class:`~vivy.storage.vector_index.BinaryIndex`). The shard leases run on a
+connection of their own (:meth:`PgDatabase.beside`) with a short deadline, so a renewal never
+waits behind a stuck statement of the actors.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from vivy.storage.postgres.db import PgDatabase, PgSide
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.vector_index import BinaryIndex
 
-__all__ = ["LeaseArea", "open_postgres_store", "postgres_store"]
+__all__ = ["LEASE_CALL_DEADLINE_S", "LeaseArea", "open_postgres_store", "postgres_store"]
+
+#: Seconds a lease call (take, renew, release) may take before its connection is cut.
+LEASE_CALL_DEADLINE_S = 4.0
 
 
 class LeaseArea(Area):
@@ -47,7 +52,13 @@ def postgres_store(db: PgDatabase) -> Store:
     def search_one(tx: Tx, sides: tuple[PgSide, ...], note_search: NoteSearch) -> NoteSearchResult:
         return search.search_notes(tx.conn, vectors, note_search, sides)
 
-    return store_of(db, tidy=_tidy, search_one=search_one, closer=db.close, leases=LeaseArea(db))
+    return store_of(
+        db,
+        tidy=_tidy,
+        search_one=search_one,
+        closer=db.close,
+        leases=LeaseArea(db.beside(deadline_s=LEASE_CALL_DEADLINE_S)),
+    )
 
 
 def open_postgres_store(uri: str, *, inline: bool = False, fence: Fence | None = None) -> Store:
