@@ -72,6 +72,8 @@ COMMAND_MODULES = (
     "vivy.commands.job",
     "vivy.commands.snapshot",
     "vivy.commands.search",
+    "vivy.commands.ask",
+    "vivy.commands.export",
 )
 
 #: The entry-point group through which other installed packages add subcommands.

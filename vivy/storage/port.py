@@ -33,8 +33,8 @@ if TYPE_CHECKING:
         StoredBuffer,
     )
     from vivy.memory.database import EmbeddingModel, GuildCounts, LeaseHolder, OutboxState
-    from vivy.memory.evidence import EvidenceLine, WindowText
-    from vivy.memory.facts import Fact, FactRecord, PendingUpdate, UpdateContext
+    from vivy.memory.evidence import EvidenceLine, PendingMessage, WindowText
+    from vivy.memory.facts import Fact, FactRecord, LoreRecord, PendingUpdate, UpdateContext
     from vivy.memory.members import (
         BufferedRef,
         ForgetReport,
@@ -517,9 +517,26 @@ class ReadOnlyStore(Protocol):
         *,
         since: str | None = None,
         note_type: str | None = None,
-        limit: int = 20,
+        limit: int | None = 20,
     ) -> list[Note]:
-        """A guild's newest notes (on or after the UTC date ``since``), newest first."""
+        """A guild's newest notes (on or after the UTC date ``since``), newest first; all of
+        them when ``limit`` is None."""
+
+    def note_lines(self, guild_id: int, *, author_id: int | None = None) -> list[EvidenceLine]:
+        """Every kept message of the guild's notes (only ``author_id``'s, when given), by
+        note then message."""
+
+    def pending_messages(self, guild_id: int, author_id: int) -> list[PendingMessage]:
+        """The member's messages still in the guild's buffers, oldest first."""
+
+    def known_names(self, guild_id: int, user_id: int) -> list[str]:
+        """The names (lower case) Vivy has seen the member go by in the guild."""
+
+    def members_known_as(self, guild_id: int, name: str) -> list[int]:
+        """The members of the guild Vivy has seen go by ``name`` (any case), in id order."""
+
+    def all_lore(self, guild_id: int) -> list[LoreRecord]:
+        """The guild's server lore, retired entries too, oldest first."""
 
     def active_lore(self, guild_id: int) -> list[str]:
         """The guild's server lore still valid, oldest first."""
