@@ -71,3 +71,27 @@ async def test_a_correction_is_seen_by_the_next_reply_at_once(demo_db: Path) -> 
     finally:
         await llm.aclose()
         store.close()
+
+
+async def test_quoted_lines_show_mentions_as_names(demo_db: Path) -> None:
+    """A kept message that mentions a member is quoted on the page with the member's name,
+    in a note's view and under a search hit, never as Discord's ``<@id>``."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        found = await memory.search(guild, "grab tacos")
+        said = [line.text for hit in found.hits for line in hit.lines]
+        assert any("@Alex we should finally grab tacos" in text for text in said), said
+        note = await memory.note(guild, found.hits[0].note.id)
+        assert note is not None and note.lines
+        quoted = [line.text for line in note.lines]
+        assert any(text.endswith("@Alex we should finally grab tacos") for text in quoted)
+        assert not any("<@" in text for text in said + quoted)
+    finally:
+        await llm.aclose()
+        store.close()

@@ -16,13 +16,14 @@ import re
 
 import anyio
 
-from vivy.bot.reply import NO_ANSWER, build_chat_request, render_mentions
+from vivy.bot.reply import NO_ANSWER, build_chat_request
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_target, discord_id, read_only
 from vivy.commands.importer import llm_factory
 from vivy.commands.members import member_of, require_guild
 from vivy.config import Settings
 from vivy.errors import ConfigError
+from vivy.llm.offline.text import readable
 from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, MemoryContext, RetrievalRequest, Retriever
 from vivy.retrieval.settings import RetrievalSettings
@@ -75,7 +76,7 @@ def ask(database: Target, guild_id: int, question: str, *, asker: str | None = N
     request = RetrievalRequest(
         guild_id=guild_id,
         channel_id=0,
-        query=render_mentions(question, {u: n for u, n in names.items() if n}),
+        query=readable(question, {u: n for u, n in names.items() if n}),
         conversation=(ConversationMessage(asker_id, asker_name, question),),
         mentioned_user_ids=mentioned,
     )

@@ -37,6 +37,7 @@ from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
 from vivy.importer import ExportBatch, ExportMessage, import_exports, load_exports
+from vivy.llm.offline.text import readable
 from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
@@ -267,13 +268,14 @@ async def _answer(
         if m.timestamp < question.timestamp and not m.author_is_bot
     )[-5:]
     asked = ConversationMessage(question.author_id, question.author_name, question.content)
+    names = {m.author_id: m.author_name for m in messages}
     await _ask(
         database,
         make_model,
         RetrievalRequest(
             guild_id=question.guild_id,
             channel_id=question.channel_id,
-            query=question.content,
+            query=readable(question.content, names),
             conversation=(*conversation, asked),
             mentioned_user_ids=tuple(question.mentions),
         ),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Protocol
 
+from vivy.llm.offline.text import readable
 from vivy.memory.guards import content_tokens
 from vivy.memory.members import BufferedRef, ForgetReport, GuildStatus
 from vivy.memory.notes import Note
@@ -28,6 +29,7 @@ from vivy.memory.page import (
     TimelineNote,
 )
 from vivy.retrieval import Retriever
+from vivy.retrieval.context import quoted_text
 from vivy.retrieval.ranked import NoteHit
 from vivy.storage.port import Store
 
@@ -257,10 +259,11 @@ class StoreMemory:
         note, lines = found
         authors = sorted({line.author_id for line in lines})
         hidden = await self._store.search.opted_out(guild_id, authors)
+        names = {p.user_id: p.display_name for p in note.participants}
         return NoteView(
             note,
             tuple(
-                QuotedLine(line.author_name, line.text, line.created_at)
+                QuotedLine(line.author_name, readable(line.text, names), line.created_at)
                 for line in lines
                 if line.author_id not in hidden
             ),
@@ -315,7 +318,7 @@ def _hit(hit: NoteHit, hidden: set[int]) -> SearchHit:
         hit.vector_score,
         hit.keyword_score,
         tuple(
-            QuotedLine(line.author_name, line.text, line.created_at)
+            QuotedLine(line.author_name, quoted_text(line, hit.note), line.created_at)
             for line in hit.said
             if line.author_id not in hidden
         ),
