@@ -78,7 +78,11 @@ COMMAND_TESTS: dict[str, list[str]] = {
         "tests/commands/test_importer.py::test_import_prints_the_report",
         "tests/commands/test_engines.py::test_import_and_guilds",
     ],
-    "guilds": ["tests/commands/test_engines.py::test_import_and_guilds"],
+    "guilds": [
+        "tests/commands/test_engines.py::test_import_and_guilds",
+        "tests/commands/test_names.py::test_guilds_and_snapshots_show_the_exports_name",
+    ],
+    "members": ["tests/commands/test_names.py::test_members_lists_ids_names_and_fact_counts"],
     "profile": [
         "tests/commands/test_inspect.py::test_profile_all_shows_invalidated_facts_with_reason_and_successor",
         "tests/commands/test_engines.py::test_profile_and_notes",

@@ -66,6 +66,7 @@ COMMAND_MODULES = (
     "vivy.commands.importer",
     "vivy.commands.inspect",
     "vivy.commands.guilds",
+    "vivy.commands.members",
     "vivy.commands.db",
     "vivy.commands.migrate",
     "vivy.commands.reembed",

@@ -14,6 +14,7 @@ from vivy.importer import import_exports, load_exports
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import RetrievalRequest, Retriever
 from vivy.storage.engines import open_store
+from vivy.web import views
 from vivy.web.memory import StoreMemory
 
 pytestmark = pytest.mark.anyio
@@ -92,6 +93,26 @@ async def test_quoted_lines_show_mentions_as_names(demo_db: Path) -> None:
         quoted = [line.text for line in note.lines]
         assert any(text.endswith("@Alex we should finally grab tacos") for text in quoted)
         assert not any("<@" in text for text in said + quoted)
+    finally:
+        await llm.aclose()
+        store.close()
+
+
+async def test_the_guild_list_shows_the_exports_name(demo_db: Path) -> None:
+    """The page lists a guild by the name its export gave, beside the id."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        names = await memory.guild_names()
+        assert names == {guild: "Night Owls"}
+        html = views.render("guilds.html", guilds=[guild], names=names, who="test")
+        assert f'Night Owls <span class="meta">({guild})</span>' in html
+        assert f"Server {guild}" not in html
     finally:
         await llm.aclose()
         store.close()

@@ -236,6 +236,9 @@ class MemberStore(Protocol):
     async def add_member_names(self, guild_id: int, names: Sequence[tuple[int, str]]) -> None:
         """Remember that each (user id, name) goes by that name in the guild (an alias)."""
 
+    async def set_guild_names(self, names: Sequence[tuple[int, str]], now: float) -> None:
+        """Record each (guild id, name) as the guild's name."""
+
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         """Whether the member opted out in this guild."""
 
@@ -372,6 +375,9 @@ class PageStore(Protocol):
     async def guild_ids(self) -> list[int]:
         """Every guild with a member or a note."""
 
+    async def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+
     async def newest_day(self, guild_id: int) -> str | None:
         """The UTC date of the guild's newest note."""
 
@@ -497,8 +503,14 @@ class ReadOnlyStore(Protocol):
         """Every guild with a member, a note, server lore or a buffer, with its counts, in id
         order."""
 
+    def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name."""
+
+    def member_fact_counts(self, guild_id: int) -> dict[int, tuple[int, int]]:
+        """Each member's active and retired fact counts, by user id."""
 
     def member_name(self, guild_id: int, user_id: int) -> str | None:
         """The member's display name in the guild, if Vivy has seen them."""

@@ -25,7 +25,7 @@ from vivy.memory.database import EmbeddingState, GuildCounts
 from vivy.memory.evidence import EvidenceLine, PendingMessage
 from vivy.memory.facts import PROFILE_SECTIONS, FactRecord, LoreRecord
 from vivy.memory.notes import Note
-from vivy.storage import checks, evidence, meta
+from vivy.storage import checks, evidence, guilds, meta
 from vivy.storage.db import Connection
 from vivy.storage.dialect import REEMBED_STAGING, Tx, sqlite_tx
 from vivy.storage.maintenance import count_rows
@@ -135,6 +135,20 @@ class ReadOnlyDatabase:
             " AS g ORDER BY g.guild_id"
         )
         return [GuildCounts(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+        return guilds.guild_names(self._tx)
+
+    def member_fact_counts(self, guild_id: int) -> dict[int, tuple[int, int]]:
+        """Each member's active and retired fact counts, by user id."""
+        rows = self._tx.all(
+            "SELECT user_id, SUM(CASE WHEN invalidated_at IS NULL THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN invalidated_at IS NULL THEN 0 ELSE 1 END)"
+            " FROM profile_facts WHERE guild_id = ? GROUP BY user_id",
+            (guild_id,),
+        )
+        return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
 
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name (bytewise)."""

@@ -381,8 +381,17 @@ _V7 = ""
 #: already are (:mod:`vivy.storage.postgres.schema`); SQLite's schema is unchanged.
 _V8 = ""
 
+#: Version 9: guilds' names (from their exports), shown beside their ids.
+_V9 = """
+CREATE TABLE guild_names (
+    guild_id    INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    updated_at  REAL NOT NULL
+);
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -132,6 +132,10 @@ class MemorySource(Protocol):
         """Every guild with a memory."""
         ...
 
+    async def guild_names(self) -> dict[int, str]:
+        """The names of the guilds whose name is known, by id."""
+        ...
+
     async def timeline(self, guild_id: int, last: str | None) -> TimelineView:
         """The days up to ``last`` (default: the newest note's) with the activity chart."""
         ...
@@ -200,6 +204,10 @@ class StoreMemory:
     async def guild_ids(self) -> list[int]:
         """Every guild with a member or a note."""
         return await self._store.pages.guild_ids()
+
+    async def guild_names(self) -> dict[int, str]:
+        """The names of the guilds whose name is known, by id."""
+        return await self._store.pages.guild_names()
 
     async def timeline(self, guild_id: int, last: str | None) -> TimelineView:
         """Seven days up to ``last``, and thirty days of activity ending with them."""
