@@ -116,3 +116,34 @@ async def test_the_guild_list_shows_the_exports_name(demo_db: Path) -> None:
     finally:
         await llm.aclose()
         store.close()
+
+
+async def test_the_corrections_log_names_and_quotes_until_the_member_is_forgotten(
+    demo_db: Path,
+) -> None:
+    """A removed fact is logged with the member's name and the fact's words; forgetting the
+    member later leaves only that a fact was removed."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        sam = next(m for m in await memory.members(guild) if m.name == "Sam")
+        profile = await memory.profile(guild, sam.user_id)
+        assert profile is not None
+        fact = next(f for f in profile.facts if f.invalidated_at is None)
+        assert await memory.remove_fact(guild, sam.user_id, fact.id, "alice") == fact.text
+        (entry,) = await memory.corrections(guild)
+        assert entry.target == f"fact #{fact.id} ({fact.section}) of Sam ({sam.user_id})"
+        assert entry.quote == fact.text
+        await memory.forget_member(guild, sam.user_id, "alice")
+        removed = (await memory.corrections(guild))[-1]
+        assert (removed.target, removed.quote) == ("a fact of a member since forgotten", None)
+        for logged in await memory.corrections(guild):
+            assert "Sam" not in logged.target and str(sam.user_id) not in logged.target
+    finally:
+        await llm.aclose()
+        store.close()

@@ -509,8 +509,14 @@ CREATE TABLE guild_names (
 );
 """
 
+#: Version 10: what a correction concerns and quotes (as SQLite's version 10).
+_V10 = """
+ALTER TABLE memory_corrections ADD COLUMN user_id BIGINT;
+ALTER TABLE memory_corrections ADD COLUMN quote TEXT;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 
 #: The newest schema version of this engine; equal to SQLite's.
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)
