@@ -14,13 +14,14 @@ __all__ = ["guild_names", "set_guild_names"]
 
 
 def set_guild_names(tx: Tx, names: Sequence[tuple[int, str]], now: float) -> None:
-    """Record each (guild id, name), replacing the name it had."""
+    """Record each (guild id, name), replacing the name it had; a name that did not change
+    leaves its row as it was (a repeated import changes nothing)."""
     for guild_id, name in names:
         if name.strip():
             tx.execute(
                 "INSERT INTO guild_names (guild_id, name, updated_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (guild_id) DO UPDATE SET name = excluded.name,"
-                " updated_at = excluded.updated_at",
+                " updated_at = excluded.updated_at WHERE guild_names.name <> excluded.name",
                 (guild_id, name.strip(), now),
             )
 
