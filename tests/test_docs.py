@@ -83,7 +83,11 @@ COMMAND_TESTS: dict[str, list[str]] = {
         "tests/commands/test_importer.py::test_import_prints_the_report",
         "tests/commands/test_engines.py::test_import_and_guilds",
     ],
-    "guilds": ["tests/commands/test_engines.py::test_import_and_guilds"],
+    "guilds": [
+        "tests/commands/test_engines.py::test_import_and_guilds",
+        "tests/commands/test_names.py::test_guilds_and_snapshots_show_the_exports_name",
+    ],
+    "members": ["tests/commands/test_names.py::test_members_lists_ids_names_and_fact_counts"],
     "profile": [
         "tests/commands/test_inspect.py::test_profile_all_shows_invalidated_facts_with_reason_and_successor",
         "tests/commands/test_engines.py::test_profile_and_notes",
@@ -95,6 +99,13 @@ COMMAND_TESTS: dict[str, list[str]] = {
     "search": [
         "tests/commands/test_job_snapshot.py::test_search_ranks_the_matching_note_first",
         "tests/commands/test_engines.py::test_search",
+    ],
+    "ask": [
+        "tests/commands/test_ask_export.py::test_ask_prints_the_memory_and_the_answer_for_the_member"
+    ],
+    "export": [
+        "tests/commands/test_ask_export.py::test_a_member_export_holds_all_of_theirs_and_nothing_of_anyone_else",
+        "tests/commands/test_ask_export.py::test_a_guild_export_holds_its_notes_evidence_and_profiles",
     ],
     "job run": [
         "tests/commands/test_job_snapshot.py::test_job_run_is_idempotent_per_day",

@@ -66,12 +66,15 @@ COMMAND_MODULES = (
     "vivy.commands.importer",
     "vivy.commands.inspect",
     "vivy.commands.guilds",
+    "vivy.commands.members",
     "vivy.commands.db",
     "vivy.commands.migrate",
     "vivy.commands.reembed",
     "vivy.commands.job",
     "vivy.commands.snapshot",
     "vivy.commands.search",
+    "vivy.commands.ask",
+    "vivy.commands.export",
 )
 
 #: The entry-point group through which other installed packages add subcommands.

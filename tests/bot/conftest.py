@@ -41,6 +41,7 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import ChatAnswer, ChatRequest, Usage
 from vivy.storage.db import Database
 from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.sqlite import open_sqlite_database
 
 from . import payloads
 from .fake_discord import FakeDiscord
@@ -280,9 +281,11 @@ def quiet_bot(fake: FakeDiscord) -> hikari.GatewayBot:
 @contextmanager
 def probe_into(engine: Engine) -> Iterator[Probe]:
     """A probe with a connection of its own into the engine's database (created and migrated
-    if need be), which outlives the apps a test starts and stops on it."""
+    if need be), which outlives the apps a test starts and stops on it. On SQLite it only
+    reads, so a ``vivy run`` in another process can hold the file's writer lock."""
     if engine.url is None:
-        db = Database.open(engine.settings().database)
+        Database.open(engine.settings().database).close()
+        db = open_sqlite_database(engine.settings().database, read_only=True)
         try:
             yield SqliteProbe(db)
         finally:

@@ -36,7 +36,7 @@ def test_run_takes_db_as_the_database_it_opens(
 #: Every product command that opens a database (``db copy`` names two, as arguments).
 OPENING = (
     "demo", "run", "import", "profile", "notes", "guilds", "db check", "db backup",
-    "migrate-v1", "reembed", "job run", "snapshot", "search",
+    "migrate-v1", "reembed", "job run", "snapshot", "search", "ask", "export", "members",
 )  # fmt: skip
 
 

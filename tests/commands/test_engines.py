@@ -49,8 +49,8 @@ def test_import_and_guilds(database: str, capsys: pytest.CaptureFixture[str]) ->
     assert "5 conversation notes" in ok(run_cli(capsys, "import", str(TWO_DAYS), "--db", database))
     ok(run_cli(capsys, "import", str(TWO_DAYS), "--db", database))
     header, row = ok(run_cli(capsys, "guilds", "--db", database)).splitlines()
-    assert header.split() == ["guild", "notes", "members", "messages"]
-    guild, notes, members, messages = (int(value) for value in row.split())
+    assert header.split() == ["guild", "notes", "members", "messages", "name"]
+    guild, notes, members, messages = (int(value) for value in row.split()[:4])
     assert guild == GUILD and notes >= 2 and members >= 2 and messages >= 10
 
 

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 
 from tests.importer import THREAD_LATER, TWO_DAYS, snapshot
-from vivy.commands.importer import LOG_EVERY_S, Eta, describe, format_report, run_import
+from vivy.commands import importer as importer_command
+from vivy.commands.importer import (
+    ETA_AFTER,
+    LOG_EVERY_S,
+    Eta,
+    describe,
+    format_report,
+    run_import,
+    summarised_warnings,
+    summary,
+)
 from vivy.importer import ImportProgress, ImportReport
 
 from . import run_cli
@@ -138,7 +151,8 @@ def test_progress_off_a_terminal_is_a_line_every_few_seconds(tmp_path: Path) -> 
     lines = err.getvalue().splitlines()
     assert lines and all(line.startswith("vivy import: ") for line in lines)
     assert "replaying: 1/23 messages" in lines[0]  # the second record, 5 s after the start
-    assert "calls" in lines[0] and "ETA" in lines[0]
+    assert "calls" in lines[0] and "ETA" not in lines[0]  # too little done to extrapolate
+    assert any("ETA" in line for line in lines[1:])
 
 
 def test_progress_off_a_terminal_waits_for_the_interval(tmp_path: Path) -> None:
@@ -165,6 +179,9 @@ def test_eta_extrapolates_the_model_calls_left() -> None:
     assert eta.seconds_left(p) == 30.0 * 3
     assert eta.fraction(replace(p, phase="done")) == 1.0
     assert eta.seconds_left(replace(p, calls=0)) is None
+    assert eta.seconds_left(replace(p, phase="done")) is None  # nothing left to estimate
+    early = replace(p, seen=2, calls=1, in_flight=4, queued=0)  # 1 of 5 + 98 * 2.5 calls
+    assert eta.fraction(early) < ETA_AFTER and eta.seconds_left(early) is None
 
 
 def test_progress_line_names_every_count() -> None:
@@ -173,6 +190,48 @@ def test_progress_line_names_every_count() -> None:
     assert describe(p, 75.0) == (
         "finishing: 23/23 messages, 22 stored, 1 already imported, 5 notes, 12 calls "
         "(2 in flight), ETA 1m15s"
+    )
+    assert describe(p, None) == (
+        "finishing: 23/23 messages, 22 stored, 1 already imported, 5 notes, 12 calls (2 in flight)"
+    )
+
+
+def test_warnings_are_counted_and_summarised_in_one_line() -> None:
+    """Warnings logged during an import are counted by message instead of printed, and the
+    logging configuration is restored afterwards."""
+    counts: Counter[str] = Counter()
+    before = structlog.get_config()
+    with summarised_warnings(counts):
+        log = structlog.get_logger("test")
+        for _ in range(3):
+            log.warning("note call failed; will retry", buffer_id=1)
+        log.error("profile update failed")
+        log.info("note written")
+    assert counts == Counter({"note call failed; will retry": 3, "profile update failed": 1})
+    assert structlog.get_config() == before
+    assert summary(counts) == (
+        "4 warnings during the import (3 × note call failed; will retry; 1 × profile update "
+        "failed); set VIVY_LOG_LEVEL=warning to see each one"
+    )
+
+
+def test_ctrl_c_says_what_was_kept_and_how_to_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during the replay ends with one line naming what was stored and that the same
+    command continues; the interrupt still ends the command (exit 130 at the CLI)."""
+
+    def interrupted(*_: object, progress: Any, **__: object) -> None:
+        progress(ImportProgress("replaying", 10, 23, 9, 1, 2, calls=3, in_flight=0, queued=1))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importer_command, "import_exports", interrupted)
+    err = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        run_import([str(TWO_DAYS)], database=tmp_path / "v.db", environ={}, stderr=err)
+    assert err.getvalue().splitlines()[-1] == (
+        "vivy import: interrupted; 9 messages stored and 2 notes written are kept: run the "
+        "same command again to continue where it stopped"
     )
 
 
@@ -198,3 +257,20 @@ def test_the_report_names_many_days_in_one_short_line(days: tuple[date, ...], sh
     assert f"  nightly job: {shown}" in lines
     assert f"  failed:      {shown}" in lines
     assert max(len(line) for line in lines) <= 100
+
+
+def test_an_allow_list_that_excludes_every_guild_is_said(tmp_path: Path) -> None:
+    """VIVY_ALLOWED_GUILDS without the export's guild: one line says nothing was remembered."""
+    err = io.StringIO()
+    code = run_import(
+        [str(TWO_DAYS)],
+        database=tmp_path / "v.db",
+        environ={"VIVY_ALLOWED_GUILDS": "1"},
+        stderr=err,
+        ticker=_Ticker(0.0),
+    )
+    assert code == 0
+    assert err.getvalue() == (
+        "vivy import: VIVY_ALLOWED_GUILDS excludes every guild of these exports, so nothing "
+        "was remembered; add their guild ids to it, or unset it\n"
+    )

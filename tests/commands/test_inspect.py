@@ -78,11 +78,11 @@ def test_profile_all_shows_invalidated_facts_with_reason_and_successor(
     )
 
 
-def test_profile_of_unknown_member_or_guild_is_empty_with_a_note(
+def test_profile_of_unknown_member_is_empty_with_a_note(
     imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Nothing known prints nothing on stdout, a note on stderr, and exits 0."""
-    r = run_cli(capsys, "profile", "--db", str(imported), "--guild", "1", str(BEN))
+    """A member with no facts prints nothing on stdout, a note on stderr, and exits 0."""
+    r = run_cli(capsys, "profile", "--db", str(imported), "--guild", str(GUILD), "12345")
     assert (r.code, r.out) == (0, "")
     assert "no facts remembered" in r.err
 
@@ -90,7 +90,7 @@ def test_profile_of_unknown_member_or_guild_is_empty_with_a_note(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["profile", "--guild", "1", "not-an-id"],
+        ["profile", "--guild", "not-an-id", "ben"],
         ["profile", "123"],
         ["notes", "--guild", "1", "--since", "2026-02-30"],
         ["notes", "--guild", "1", "--limit", "0"],
@@ -176,13 +176,31 @@ def test_notes_filters_by_date_type_and_limit(
     assert len(limited.out.split("\n\n")) == 2
 
 
-def test_notes_of_unknown_guild_print_nothing(
+@pytest.mark.parametrize(
+    "argv",
+    [("notes",), ("profile", str(BEN)), ("search", "tacos"), ("members",)],
+    ids=["notes", "profile", "search", "members"],
+)
+def test_an_unknown_guild_is_an_error(
+    imported: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    """A guild the database does not know is one line and exit 2, not "no notes match"."""
+    r = run_cli(capsys, argv[0], "--db", str(imported), "--guild", "42", *argv[1:])
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (
+        f"vivy {argv[0]}: guild 42 is not in this database; `vivy guilds` lists the guilds it "
+        "remembers\n"
+    )
+
+
+def test_notes_since_a_later_day_print_nothing(
     imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A guild without notes exits 0 with empty stdout and a note on stderr."""
-    r = run_cli(capsys, "notes", "--db", str(imported), "--guild", "42")
+    """A known guild without matching notes exits 0 with empty stdout and a note on stderr."""
+    argv = ("notes", "--db", str(imported), "--guild", str(GUILD), "--since", "2030-01-01")
+    r = run_cli(capsys, *argv)
     assert (r.code, r.out) == (0, "")
-    assert r.err.strip() == "no notes in guild 42 match"
+    assert r.err.strip() == f"no notes in guild {GUILD} match"
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -77,6 +77,7 @@ def test_a_manager_reads_and_corrects_the_memory(
         expect(page.locator("#token-error")).to_have_text("That token was refused.")
         page.fill("#token", MANAGER_TOKEN)
         page.click("#token-form button")
+        expect(page.locator("#guilds")).to_contain_text(f"Night Owls ({demo_page.guild})")
         page.screenshot(path=str(shots / "memory-page-guilds.png"))
 
         page.click(f"a[href='#/g/{demo_page.guild}/timeline']")
@@ -126,13 +127,46 @@ def test_a_manager_reads_and_corrects_the_memory(
         page.click("nav a[data-view=corrections]")
         row = page.locator("#corrections tbody tr").first
         expect(row).to_contain_text("alice")
-        expect(row).to_contain_text(re.compile(r"Removed fact #\d+ \(\w+\) of member \d+"))
+        expect(row).to_contain_text(re.compile(r"Removed fact #\d+ \(\w+\) of Sam \(\d+\): "))
+        expect(row.locator("q")).to_have_text(fact_text)
         page.screenshot(path=str(shots / "memory-page-corrections.png"), full_page=True)
 
         page.click("nav a[data-view=health]")
         expect(page.locator("#health")).to_contain_text("Messages kept as evidence")
         expect(page.locator("#jobs")).to_contain_text("clusters")
         page.screenshot(path=str(shots / "memory-page-health.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_mentions_notices_and_errors(browser: object, demo_page: DemoPage) -> None:
+    """Quoted lines show mentions as names; removing a note says so on the timeline it
+    returns to; a link to a missing note shows its error instead of the previous view."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    page.on("dialog", lambda dialog: dialog.accept())
+    expect = sync_api.expect
+    try:
+        page.goto(demo_page.server.url + "/")
+        page.fill("#token", MANAGER_TOKEN)
+        page.click("#token-form button")
+        page.click(f"a[href='#/g/{demo_page.guild}/timeline']")
+        _search(page, "grab tacos")
+        hit = page.locator("#hits .hit", has_text="we should finally grab tacos").first
+        expect(hit).to_contain_text("@Alex we should finally grab tacos")
+        assert "<@" not in page.locator("#hits").inner_text()
+
+        hit.locator("a").first.click()
+        expect(page.locator("#evidence")).to_contain_text("@Alex we should finally grab tacos")
+        note_url = page.url
+        page.click("text=Remove this note")
+        expect(page.locator("#notice")).to_contain_text("Removed the note")
+        expect(page.locator("#activity-chart")).to_be_visible()
+        expect(page.locator("#notice")).to_be_visible()
+
+        _search(page, "grab tacos")
+        page.goto(note_url)
+        expect(page.locator("#notice")).to_contain_text("this guild has no such note")
+        assert page.locator("#view").inner_html().strip() == ""
     finally:
         page.close()
 

@@ -14,6 +14,7 @@ from vivy.importer import import_exports, load_exports
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import RetrievalRequest, Retriever
 from vivy.storage.engines import open_store
+from vivy.web import views
 from vivy.web.memory import StoreMemory
 
 pytestmark = pytest.mark.anyio
@@ -68,6 +69,81 @@ async def test_a_correction_is_seen_by_the_next_reply_at_once(demo_db: Path) -> 
             removed = await memory.remove_fact(guild, sam.user_id, fact.id, "alice")
             assert removed == fact.text
             assert fact.text not in (await retriever.build_context(request)).xml
+    finally:
+        await llm.aclose()
+        store.close()
+
+
+async def test_quoted_lines_show_mentions_as_names(demo_db: Path) -> None:
+    """A kept message that mentions a member is quoted on the page with the member's name,
+    in a note's view and under a search hit, never as Discord's ``<@id>``."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        found = await memory.search(guild, "grab tacos")
+        said = [line.text for hit in found.hits for line in hit.lines]
+        assert any("@Alex we should finally grab tacos" in text for text in said), said
+        note = await memory.note(guild, found.hits[0].note.id)
+        assert note is not None and note.lines
+        quoted = [line.text for line in note.lines]
+        assert any(text.endswith("@Alex we should finally grab tacos") for text in quoted)
+        assert not any("<@" in text for text in said + quoted)
+    finally:
+        await llm.aclose()
+        store.close()
+
+
+async def test_the_guild_list_shows_the_exports_name(demo_db: Path) -> None:
+    """The page lists a guild by the name its export gave, beside the id."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        names = await memory.guild_names()
+        assert names == {guild: "Night Owls"}
+        html = views.render("guilds.html", guilds=[guild], names=names, who="test")
+        assert f'Night Owls <span class="meta">({guild})</span>' in html
+        assert f"Server {guild}" not in html
+    finally:
+        await llm.aclose()
+        store.close()
+
+
+async def test_the_corrections_log_names_and_quotes_until_the_member_is_forgotten(
+    demo_db: Path,
+) -> None:
+    """A removed fact is logged with the member's name and the fact's words; forgetting the
+    member later leaves only that a fact was removed."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        memory = StoreMemory(
+            store, Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0)),
+            now=lambda: 2_000_000_000.0,
+        )  # fmt: skip
+        sam = next(m for m in await memory.members(guild) if m.name == "Sam")
+        profile = await memory.profile(guild, sam.user_id)
+        assert profile is not None
+        fact = next(f for f in profile.facts if f.invalidated_at is None)
+        assert await memory.remove_fact(guild, sam.user_id, fact.id, "alice") == fact.text
+        (entry,) = await memory.corrections(guild)
+        assert entry.target == f"fact #{fact.id} ({fact.section}) of Sam ({sam.user_id})"
+        assert entry.quote == fact.text
+        await memory.forget_member(guild, sam.user_id, "alice")
+        removed = (await memory.corrections(guild))[-1]
+        assert (removed.target, removed.quote) == ("a fact of a member since forgotten", None)
+        for logged in await memory.corrections(guild):
+            assert "Sam" not in logged.target and str(sam.user_id) not in logged.target
     finally:
         await llm.aclose()
         store.close()

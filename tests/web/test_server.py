@@ -404,6 +404,10 @@ class _HeldMemory:
         await self.release.wait()
         return []
 
+    async def guild_names(self) -> dict[int, str]:
+        """No names (no guild is shown)."""
+        return {}
+
 
 @pytest.mark.anyio
 async def test_requests_beyond_the_cap_are_refused_at_once(metrics: Metrics) -> None:

@@ -31,13 +31,14 @@ import anyio
 from prometheus_client import CollectorRegistry
 
 from vivy.clock import Clock
+from vivy.commands.ask import answer_question
 from vivy.commands.importer import format_report, llm_factory
 from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
 from vivy.importer import ExportBatch, ExportMessage, import_exports, load_exports
-from vivy.llm.port import LLM, ChatTurn
-from vivy.llm.prompts import chat_request
+from vivy.llm.offline.text import readable
+from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
 from vivy.storage.engines import Target, open_store, open_view
@@ -266,17 +267,18 @@ async def _answer(
         for m in earlier
         if m.timestamp < question.timestamp and not m.author_is_bot
     )[-5:]
+    asked = ConversationMessage(question.author_id, question.author_name, question.content)
+    names = {m.author_id: m.author_name for m in messages}
     await _ask(
         database,
         make_model,
         RetrievalRequest(
             guild_id=question.guild_id,
             channel_id=question.channel_id,
-            query=question.content,
-            conversation=conversation,
+            query=readable(question.content, names),
+            conversation=(*conversation, asked),
             mentioned_user_ids=tuple(question.mentions),
         ),
-        question.author_name,
         question.timestamp + 3 * 86400,
     )
 
@@ -298,9 +300,7 @@ async def _answer_paraphrased(
             ConversationMessage(asker.author_id, asker.author_name, PARAPHRASED_QUESTION),
         ),
     )
-    xml = await _ask(
-        database, make_model, request, asker.author_name, messages[-1].timestamp + 86400
-    )
+    xml = await _ask(database, make_model, request, messages[-1].timestamp + 86400)
     quoted = [line for line in xml.splitlines() if PARAPHRASED_ANSWER in line]
     shown = quoted[0].strip() if quoted else "(not quoted)"
     print(f"\nThe message that answers it, quoted in the memory: {shown}")
@@ -310,23 +310,15 @@ async def _ask(
     database: Target,
     make_model: Callable[[], LLM],
     request: RetrievalRequest,
-    asker: str,
     at: float,
 ) -> str:
-    """Print the memory context for ``request`` asked at ``at`` and the answer; return the
-    context."""
+    """Print the memory context for ``request`` asked at ``at`` and the answer, as ``vivy
+    ask`` does; return the context."""
     llm = make_model()
     store = open_store(database, read_only=True)
     try:
         retriever = Retriever(store.search, llm, Clock.starting_at(at))
-        context = await retriever.build_context(request)
-        print(f"{asker} asks: {request.query}\n")
-        print(f"Memory context ({context.path} retrieval):\n{context.xml or '(empty)'}\n")
-        answer = await llm.chat(
-            chat_request((ChatTurn("user", asker, request.query),), memory_context=context.xml)
-        )
-        print(f"Vivy would answer ({answer.quality}): {answer.text}")
-        return context.xml
+        return (await answer_question(retriever, llm, request)).xml
     finally:
         await llm.aclose()
         store.close()

@@ -21,8 +21,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "guilds",
         help="list the guilds Vivy remembers, with note, member and message counts",
         description="List every guild the database remembers, one a line: its id, its notes, "
-        "its members and the messages its conversation notes were written from (or that wait "
-        "in its buffers). The database is only read.",
+        "its members, the messages its conversation notes were written from (or that wait "
+        "in its buffers), and its name when an export gave it. The database is "
+        "only read.",
     )
     add_database_option(parser)
     parser.set_defaults(handler=lambda args: list_guilds(database_target(args)))
@@ -32,10 +33,14 @@ def list_guilds(database: Target) -> int:
     """Print the guilds of ``database``; returns the exit code."""
     with read_only(database) as store:
         guilds = store.guild_counts()
+        names = store.guild_names()
     if not guilds:
         print("no guilds remembered yet", file=sys.stderr)
         return 0
-    print(f"{'guild':<20} {'notes':>7} {'members':>8} {'messages':>9}")
+    print(f"{'guild':<20} {'notes':>7} {'members':>8} {'messages':>9}  name")
     for guild in guilds:
-        print(f"{guild.guild_id:<20} {guild.notes:>7} {guild.members:>8} {guild.messages:>9}")
+        name = names.get(guild.guild_id, "")
+        print(
+            f"{guild.guild_id:<20} {guild.notes:>7} {guild.members:>8} {guild.messages:>9}  {name}"
+        )
     return 0

@@ -3,7 +3,11 @@
 Every file is validated before anything is written; the history then runs through the live
 pipeline on virtual time (see :mod:`vivy.importer`). On a terminal a progress bar (messages,
 notes, model calls, ETA) is drawn on stderr; otherwise one progress line is written there
-every few seconds.
+every few seconds. The ETA is shown once there is enough work done to extrapolate from, and
+never when nothing is left to estimate. Warnings the pipeline logs meanwhile (a model call
+that failed and will be retried) are counted and summarised in one line at the end, unless
+``VIVY_LOG_LEVEL`` asks for the log itself. Ctrl-C ends the import with a line saying what
+was kept and that running the same command again continues it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,14 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
 from datetime import date, timedelta
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
+import structlog
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
@@ -30,6 +37,7 @@ from vivy.llm.port import LLM
 from vivy.storage.engines import Target
 
 __all__ = [
+    "ETA_AFTER",
     "LOG_EVERY_S",
     "REDRAW_S",
     "Eta",
@@ -40,6 +48,8 @@ __all__ = [
     "llm_factory",
     "register",
     "run_import",
+    "summarised_warnings",
+    "summary",
 ]
 
 #: Real seconds between progress lines when stderr is not a terminal.
@@ -99,15 +109,45 @@ def run_import(
     settings = Settings.from_env(env)
     anyio.run(check_llm, settings)
     display = ProgressBar(err, ticker) if err.isatty() else ProgressLog(err, ticker)
+    last: list[ImportProgress] = []
+
+    def progress(p: ImportProgress) -> None:
+        last[:] = [p]
+        display(p)
+
+    warnings: Counter[str] = Counter()
     try:
-        with quiet_logs():
+        with quiet_logs(), summarised_warnings(warnings, keep=settings.log_level is not None):
             report = import_exports(
-                paths, settings, llm=llm_factory(env), database=database, progress=display
+                paths, settings, llm=llm_factory(env), database=database, progress=progress
             )
+    except KeyboardInterrupt:
+        display.close()
+        kept = (
+            f"{last[0].stored} messages stored and {last[0].notes} notes written"
+            if last
+            else ("every message stored so far")
+        )
+        err.write(
+            f"vivy import: interrupted; {kept} are kept: run the same command again to "
+            "continue where it stopped\n"
+        )
+        raise
     finally:
         display.close()
+        if warnings:
+            err.write(f"vivy import: {summary(warnings)}\n")
     shown = shown_database(settings if database is None else settings.with_target(database))
     print(format_report(report, shown))
+    if (
+        settings.allowed_guilds
+        and report.excluded.get("excluded_guild")
+        and not (report.stored or report.duplicates)
+    ):
+        err.write(
+            "vivy import: VIVY_ALLOWED_GUILDS excludes every guild of these exports, so "
+            "nothing was remembered; add their guild ids to it, or unset it\n"
+        )
     if report.failed_days:
         raise VivyError(
             "the nightly job failed for "
@@ -121,6 +161,49 @@ def run_import(
             "import again to finish them"
         )
     return 0
+
+
+#: Distinct warnings a summary names before it says how many more kinds there were.
+SUMMARY_KINDS = 3
+
+
+@contextmanager
+def summarised_warnings(counts: Counter[str], *, keep: bool = False) -> Iterator[None]:
+    """Count the warnings and errors logged meanwhile by their message, in ``counts``, instead
+    of printing each between the progress lines (``keep``: print them as configured)."""
+    if keep:
+        yield
+        return
+    saved = structlog.get_config()
+
+    def count(_: Any, __: str, event: MutableMapping[str, Any]) -> Any:
+        counts[str(event.get("event", "warning"))] += 1
+        raise structlog.DropEvent
+
+    structlog.configure(
+        processors=[count],
+        wrapper_class=structlog.make_filtering_bound_logger(30),  # warning and above
+    )
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+
+
+def summary(counts: Counter[str]) -> str:
+    """One line for the warnings counted during an import."""
+    total = sum(counts.values())
+    named = [f"{n} × {event}" for event, n in counts.most_common(SUMMARY_KINDS)]
+    if len(counts) > SUMMARY_KINDS:
+        named.append(f"{len(counts) - SUMMARY_KINDS} more kinds")
+    return (
+        f"{total} warning{'' if total == 1 else 's'} during the import ({'; '.join(named)}); "
+        "set VIVY_LOG_LEVEL=warning to see each one"
+    )
+
+
+#: Share of the work done before the ETA is shown: earlier it extrapolates from too little.
+ETA_AFTER = 0.05
 
 
 #: Model calls a queued work item still needs on average: a note takes a generation and an
@@ -153,9 +236,10 @@ class Eta:
         return p.calls / work
 
     def seconds_left(self, p: ImportProgress) -> float | None:
-        """Real seconds left, or ``None`` before anything is done to extrapolate from."""
+        """Real seconds left, or ``None`` before :data:`ETA_AFTER` of the work is done (too
+        little to extrapolate from) and once it is all done."""
         done = self.fraction(p)
-        if done <= 0.0:
+        if done < ETA_AFTER or done >= 1.0:
             return None
         elapsed = self._ticker() - self._started
         return elapsed * (1.0 - done) / done
@@ -170,12 +254,17 @@ def _duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+def _eta(seconds: float | None, separator: str) -> str:
+    """``, ETA 1m05s`` (after ``separator``), or nothing when there is no estimate."""
+    return "" if seconds is None else f"{separator}ETA {_duration(seconds)}"
+
+
 def describe(p: ImportProgress, eta: float | None) -> str:
-    """One line for a progress record: messages, notes, calls and the ETA."""
+    """One line for a progress record: messages, notes, calls and the ETA if there is one."""
     return (
         f"{p.phase}: {p.seen}/{p.total} messages, {p.stored} stored, "
         f"{p.duplicates} already imported, {p.notes} notes, {p.calls} calls "
-        f"({p.in_flight} in flight), ETA {_duration(eta)}"
+        f"({p.in_flight} in flight){_eta(eta, ', ')}"
     )
 
 
@@ -215,7 +304,7 @@ class ProgressBar:
             description=p.phase,
             line=(
                 f"{p.seen}/{p.total} messages · {p.notes} notes · {p.calls} calls "
-                f"({p.in_flight} in flight) · ETA {_duration(eta)}"
+                f"({p.in_flight} in flight){_eta(eta, ' · ')}"
             ),
         )
         self._progress.refresh()

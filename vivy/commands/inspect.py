@@ -1,7 +1,8 @@
 """``vivy profile`` and ``vivy notes``: read what Vivy remembers, straight from the database.
 
 Both only read: the database is opened read-only and a missing file is an error, never an
-empty new database. Nothing found (an unknown guild or member) prints a short note on stderr
+empty new database. A guild the database does not know is an error (exit 2); nothing found
+in a known one (a member without facts, no note since a date) prints a short note on stderr
 and exits 0, so scripts can tell "nothing" from "failed".
 """
 
@@ -12,6 +13,7 @@ import sys
 from datetime import UTC, date, datetime
 
 from vivy.commands.db import add_database_option, database_target, discord_id, read_only
+from vivy.commands.members import member_of, require_guild
 from vivy.memory.dates import short_date
 from vivy.memory.facts import FactRecord
 from vivy.memory.notes import Note, NoteType
@@ -59,7 +61,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Show a member's active profile facts by section, each with its source "
         "[note title, date]. With --all, invalidated facts too, with why and what replaced them.",
     )
-    profile.add_argument("user", type=discord_id, metavar="USER", help="the member's Discord id")
+    profile.add_argument("user", metavar="USER", help="the member's Discord id or name")
     profile.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
     profile.add_argument(
         "--all", action="store_true", help="also show invalidated facts and their history"
@@ -113,11 +115,12 @@ def format_fact(fact: FactRecord) -> list[str]:
     return lines
 
 
-def show_profile(
-    database: Target, guild_id: int, user_id: int, *, include_invalidated: bool
-) -> int:
-    """Print a member's profile; returns the exit code."""
+def show_profile(database: Target, guild_id: int, user: str, *, include_invalidated: bool) -> int:
+    """Print the profile of the member ``user`` names (an id or a name); returns the exit
+    code."""
     with read_only(database) as store:
+        require_guild(store, guild_id)
+        user_id = member_of(store, guild_id, user)
         return print_profile(store, guild_id, user_id, include_invalidated=include_invalidated)
 
 
@@ -178,6 +181,7 @@ def show_notes(
 ) -> int:
     """Print a guild's notes; returns the exit code."""
     with read_only(database) as store:
+        require_guild(store, guild_id)
         return print_notes(store, guild_id, since=since, note_type=note_type, limit=limit)
 
 

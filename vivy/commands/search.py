@@ -15,8 +15,9 @@ import sys
 import anyio
 
 from vivy.clock import Clock
-from vivy.commands.db import add_database_option, database_target, discord_id
+from vivy.commands.db import add_database_option, database_target, discord_id, read_only
 from vivy.commands.importer import llm_factory
+from vivy.commands.members import require_guild
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
@@ -62,6 +63,8 @@ def search(database: Target, guild_id: int, query: str, limit: int) -> int:
     """Print the fused ranking; returns the exit code."""
     if not query.strip():
         raise ConfigError("the query is blank: say what to look for")
+    with read_only(database) as view:
+        require_guild(view, guild_id)
     hits = anyio.run(_search, database, guild_id, query, limit)
     if not hits:
         print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)

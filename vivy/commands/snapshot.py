@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from vivy.commands.db import add_database_option, database_target, read_only
+from vivy.commands.members import guild_label
 from vivy.errors import ConfigError, StorageError
 from vivy.memory.dates import short_date
 from vivy.memory.notes import Note, NoteType
@@ -80,7 +81,7 @@ def _note_line(note: Note) -> str:
 
 def render_guild(store: ReadOnlyStore, guild_id: int) -> str:
     """The Markdown snapshot of one guild."""
-    lines = [f"# Vivy memory snapshot — guild {guild_id}", ""]
+    lines = [f"# Vivy memory snapshot — {_escape(guild_label(store, guild_id))}", ""]
     lines += ["## People", ""]
     for user_id, name in store.guild_members(guild_id):
         facts = store.profile_records(guild_id, user_id, include_invalidated=False)

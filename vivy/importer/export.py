@@ -62,6 +62,8 @@ class ExportMessage:
     content: str
     mentions: tuple[int, ...] = ()
     reply_to: int | None = None
+    #: The guild's name as the export gives it.
+    guild_name: str = ""
 
     def incoming(self) -> IncomingMessage:
         """The message as the gateway would deliver it."""
@@ -94,6 +96,12 @@ class ExportBatch:
     def channel_ids(self) -> frozenset[int]:
         """Channels (and threads) the batch covers."""
         return frozenset(m.channel_id for m in self.messages)
+
+    @property
+    def guild_names(self) -> list[tuple[int, str]]:
+        """Each guild of the batch with its name in the newest export, in id order."""
+        names = {m.guild_id: m.guild_name for m in self.messages if m.guild_name}
+        return sorted(names.items())
 
 
 # --- field types ----------------------------------------------------------------------------
@@ -234,6 +242,7 @@ class _ChannelExport(_Strict):
                 content=m.content,
                 mentions=tuple(dict.fromkeys(mention.id for mention in m.mentions)),
                 reply_to=None if m.reference is None else m.reference.message_id,
+                guild_name=self.guild.name,
             )
             for m in self.messages
         ]

@@ -239,6 +239,7 @@ async def replay(
                 "guild's conversations and would work beside them)"
             )
         stored = _Stored(await peek.imports.fed_high_marks(sorted(batch.channel_ids)))
+        await peek.members.set_guild_names(batch.guild_names, system_now())
     finally:
         peek.close()
     first = stored.first_new(batch.messages)

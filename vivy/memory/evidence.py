@@ -18,6 +18,7 @@ __all__ = [
     "WINDOW_STRIDE",
     "EvidenceLine",
     "EvidenceWindow",
+    "PendingMessage",
     "WindowText",
     "pooled_windows",
     "window_lines",
@@ -32,6 +33,17 @@ WINDOW_SIZE = 4
 
 
 WINDOW_STRIDE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMessage:
+    """A message still in an open or closing buffer, not yet part of a note."""
+
+    message_id: int
+    channel_id: int
+    author_name: str
+    text: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)

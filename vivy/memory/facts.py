@@ -17,6 +17,7 @@ __all__ = [
     "FactRecord",
     "InvalidateFact",
     "KeepFact",
+    "LoreRecord",
     "MergeFacts",
     "NewFact",
     "PendingUpdate",
@@ -102,6 +103,19 @@ class FactRecord:
     invalidation_reason: str | None
     superseded_by: int | None
     superseded_text: str | None
+    #: The note the fact was learned from (None for stated, migrated or removed sources).
+    source_note_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoreRecord:
+    """An entry of server lore with its history, as ``vivy export`` writes it."""
+
+    id: int
+    text: str
+    author_id: int
+    created_at: float
+    invalidated_at: float | None
 
 
 @dataclass(frozen=True, slots=True)

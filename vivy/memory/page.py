@@ -120,3 +120,6 @@ class Correction:
     who: str
     kind: str
     target: str
+    #: What was removed, in its own words (a fact's text, a note's title); None once the
+    #: member it concerned was forgotten.
+    quote: str | None = None

@@ -17,6 +17,7 @@ from vivy.storage import (
     buffers,
     context_reads,
     evidence,
+    guilds,
     jobs,
     maintenance,
     members,
@@ -164,6 +165,7 @@ class MemberArea(Area):
 
     opted_out_members = reads(members.opted_out_members)
     add_member_names = writes(notes.add_member_names)
+    set_guild_names = writes(guilds.set_guild_names)
     is_opted_out = reads(members.is_opted_out)
     member_profile = reads(members.member_profile)
     remember_fact = writes(members.remember_fact)
@@ -227,6 +229,7 @@ class PageArea(Area):
     """The memory page's reads and corrections (:mod:`vivy.storage.memory_page`)."""
 
     guild_ids = reads(memory_page.guild_ids)
+    guild_names = reads(guilds.guild_names)
     newest_day = reads(memory_page.newest_day)
     timeline = reads(memory_page.timeline)
     activity = reads(memory_page.activity)

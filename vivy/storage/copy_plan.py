@@ -44,6 +44,7 @@ class CopiedTable:
 COPIED_TABLES: tuple[CopiedTable, ...] = (
     CopiedTable("meta", ("key",)),
     CopiedTable("users", ("id",)),
+    CopiedTable("guild_names", ("guild_id",)),
     CopiedTable("guild_members", ("guild_id", "user_id")),
     CopiedTable("member_names", ("guild_id", "name", "user_id")),
     CopiedTable("channel_watermarks", ("channel_id",)),

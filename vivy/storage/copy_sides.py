@@ -39,6 +39,7 @@ from vivy.storage.postgres.readonly import connection_error, shown_url
 from vivy.storage.postgres.schema import POSTINGS_TABLES, note_vector_dimension
 from vivy.storage.postgres.schema import vec_notes_ddl as pg_vec_notes_ddl
 from vivy.storage.schema import binary_dimensions
+from vivy.storage.writer_lock import hold_writer_lock
 
 __all__ = ["PgSide", "Side", "SqliteSide", "open_side"]
 
@@ -117,6 +118,7 @@ class SqliteSide:
         self._path = path
         self._conn = conn
         self._writable = False
+        self._release: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, path: Path, *, read_only: bool) -> SqliteSide:
@@ -138,6 +140,7 @@ class SqliteSide:
     def _writer(self) -> Connection:
         """The connection to write with, opened (and the file created) on first use."""
         if not self._writable:
+            self._release = hold_writer_lock(self._path)
             if self._conn is not None:
                 self._conn.close()
             self._conn = None
@@ -149,6 +152,9 @@ class SqliteSide:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+        if self._release is not None:
+            self._release()
+            self._release = None
 
     def schema_version(self) -> int:
         return 0 if self._conn is None else checks.schema_version(self._conn)

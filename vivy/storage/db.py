@@ -41,6 +41,7 @@ import structlog
 from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.storage.dialect import Tx, sqlite_tx
 from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from vivy.storage.writer_lock import hold_writer_lock
 
 __all__ = ["Connection", "Database", "connect", "migrate"]
 
@@ -337,8 +338,10 @@ class Database:
         inline: bool,
         sides: tuple[Connection, ...] = (),
         checkpointer: _Checkpointer | None = None,
+        release: Callable[[], None] | None = None,
     ) -> None:
         self._conn = conn
+        self._release = release
         self._tx = sqlite_tx(conn)
         self._sides = sides
         self._checkpointer = checkpointer
@@ -351,21 +354,32 @@ class Database:
 
     @classmethod
     def open(cls, path: str | Path, *, inline: bool = False) -> Database:
-        """Open (creating and migrating as needed) the database at ``path``."""
+        """Open (creating and migrating as needed) the database at ``path``, holding this
+        process's writer lock on it (:mod:`vivy.storage.writer_lock`) until :meth:`close`."""
         conn = connect(path)
+        if str(path) == ":memory:":
+            release = None
+        else:
+            try:
+                release = hold_writer_lock(path)
+            except BaseException:
+                conn.close()
+                raise
         try:
             migrate(conn)
+            if release is None:
+                return cls(conn, inline=inline)
+            checkpointer = None
+            if not inline:  # inline mode keeps SQLite's checkpoints: it has no threads
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
+                checkpointer = _Checkpointer(connect(path))
+            sides = tuple(connect(path) for _ in range(SIDE_CONNECTIONS))
         except BaseException:
             conn.close()
+            if release is not None:
+                release()
             raise
-        if str(path) == ":memory:":
-            return cls(conn, inline=inline)
-        checkpointer = None
-        if not inline:  # inline mode keeps SQLite's checkpoints: it has no threads
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
-            checkpointer = _Checkpointer(connect(path))
-        sides = tuple(connect(path) for _ in range(SIDE_CONNECTIONS))
-        return cls(conn, inline=inline, sides=sides, checkpointer=checkpointer)
+        return cls(conn, inline=inline, sides=sides, checkpointer=checkpointer, release=release)
 
     @property
     def inline(self) -> bool:
@@ -462,6 +476,8 @@ class Database:
             self._conn.close()
             for side in self._sides:
                 side.close()
+            if self._release is not None:
+                self._release()
 
     def _run_reads(self, batch: list[_Job]) -> None:
         """Run reads one after another; each keeps its own result or error."""

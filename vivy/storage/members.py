@@ -358,6 +358,30 @@ def _scrub_mentions(text: str, user_id: int) -> str:
     return re.sub(rf"<@!?{user_id}>", "@someone", text)
 
 
+#: What the corrections log says of a removed fact of a member who was later forgotten.
+FORGOTTEN_TARGET = "a fact of a member since forgotten"
+
+
+def _scrub_corrections(tx: Tx, guild_id: int, user_id: int, pattern: re.Pattern[str]) -> None:
+    """Clear the member from the guild's corrections log: a correction concerning them keeps
+    only that it happened, and a quote that names them goes."""
+    for row_id, concerned, target, quote in tx.all(
+        "SELECT id, user_id, target, quote FROM memory_corrections WHERE guild_id = ?",
+        (guild_id,),
+    ):
+        if concerned is not None and int(concerned) == user_id:
+            tx.execute(
+                "UPDATE memory_corrections SET target = ?, quote = NULL, user_id = NULL"
+                " WHERE id = ?",
+                (FORGOTTEN_TARGET, row_id),
+            )
+        elif pattern.search(str(target)) or (quote is not None and pattern.search(str(quote))):
+            tx.execute(
+                "UPDATE memory_corrections SET target = ?, quote = NULL WHERE id = ?",
+                (pattern.sub("a forgotten member", str(target)), row_id),
+            )
+
+
 def _notes_to_delete(tx: Tx, guild_id: int, user_id: int, pattern: re.Pattern[str]) -> list[int]:
     """Notes of the guild the member took part in, wrote lines of, or that mention them."""
     doomed = {
@@ -499,6 +523,7 @@ def forget_member(tx: Tx, guild_id: int, user_id: int) -> ForgetReport:
     if lore:
         ids, params = tx.dialect.any("id", lore)
         tx.execute(f"DELETE FROM server_lore WHERE {ids}", params)
+    _scrub_corrections(tx, guild_id, user_id, pattern)
     if is_opted_out(tx, guild_id, user_id):
         tx.execute(
             "UPDATE guild_members SET display_name = '' WHERE guild_id = ? AND user_id = ?",

@@ -234,19 +234,40 @@ def health(tx: Tx, guild_id: int) -> tuple[GuildStatus, GuildHealth]:
 def corrections(tx: Tx, guild_id: int, limit: int) -> list[Correction]:
     """The guild's newest corrections, newest first."""
     rows = tx.all(
-        "SELECT id, done_at, actor, action, target FROM memory_corrections WHERE guild_id = ?"
-        " ORDER BY done_at DESC, id DESC LIMIT ?",
+        "SELECT id, done_at, actor, action, target, quote FROM memory_corrections"
+        " WHERE guild_id = ? ORDER BY done_at DESC, id DESC LIMIT ?",
         (guild_id, limit),
     )
-    return [Correction(int(r[0]), float(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in rows]
+    return [
+        Correction(
+            int(r[0]),
+            float(r[1]),
+            str(r[2]),
+            str(r[3]),
+            str(r[4]),
+            None if r[5] is None else str(r[5]),
+        )
+        for r in rows
+    ]
 
 
-def _record(tx: Tx, guild_id: int, now: float, who: str, kind: CorrectionKind, target: str) -> None:
-    """Add a line to the guild's corrections log."""
+def _record(
+    tx: Tx,
+    guild_id: int,
+    now: float,
+    who: str,
+    kind: CorrectionKind,
+    target: str,
+    *,
+    user_id: int | None = None,
+    quote: str | None = None,
+) -> None:
+    """Add a line to the guild's corrections log: what was corrected (``target``), the member
+    it concerns and a quote of what was removed (both cleared if that member is forgotten)."""
     tx.execute(
-        "INSERT INTO memory_corrections (guild_id, done_at, actor, action, target)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (guild_id, now, who, str(kind), target),
+        "INSERT INTO memory_corrections (guild_id, done_at, actor, action, target, user_id, quote)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (guild_id, now, who, str(kind), target, user_id, quote),
     )
 
 
@@ -262,8 +283,15 @@ def remove_fact(
     version = profile_version(tx, guild_id, user_id)
     plan = ProfilePlan(retired=[RetiredFact(fact_id, REMOVED_FACT_REASON.format(who=who))])
     apply_plan(tx, guild_id, user_id, version, plan, now)
-    target = f"fact #{fact_id} ({fact.section}) of member {user_id}"
-    _record(tx, guild_id, now, who, CorrectionKind.REMOVE_FACT, target)
+    name = tx.scalar(
+        "SELECT display_name FROM guild_members WHERE guild_id = ? AND user_id = ?",
+        (guild_id, user_id),
+    )
+    member = f"{name} ({user_id})" if name else f"member {user_id}"
+    target = f"fact #{fact_id} ({fact.section}) of {member}"
+    _record(
+        tx, guild_id, now, who, CorrectionKind.REMOVE_FACT, target, user_id=user_id, quote=fact.text
+    )
     return fact.text
 
 
@@ -305,7 +333,7 @@ def remove_note(tx: Tx, guild_id: int, note_id: int, who: str, now: float) -> in
         f"note #{note_id} of {found.note_date}, {len(facts)} facts learnt from it"
         f" and {clusters} topic cluster{'s' if clusters != 1 else ''}"
     )
-    _record(tx, guild_id, now, who, CorrectionKind.REMOVE_NOTE, target)
+    _record(tx, guild_id, now, who, CorrectionKind.REMOVE_NOTE, target, quote=found.title)
     return len(doomed)
 
 

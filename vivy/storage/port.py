@@ -33,8 +33,8 @@ if TYPE_CHECKING:
         StoredBuffer,
     )
     from vivy.memory.database import EmbeddingModel, GuildCounts, LeaseHolder, OutboxState
-    from vivy.memory.evidence import EvidenceLine, WindowText
-    from vivy.memory.facts import Fact, FactRecord, PendingUpdate, UpdateContext
+    from vivy.memory.evidence import EvidenceLine, PendingMessage, WindowText
+    from vivy.memory.facts import Fact, FactRecord, LoreRecord, PendingUpdate, UpdateContext
     from vivy.memory.members import (
         BufferedRef,
         ForgetReport,
@@ -236,6 +236,9 @@ class MemberStore(Protocol):
     async def add_member_names(self, guild_id: int, names: Sequence[tuple[int, str]]) -> None:
         """Remember that each (user id, name) goes by that name in the guild (an alias)."""
 
+    async def set_guild_names(self, names: Sequence[tuple[int, str]], now: float) -> None:
+        """Record each (guild id, name) as the guild's name."""
+
     async def is_opted_out(self, guild_id: int, user_id: int) -> bool:
         """Whether the member opted out in this guild."""
 
@@ -372,6 +375,9 @@ class PageStore(Protocol):
     async def guild_ids(self) -> list[int]:
         """Every guild with a member or a note."""
 
+    async def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+
     async def newest_day(self, guild_id: int) -> str | None:
         """The UTC date of the guild's newest note."""
 
@@ -497,8 +503,14 @@ class ReadOnlyStore(Protocol):
         """Every guild with a member, a note, server lore or a buffer, with its counts, in id
         order."""
 
+    def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name."""
+
+    def member_fact_counts(self, guild_id: int) -> dict[int, tuple[int, int]]:
+        """Each member's active and retired fact counts, by user id."""
 
     def member_name(self, guild_id: int, user_id: int) -> str | None:
         """The member's display name in the guild, if Vivy has seen them."""
@@ -517,9 +529,26 @@ class ReadOnlyStore(Protocol):
         *,
         since: str | None = None,
         note_type: str | None = None,
-        limit: int = 20,
+        limit: int | None = 20,
     ) -> list[Note]:
-        """A guild's newest notes (on or after the UTC date ``since``), newest first."""
+        """A guild's newest notes (on or after the UTC date ``since``), newest first; all of
+        them when ``limit`` is None."""
+
+    def note_lines(self, guild_id: int, *, author_id: int | None = None) -> list[EvidenceLine]:
+        """Every kept message of the guild's notes (only ``author_id``'s, when given), by
+        note then message."""
+
+    def pending_messages(self, guild_id: int, author_id: int) -> list[PendingMessage]:
+        """The member's messages still in the guild's buffers, oldest first."""
+
+    def known_names(self, guild_id: int, user_id: int) -> list[str]:
+        """The names (lower case) Vivy has seen the member go by in the guild."""
+
+    def members_known_as(self, guild_id: int, name: str) -> list[int]:
+        """The members of the guild Vivy has seen go by ``name`` (any case), in id order."""
+
+    def all_lore(self, guild_id: int) -> list[LoreRecord]:
+        """The guild's server lore, retired entries too, oldest first."""
 
     def active_lore(self, guild_id: int) -> list[str]:
         """The guild's server lore still valid, oldest first."""

@@ -22,13 +22,14 @@ import sqlean
 
 from vivy.errors import StorageError
 from vivy.memory.database import EmbeddingState, GuildCounts
-from vivy.memory.facts import PROFILE_SECTIONS, FactRecord
+from vivy.memory.evidence import EvidenceLine, PendingMessage
+from vivy.memory.facts import PROFILE_SECTIONS, FactRecord, LoreRecord
 from vivy.memory.notes import Note
-from vivy.storage import checks, evidence, meta
+from vivy.storage import checks, evidence, guilds, meta
 from vivy.storage.db import Connection
 from vivy.storage.dialect import REEMBED_STAGING, Tx, sqlite_tx
 from vivy.storage.maintenance import count_rows
-from vivy.storage.notes import get_notes
+from vivy.storage.notes import get_notes, members_named
 
 __all__ = ["Inspector", "ReadOnlyDatabase", "backup_database", "open_sqlite_readonly"]
 
@@ -135,6 +136,20 @@ class ReadOnlyDatabase:
         )
         return [GuildCounts(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
+    def guild_names(self) -> dict[int, str]:
+        """Every named guild's name, by id."""
+        return guilds.guild_names(self._tx)
+
+    def member_fact_counts(self, guild_id: int) -> dict[int, tuple[int, int]]:
+        """Each member's active and retired fact counts, by user id."""
+        rows = self._tx.all(
+            "SELECT user_id, SUM(CASE WHEN invalidated_at IS NULL THEN 1 ELSE 0 END),"
+            " SUM(CASE WHEN invalidated_at IS NULL THEN 0 ELSE 1 END)"
+            " FROM profile_facts WHERE guild_id = ? GROUP BY user_id",
+            (guild_id,),
+        )
+        return {int(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
     def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
         """The guild's members as (user id, display name), by display name (bytewise)."""
         rows = self._tx.all(
@@ -159,7 +174,7 @@ class ReadOnlyDatabase:
         kept = "" if include_invalidated else " AND f.invalidated_at IS NULL"
         rows = self._tx.all(
             "SELECT f.id, f.section, f.text, f.source_kind, f.source_label, f.created_at,"
-            " f.invalidated_at, f.invalidation_reason, f.superseded_by, s.text"
+            " f.invalidated_at, f.invalidation_reason, f.superseded_by, s.text, f.source_note_id"
             " FROM profile_facts f LEFT JOIN profile_facts s ON s.id = f.superseded_by"
             f" WHERE f.guild_id = ? AND f.user_id = ?{kept} ORDER BY f.created_at, f.id",
             (guild_id, user_id),
@@ -180,9 +195,10 @@ class ReadOnlyDatabase:
         *,
         since: str | None = None,
         note_type: str | None = None,
-        limit: int = 20,
+        limit: int | None = 20,
     ) -> list[Note]:
-        """A guild's newest notes (on or after the UTC date ``since``), newest first."""
+        """A guild's newest notes (on or after the UTC date ``since``), newest first; all of
+        them when ``limit`` is None."""
         query = "SELECT id FROM interaction_notes WHERE guild_id = ?"
         args: list[object] = [guild_id]
         if since is not None:
@@ -191,10 +207,69 @@ class ReadOnlyDatabase:
         if note_type is not None:
             query += " AND note_type = ?"
             args.append(note_type)
-        query += " ORDER BY note_date DESC, COALESCE(started_at, created_at) DESC, id DESC LIMIT ?"
-        args.append(limit)
+        query += " ORDER BY note_date DESC, COALESCE(started_at, created_at) DESC, id DESC"
+        if limit is not None:
+            query += " LIMIT ?"
+            args.append(limit)
         ids = [int(r[0]) for r in self._tx.all(query, args)]
         return get_notes(self._tx, ids)
+
+    def note_lines(self, guild_id: int, *, author_id: int | None = None) -> list[EvidenceLine]:
+        """Every kept message of the guild's notes (only ``author_id``'s, when given), by
+        note then message."""
+        query = (
+            "SELECT l.message_id, l.note_id, l.author_id, l.author_name, l.text, l.created_at"
+            " FROM note_lines AS l JOIN interaction_notes AS n ON n.id = l.note_id"
+            " WHERE n.guild_id = ?"
+        )
+        args: list[object] = [guild_id]
+        if author_id is not None:
+            query += " AND l.author_id = ?"
+            args.append(author_id)
+        rows = self._tx.all(query + " ORDER BY l.note_id, l.message_id", args)
+        return [
+            EvidenceLine(int(r[0]), int(r[1]), int(r[2]), str(r[3]), str(r[4]), float(r[5]))
+            for r in rows
+        ]
+
+    def pending_messages(self, guild_id: int, author_id: int) -> list[PendingMessage]:
+        """The member's messages still in the guild's buffers (not yet written into a note),
+        oldest first."""
+        rows = self._tx.all(
+            "SELECT m.message_id, b.channel_id, m.author_name, m.text, m.created_at"
+            " FROM buffer_messages AS m JOIN channel_buffers AS b ON b.id = m.buffer_id"
+            " WHERE b.guild_id = ? AND m.author_id = ? ORDER BY m.created_at, m.message_id",
+            (guild_id, author_id),
+        )
+        return [
+            PendingMessage(int(r[0]), int(r[1]), str(r[2]), str(r[3]), float(r[4])) for r in rows
+        ]
+
+    def known_names(self, guild_id: int, user_id: int) -> list[str]:
+        """The names (lower case) Vivy has seen the member go by in the guild."""
+        rows = self._tx.all(
+            "SELECT name FROM member_names WHERE guild_id = ? AND user_id = ? ORDER BY name",
+            (guild_id, user_id),
+        )
+        return [str(r[0]) for r in rows]
+
+    def members_known_as(self, guild_id: int, name: str) -> list[int]:
+        """The members of the guild Vivy has seen go by ``name`` (any case), in id order."""
+        return sorted(members_named(self._tx, guild_id, [" ".join(name.lower().split())]))
+
+    def all_lore(self, guild_id: int) -> list[LoreRecord]:
+        """The guild's server lore, retired entries too, oldest first."""
+        rows = self._tx.all(
+            "SELECT id, text, author_id, created_at, invalidated_at FROM server_lore"
+            " WHERE guild_id = ? ORDER BY id",
+            (guild_id,),
+        )
+        return [
+            LoreRecord(
+                int(r[0]), str(r[1]), int(r[2]), float(r[3]), None if r[4] is None else float(r[4])
+            )
+            for r in rows
+        ]
 
     def active_lore(self, guild_id: int) -> list[str]:
         """The guild's server lore still valid, oldest first."""

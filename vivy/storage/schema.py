@@ -381,8 +381,24 @@ _V7 = ""
 #: already are (:mod:`vivy.storage.postgres.schema`); SQLite's schema is unchanged.
 _V8 = ""
 
+#: Version 9: guilds' names (from their exports), shown beside their ids.
+_V9 = """
+CREATE TABLE guild_names (
+    guild_id    INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    updated_at  REAL NOT NULL
+);
+"""
+
+#: Version 10: a correction names the member it concerns (``user_id``) and quotes what it
+#: removed (``quote``): both are cleared when that member is forgotten.
+_V10 = """
+ALTER TABLE memory_corrections ADD COLUMN user_id INTEGER;
+ALTER TABLE memory_corrections ADD COLUMN quote TEXT;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 
 #: The newest schema version this Vivy knows.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -206,7 +206,8 @@ def operator_app(surface: Surface) -> ASGIApp:
 
     async def guilds(memory: MemorySource, access: Access, _: int, r: Request) -> str:
         shown = [g for g in await memory.guild_ids() if access.sees(g) and _served(g, surface)]
-        return views.render("guilds.html", guilds=shown, who=access.label)
+        names = await memory.guild_names() if shown else {}
+        return views.render("guilds.html", guilds=shown, names=names, who=access.label)
 
     async def timeline(memory: MemorySource, _: Access, guild: int, r: Request) -> str:
         last = r.query_params.get("day")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Protocol
 
+from vivy.llm.offline.text import readable
 from vivy.memory.guards import content_tokens
 from vivy.memory.members import BufferedRef, ForgetReport, GuildStatus
 from vivy.memory.notes import Note
@@ -28,6 +29,7 @@ from vivy.memory.page import (
     TimelineNote,
 )
 from vivy.retrieval import Retriever
+from vivy.retrieval.context import quoted_text
 from vivy.retrieval.ranked import NoteHit
 from vivy.storage.port import Store
 
@@ -130,6 +132,10 @@ class MemorySource(Protocol):
         """Every guild with a memory."""
         ...
 
+    async def guild_names(self) -> dict[int, str]:
+        """The names of the guilds whose name is known, by id."""
+        ...
+
     async def timeline(self, guild_id: int, last: str | None) -> TimelineView:
         """The days up to ``last`` (default: the newest note's) with the activity chart."""
         ...
@@ -199,6 +205,10 @@ class StoreMemory:
         """Every guild with a member or a note."""
         return await self._store.pages.guild_ids()
 
+    async def guild_names(self) -> dict[int, str]:
+        """The names of the guilds whose name is known, by id."""
+        return await self._store.pages.guild_names()
+
     async def timeline(self, guild_id: int, last: str | None) -> TimelineView:
         """Seven days up to ``last``, and thirty days of activity ending with them."""
         pages = self._store.pages
@@ -257,10 +267,11 @@ class StoreMemory:
         note, lines = found
         authors = sorted({line.author_id for line in lines})
         hidden = await self._store.search.opted_out(guild_id, authors)
+        names = {p.user_id: p.display_name for p in note.participants}
         return NoteView(
             note,
             tuple(
-                QuotedLine(line.author_name, line.text, line.created_at)
+                QuotedLine(line.author_name, readable(line.text, names), line.created_at)
                 for line in lines
                 if line.author_id not in hidden
             ),
@@ -315,7 +326,7 @@ def _hit(hit: NoteHit, hidden: set[int]) -> SearchHit:
         hit.vector_score,
         hit.keyword_score,
         tuple(
-            QuotedLine(line.author_name, line.text, line.created_at)
+            QuotedLine(line.author_name, quoted_text(line, hit.note), line.created_at)
             for line in hit.said
             if line.author_id not in hidden
         ),

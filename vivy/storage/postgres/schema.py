@@ -500,8 +500,23 @@ DROP INDEX IF EXISTS vec_notes_by_guild;
 CREATE INDEX vec_notes_by_guild ON vec_notes (guild_id, note_id);
 """
 
+#: Version 9: guilds' names (as SQLite's version 9).
+_V9 = """
+CREATE TABLE guild_names (
+    guild_id    BIGINT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    updated_at  DOUBLE PRECISION NOT NULL
+);
+"""
+
+#: Version 10: what a correction concerns and quotes (as SQLite's version 10).
+_V10 = """
+ALTER TABLE memory_corrections ADD COLUMN user_id BIGINT;
+ALTER TABLE memory_corrections ADD COLUMN quote TEXT;
+"""
+
 #: Migration scripts; migration ``n`` (1-based) brings the schema from version n-1 to n.
-PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+PG_MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
 
 #: The newest schema version of this engine; equal to SQLite's.
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

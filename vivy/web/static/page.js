@@ -10,6 +10,8 @@ const tokenError = document.getElementById("token-error");
 const notice = document.getElementById("notice");
 const nav = document.getElementById("guild-nav");
 const signOut = document.getElementById("sign-out");
+// A correction's notice, carried over the change of address it asks for.
+let carried = "";
 
 function token() {
   return sessionStorage.getItem(KEY);
@@ -77,11 +79,13 @@ async function show() {
     }
   }
   const html = await request("/page" + route);
-  if (html !== null) {
-    view.innerHTML = html;
-    const focus = view.querySelector("[autofocus]");
-    if (focus) focus.focus();
+  if (html === null) {
+    view.replaceChildren(); // the notice says what failed; the previous view is not this one
+    return;
   }
+  view.innerHTML = html;
+  const focus = view.querySelector("[autofocus]");
+  if (focus) focus.focus();
 }
 
 tokenForm.addEventListener("submit", (event) => {
@@ -117,15 +121,22 @@ view.addEventListener("submit", async (event) => {
     if (html !== null) {
       const holder = document.createElement("div");
       holder.innerHTML = html;
-      say(holder.textContent.trim());
-      if (form.dataset.after) location.hash = form.dataset.after;
-      await show();
+      const message = holder.textContent.trim();
+      const after = form.dataset.after;
+      if (after && location.hash !== after) {
+        carried = message;
+        location.hash = after; // the hashchange listener shows the view and the notice
+      } else {
+        say(message);
+        await show();
+      }
     }
   }
 });
 
 window.addEventListener("hashchange", () => {
-  say("");
+  say(carried);
+  carried = "";
   show();
 });
 show();

@@ -1,0 +1,84 @@
+"""Guilds and members as operators name them, and ``vivy members --guild G``.
+
+Every command that takes a member (``vivy profile``, ``vivy ask --as``, ``vivy export
+--member``) accepts a Discord id or a name the member goes by in the guild, when only one
+member goes by it; every command that takes a guild refuses one the database does not know,
+instead of reporting that nothing in it matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from vivy.commands.db import add_database_option, database_target, discord_id, read_only
+from vivy.errors import ConfigError
+from vivy.storage.engines import Target
+from vivy.storage.port import ReadOnlyStore
+
+__all__ = ["guild_label", "list_members", "member_of", "register", "require_guild"]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``vivy members``."""
+    parser = commands.add_parser(
+        "members",
+        help="list a guild's members with their ids and fact counts",
+        description="List the members Vivy knows in a guild, one a line: their Discord id, "
+        "their active and retired profile facts, and their name (what the commands that take "
+        "a member accept besides the id). The database is only read.",
+    )
+    parser.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_database_option(parser)
+    parser.set_defaults(handler=lambda args: list_members(database_target(args), args.guild))
+
+
+def list_members(database: Target, guild_id: int) -> int:
+    """Print the guild's members; returns the exit code."""
+    with read_only(database) as store:
+        require_guild(store, guild_id)
+        members = store.guild_members(guild_id)
+        counts = store.member_fact_counts(guild_id)
+        label = guild_label(store, guild_id)
+    print(f"{len(members)} member{'' if len(members) == 1 else 's'} of {label}")
+    print(f"{'member':<20} {'facts':>6} {'retired':>8}  name")
+    for user_id, name in members:
+        active, retired = counts.get(user_id, (0, 0))
+        print(f"{user_id:<20} {active:>6} {retired:>8}  {name}")
+    return 0
+
+
+def guild_label(store: ReadOnlyStore, guild_id: int) -> str:
+    """``Night Owls (871…)`` when the guild's name is known, else ``guild 871…``."""
+    name = store.guild_names().get(guild_id)
+    return f"{name} ({guild_id})" if name else f"guild {guild_id}"
+
+
+def require_guild(store: ReadOnlyStore, guild_id: int) -> None:
+    """Refuse ``guild_id`` when the database remembers nothing of it."""
+    if guild_id not in store.guild_ids():
+        raise ConfigError(
+            f"guild {guild_id} is not in this database; `vivy guilds` lists the guilds it remembers"
+        )
+
+
+def member_of(store: ReadOnlyStore, guild_id: int, text: str) -> int:
+    """The member ``text`` names in the guild: a Discord id as it is, else the one member whose
+    display name or a known name is ``text`` (ignoring case)."""
+    word = text.strip()
+    if word.isascii() and word.isdigit() and len(word) <= 20 and int(word) < 2**63:
+        return int(word)
+    wanted = word.lstrip("@").casefold()
+    members = store.guild_members(guild_id)
+    found = [user for user, name in members if name.casefold() == wanted]
+    if not found:
+        found = store.members_known_as(guild_id, word.lstrip("@"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ConfigError(
+            f"no member of guild {guild_id} goes by {text!r}; `vivy members --guild "
+            f"{guild_id}` lists them with their ids"
+        )
+    names = dict(members)
+    which = ", ".join(f"{names.get(user, '?')} ({user})" for user in found)
+    raise ConfigError(f"{text!r} is more than one member ({which}); pass the id")
