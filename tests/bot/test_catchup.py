@@ -270,7 +270,8 @@ async def test_messages_sent_while_vivy_is_down_are_stored_once_in_order(
 ) -> None:
     """Two guilds on two shards: what members wrote while Vivy was down is read from each
     channel's history on the next start, stored once and in order (a bot's message is
-    filtered), and completes the conversation, which gets its note."""
+    filtered), and completes the conversation, which gets its note. Each guild's name, as
+    Discord gives it, is stored for the commands and the page."""
     settings = settings_for(engine, cap=6, shards=parse_shard_ids("0-1", 2))
     guilds = {GUILD: [CHANNEL], OTHER_GUILD: [FAR_CHANNEL]}
     where = {CHANNEL: GUILD, FAR_CHANNEL: OTHER_GUILD}
@@ -305,6 +306,8 @@ async def test_messages_sent_while_vivy_is_down_are_stored_once_in_order(
         assert line is not None
         assert (line["channels"], line["read"], line["stored"]) == (1, 4, 3)
         assert (line["capped"], line["unreadable"]) == (0, 0)
+        name = await probe.scalar("SELECT name FROM guild_names WHERE guild_id = ?", guild_id)
+        assert name == f"guild-{guild_id}"
     assert fake.sent() == []
 
 

@@ -64,7 +64,7 @@ from vivy.bot.reply import (
 )
 from vivy.clock import Clock
 from vivy.config import Settings
-from vivy.errors import AppStopped
+from vivy.errors import AppStopped, StorageError
 from vivy.llm.port import LLM
 from vivy.metrics import ReplyOutcome, RetrievalPath
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
@@ -75,7 +75,7 @@ from vivy.state.gate import (
     IngestOutcome,
     normalize_text,
 )
-from vivy.storage.port import BufferStore, ImportStore
+from vivy.storage.port import BufferStore, ImportStore, MemberStore
 
 __all__ = [
     "CATCHUP_ACK_WINDOW",
@@ -137,8 +137,8 @@ class Gateway:
     :meth:`subscribe` registers the handlers on a hikari event manager. ``rest`` sends the
     answers; captured messages go to ``router``; a message addressed to Vivy is answered by
     ``chat`` with the memory ``retriever`` builds; a guild's channels are caught up from
-    their stored ``positions``; ``commands`` serve ``/memory``; ``cache`` (the bot's) names
-    channels; what happens is told to ``observer``.
+    their stored ``positions``, and each guild's name kept in ``members``; ``commands`` serve
+    ``/memory``; ``cache`` (the bot's) names channels; what happens is told to ``observer``.
     """
 
     def __init__(
@@ -153,6 +153,7 @@ class Gateway:
         settings: Settings,
         positions: ImportStore,
         buffers: BufferStore | None = None,
+        members: MemberStore | None = None,
         commands: MemoryCommands,
         observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
@@ -168,6 +169,7 @@ class Gateway:
         self._settings = settings
         self._positions = positions
         self._buffers = buffers
+        self._members = members
         self._commands = commands
         self._observer = observer
         self._cache = cache
@@ -388,16 +390,18 @@ class Gateway:
     # Catch-up from history ------------------------------------------------------------------
 
     async def on_guild_available(self, event: hikari.GuildAvailableEvent) -> None:
-        """Catch up every channel of the guild Vivy stored a message of from its history.
+        """Store the guild's name, and catch up every channel of the guild Vivy stored a
+        message of from its history.
 
         The guild's channels are held before the first await, so none of their live events
         (dispatched after this one) reaches the router before the channel's history does.
         """
         guild_id = int(event.guild_id)
         settings = self._settings
-        if settings.catchup_messages == 0 or not settings.capture_enabled:
-            return
         if settings.allowed_guilds is not None and guild_id not in settings.allowed_guilds:
+            return
+        if settings.catchup_messages == 0 or not settings.capture_enabled:
+            await self._remember_name(event.guild)
             return
         latest = {
             int(c.id): int(c.last_message_id)
@@ -408,10 +412,21 @@ class Gateway:
             held = self._holds.hold((int(c) for c in (*event.channels, *event.threads)), scope)
             self._catchups.add(scope)
             try:
+                await self._remember_name(event.guild)
                 await self.catch_up_guild(guild_id, held, latest)
             finally:
                 self._catchups.discard(scope)
                 self._holds.abandon(scope)  # only a cancelled catch-up leaves holds behind
+
+    async def _remember_name(self, guild: hikari.GatewayGuild) -> None:
+        """Store the guild's name as Discord gives it, so that the commands and the memory
+        page show it beside its id; a failed write is logged and stands in nothing's way."""
+        if self._members is None or not guild.name:
+            return
+        try:
+            await self._members.set_guild_names([(int(guild.id), guild.name)], self._clock.now())
+        except StorageError as exc:
+            log.warning("guild name not stored", guild_id=int(guild.id), error=str(exc))
 
     async def catch_up_guild(
         self, guild_id: int, channel_ids: Sequence[int], latest: Mapping[int, int] | None = None

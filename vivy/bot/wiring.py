@@ -51,6 +51,7 @@ def gateway_for(
         settings=app.settings,
         positions=app.store.imports,
         buffers=app.store.buffers,
+        members=app.store.members,
         commands=MemoryCommands(app, forgotten=retriever.clear_cache),
         observer=app.observer,
         cache=cache,
