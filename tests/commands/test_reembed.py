@@ -152,7 +152,8 @@ def test_command_reembeds_with_the_configured_model(
     copy: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`vivy reembed` uses the configured LLM, embeds the evidence windows again with it, and
-    reports the old and the new model."""
+    reports the old and the new model; run again with the same model it leaves the notes as
+    they are and says so, unless --force asks for everything again."""
 
     def configured(environ: Mapping[str, str], *, clock: Clock, **_: Any) -> LLM:
         return MeteredLLM(SmallModel(), NullMeter(), clock)
@@ -168,6 +169,17 @@ def test_command_reembeds_with_the_configured_model(
     lengths = conn.execute("SELECT DISTINCT length(embedding) FROM evidence_windows").fetchall()
     conn.close()
     assert [tuple(row) for row in lengths] == [(64 * 4,)]
+    again = run_cli(capsys, "reembed", "--db", str(copy))
+    assert again.code == 0, again.err
+    assert again.out.strip() == (
+        "the notes are embedded with small-hash-v2 (64 dimensions) already;"
+        " embedded 0 evidence windows that had none (--force re-embeds everything)"
+    )
+    forced = run_cli(capsys, "reembed", "--force", "--db", str(copy))
+    assert forced.code == 0, forced.err
+    assert forced.out.strip().startswith(
+        "re-embedded 6 notes and 7 evidence windows with small-hash-v2 (64 dimensions)"
+    )
 
 
 def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

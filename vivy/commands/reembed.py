@@ -8,7 +8,9 @@ vector, one transaction swaps them into ``vec_notes`` (recreated when the dimens
 and records the model in ``meta``. Until then the old vectors stay in use, and an interrupted
 run resumes with the vectors it had staged. The swap clears the evidence windows' embeddings
 (they belong to the old model); they are embedded again right after, and a run interrupted
-then finishes them when started again.
+then finishes them when started again. With the model the notes were embedded with already,
+it embeds only the windows left without a vector (after an edit) and says so, unless
+``--force`` asks for everything again (after an upgrade that changes how texts are embedded).
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class ReembedReport:
     model: str
     dimension: int
     previous: str | None
+    #: The notes were embedded with this model already and were left as they were.
+    unchanged: bool = False
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,8 +78,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help=f"notes per embedding call (1-1000, default {DEFAULT_BATCH})",
     )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="re-embed every note and window even when the configured model is the one they "
+        "were embedded with (after an upgrade that changes how texts are embedded)",
+    )
     add_database_option(parser)
-    parser.set_defaults(handler=lambda args: run_reembed(database_target(args), args.batch_size))
+    parser.set_defaults(
+        handler=lambda args: run_reembed(database_target(args), args.batch_size, force=args.force)
+    )
 
 
 def _batch_size(text: str) -> int:
@@ -127,10 +139,15 @@ async def reembed_notes(
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], None] | None = None,
+    force: bool = False,
 ) -> ReembedReport:
-    """Re-embed every note with ``llm`` and swap the vectors in; see the module docstring."""
+    """Re-embed every note with ``llm`` and swap the vectors in; see the module docstring.
+    Notes already embedded with ``llm``'s model are left as they are unless ``force``."""
     previous = await store.meta.get_meta("embedding_model")
     previous_dim = await store.meta.get_meta("embedding_dimension")
+    if not force and previous == llm.embedding_model and previous_dim == str(llm.dimension):
+        windows = await _reembed_windows(store, llm, batch_size)
+        return ReembedReport(0, windows, 0, llm.embedding_model, llm.dimension, None, True)
     key = f"{llm.embedding_model} ({llm.dimension} dimensions)"
     resumed = done = await store.reembed.begin_staging(key)
     while True:
@@ -163,9 +180,14 @@ async def reembed_notes(
 
 
 def run_reembed(
-    database: Target, batch_size: int = DEFAULT_BATCH, *, environ: Mapping[str, str] | None = None
+    database: Target,
+    batch_size: int = DEFAULT_BATCH,
+    *,
+    force: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Re-embed the notes of ``database``; prints the result, returns the exit code."""
+    """Re-embed the notes of ``database`` (all of them again when ``force``); prints the
+    result, returns the exit code."""
     existing(database)
     env = os.environ if environ is None else environ
     show = sys.stderr.isatty()
@@ -181,7 +203,11 @@ def run_reembed(
         store = open_store(database, inline=True)
         try:
             return await reembed_notes(
-                store, llm, batch_size=batch_size, progress=progress if show else None
+                store,
+                llm,
+                batch_size=batch_size,
+                progress=progress if show else None,
+                force=force,
             )
         finally:
             store.close()
@@ -199,6 +225,12 @@ def run_reembed(
 
 def format_reembed(report: ReembedReport) -> str:
     """What ``vivy reembed`` prints."""
+    if report.unchanged:
+        return (
+            f"the notes are embedded with {report.model} ({report.dimension} dimensions)"
+            f" already; embedded {report.windows} evidence windows that had none"
+            " (--force re-embeds everything)"
+        )
     line = (
         f"re-embedded {report.notes} notes and {report.windows} evidence windows with"
         f" {report.model} ({report.dimension} dimensions)"
