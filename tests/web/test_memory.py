@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -12,6 +13,7 @@ from vivy.commands.demo import DEMO_EXPORT
 from vivy.config import Settings
 from vivy.importer import import_exports, load_exports
 from vivy.llm.offline import OfflineLLM
+from vivy.memory.page import DayActivity
 from vivy.retrieval import RetrievalRequest, Retriever
 from vivy.storage.engines import open_store
 from vivy.web import views
@@ -147,3 +149,21 @@ async def test_the_corrections_log_names_and_quotes_until_the_member_is_forgotte
     finally:
         await llm.aclose()
         store.close()
+
+
+def test_the_activity_chart_states_each_scale_and_has_a_baseline() -> None:
+    """Notes and messages are drawn on scales of their own, so the caption says what full
+    height means for each, and the bars stand on a drawn baseline."""
+    days = [DayActivity("2026-03-01", 2, 40, 0), DayActivity("2026-03-02", 5, 12, 1)]
+    bars = views.chart_bars(days, "2026-03-02", 2)
+    assert [(b.notes_height, b.messages_height) for b in bars] == [
+        (round(views.CHART_HEIGHT * 2 / 5), views.CHART_HEIGHT),
+        (views.CHART_HEIGHT, round(views.CHART_HEIGHT * 12 / 40)),
+    ]
+    view = SimpleNamespace(
+        first="2026-02-24", last="2026-03-02", older="2026-02-23", newer=None, notes=[]
+    )
+    html = views.render("timeline.html", view=view, bars=bars, guild=1)
+    assert "notes (full height 5 a day)" in html
+    assert "messages (full height 40 a day)" in html
+    assert '<line class="axis"' in html

