@@ -155,6 +155,7 @@ SCRIPT_TESTS: dict[str, list[str]] = {
     "benchmarks/ingest_instructions.py": [_SCRIPTS],
     "benchmarks/import_real.py": [_SCRIPTS],
     "benchmarks/faults.py": [_SCRIPTS],
+    "benchmarks/import_faults.py": [_SCRIPTS],
     "benchmarks/memory_page.py": [
         "tests/web/test_memory_page_bench.py::test_prints_a_timed_row_for_every_view"
     ],
