@@ -242,8 +242,8 @@ CASES = (
         read_only=True,
     ),
     Case(
-        "`vivy reembed` on a read-only database",
-        ("reembed", "--db", "{db}"),
+        "`vivy reembed --force` on a read-only database",
+        ("reembed", "--force", "--db", "{db}"),
         "{db}",
         EXIT_RUNTIME,
         read_only=True,
