@@ -31,7 +31,7 @@ def test_a_window_is_the_normalised_mean_of_its_lines() -> None:
     texts = ["Sam: a\nMaya: b", "Maya: b\nSam: c"]
     lines = window_lines(texts)
     vectors = [[2.0, 0.0, 0.0, 0.0], [0.0, 5.0, 0.0, 0.0], [0.0, 0.0, 0.5, 0.0]]
-    first, second = pooled_windows(texts, lines, vectors, None)
+    first, second = pooled_windows(texts, lines, vectors, [None, None])
     half = 1 / math.sqrt(2)
     assert first == pytest.approx([half, half, 0.0, 0.0])
     assert second == pytest.approx([0.0, half, half, 0.0])
@@ -43,15 +43,15 @@ def test_a_window_leans_toward_its_note() -> None:
     texts = ["Sam: a\nMaya: b"]
     lines = window_lines(texts)
     vectors = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
-    (leaning,) = pooled_windows(texts, lines, vectors, [0.0, 0.0, 3.0])
+    (leaning,) = pooled_windows(texts, lines, vectors, [[0.0, 0.0, 3.0]])
     expected = [0.5, 0.5, NOTE_CONTEXT]
     size = math.sqrt(sum(x * x for x in expected))
     assert leaning == pytest.approx([x / size for x in expected])
-    (alone,) = pooled_windows(texts, lines, vectors, [1.0] * 384)
+    (alone,) = pooled_windows(texts, lines, vectors, [[1.0] * 384])
     assert alone == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2), 0.0])
 
 
 def test_pooling_refuses_vectors_that_do_not_match_the_lines() -> None:
     """A model that returns fewer vectors than lines is an error, not a shifted pooling."""
     with pytest.raises(ValueError, match="2 vectors for 3 lines"):
-        pooled_windows(["a\nb\nc"], ["a", "b", "c"], [[1.0], [1.0]], None)
+        pooled_windows(["a\nb\nc"], ["a", "b", "c"], [[1.0], [1.0]], [None])

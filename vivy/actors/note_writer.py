@@ -319,7 +319,7 @@ class NoteWriter:
             said = window_lines(texts)
             vectors = await self._llm.embed([text, *said], EmbeddingTask.DOCUMENT)
             embedding = vectors[0]
-            window_vectors = pooled_windows(texts, said, vectors[1:], embedding)
+            window_vectors = pooled_windows(texts, said, vectors[1:], [embedding] * len(texts))
         except LLMError as exc:
             delay = retry_delay(self._backoff, row.attempts + 1, self._rng)
             retry_at = self._clock.now() + delay

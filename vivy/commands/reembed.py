@@ -120,14 +120,16 @@ async def _reembed_windows(store: Store, llm: LLM, batch_size: int) -> int:
     pooled from its lines as the NoteWriter does; returns how many."""
     done = 0
     while batch := await store.evidence.windows_to_embed(batch_size):
-        lines = window_lines([w.text for w in batch])
+        texts = [w.text for w in batch]
+        lines = window_lines(texts)
         vectors = await llm.embed(lines, EmbeddingTask.DOCUMENT)
         if len(vectors) != len(lines):
             raise LLMInvalidOutput(
                 f"the embedding model returned {len(vectors)} vectors for {len(lines)} texts"
             )
+        pooled = pooled_windows(texts, lines, vectors, [w.note_vector for w in batch])
         await store.evidence.set_window_embeddings(
-            [(w.id, pooled_windows([w.text], lines, vectors, w.note_vector)[0]) for w in batch],
+            list(zip((w.id for w in batch), pooled, strict=True))
         )
         done += len(batch)
     return done

@@ -124,12 +124,12 @@ def pooled_windows(
     texts: Sequence[str],
     lines: Sequence[str],
     vectors: Sequence[Sequence[float]],
-    note: Sequence[float] | None,
+    notes: Sequence[Sequence[float] | None],
 ) -> list[list[float]]:
     """Each window's embedding: the normalised mean of its lines' unit vectors plus
-    :data:`NOTE_CONTEXT` times its ``note``'s unit vector (when known, and of the lines'
-    length: a note left on another model adds nothing), the lines' ``vectors`` given in the
-    order of ``lines`` (:func:`window_lines` of ``texts``)."""
+    :data:`NOTE_CONTEXT` times its note's unit vector (``notes``, one per text; when known
+    and of the lines' length: a note left on another model adds nothing), the lines'
+    ``vectors`` given in the order of ``lines`` (:func:`window_lines` of ``texts``)."""
     if len(lines) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(lines)} lines")
     if not texts:
@@ -137,15 +137,14 @@ def pooled_windows(
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-    context = np.zeros(matrix.shape[1])
-    if note is not None and len(note) == matrix.shape[1]:
-        context = np.asarray(note, dtype=np.float64)
-        size = float(np.linalg.norm(context))
-        context = NOTE_CONTEXT * context / size if size > 0 else context
     row = {line: index for index, line in enumerate(lines)}
     pooled: list[list[float]] = []
-    for text in texts:
-        mean = matrix[[row[line] for line in text.split("\n")]].mean(axis=0) + context
+    for text, note in zip(texts, notes, strict=True):
+        mean = matrix[[row[line] for line in text.split("\n")]].mean(axis=0)
+        if note is not None and len(note) == matrix.shape[1]:
+            context = np.asarray(note, dtype=np.float64)
+            size = float(np.linalg.norm(context))
+            mean += NOTE_CONTEXT * context / size if size > 0 else context
         size = float(np.linalg.norm(mean))
         pooled.append((mean / size if size > 0 else mean).tolist())
     return pooled

@@ -272,7 +272,9 @@ async def store_sessions(
                 str(note["summary"]),
             )
             vectors = await llm.embed([text, *embedded], EmbeddingTask.DOCUMENT)
-            window_vectors = pooled_windows(window_texts, embedded, vectors[1:], vectors[0])
+            window_vectors = pooled_windows(
+                window_texts, embedded, vectors[1:], [vectors[0]] * len(window_texts)
+            )
             note_id = await _store_session(
                 store, guild, session, vectors[0], lines, window_vectors, evidence
             )
