@@ -34,6 +34,16 @@ def day(text: str) -> float:
         ("what did we do last Friday", "2026-04-10", "2026-04-11"),
         ("on monday", "2026-04-13", "2026-04-14"),
         ("what happened last month?", "2026-02-28", "2026-04-02"),
+        ("what did John sign on 21 May, 2023?", "2023-05-20", "2023-05-23"),
+        ("as mentioned on November 6, 2023", "2023-11-05", "2023-11-08"),
+        ("what did he attend in March 2023?", "2023-03-01", "2023-04-01"),
+        ("which classes did Evan join in mid-August 2023?", "2023-08-10", "2023-08-22"),
+        ("what did she paint in 2022?", "2022-01-01", "2023-01-01"),
+        ("where did they go in the summer of 2022", "2022-06-01", "2022-09-01"),
+        ("winter 2021", "2021-12-01", "2022-03-01"),
+        ("what did we do last summer", "2025-06-01", "2025-09-01"),
+        ("in the spring", "2026-03-01", "2026-06-01"),
+        ("who visited him in the last year?", "2025-04-14", "2026-04-17"),
     ],
 )
 def test_time_phrases(question: str, first: str, last: str) -> None:
@@ -45,7 +55,14 @@ def test_time_phrases(question: str, first: str, last: str) -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["what did Sam name his dog?", "may I ask what Maya cooks", "when did Maya start her job?"],
+    [
+        "what did Sam name his dog?",
+        "may I ask what Maya cooks",
+        "when did Maya start her job?",
+        "did she fall off her bike?",
+        "what year did John start surfing?",
+        "is 2022 a year or a count?",
+    ],
 )
 def test_no_time_phrase_means_no_range(question: str) -> None:
     """Without a date or time phrase nothing is guessed ("may I" is not the month)."""

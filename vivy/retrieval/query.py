@@ -7,9 +7,11 @@ Pure functions, no I/O and no clock read (the caller passes ``now``):
   part in rank higher.
 * :func:`time_range` turns a date or time phrase into the UTC interval it means, relative to
   ``now`` in the guild's time zone: "yesterday", "last week", "this month", "three weeks
-  ago", "in May", "early March", "on March 3", "last Friday", "over the weekend". Notes from
-  that interval rank higher and are searched even when no word matches. A phrase it does not
-  know yields None, never a guess.
+  ago", "in May", "early March", "on March 3", "last Friday", "over the weekend", "last
+  summer"; a year named with a day, a month or a season, or alone ("on 21 May, 2023", "in
+  mid-August 2023", "summer 2022", "in 2022"), is taken as given. Notes from that interval
+  rank higher and are searched even when no word matches. A phrase it does not know yields
+  None, never a guess.
 """
 
 from __future__ import annotations
@@ -86,11 +88,27 @@ _AGO = re.compile(
 )
 _MONTH_DAY = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")
 _DAY_OF_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\b")
-_PART_OF_MONTH = re.compile(
-    rf"\b(early|mid|middle of|late|beginning of|start of|end of)\s+(?:the\s+)?({_MONTH_NAMES})\b"
-)
+_MONTH_PARTS = "early|mid|middle of|late|beginning of|start of|end of"
+_PART_OF_MONTH = re.compile(rf"\b({_MONTH_PARTS})\s+(?:the\s+)?({_MONTH_NAMES})\b")
 _IN_MONTH = re.compile(rf"\b(?:in|during|of|from|since|back in)\s+({_MONTH_NAMES})\b")
 _WEEKDAY = re.compile(rf"\b(?:(last|on|this|past)\s+)({_WEEKDAY_NAMES})\b")
+_YEAR_NUMBER = r"((?:19|20)\d\d)"
+_DATE_WITH_YEAR = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})"
+    rf"|({_MONTH_NAMES})\s+(\d{{1,2}})(?:st|nd|rd|th)?)\s+{_YEAR_NUMBER}\b"
+)
+_MONTH_WITH_YEAR = re.compile(
+    rf"\b(?:({_MONTH_PARTS})\s+(?:the\s+)?)?({_MONTH_NAMES})\s+(?:of\s+)?{_YEAR_NUMBER}\b"
+)
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_SEASON_NAMES = "|".join(_SEASONS)
+#: A season needs a year or a word before it ("the fall", "last spring"), since "fall" and
+#: "spring" are also verbs.
+_SEASON = re.compile(
+    rf"\b(?:(?:(last|this|past|previous)|(?:in|during|over|for)\s+the|the)\s+({_SEASON_NAMES})"
+    rf"(?:\s+of\s+{_YEAR_NUMBER})?|({_SEASON_NAMES})\s+(?:of\s+)?{_YEAR_NUMBER})\b"
+)
+_YEAR = re.compile(rf"\b(?:in|during|of|throughout|back in)\s+{_YEAR_NUMBER}\b")
 
 
 def name_grams(text: str, *, longest: int = 3) -> list[str]:
@@ -114,12 +132,77 @@ def _day_range(first: date, last: date, zone: ZoneInfo) -> TimeRange:
     return TimeRange(start.timestamp(), end.timestamp())
 
 
+def _month(year: int, month: int) -> tuple[date, date]:
+    """First and last day of ``month`` of ``year``."""
+    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
+    return date(year, month, 1), following - timedelta(days=1)
+
+
+def _part_of_month(part: str | None, first: date, last: date) -> tuple[date, date]:
+    """The days of a month that "early", "mid" or "late" (or no ``part``: all) mean."""
+    if part in ("early", "beginning of", "start of"):
+        return first, first + timedelta(days=10)
+    if part in ("late", "end of"):
+        return last - timedelta(days=10), last
+    if part is None:
+        return first, last
+    return first + timedelta(days=9), first + timedelta(days=20)
+
+
+def _season(name: str, year: int) -> tuple[date, date]:
+    """The three months of season ``name`` that begins in ``year`` (northern hemisphere)."""
+    start = _SEASONS[name]
+    end_year, end_month = (year + 1, 2) if start == 12 else (year, start + 2)
+    return date(year, start, 1), _month(end_year, end_month)[1]
+
+
+def _named_season(name: str, which: str | None, today: date) -> tuple[date, date]:
+    """The season a member means by "this", "last" or "the" ``name``, as of ``today``: "this"
+    is the one of this year, "last" the latest one already over, "the" the latest one begun."""
+    if which == "this":
+        return _season(name, today.year - 1 if name == "winter" and today.month < 3 else today.year)
+    for year in (today.year, today.year - 1, today.year - 2):
+        first, last = _season(name, year)
+        if (last < today) if which in ("last", "past", "previous") else (first <= today):
+            return first, last
+    return _season(name, today.year - 2)
+
+
+def _with_year(lowered: str) -> tuple[date, date] | None:
+    """The days a date, month, season or year named with its year means; None without one."""
+    found = _DATE_WITH_YEAR.search(lowered)
+    if found:
+        day_text, month_name = (
+            (found.group(1), found.group(2))
+            if found.group(1)
+            else (
+                found.group(4),
+                found.group(3),
+            )
+        )
+        try:
+            day = date(int(found.group(5)), _MONTHS[month_name], int(day_text))
+        except ValueError:
+            return None
+        return day - timedelta(days=1), day + timedelta(days=1)
+    found = _MONTH_WITH_YEAR.search(lowered)
+    if found:
+        first, last = _month(int(found.group(3)), _MONTHS[found.group(2)])
+        return _part_of_month(found.group(1), first, last)
+    found = _SEASON.search(lowered)
+    if found and found.group(3) is not None:
+        return _season(found.group(2), int(found.group(3)))
+    if found and found.group(5) is not None:
+        return _season(found.group(4), int(found.group(5)))
+    found = _YEAR.search(lowered)
+    if found:
+        return date(int(found.group(1)), 1, 1), date(int(found.group(1)), 12, 31)
+    return None
+
+
 def _past_month(month: int, today: date) -> tuple[date, date]:
     """First and last day of the most recent ``month`` not after ``today``."""
-    year = today.year if month <= today.month else today.year - 1
-    first = date(year, month, 1)
-    following = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    return first, following - timedelta(days=1)
+    return _month(today.year if month <= today.month else today.year - 1, month)
 
 
 def _past_day(month: int, day: int, today: date) -> date | None:
@@ -146,6 +229,9 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
     today = datetime.fromtimestamp(now, tz=UTC).astimezone(zone).date()
     week_start = today - timedelta(days=today.weekday())
 
+    given = _with_year(lowered)
+    if given is not None:
+        return _day_range(*given, zone)
     found = _AGO.search(lowered)
     if found:
         count = int(found.group(1)) if found.group(1) else _NUMBERS[found.group(2)]
@@ -163,16 +249,14 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
     found = _PART_OF_MONTH.search(lowered)
     if found:
         first, last = _past_month(_MONTHS[found.group(2)], today)
-        part = found.group(1)
-        if part in ("early", "beginning of", "start of"):
-            return _day_range(first, first + timedelta(days=10), zone)
-        if part in ("late", "end of"):
-            return _day_range(last - timedelta(days=10), last, zone)
-        return _day_range(first + timedelta(days=9), first + timedelta(days=20), zone)
+        return _day_range(*_part_of_month(found.group(1), first, last), zone)
     found = _IN_MONTH.search(lowered)
     if found:
         first, last = _past_month(_MONTHS[found.group(1)], today)
         return _day_range(first, last, zone)
+    found = _SEASON.search(lowered)
+    if found and found.group(2) is not None:
+        return _day_range(*_named_season(found.group(2), found.group(1), today), zone)
     found = _WEEKDAY.search(lowered)
     if found:
         back = (today.weekday() - _WEEKDAYS[found.group(2)]) % 7
@@ -198,6 +282,8 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
         ("this month", (today.replace(day=1), today)),
         ("past month", (today - timedelta(days=30), today)),
         ("earlier this year", (today.replace(month=1, day=1), today)),
+        ("the last year", (today - timedelta(days=365), today)),
+        ("the past year", (today - timedelta(days=365), today)),
         ("this year", (today.replace(month=1, day=1), today)),
         ("last year", (date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))),
     )
