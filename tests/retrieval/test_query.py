@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from vivy.retrieval.query import name_grams, time_range
+from vivy.retrieval.query import name_grams, proper_names, time_range
 from vivy.storage.search_types import TimeRange
 
 #: Wednesday 2026-04-15, 12:00 UTC.
@@ -91,3 +91,21 @@ def test_name_grams_are_word_runs_up_to_three() -> None:
     grams = name_grams("Did Maya Lee's dog, Biscuit, bark?")
     assert "maya lee" in grams and "biscuit" in grams and "maya lee s" in grams
     assert all(len(gram.split()) <= 3 for gram in grams)
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("What did Melanie paint in Paris?", ("melanie", "paris")),
+        ("Melanie: what did she paint?", ()),
+        ("When did James' mother visit Sam's sister?", ("james", "sam")),
+        ("Thanks. Where did Maria go?", ("maria",)),
+        ("what did I do in May and on Friday", ()),
+        ("what did sam say", ()),
+    ],
+)
+def test_proper_names_are_capitalised_words_inside_a_sentence(
+    question: str, names: tuple[str, ...]
+) -> None:
+    """A capital opening a sentence, a month, a weekday and "I" name nobody; a possessive goes."""
+    assert proper_names(question) == names

@@ -15,6 +15,7 @@ from vivy.retrieval.ranking import (
     Weights,
     calibration_for,
     features,
+    names_unknown,
     rank,
     recency,
     relevance,
@@ -290,6 +291,36 @@ def test_the_gate_counts_the_words_no_note_holds() -> None:
     assert ranked[0].features.question_coverage == 0.2
     assert order([partial], gate=GATE) == []
     assert order([replace(partial, question_coverage=None)], gate=GATE) == [1]
+
+
+def test_a_question_naming_only_strangers_gets_nothing_through_the_gate() -> None:
+    """ "What did Melanie paint?" in a guild whose notes hold painting but never a Melanie is
+    someone else's memory: the gate lets nothing through. A note holding the name, a note of
+    a member the question names, or a name too common to be searched keeps the gate as it was."""
+    weights = {"melanie": 3.0, "paint": 1.0}
+    painting = cand(1, 0.9, bm25=2.0, coverage=0.25, terms=frozenset({"paint"}))
+
+    def kept(candidate: Candidate, names: tuple[str, ...], searched: dict[str, float]) -> list[int]:
+        ranked = rank(
+            [candidate],
+            now=NOW,
+            channel_id=None,
+            calibration=CAL,
+            gate=Gate(min_relevance=0.0),
+            term_weights=searched,
+            names=names,
+        )
+        return [one.note_id for one in ranked]
+
+    assert kept(painting, ("melanie",), weights) == []
+    assert kept(
+        replace(painting, terms=frozenset({"paint", "melanie"})), ("melanie",), weights
+    ) == [1]
+    assert kept(replace(painting, named=True), ("melanie",), weights) == [1]
+    assert kept(painting, ("melanie",), {"paint": 1.0}) == [1]
+    assert kept(painting, (), weights) == [1]
+    assert names_unknown([painting], ("melanie",), weights)
+    assert order([painting], gate=None, term_weights=weights, names=("melanie",)) == [1]
 
 
 def test_relevance_weighs_coverage_and_the_stronger_semantic_match() -> None:

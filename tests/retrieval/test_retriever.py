@@ -470,6 +470,18 @@ async def test_stored_markup_is_escaped(tmp_path: Path) -> None:
     assert context.xml.count("</background_facts>") == 1
 
 
+async def test_a_question_about_someone_the_guild_never_met_recalls_no_notes(
+    tmp_path: Path,
+) -> None:
+    """Asked about Nala's tricks, a guild whose memory holds Bento's tricks but never a Nala
+    puts no note in the reply's context (the gate otherwise wide open); Bento's are there."""
+    world = make_world(tmp_path, OPEN_GATE)
+    about_bento = await world.retriever.build_context(ask("What tricks can the corgi Bento do?"))
+    assert world.ids["bento"] in about_bento.note_ids
+    about_nala = await world.retriever.build_context(ask("What tricks can the corgi Nala do?"))
+    assert about_nala.note_ids == ()
+
+
 async def test_search_notes(tmp_path: Path) -> None:
     """Fused, scored hits of both types in the guild, best first, with both raw scores."""
     world = make_world(tmp_path)

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from vivy.storage.search_types import TimeRange
 
-__all__ = ["name_grams", "time_range"]
+__all__ = ["name_grams", "proper_names", "time_range"]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -123,6 +123,30 @@ def name_grams(text: str, *, longest: int = 3) -> list[str]:
         for start in range(len(words) - size + 1):
             grams[" ".join(words[start : start + size])] = None
     return list(grams)
+
+
+#: What opens a sentence: a capital after it says nothing about a name.
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\W*$")
+_CAPITALISED = re.compile(r"\b[A-Z][^\W_]*(?:'s|')?")
+
+
+def proper_names(text: str) -> tuple[str, ...]:
+    """The words of ``text`` written with a capital where no sentence begins (months, days of
+    the week and "I" aside), lower-cased and without a possessive: the people, places and
+    things the question names ("what did **Melanie** paint in **Paris**?").
+
+    The reply's gate reads them: a question whose every name the guild's memory never
+    mentions is about someone else's memory (:func:`vivy.retrieval.ranking.rank`).
+    """
+    found: dict[str, None] = {}
+    for match in _CAPITALISED.finditer(text):
+        word = match.group().removesuffix("'s").removesuffix("'").lower()
+        if len(word) < 2 or word in _MONTHS or word in _WEEKDAYS:
+            continue
+        if _SENTENCE_START.search(text[: match.start()]):
+            continue
+        found[word] = None
+    return tuple(found)
 
 
 def _day_range(first: date, last: date, zone: ZoneInfo) -> TimeRange:

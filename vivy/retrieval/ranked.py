@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import Note
 from vivy.retrieval.lines import WordVectors, best_lines, word_matches
-from vivy.retrieval.query import name_grams, time_range
+from vivy.retrieval.query import name_grams, proper_names, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
@@ -84,6 +84,7 @@ async def ranked_notes(
     span = time_range(text, now, settings.timezone)
     terms = tuple(query_terms(text))
     grams = tuple(name_grams(text))
+    names = proper_names(text)
     searches = [
         NoteSearch(
             guild_id=guild_id,
@@ -115,6 +116,8 @@ async def ranked_notes(
                 term_weights=result.term_weights,
                 time_span_s=(span.end - span.start) if span is not None else 86400.0,
                 word_match=word_matches(result.candidates, terms, result.term_weights, words),
+                names=names,
+                unheld=result.unheld,
             )
             for result, (_, limit) in zip(found, limits, strict=True)
         ]

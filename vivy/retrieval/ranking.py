@@ -55,7 +55,7 @@ another server's talk) gets no note at all, rather than the least bad ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL
@@ -356,6 +356,23 @@ def passes_gate(scored: Scored, gate: Gate, *, semantic: bool = True) -> bool:
     return scored.features.time >= 1.0 and evidence >= needed / 2
 
 
+def names_unknown(
+    candidates: Iterable[Candidate],
+    names: Collection[str],
+    term_weights: Mapping[str, float],
+    unheld: Collection[str] = (),
+) -> bool:
+    """Whether every name the question uses (:func:`vivy.retrieval.query.proper_names`) is
+    one this guild's memory never mentions: each is in no note and no window (``unheld``) or
+    was searched (it is in ``term_weights``) and no candidate holds it, and no candidate is a
+    conversation of a member the question names. Asked "what did Melanie paint?", a guild
+    that never heard of a Melanie holds someone else's memory, however much painting its
+    notes talk of; a name too common to be searched, or a stop word, counts as known."""
+    if not names or any(name not in term_weights and name not in unheld for name in names):
+        return False
+    return not any(c.named or not c.terms.isdisjoint(names) for c in candidates)
+
+
 def rank(
     candidates: Iterable[Candidate],
     *,
@@ -368,8 +385,13 @@ def rank(
     term_weights: Mapping[str, float] | None = None,
     time_span_s: float = DAY_S,
     word_match: Mapping[int, float] | None = None,
+    names: Collection[str] = (),
+    unheld: Collection[str] = (),
 ) -> list[Scored]:
     """Candidates scored, gated (unless ``gate`` is None) and taken best first, diversified.
+
+    The gate lets nothing through when the question's ``names`` are all unknown to the
+    guild's memory (:func:`names_unknown`; ``unheld``: the terms no note or window holds).
 
     ``term_weights`` (the question's terms and their idf) drive diversification; without
     them notes are taken by score alone. ``word_match`` holds the notes' word-by-word match
@@ -380,6 +402,8 @@ def rank(
     listed: dict[int, Candidate] = {}
     for candidate in candidates:
         listed.setdefault(candidate.note_id, candidate)
+    if gate is not None and names_unknown(listed.values(), names, term_weights or {}, unheld):
+        return []
     if word_match and any(word_match.values()):
         weights = weights.supported(len(frozenset().union(*(c.terms for c in listed.values()))))
     found = features(

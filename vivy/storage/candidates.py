@@ -99,6 +99,13 @@ class SearchHits:
         return self.window_terms if self.window_terms.weights else self.note_terms
 
     @property
+    def unheld(self) -> frozenset[str]:
+        """The question's terms that no note and no evidence window holds."""
+        if not (self.window_terms.weights or self.window_terms.unheld):
+            return self.note_terms.unheld
+        return self.note_terms.unheld & self.window_terms.unheld
+
+    @property
     def weights(self) -> dict[str, float]:
         """The searched terms' weights (:meth:`plan`'s)."""
         return dict(self.plan.weights)
@@ -194,7 +201,9 @@ def assemble_candidates(
                 text=note.text,
             )
         )
-    return NoteSearchResult(tuple(candidates), hits.vector_failed, weights, shown, named)
+    return NoteSearchResult(
+        tuple(candidates), hits.vector_failed, weights, shown, named, hits.unheld
+    )
 
 
 #: Evidence windows kept per note for coverage and for the reply's quoted lines.

@@ -178,6 +178,7 @@ def plan_terms(
     return TermPlan(
         {term: term_weight(found[term], total) for term in kept},
         sum(term_weight(0, total) for n in found.values() if n == 0),
+        frozenset(term for term, n in found.items() if n == 0),
     )
 
 

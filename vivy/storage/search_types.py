@@ -53,10 +53,11 @@ class TermPlan:
     total idf of the question's terms that are in no row (``absent``, each weighed as a term
     of count 0), which the gate's coverage counts against a note: "Caroline" asked of a
     guild without a Caroline leaves the question half covered, however well "research"
-    matches."""
+    matches. ``unheld`` are those terms."""
 
     weights: Mapping[str, float]
     absent: float = 0.0
+    unheld: frozenset[str] = frozenset()
 
     @property
     def terms(self) -> list[str]:
@@ -192,7 +193,8 @@ class NoteSearchResult:
 
     ``term_weights`` are the searched terms with their idf; ``windows`` the best matching
     evidence windows of each candidate, best first; ``named`` the user ids of the members the
-    question names (by :attr:`NoteSearch.name_grams`).
+    question names (by :attr:`NoteSearch.name_grams`); ``unheld`` the question's terms that no
+    note and no evidence window holds.
     """
 
     candidates: tuple[Candidate, ...]
@@ -200,6 +202,7 @@ class NoteSearchResult:
     term_weights: Mapping[str, float] = field(default_factory=dict)
     windows: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
     named: frozenset[int] = frozenset()
+    unheld: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,9 +104,11 @@ def plan_terms(
     lexemes = {str(r[0]): str(r[1]) for r in rows if r[1] is not None}
     total = int(rows[0][3] or 0) if rows else 0
     kept = prune_terms(list(counts), counts, budget)
+    unheld = frozenset(term for term, n in counts.items() if n == 0 and term in lexemes)
     return LexemePlan(
         {term: term_weight(counts[term], total) for term in kept},
-        sum(term_weight(0, total) for term, n in counts.items() if n == 0 and term in lexemes),
+        sum(term_weight(0, total) for _ in unheld),
+        unheld,
         {term: lexemes[term] for term in kept},
     )
 
