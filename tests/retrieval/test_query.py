@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from vivy.retrieval.query import name_grams, proper_names, time_range
+from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.storage.search_types import TimeRange
 
 #: Wednesday 2026-04-15, 12:00 UTC.
@@ -109,3 +109,20 @@ def test_proper_names_are_capitalised_words_inside_a_sentence(
 ) -> None:
     """A capital opening a sentence, a month, a weekday and "I" name nobody; a possessive goes."""
     assert proper_names(question) == names
+
+
+@pytest.mark.parametrize(
+    ("question", "when"),
+    [
+        ("When did Maya move to Lisbon?", True),
+        ("What year did John start surfing?", True),
+        ("hey vivy, when is the party?", True),
+        ("How long ago did Sam adopt Bento?", True),
+        ("What did Sam feel when he won?", False),
+        ("Where did Maya move?", False),
+    ],
+)
+def test_asks_when_is_a_sentence_opening_with_when(question: str, when: bool) -> None:
+    """A sentence opening by asking when (or which year, or how long ago) asks when; a
+    "when" inside a clause does not."""
+    assert asks_when(question) is when

@@ -323,6 +323,17 @@ def test_a_question_naming_only_strangers_gets_nothing_through_the_gate() -> Non
     assert order([painting], gate=None, term_weights=weights, names=("melanie",)) == [1]
 
 
+def test_a_question_asking_when_prefers_the_note_whose_lines_tell_the_event() -> None:
+    """Asking when, the evidence's match weighs ``when_evidence`` times as much: the note
+    whose lines tell the event overtakes the one whose summary mentions it in passing."""
+    summary = cand(1, 0.6, window_similarity=0.3)
+    lines = cand(2, 0.35, window_similarity=0.6)
+    weights = Weights(when_evidence=4.0)
+    assert order([summary, lines], weights=weights) == [1, 2]
+    assert order([summary, lines], weights=weights, asks_when=True) == [2, 1]
+    assert order([summary, lines], weights=Weights(), asks_when=True) == [1, 2]
+
+
 def test_relevance_weighs_coverage_and_the_stronger_semantic_match() -> None:
     """Relevance is the gate's mix of coverage and max(note, window) semantic evidence."""
     found = features(

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 from vivy.storage.search_types import TimeRange
 
-__all__ = ["name_grams", "proper_names", "time_range"]
+__all__ = ["asks_when", "name_grams", "proper_names", "time_range"]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -123,6 +123,17 @@ def name_grams(text: str, *, longest: int = 3) -> list[str]:
         for start in range(len(words) - size + 1):
             grams[" ".join(words[start : start + size])] = None
     return list(grams)
+
+
+_ASKS_WHEN = re.compile(
+    r"(?:^|[,.!?:;]\s*)\W*(?:when|(?:what|which) (?:date|day|year|month|week)|how long ago)\b"
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether a sentence of ``text`` opens by asking when: "when did Maya move?", "what year
+    did John start surfing?" (not "what did Sam feel when he won?")."""
+    return _ASKS_WHEN.search(text.lower()) is not None
 
 
 #: What opens a sentence: a capital after it says nothing about a name.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.notes import Note
 from vivy.retrieval.lines import WordVectors, best_lines, word_matches
-from vivy.retrieval.query import name_grams, proper_names, time_range
+from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
@@ -85,6 +85,7 @@ async def ranked_notes(
     terms = tuple(query_terms(text))
     grams = tuple(name_grams(text))
     names = proper_names(text)
+    when = asks_when(text)
     searches = [
         NoteSearch(
             guild_id=guild_id,
@@ -118,6 +119,7 @@ async def ranked_notes(
                 word_match=word_matches(result.candidates, terms, result.term_weights, words),
                 names=names,
                 unheld=result.unheld,
+                asks_when=when,
             )
             for result, (_, limit) in zip(found, limits, strict=True)
         ]

@@ -146,6 +146,19 @@ class Weights:
     #: there (:meth:`supported`).
     word_match_boost: float = 6.75
     support_terms: int = 3
+    #: How many times the evidence's keyword and vector match weigh for a question asking
+    #: when something happened (:meth:`asking_when`).
+    when_evidence: float = 1.0
+
+    def asking_when(self) -> Weights:
+        """These weights for a question asking when something happened: the note whose lines
+        tell the event knows its day, a note whose summary mentions it in passing does not,
+        so the evidence windows' match weighs :attr:`when_evidence` times as much."""
+        return replace(
+            self,
+            evidence_keyword=self.evidence_keyword * self.when_evidence,
+            evidence_vector=self.evidence_vector * self.when_evidence,
+        )
 
     def supported(self, terms: int) -> Weights:
         """These weights for a question of which the found notes hold ``terms`` terms: the
@@ -387,11 +400,13 @@ def rank(
     word_match: Mapping[int, float] | None = None,
     names: Collection[str] = (),
     unheld: Collection[str] = (),
+    asks_when: bool = False,
 ) -> list[Scored]:
     """Candidates scored, gated (unless ``gate`` is None) and taken best first, diversified.
 
     The gate lets nothing through when the question's ``names`` are all unknown to the
     guild's memory (:func:`names_unknown`; ``unheld``: the terms no note or window holds).
+    ``asks_when``: the question asks when something happened (:meth:`Weights.asking_when`).
 
     ``term_weights`` (the question's terms and their idf) drive diversification; without
     them notes are taken by score alone. ``word_match`` holds the notes' word-by-word match
@@ -404,6 +419,8 @@ def rank(
         listed.setdefault(candidate.note_id, candidate)
     if gate is not None and names_unknown(listed.values(), names, term_weights or {}, unheld):
         return []
+    if asks_when:
+        weights = weights.asking_when()
     if word_match and any(word_match.values()):
         weights = weights.supported(len(frozenset().union(*(c.terms for c in listed.values()))))
     found = features(

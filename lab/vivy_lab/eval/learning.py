@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from vivy.retrieval.query import asks_when
 from vivy.retrieval.ranking import LOCAL_CALIBRATION, Calibration, Weights, features
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy_lab.eval.longconv import Searched, session_recall
@@ -74,6 +75,9 @@ class QuestionRows:
     #: and each term's share of the question's term weight: the diversity bonus's gains.
     holds_terms: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros((0, 0), bool))
     term_shares: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    #: Whether the question asks when something happened (its evidence weights are then
+    #: multiplied by :attr:`~vivy.retrieval.ranking.Weights.when_evidence`).
+    when: bool = False
 
 
 def question_rows(
@@ -115,6 +119,7 @@ def question_rows(
                 lack=max(0.0, 1.0 - held / support) if any(one.word_match.values()) else 0.0,
                 holds_terms=holds_terms,
                 term_shares=shares,
+                when=asks_when(one.question.question),
             )
         )
     return rows
@@ -127,13 +132,17 @@ DIVERSE_PLACES = 10
 
 def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str]:
     """The question's sessions by the weighted sum of their features, best first (ties in
-    candidate order). The weights past :data:`LEARNED`'s are the word-match boost, then the
-    diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places)."""
+    candidate order). The weights past :data:`LEARNED`'s are the word-match boost, the
+    diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places), then the
+    evidence's factor for a question asking when."""
     if not row.keys:
         return []
     used = weights[: len(LEARNED)].copy()
     if len(weights) > len(LEARNED):
         used[LEARNED.index("word_match")] *= 1.0 + weights[len(LEARNED)] * row.lack
+    if row.when and len(weights) > len(LEARNED) + 2:
+        for name in ("evidence_keyword", "evidence_vector"):
+            used[LEARNED.index(name)] *= weights[len(LEARNED) + 2]
     scores = row.matrix @ used
     order = np.lexsort((np.arange(len(row.keys)), -scores))
     diversity = float(weights[len(LEARNED) + 1]) if len(weights) > len(LEARNED) + 1 else 0.0
@@ -229,13 +238,17 @@ def cross_validate(
 
 def weights_from(vector: Sequence[float], base: Weights) -> Weights:
     """``base`` with the learned weights of ``vector`` (in :data:`LEARNED` order, then the
-    word-match boost and the diversity bonus if given; absent, they are 0): the ranking they
-    were learned for."""
+    word-match boost, the diversity bonus and the evidence's factor for a question asking
+    when, if given; absent, they are 0, 0 and 1): the ranking they were learned for."""
     learned: dict[str, Any] = {
         name: round(float(v), 4) for name, v in zip(LEARNED, vector[: len(LEARNED)], strict=True)
     }
-    extra = [round(float(v), 4) for v in vector[len(LEARNED) :]] + [0.0, 0.0]
-    return replace(base, **learned, word_match_boost=extra[0], diversity=extra[1])
+    extra = [round(float(v), 4) for v in vector[len(LEARNED) :]] + [0.0, 0.0, 1.0][
+        len(vector) - len(LEARNED) :
+    ]
+    return replace(
+        base, **learned, word_match_boost=extra[0], diversity=extra[1], when_evidence=extra[2]
+    )
 
 
 def fusion_holds(

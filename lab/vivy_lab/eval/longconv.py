@@ -45,7 +45,7 @@ from vivy.memory.notes import NewNote, Participant
 from vivy.retrieval import search
 from vivy.retrieval.context import quoted_lines
 from vivy.retrieval.lines import local_word_vectors, word_matches
-from vivy.retrieval.query import name_grams, proper_names, time_range
+from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
 from vivy.retrieval.scale import (
@@ -460,6 +460,7 @@ def ranked_sessions(
         word_match=searched.word_match,
         names=proper_names(searched.question.question),
         unheld=searched.found.unheld,
+        asks_when=asks_when(searched.question.question),
     )
     return [searched.sessions[s.note_id] for s in ranked if s.note_id in searched.sessions]
 

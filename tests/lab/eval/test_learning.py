@@ -64,4 +64,20 @@ def test_learned_vectors_become_weights_with_the_boost_and_diversity() -> None:
     full = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0], Weights())
     assert (full.coverage, full.word_match_boost, full.diversity) == (0.5, 2.0, 3.0)
     bare = weights_from([0.5] * len(LEARNED), Weights())
-    assert (bare.word_match_boost, bare.diversity) == (0.0, 0.0)
+    assert (bare.word_match_boost, bare.diversity, bare.when_evidence) == (0.0, 0.0, 1.0)
+    when = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0, 4.0], Weights())
+    assert when.when_evidence == 4.0
+
+
+def test_a_question_asking_when_weighs_the_evidence_by_its_factor() -> None:
+    """Note ``a`` matches by its summary, ``b`` by its evidence lines: plain, ``a`` leads;
+    asking when, with the evidence weighing three times, ``b`` does, as ranking would."""
+    matrix = np.zeros((2, len(LEARNED)))
+    matrix[:, LEARNED.index("note_vector")] = [1.0, 0.0]
+    matrix[:, LEARNED.index("evidence_vector")] = [0.0, 0.5]
+    plain = QuestionRows("g", "temporal", {1: "b"}, ("a", "b"), matrix)
+    asking = QuestionRows("g", "temporal", {1: "b"}, ("a", "b"), matrix, when=True)
+    vector = np.array([1.0] * len(LEARNED) + [0.0, 0.0, 3.0])
+    assert ranked_keys(plain, vector) == ["a", "b"]
+    assert ranked_keys(asking, vector) == ["b", "a"]
+    assert ranked_keys(asking, vector[:-1]) == ["a", "b"]
