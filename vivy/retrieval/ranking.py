@@ -124,31 +124,31 @@ class Weights:
     good model's) and the bundled generated set, each guild's similarities on its measured
     scale, each step kept only while the note eval's fused ranking stays at or above its
     better single search; the same script reports them held out conversation by
-    conversation. They were learned for a weighted sum without the diversity bonus, which is
-    off.
+    conversation. The diversity bonus, the word-match boost and the evidence's factor for a
+    question asking when are learned with them.
     """
 
-    note_keyword: float = 0.1875
-    evidence_keyword: float = 1.5
-    note_vector: float = 2.0
-    evidence_vector: float = 1.5
-    coverage: float = 3.0
+    note_keyword: float = 0.25
+    evidence_keyword: float = 0.8438
+    note_vector: float = 1.0
+    evidence_vector: float = 1.125
+    coverage: float = 1.0
     word_match: float = 1.0
     name: float = 0.112
     time: float = 3.0
     recency: float = 0.0
     channel: float = 0.02
-    diversity: float = 0.0
+    diversity: float = 3.0
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
     #: How many times more the word match weighs when the found notes hold none of the
     #: question's terms, less in proportion up to ``support_terms`` terms, not at all from
     #: there (:meth:`supported`).
-    word_match_boost: float = 6.75
+    word_match_boost: float = 2.25
     support_terms: int = 3
     #: How many times the evidence's keyword and vector match weigh for a question asking
     #: when something happened (:meth:`asking_when`).
-    when_evidence: float = 1.0
+    when_evidence: float = 2.25
 
     def asking_when(self) -> Weights:
         """These weights for a question asking when something happened: the note whose lines
