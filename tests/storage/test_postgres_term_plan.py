@@ -56,3 +56,12 @@ def test_common_terms_go_over_the_budget_and_rare_ones_keep_their_count(
     assert dict(plan.weights) == {"bento": pytest.approx(term_weight(2, total))}
     assert plan.lexeme_weights == {"bento": pytest.approx(term_weight(2, total))}
     assert db.read_sync(on_conn(plan_terms), ["the"], index="evidence").weights == {}
+
+
+def test_a_term_no_row_holds_is_unheld(db: PgDatabase) -> None:
+    """A word in no note is listed as unheld (the gate reads it: a name the guild's memory
+    never heard of) and not searched; a word in a note is searched and not unheld."""
+    db.write_sync(add_notes, 2, "chess and bento")
+    plan = db.read_sync(on_conn(plan_terms), ["bento", "melanie"])
+    assert plan.unheld == frozenset({"melanie"})
+    assert set(plan.weights) == {"bento"}
