@@ -61,6 +61,7 @@ _HEADS = 12
 _HEAD_DIMENSION = SENTENCE_DIMENSION // _HEADS
 #: Tokens of a text the encoder reads, [CLS] and [SEP] included (the model's own limit).
 MAX_TOKENS = 256
+_ROW_MULTIPLE = 4
 #: Tokens one pass of :meth:`SentenceModel.encode` runs through the layers at most (a longer
 #: input takes several passes): it bounds the activations' memory, about 6 kB a token.
 _PASS_TOKENS = 4096
@@ -350,8 +351,13 @@ class SentenceModel:
         lengths = np.array([len(row) for row in rows], dtype=np.intp)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         total = int(lengths.sum())
-        flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.intp, count=total)
-        positions = np.arange(total) - np.repeat(starts, lengths)
+        # The products run markedly faster on a multiple of _ROW_MULTIPLE rows: the pass is
+        # padded with copies of its first token, which no row attends to or pools.
+        padded = -(-total // _ROW_MULTIPLE) * _ROW_MULTIPLE
+        flat = np.full(padded, rows[0][0], dtype=np.intp)
+        flat[:total] = np.fromiter(itertools.chain.from_iterable(rows), np.intp, count=total)
+        positions = np.zeros(padded, dtype=np.intp)
+        positions[:total] = np.arange(total) - np.repeat(starts, lengths)
         hidden = self._words[flat].astype(np.float32)
         hidden *= self._word_scales[flat][:, np.newaxis]
         hidden += self._positions[positions]
@@ -363,7 +369,7 @@ class SentenceModel:
         for layer in self._layers:
             hidden = _layer(hidden, groups, layer)
         # The sum of a row's tokens, normalised: the same unit vector as their mean.
-        pooled: npt.NDArray[np.float32] = np.add.reduceat(hidden, starts, axis=0)
+        pooled: npt.NDArray[np.float32] = np.add.reduceat(hidden[:total], starts, axis=0)
         pooled /= np.sqrt(np.einsum("rd,rd->r", pooled, pooled))[:, np.newaxis]
         return pooled
 
@@ -452,6 +458,7 @@ def _layer(
 
     qkv = layer.qkv(hidden)
     context = np.empty_like(hidden)
+    context[groups[-1].last :] = 0.0
     for group in groups:
         group.attend(qkv, context)
     attended = layer.out(context)
