@@ -23,13 +23,18 @@ import vivy
 from vivy.errors import LLMError
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, shared_embedder
 from vivy.llm.offline.embeddings import (
-    _BATCH_COST_TOKENS,
     WORD_MODEL_DIMENSION,
     WORD_VECTOR_DIMENSION,
-    _batches,
     _WordTable,
 )
-from vivy.llm.offline.sentence_model import SentenceModel, WordPiece, _softmax
+from vivy.llm.offline.sentence_model import (
+    _GROUP_COST,
+    _PASS_TOKENS,
+    SentenceModel,
+    WordPiece,
+    _groups,
+    _softmax,
+)
 
 #: Every test here is about the shipped models themselves.
 pytestmark = pytest.mark.sentence_model
@@ -106,27 +111,39 @@ def test_a_text_embeds_alike_alone_and_in_a_padded_batch() -> None:
         assert np.allclose(shared_embedder().embed_array([text])[0], vector, atol=1e-5)
 
 
-def test_texts_are_batched_at_the_least_padding_cost() -> None:
-    """Texts sorted by length are cut into batches at the least cost (a fixed cost per batch
-    plus its texts times its longest): the cut equals the best of every possible cut, and a
-    batch holds at most 32 texts."""
+def test_attention_groups_are_cut_at_the_least_padding_cost() -> None:
+    """Rows sorted by length are cut into attention groups at the least cost (a fixed cost
+    per group plus its rows times its longest row's square): the cut equals the best of
+    every possible cut, and a group holds at most 32 rows."""
     rng = random.Random(7)
 
     def cost(cuts: list[tuple[int, int]], lengths: list[int]) -> int:
-        return sum(_BATCH_COST_TOKENS + (end - start) * lengths[end - 1] for start, end in cuts)
+        return sum(_GROUP_COST + (end - start) * lengths[end - 1] ** 2 for start, end in cuts)
 
     for _ in range(200):
-        lengths = sorted(rng.randint(3, 120) for _ in range(rng.randint(1, 8)))
-        cuts = _batches(lengths)
+        lengths = sorted(rng.randint(3, 256) for _ in range(rng.randint(1, 8)))
+        cuts = _groups(lengths)
         assert [i for start, end in cuts for i in range(start, end)] == list(range(len(lengths)))
         every = []
         for mask in range(2 ** (len(lengths) - 1)):
             edges = [0, *[i + 1 for i in range(len(lengths) - 1) if mask >> i & 1], len(lengths)]
             every.append(cost(list(itertools.pairwise(edges)), lengths))
         assert cost(cuts, lengths) == min(every)
-    assert _batches([]) == []
-    assert max(end - start for start, end in _batches([10] * 70)) <= 32
-    assert _batches([43, 45, 97, 100]) == [(0, 2), (2, 4)]
+    assert _groups([]) == []
+    assert max(end - start for start, end in _groups([10] * 70)) <= 32
+    assert _groups([20, 24, 100, 250]) == [(0, 2), (2, 3), (3, 4)]
+
+
+def test_texts_embed_alike_in_one_pass_and_in_several() -> None:
+    """Texts past one pass's tokens are embedded in several passes, each text as in one."""
+    texts = [f"message number {n} about the trip to {'Lisbon ' * (n % 40)}" for n in range(200)]
+    model = shared_embedder()._sentence_model()
+    ids = [model.tokenizer.encode(text) for text in texts]
+    assert sum(map(len, ids)) > _PASS_TOKENS
+    whole = shared_embedder().embed_array(texts)
+    for start in range(0, len(texts), 40):
+        part = model.encode(ids[start : start + 40])
+        assert np.allclose(part, whole[start : start + 40], atol=1e-5)
 
 
 def test_attention_softmax_is_exact_for_rows_far_below_the_largest_score() -> None:

@@ -71,11 +71,8 @@ _TABLE_DIMENSION = 256
 #: row.
 WORD_VECTOR_DIMENSION = WORD_MODEL_DIMENSION + _TABLE_DIMENSION
 
-#: Texts embedded per batch at most; a batch pads to its longest text.
+#: Texts whose word vectors are averaged in one batch at most; a batch pads to its longest.
 _BATCH = 32
-#: What one more batch costs, in padded tokens of one text: a batch widens and multiplies
-#: every weight matrix once (about 1.8 ms on one core), one token about 0.2 ms more.
-_BATCH_COST_TOKENS = 9
 #: Characters of a text that are tokenised: the sentence model reads at most 256 tokens, and
 #: the cap bounds the tokenizer's work on one pathological message.
 _MAX_CHARS = 4000
@@ -225,18 +222,13 @@ class LocalEmbedder:
     def embed_array(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The sentence model's L2-normalised embeddings of ``texts``, one row each.
 
-        Texts are cut to :data:`_MAX_CHARS` and batched by length, so that a batch pads
-        little; an empty text embeds as its [CLS] and [SEP] tokens alone.
+        Texts are cut to :data:`_MAX_CHARS`; an empty text embeds as its [CLS] and [SEP]
+        tokens alone.
         """
         import numpy as np
 
         model = self._sentence_model()
-        ids = [model.tokenizer.encode(text[:_MAX_CHARS]) for text in texts]
-        order = sorted(range(len(ids)), key=lambda index: len(ids[index]))
-        vectors = np.empty((len(ids), self.dimension), dtype=np.float32)
-        for start, end in _batches([len(ids[index]) for index in order]):
-            chosen = order[start:end]
-            vectors[chosen] = model.encode([ids[index] for index in chosen])
+        vectors = model.encode([model.tokenizer.encode(text[:_MAX_CHARS]) for text in texts])
         if not np.isfinite(vectors).all():
             raise LLMError("the offline embedding model returned unusable vectors")
         return vectors
@@ -245,27 +237,6 @@ class LocalEmbedder:
         """L2-normalised embeddings of ``texts`` as plain floats, one list each."""
         rows: list[list[float]] = self.embed_array(texts).tolist()
         return rows
-
-
-def _batches(lengths: Sequence[int]) -> list[tuple[int, int]]:
-    """The cheapest cut of texts of ``lengths`` tokens (ascending) into batches of at most
-    :data:`_BATCH`, as ``(start, end)`` ranges: a batch costs :data:`_BATCH_COST_TOKENS`
-    plus its texts times its longest, which it pads to. A note and its evidence windows
-    (40 to 100 tokens) pad a third less so than as one batch."""
-    best = [0] * (len(lengths) + 1)
-    start_of = [0] * (len(lengths) + 1)
-    for end in range(1, len(lengths) + 1):
-        candidates = range(max(0, end - _BATCH), end)
-        costs = [
-            (best[s] + _BATCH_COST_TOKENS + (end - s) * lengths[end - 1], s) for s in candidates
-        ]
-        best[end], start_of[end] = min(costs)
-    cuts: list[tuple[int, int]] = []
-    end = len(lengths)
-    while end:
-        cuts.append((start_of[end], end))
-        end = start_of[end]
-    return cuts[::-1]
 
 
 class _WordTable:

