@@ -21,6 +21,30 @@ from trio.testing import MockClock
 
 from tests.hashing import install_hashed_sentences, sentence_model
 
+#: The modules whose tests take longest, longest first. They start first, so that under
+#: ``pytest -n 2 --dist loadscope`` (``scripts/check``) one worker runs them while the other
+#: runs the many short modules, rather than one of them starting last and running alone.
+LONG_MODULES = (
+    "tests/lab/eval/test_longconv.py",
+    "tests/commands/test_errors.py",
+    "tests/test_readme.py",
+    "tests/commands/test_db_copy.py",
+    "tests/memory/test_guards.py",
+    "tests/bot/test_providers.py",
+    "tests/commands/test_demo.py",
+    "tests/bot/test_catchup.py",
+    "tests/reliability/test_crash.py",
+    "tests/commands/test_filesystem_errors.py",
+    "tests/lab/eval/test_notes.py",
+    "tests/web/test_browser.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests of :data:`LONG_MODULES` first, in that order; the rest keep theirs."""
+    rank = {module: index for index, module in enumerate(LONG_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -84,6 +85,13 @@ async def until(condition: Callable[[], bool]) -> None:
         await anyio.sleep(0.01)
 
 
+async def sigterm(before: Any) -> None:
+    """Send this process SIGTERM once ``serve``'s receiver has replaced ``before`` (sent
+    earlier, it would end the test process instead)."""
+    await until(lambda: signal.getsignal(signal.SIGTERM) not in (before, signal.SIG_DFL))
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 @pytest.mark.anyio
 async def test_serve_runs_the_bot_until_sigterm(engine: Engine, probe: Probe) -> None:
     """``serve`` connects, registers commands, captures and answers, and stops on SIGTERM."""
@@ -114,11 +122,7 @@ async def test_serve_runs_the_bot_until_sigterm(engine: Engine, probe: Probe) ->
                     ),
                 )
                 await until(lambda: bool(fake.sent(CHANNEL)))
-                # Once the signal receiver is installed, SIGTERM reaches it (not pytest).
-                await until(
-                    lambda: signal.getsignal(signal.SIGTERM) not in (before, signal.SIG_DFL)
-                )
-                os.kill(os.getpid(), signal.SIGTERM)
+                await sigterm(before)
         await fake.gateway_closed.wait()
     assert outcome == [0]
     [put] = [r for r in fake.requests if r.method == "PUT"]
@@ -140,6 +144,7 @@ async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(
         shutdown_grace_s=5.0,
         shards=parse_shard_ids("0-2", 3),
     )
+    before = signal.getsignal(signal.SIGTERM)
     guilds = [GUILD, *(GUILD + (step << 22) for step in (1, 2))]
     assert sorted((guild >> 22) % 3 for guild in guilds) == [0, 1, 2]
     async with FakeDiscord(VIVY_USER, guild_id=GUILD, shards=1) as fake:
@@ -163,7 +168,7 @@ async def test_serve_runs_every_shard_and_each_guild_arrives_on_its_own(
                     if len(await buffered_texts(probe)) == 3:
                         break
                     await anyio.sleep(0.01)
-                os.kill(os.getpid(), signal.SIGTERM)
+                await sigterm(before)
         await fake.gateway_closed.wait()
     assert sorted(fake.identified) == [(0, 3), (1, 3), (2, 3)]
     assert sorted(s for s, name in fake.dispatched if name == "MESSAGE_CREATE") == [0, 1, 2]
@@ -188,6 +193,7 @@ async def test_serve_on_postgresql_remembers_through_the_gateway(
 ) -> None:
     """With ``VIVY_DB=postgresql://…`` the same ``vivy run`` stores the gateway's messages in
     PostgreSQL (and no SQLite file is made)."""
+    before = signal.getsignal(signal.SIGTERM)
     url = "postgresql://vivy@db.example/vivy"
     assert Settings.from_env({"VIVY_DB": url}).database_url == url
     settings = make_settings(
@@ -215,7 +221,7 @@ async def test_serve_on_postgresql_remembers_through_the_gateway(
                         if await _texts_on(reader):
                             break
                         await anyio.sleep(0.05)
-                    os.kill(os.getpid(), signal.SIGTERM)
+                    await sigterm(before)
             assert await _texts_on(reader) == ["remembered in postgres"]
         finally:
             reader.close()
@@ -289,6 +295,7 @@ async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(
     IDENTIFY), the fake replays what was dispatched meanwhile, and Vivy stores it."""
     settings = engine.settings(discord_token=TOKEN, metrics_port=0, shutdown_grace_s=5.0)
     texts = ["before the reconnect", "during the reconnect", "after the resume"]
+    before = signal.getsignal(signal.SIGTERM)
     async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
         bot = quiet_bot(fake)
 
@@ -315,7 +322,7 @@ async def test_a_shard_told_to_reconnect_resumes_and_misses_nothing(
                     if len(await buffered_texts(probe)) == 3:
                         break
                     await anyio.sleep(0.01)
-                os.kill(os.getpid(), signal.SIGTERM)
+                await sigterm(before)
         await fake.gateway_closed.wait()
     assert fake.identified == [(0, 1)]
     assert await buffered_texts(probe) == texts
