@@ -248,6 +248,7 @@ async def test_vivy_run_cut_off_from_postgresql_fences_itself_and_comes_back(
             database_url=proxied,
             lease_s=12.0,
         )
+        before = signal.getsignal(signal.SIGTERM)
         async with FakeDiscord(VIVY_USER, guild_id=GUILD) as fake:
             ended: list[int] = []
 
@@ -273,6 +274,14 @@ async def test_vivy_run_cut_off_from_postgresql_fences_itself_and_comes_back(
                         )
                         await until_stored(reader, 2)
                         assert ended == []  # still running
+                        # Sent before serve's own receiver is in place, SIGTERM would end
+                        # the test process itself.
+                        await until(
+                            lambda: (
+                                signal.getsignal(signal.SIGTERM) not in (before, signal.SIG_DFL)
+                            ),
+                            within=10,
+                        )
                         os.kill(os.getpid(), signal.SIGTERM)
             finally:
                 reader.close()

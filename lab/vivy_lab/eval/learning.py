@@ -272,3 +272,16 @@ def recall_of(
     return float(
         np.mean([session_recall(ranked_keys(row, weights), row.answers, k) for row in chosen])
     )
+
+
+def recall_holds(
+    rows: Sequence[QuestionRows], floors: Mapping[tuple[str | None, int], float]
+) -> Callable[[npt.NDArray[np.float64]], bool]:
+    """The constraint that ``rows``' recall stays at or above each floor (by question kind,
+    None for all, and k): the generated set's best baseline in every cell, which
+    ``vivy eval --check`` demands."""
+
+    def holds(vector: npt.NDArray[np.float64]) -> bool:
+        return all(recall_of(rows, vector, kind, k) >= floor for (kind, k), floor in floors.items())
+
+    return holds

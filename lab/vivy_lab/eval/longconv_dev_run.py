@@ -32,7 +32,7 @@ import numpy as np
 
 from vivy.config import Settings
 from vivy.importer.replay import import_exports
-from vivy.llm.port import LLM
+from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval.ranking import calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.sqlite import open_sqlite_store
@@ -40,10 +40,12 @@ from vivy_lab.eval.baselines import bm25_index, bm25_sessions
 from vivy_lab.eval.learning import LEARNED, QuestionRows, cross_validate, question_rows
 from vivy_lab.eval.longconv import (
     Searched,
+    baseline_rankings,
     load_longconv,
     memory_store,
     quoted_recall,
     ranked_sessions,
+    score_methods,
     search_questions,
     search_stored,
     session_recall,
@@ -57,12 +59,13 @@ from vivy_lab.eval.longconv_dev import (
     strangers,
     write_exports,
 )
-from vivy_lab.eval.longconv_report import mean
+from vivy_lab.eval.longconv_report import BASELINES, KINDS, mean
 
 __all__ = [
     "DevFigures",
     "dev_figures",
     "format_dev_report",
+    "generated_floors",
     "generated_rows",
     "run_default",
     "run_stand_in",
@@ -259,3 +262,32 @@ async def generated_rows(llm: LLM) -> list[QuestionRows]:
     found = await search_questions(load_longconv(), llm, DEFAULT_SETTINGS, evidence=True)
     scale = calibration_for(llm.embedding_model)
     return question_rows(found, lambda one: one.scale or scale)
+
+
+async def generated_floors(llm: LLM) -> dict[tuple[str | None, int], float]:
+    """The bundled generated set's best baseline recall in every cell (question kind, None
+    for all; k): what ``vivy eval --check`` holds the retriever to on that set."""
+    data = load_longconv()
+    questions = [q for guild in data.guilds for q in guild.questions]
+    vectors = await llm.embed([q.question for q in questions], EmbeddingTask.QUERY)
+    baselines = await baseline_rankings(data, llm, vectors)
+    session_of = {
+        mid: session.key
+        for guild in data.guilds
+        for session in guild.sessions
+        for mid, _, _, _ in session.messages
+    }
+    answers = [{mid: session_of[mid] for mid in q.answers if mid in session_of} for q in questions]
+    overall, by_kind = score_methods(
+        {
+            method: list(zip(questions, answers, baselines[method], strict=True))
+            for method in BASELINES
+        }
+    )
+    floors: dict[tuple[str | None, int], float] = {
+        (None, k): max(overall[method][k] for method in BASELINES) for k in KS
+    }
+    for kind in KINDS:
+        for k in KS:
+            floors[kind, k] = max(by_kind[method][kind][k] for method in BASELINES)
+    return floors

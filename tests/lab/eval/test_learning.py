@@ -10,6 +10,7 @@ from vivy_lab.eval.learning import (
     LEARNED,
     QuestionRows,
     ranked_keys,
+    recall_holds,
     recall_of,
     weights_from,
 )
@@ -48,13 +49,15 @@ def test_diversity_lifts_the_candidate_that_covers_a_new_term() -> None:
     assert ranked_keys(row(), weights(0.5)) == ["a", "c", "b"]
 
 
-def test_recall_of_reads_one_kind_or_all() -> None:
+def test_recall_of_reads_one_kind_or_all_and_floors_hold_on_it() -> None:
     """Recall@2 of the rows, of one kind or (None) of all: the diversified ranking reaches the
-    answer by the second place, the plain one does not."""
+    answer by the second place, the plain one does not; floors on it refuse the plain one."""
     rows = [row(), row("paraphrase")]
     assert recall_of(rows, weights(0.0), None, 2) == 0.0
     assert recall_of(rows, weights(0.5), "paraphrase", 2) == 1.0
     assert recall_of(rows, weights(0.5), None, 2) == 1.0
+    holds = recall_holds(rows, {(None, 2): 1.0, ("paraphrase", 2): 1.0})
+    assert holds(weights(0.5)) and not holds(weights(0.0))
 
 
 def test_learned_vectors_become_weights_with_the_boost_and_diversity() -> None:
