@@ -128,17 +128,17 @@ class Weights:
     question asking when are learned with them.
     """
 
-    note_keyword: float = 0.25
-    evidence_keyword: float = 0.8438
+    note_keyword: float = 0.0
+    evidence_keyword: float = 1.0
     note_vector: float = 1.0
     evidence_vector: float = 1.125
     coverage: float = 1.0
     word_match: float = 1.0
     name: float = 0.112
     time: float = 3.0
-    recency: float = 0.0
+    recency: float = 0.125
     channel: float = 0.02
-    diversity: float = 3.0
+    diversity: float = 1.5
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
     #: How many times more the word match weighs when the found notes hold none of the
