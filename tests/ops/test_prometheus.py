@@ -206,7 +206,12 @@ class LivePrometheus:
                 body: dict[str, Any] = json.load(r)
         except urllib.error.HTTPError as error:
             with error:
-                body = json.load(error)
+                raw = error.read()
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                # Until it is ready, Prometheus answers 503 in plain text: not an answer yet.
+                raise ConnectionError(f"{error.code} from Prometheus: {raw[:200]!r}") from error
         return body
 
 
