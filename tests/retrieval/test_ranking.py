@@ -302,16 +302,7 @@ def test_a_question_naming_only_strangers_gets_nothing_through_the_gate() -> Non
     painting = cand(1, 0.9, bm25=2.0, coverage=0.25, terms=frozenset({"paint"}))
 
     def kept(candidate: Candidate, names: tuple[str, ...], searched: dict[str, float]) -> list[int]:
-        ranked = rank(
-            [candidate],
-            now=NOW,
-            channel_id=None,
-            calibration=CAL,
-            gate=Gate(min_relevance=0.0),
-            term_weights=searched,
-            names=names,
-        )
-        return [one.note_id for one in ranked]
+        return order([candidate], gate=Gate(min_relevance=0.0), term_weights=searched, names=names)
 
     assert kept(painting, ("melanie",), weights) == []
     assert kept(
