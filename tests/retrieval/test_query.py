@@ -62,10 +62,13 @@ def test_time_phrases(question: str, first: str, last: str) -> None:
         "did she fall off her bike?",
         "what year did John start surfing?",
         "is 2022 a year or a count?",
+        "what forum did Tim join recently?",
+        "what has Maya been reading lately",
     ],
 )
 def test_no_time_phrase_means_no_range(question: str) -> None:
-    """Without a date or time phrase nothing is guessed ("may I" is not the month)."""
+    """Without a date or time phrase nothing is guessed ("may I" is not the month; "recently"
+    asks for the latest event, not for a window of days)."""
     assert time_range(question, NOW) is None
 
 

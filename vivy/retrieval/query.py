@@ -257,7 +257,10 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
 
     Relative phrases count back from ``now`` in ``timezone`` (the guild's zone); a month or
     day without a year is the most recent one. A phrase may widen by a day either side, so
-    a conversation late in the evening still counts for "yesterday".
+    a conversation late in the evening still counts for "yesterday". "Recently" and "lately"
+    name no interval: they ask for the latest such event, however long ago it was, which the
+    ranking's recency already prefers (a fortnight's window lost the answer whenever the
+    event was older).
     """
     zone = ZoneInfo(timezone) if timezone != "UTC" else ZoneInfo("UTC")
     lowered = " ".join(_WORD.findall(text.lower()))
@@ -311,8 +314,6 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
         ("last week", (week_start - timedelta(days=7), week_start - timedelta(days=1))),
         ("past week", (today - timedelta(days=7), today)),
         ("this week", (week_start, today)),
-        ("recently", (today - timedelta(days=14), today)),
-        ("lately", (today - timedelta(days=14), today)),
         ("last month", _past_month(12 if today.month == 1 else today.month - 1, today)),
         ("this month", (today.replace(day=1), today)),
         ("past month", (today - timedelta(days=30), today)),
