@@ -27,8 +27,13 @@ run once. Then:
   questions with an empty reply while the other four keep their answer among the reply's
   notes at most :data:`GATE_COST` less often than with no gate; the held-out rates are
   printed, and the gate to ship is chosen the same way on all five.
+* **quoted lines**: for each held-out conversation, the rank share of the evidence budget
+  (:data:`vivy.retrieval.context.RANK_SHARE`) that quotes the most answer messages under the
+  first five notes of the other four, in both ways at once; the held-out quoted-line recall
+  is printed, and the share to ship is chosen the same way on all five.
 
-It prints what to put in ``vivy/retrieval/ranking.py``; nothing is written.
+It prints what to put in ``vivy/retrieval/ranking.py`` and ``vivy/retrieval/context.py``;
+nothing is written.
 """
 
 from __future__ import annotations
@@ -55,7 +60,14 @@ from vivy_lab.eval.learning import (
     recall_of,
     weights_from,
 )
-from vivy_lab.eval.longconv import Searched, ranked_sessions, session_recall
+from vivy_lab.eval.longconv import (
+    QUOTED_NOTES,
+    Searched,
+    quoted_recall,
+    ranked_sessions,
+    requoted,
+    session_recall,
+)
 from vivy_lab.eval.longconv_dev import DEFAULT_DEV_PATH, DevRun, load_dev
 from vivy_lab.eval.longconv_dev_run import (
     NEUTRAL_START,
@@ -80,6 +92,7 @@ GENERATED_FLOORS: dict[tuple[str | None, int], float] = {
 REGRESSION_SLACK = 0.02
 SHARES = (0.3, 0.5, 0.7)
 THRESHOLDS = tuple(round(0.3 + 0.05 * step, 2) for step in range(10))
+RANK_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2)
 
 
 def _group(one: Searched) -> str:
@@ -132,6 +145,35 @@ def choose_gate(run: DevRun, weights: Weights, model: str, groups: set[str]) -> 
     return best
 
 
+def _quoted(searched: Sequence[Searched], share: float) -> list[float]:
+    """Each question's quoted-line recall under the first notes with the rank ``share``."""
+    return [
+        quoted_recall(requoted(one.shipped, DEFAULT_SETTINGS, share), one.answers, QUOTED_NOTES)
+        for one in searched
+    ]
+
+
+def choose_rank_share(searched: Sequence[Searched], groups: set[str]) -> float:
+    """The rank share quoting the most answer messages of ``groups``'s questions."""
+    mine = [one for one in searched if _group(one) in groups]
+    return max(RANK_SHARES, key=lambda share: (float(np.mean(_quoted(mine, share))), -share))
+
+
+def report_rank_share(runs: Sequence[DevRun], groups: set[str]) -> None:
+    """Print each run's held-out quoted-line recall and the rank share to ship."""
+    both = [one for run in runs for one in run.searched]
+    chosen = {group: choose_rank_share(both, groups - {group}) for group in sorted(groups)}
+    for run in runs:
+        held = [
+            figure
+            for group, share in chosen.items()
+            for figure in _quoted([one for one in run.searched if _group(one) == group], share)
+        ]
+        print(f"quoted-line recall@{QUOTED_NOTES} held out, {run.name}: {np.mean(held):.3f}")
+    print(f"rank shares by held-out conversation: {chosen}")
+    print(f"RANK_SHARE = {choose_rank_share(both, groups)}")
+
+
 def main(path: Path, rounds: int) -> None:
     """Search once both ways, cross-validate, and print the weights and gate to ship."""
     dev = load_dev(path)
@@ -175,6 +217,7 @@ def main(path: Path, rounds: int) -> None:
         )
         print(f"generated set, {kind or 'all'} @{k}: {figure:.3f}{short}")
     print(choose_gate(default, weights_from(vector, Weights()), model, groups))
+    report_rank_share(runs, groups)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vivy.memory.evidence import EvidenceLine
+from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.retrieval.lines import WordVectors, best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import name_grams
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
@@ -65,7 +65,7 @@ def _quoted(
     lines: Mapping[int, Sequence[EvidenceLine]],
     chosen: Sequence[int],
     words: WordVectors,
-) -> list[tuple[EvidenceLine, ...]]:
+) -> list[tuple[ScoredLine, ...]]:
     """The lines each chosen note would quote, as :func:`ranked_notes` picks them."""
     return best_lines(
         [lines.get(note_id, ()) for note_id in chosen],

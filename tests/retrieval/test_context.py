@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from vivy.memory.evidence import EvidenceLine
+from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.facts import Fact
 from vivy.memory.notes import Note, Participant
 from vivy.retrieval.context import (
@@ -198,10 +198,12 @@ def test_escaping(raw: str, text: str, attribute: str) -> None:
     assert escape_attribute(raw) == attribute
 
 
-def evidence_line(message_id: int, name: str, text: str, day: str = "2026-02-23") -> EvidenceLine:
-    """A kept message of note 1, said at noon UTC of ``day``."""
+def evidence_line(
+    message_id: int, name: str, text: str, day: str = "2026-02-23", score: float = 0.0
+) -> ScoredLine:
+    """A kept message of note 1, said at noon UTC of ``day``, chosen with ``score``."""
     at = datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() + 12 * 3600
-    return EvidenceLine(message_id, 1, 7, name, text, at)
+    return ScoredLine(EvidenceLine(message_id, 1, 7, name, text, at), score)
 
 
 def test_evidence_lines_are_quoted_under_their_note() -> None:
@@ -250,20 +252,68 @@ def test_evidence_lines_stop_at_the_token_budget() -> None:
     assert "a" * 40 in text and "b" * 40 not in text and "Second" in text
 
 
-def test_the_budget_goes_round_the_notes_best_lines_first() -> None:
-    """Lines are taken in turns, each note's next best in rank order, and quoted in the
-    order they were said: with room for three lines, the first note shows its two best and
-    the second its best, not the first note three."""
-    first = note(1, "2026-02-23", "First", "one")
-    second = note(2, "2026-02-24", "Second", "two")
-    best_first = (
-        evidence_line(3, "Sam", "a3" * 10),
-        evidence_line(1, "Sam", "a1" * 10),
-        evidence_line(2, "Sam", "a2" * 10),
-    )
-    size = len("  > Sam, Feb 23: ") + 20
+FIRST = note(1, "2026-02-23", "First", "one")
+SECOND = note(2, "2026-02-24", "Second", "two")
+#: The rendered size of one of the lines below.
+LINE_SIZE = len("  > Sam, Feb 23: ") + 20
+
+
+def test_every_note_quotes_its_best_line_before_any_note_its_second() -> None:
+    """With room for two lines, each note shows its best, though the first note's second
+    line answers better than the second note's best; lines are quoted in the order said."""
     quoted = quoted_lines(
-        [(first, best_first), (second, (evidence_line(9, "Sam", "b9" * 10),))],
-        evidence_tokens=3 * size // 4 + 1,
+        [
+            (
+                FIRST,
+                (
+                    evidence_line(3, "Sam", "a3" * 10, score=0.9),
+                    evidence_line(1, "Sam", "a1" * 10, score=0.8),
+                ),
+            ),
+            (SECOND, (evidence_line(9, "Sam", "b9" * 10, score=0.1),)),
+        ],
+        evidence_tokens=2 * LINE_SIZE // 4 + 1,
     )
-    assert [[line.message_id for line in lines] for lines in quoted] == [[1, 3], [9]]
+    assert [[line.message_id for line in lines] for lines in quoted] == [[3], [9]]
+
+
+def test_the_rest_of_the_budget_goes_to_the_lines_that_answer_best() -> None:
+    """After the best lines, a lower note's line that answers the question well comes before
+    the first note's weak next lines; of lines that answer alike, the higher note's come
+    first (its place adds :data:`RANK_SHARE` over its place)."""
+    first = (
+        evidence_line(1, "Sam", "a1" * 10, score=0.9),
+        evidence_line(2, "Sam", "a2" * 10, score=0.1),
+        evidence_line(3, "Sam", "a3" * 10, score=0.5),
+    )
+    second = (
+        evidence_line(8, "Sam", "b8" * 10, score=0.9),
+        evidence_line(9, "Sam", "b9" * 10, score=0.7),
+        evidence_line(7, "Sam", "b7" * 10, score=0.5),
+    )
+    quoted = quoted_lines(
+        [(FIRST, first), (SECOND, second)],
+        evidence_tokens=4 * LINE_SIZE // 4 + 1,
+        rank_share=0.3,
+    )
+    # Claims past the best lines: 9 at 0.7 + 0.3 / 2, 3 at 0.5 + 0.3, 7 at 0.5 + 0.3 / 2, 2 at
+    # 0.1 + 0.3: room for two of them.
+    assert [[line.message_id for line in lines] for lines in quoted] == [[1, 3], [8, 9]]
+
+
+def test_a_line_too_long_for_what_is_left_is_passed_over_for_a_shorter_one() -> None:
+    """A long line that does not fit leaves the budget to a shorter, weaker line."""
+    quoted = quoted_lines(
+        [
+            (
+                FIRST,
+                (
+                    evidence_line(1, "Sam", "a1" * 10, score=0.9),
+                    evidence_line(2, "Sam", "long " * 40, score=0.8),
+                    evidence_line(3, "Sam", "a3" * 10, score=0.2),
+                ),
+            )
+        ],
+        evidence_tokens=2 * LINE_SIZE // 4 + 1,
+    )
+    assert [[line.message_id for line in lines] for lines in quoted] == [[1, 3]]

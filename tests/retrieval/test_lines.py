@@ -123,7 +123,7 @@ def test_best_lines_come_best_first_without_instructions() -> None:
         line(4, "I play the violin!"),
     ]
     (chosen,) = best_lines([lines], ["instrument"], {}, WordVectors(Space()), 2)
-    assert [one.message_id for one in chosen] == [4, 1]
+    assert [one.line.message_id for one in chosen] == [4, 1]
 
 
 def test_a_named_members_own_lines_come_first() -> None:
@@ -136,9 +136,9 @@ def test_a_named_members_own_lines_come_first() -> None:
     ]
     vectors = WordVectors(Space())
     (plain,) = best_lines([lines], ["instrument", "sam"], {}, vectors, 3)
-    assert [one.message_id for one in plain] == [3, 1, 2]
+    assert [one.line.message_id for one in plain] == [3, 1, 2]
     (named,) = best_lines([lines], ["instrument", "sam"], {}, vectors, 3, named={8})
-    assert [one.message_id for one in named] == [3, 2, 1]
+    assert [one.line.message_id for one in named] == [3, 2, 1]
 
 
 def test_lines_that_say_something_come_before_chit_chat() -> None:
@@ -150,9 +150,9 @@ def test_lines_that_say_something_come_before_chit_chat() -> None:
         line(3, "violin"),
     ]
     (chosen,) = best_lines([lines], ["instrument"], {}, WordVectors(Space()), 3)
-    assert [one.message_id for one in chosen] == [3, 2, 1]
+    assert [one.line.message_id for one in chosen] == [3, 2, 1]
     (chosen,) = best_lines([lines], [], {}, None, 3)
-    assert [one.message_id for one in chosen] == [2, 1, 3]
+    assert [one.line.message_id for one in chosen] == [2, 1, 3]
 
 
 @pytest.mark.parametrize("vectors", [True, False])
@@ -162,7 +162,7 @@ def test_a_repeated_word_says_no_more_than_once(vectors: bool) -> None:
     lines = [line(1, "haha haha haha haha haha haha"), line(2, "the rain flooded our basement")]
     words = WordVectors(Space()) if vectors else None
     (chosen,) = best_lines([lines], ["instrument"], {}, words, 2)
-    assert [one.message_id for one in chosen] == [2, 1]
+    assert [one.line.message_id for one in chosen] == [2, 1]
 
 
 def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
@@ -173,7 +173,7 @@ def test_lines_are_chosen_by_their_words_when_vectors_fail() -> None:
 
     lines = [line(1, "I play the violin!"), line(2, "the weather is nice")]
     (chosen,) = best_lines([lines], ["weather"], {}, WordVectors(broken), 1)
-    assert [one.message_id for one in chosen] == [2]
+    assert [one.line.message_id for one in chosen] == [2]
 
 
 def test_notes_are_matched_by_their_own_text_word_by_word() -> None:
@@ -286,4 +286,4 @@ def test_the_local_model_finds_the_answer_in_other_words() -> None:
         line(5, "lol same, mondays are rough"),
     ]
     (chosen,) = best_lines([lines], ["instrument", "maya", "learn"], {}, local_word_vectors(), 1)
-    assert [one.message_id for one in chosen] == [2]
+    assert [one.line.message_id for one in chosen] == [2]

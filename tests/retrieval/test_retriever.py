@@ -609,7 +609,7 @@ async def test_a_question_naming_a_member_quotes_their_lines_first(tmp_path: Pat
     )
     hits = await world.retriever.search_notes(GUILD, "what did Maya think of Bento?")
     (bento,) = [hit for hit in hits if hit.note.id == world.ids["bento"]]
-    assert [line.message_id for line in bento.lines] == [922, 921]
+    assert [one.line.message_id for one in bento.lines] == [922, 921]
     hits = await world.retriever.search_notes(GUILD, "what did Sam think of Bento?")
     (bento,) = [hit for hit in hits if hit.note.id == world.ids["bento"]]
-    assert [line.message_id for line in bento.lines] == [921, 922]
+    assert [one.line.message_id for one in bento.lines] == [921, 922]

@@ -19,6 +19,7 @@ __all__ = [
     "EvidenceLine",
     "EvidenceWindow",
     "PendingMessage",
+    "ScoredLine",
     "WindowText",
     "pooled_windows",
     "window_lines",
@@ -56,6 +57,15 @@ class EvidenceLine:
     author_name: str
     text: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredLine:
+    """An evidence line chosen for a question, with how well it answers it (the higher the
+    better; scores of one search compare across its notes)."""
+
+    line: EvidenceLine
+    score: float
 
 
 @dataclass(frozen=True, slots=True)

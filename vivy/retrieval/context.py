@@ -31,8 +31,8 @@ The format is seed 002's, with inline sources so the bot can say where it learne
   characters ("..." marks a cut). Under a conversation note, the lines of its evidence that
   best answer the question, ``  > Name, Mon D: text`` (clipped), so the chat model can quote
   what was said and when; all notes' lines together stay within a token budget (about four
-  characters a token), taken in turns: each note's best line in rank order, then each
-  note's next best.
+  characters a token): each note's best line in rank order, then the other lines by how
+  well they answer the question, the higher notes' first where lines answer alike.
 * ``<recent_activity>`` (seed 004's transient memory, no LLM call): for each member of the
   conversation, the titles of conversation notes they took part in over the last days.
 * ``<server_lore>``: the guild's active lore, oldest first.
@@ -50,11 +50,12 @@ from dataclasses import dataclass, field
 
 from vivy.llm.offline.text import readable
 from vivy.memory.dates import note_date, short_date
-from vivy.memory.evidence import EvidenceLine
+from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.facts import Fact
 from vivy.memory.notes import Note
 
 __all__ = [
+    "RANK_SHARE",
     "SECTION_TITLES",
     "ActivityBlock",
     "ContextParts",
@@ -104,12 +105,18 @@ class ContextParts:
     clusters: tuple[Note, ...] = ()
     activity: tuple[ActivityBlock, ...] = ()
     lore: tuple[str, ...] = ()
-    #: Quoted evidence lines under conversation notes, by note id.
-    evidence: Mapping[int, tuple[EvidenceLine, ...]] = field(default_factory=dict)
+    #: Conversation notes' evidence lines that best answer the question, best first with
+    #: their scores, by note id: the budget quotes what it can of them.
+    evidence: Mapping[int, tuple[ScoredLine, ...]] = field(default_factory=dict)
 
 
 #: Characters per token, as the evidence budget estimates it.
 CHARS_PER_TOKEN = 4
+#: What a note's place adds to its lines' claim on the evidence budget: ``RANK_SHARE / place``
+#: (1 for the first note), so that of lines that answer alike the better note's are quoted.
+#: Chosen by leave-one-conversation-out cross-validation on the real dev conversations
+#: (``python scripts/learn_fusion_weights.py`` reports the held-out choice).
+RANK_SHARE = 0.3
 
 
 def _squash(text: str) -> str:
@@ -188,35 +195,40 @@ def _evidence_line(note: Note, line: EvidenceLine, line_chars: int) -> str:
 
 
 def quoted_lines(
-    evidence: Sequence[tuple[Note, Sequence[EvidenceLine]]],
+    evidence: Sequence[tuple[Note, Sequence[ScoredLine]]],
     *,
     evidence_tokens: int = 400,
     evidence_line_chars: int = 200,
+    rank_share: float = RANK_SHARE,
 ) -> list[tuple[EvidenceLine, ...]]:
     """The lines quoted under each of some notes (``evidence``, each note with its lines best
     first, in rank order), in the order they were said, as :func:`render_context` quotes
-    them: in turns, each note's next best line in rank order, while the budget shared by all
-    of them lasts (about four characters a token). A note whose next line does not fit
-    quotes no more, so every note shows its best lines, and a long line of the first note
-    does not crowd out the best line of the others."""
+    them, while the budget shared by all of them lasts (about four characters a token).
+
+    Each note first quotes its best line, in rank order, so every note shows what it is
+    quoted for. The rest of the budget goes to the other lines by their score plus
+    ``rank_share / place``, best first: the line that answers the question comes before a
+    weaker line of a note that merely ranks high, and of lines that answer alike the higher
+    note's. A line that does not fit is passed over; a shorter one after it may still fit.
+    """
     budget = evidence_tokens * CHARS_PER_TOKEN
     shown: list[list[EvidenceLine]] = [[] for _ in evidence]
-    open_notes = [index for index, (_, lines) in enumerate(evidence) if lines]
-    turn = 0
-    while open_notes:
-        still_open: list[int] = []
-        for index in open_notes:
-            note, lines = evidence[index]
-            line = lines[turn]
-            size = len(_evidence_line(note, line, evidence_line_chars))
-            if size > budget:
-                continue
+    claims = [(0, index, 0) for index, (_, lines) in enumerate(evidence) if lines]
+    rest = sorted(
+        (
+            (-(one.score + rank_share / (index + 1)), index, turn)
+            for index, (_, lines) in enumerate(evidence)
+            for turn, one in enumerate(lines)
+            if turn > 0
+        ),
+    )
+    for _, index, turn in (*claims, *rest):
+        note, lines = evidence[index]
+        line = lines[turn].line
+        size = len(_evidence_line(note, line, evidence_line_chars))
+        if size <= budget:
             budget -= size
             shown[index].append(line)
-            if turn + 1 < len(lines):
-                still_open.append(index)
-        open_notes = still_open
-        turn += 1
     return [tuple(sorted(lines, key=lambda line: line.message_id)) for lines in shown]
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from vivy.errors import LLMError
-from vivy.memory.evidence import EvidenceLine
+from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.guards import looks_like_instruction
 from vivy.retrieval.search import STOPWORDS, strip_markup
 from vivy.storage.search_types import Candidate, TermMatcher
@@ -469,11 +469,12 @@ def best_lines(
     limit: int,
     *,
     named: Collection[int] = frozenset(),
-) -> list[tuple[EvidenceLine, ...]]:
+) -> list[tuple[ScoredLine, ...]]:
     """For each note's ``lines`` (of ``notes``), up to ``limit`` that best answer the
-    question, best first (ties to the earlier line): by :func:`line_scores`, all notes' lines
-    scored at once, plus :data:`NAMED_AUTHOR` for a line said by one of the members the
-    question names (``named``, user ids) and up to :data:`SUBSTANCE` for what the line says.
+    question, best first (ties to the earlier line), each with its score: by
+    :func:`line_scores`, all notes' lines scored at once (so scores compare across notes),
+    plus :data:`NAMED_AUTHOR` for a line said by one of the members the question names
+    (``named``, user ids) and up to :data:`SUBSTANCE` for what the line says.
     A line that reads as an instruction to the bot is never chosen; lines are checked only
     until ``limit`` are, as the check is the costliest step of choosing.
 
@@ -492,17 +493,17 @@ def best_lines(
         total += NAMED_AUTHOR * np.fromiter(
             (line.author_id in named for line in said), dtype=bool, count=len(said)
         )
-    chosen: list[tuple[EvidenceLine, ...]] = []
+    chosen: list[tuple[ScoredLine, ...]] = []
     offset = 0
     for lines in unique:
         own = total[offset : offset + len(lines)].tolist()
         offset += len(lines)
         order = sorted(range(len(lines)), key=lambda index: (-own[index], index))
-        picked: list[EvidenceLine] = []
+        picked: list[ScoredLine] = []
         for index in order:
             if len(picked) == limit:
                 break
             if not looks_like_instruction(lines[index].text):
-                picked.append(lines[index])
+                picked.append(ScoredLine(lines[index], own[index]))
         chosen.append(tuple(picked))
     return chosen

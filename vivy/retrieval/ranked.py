@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vivy.memory.evidence import EvidenceLine
+from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.notes import Note
 from vivy.retrieval.lines import WordVectors, best_lines, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
@@ -39,14 +39,14 @@ class NoteHit:
     score: float
     vector_score: float | None
     keyword_score: float | None
-    #: The note's evidence lines that best answer the question, best first (none without
-    #: evidence).
-    lines: tuple[EvidenceLine, ...] = ()
+    #: The note's evidence lines that best answer the question, best first, with their
+    #: scores (none without evidence).
+    lines: tuple[ScoredLine, ...] = ()
 
     @property
     def said(self) -> tuple[EvidenceLine, ...]:
         """:attr:`lines` in the order they were said."""
-        return tuple(sorted(self.lines, key=lambda line: line.message_id))
+        return tuple(sorted((one.line for one in self.lines), key=lambda line: line.message_id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,17 +33,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
-from vivy.memory.evidence import pooled_windows, window_lines, windows_of
-from vivy.memory.notes import NewNote, Participant
+from vivy.memory.evidence import ScoredLine, pooled_windows, window_lines, windows_of
+from vivy.memory.notes import NewNote, Note, Participant
 from vivy.retrieval import search
-from vivy.retrieval.context import quoted_lines
+from vivy.retrieval.context import RANK_SHARE, quoted_lines
 from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranked import NoteHit, ranked_notes
@@ -109,6 +109,7 @@ __all__ = [
     "measure_calibration",
     "quoted_recall",
     "ranked_sessions",
+    "requoted",
     "run_longconv",
     "score_methods",
     "search_questions",
@@ -198,10 +199,12 @@ class Answered:
     """What the retriever answered a question through the product's own path
     (:func:`~vivy.retrieval.ranked.ranked_notes`): the sessions of its notes best first, and
     the message ids quoted under each, within the reply's evidence budget for the first
-    :data:`QUOTED_NOTES` notes."""
+    :data:`QUOTED_NOTES` notes, chosen from ``evidence`` (those notes with their best lines,
+    scored), which :func:`requoted` shares out again under another budget rule."""
 
     sessions: tuple[str, ...]
     quoted: tuple[frozenset[int], ...]
+    evidence: tuple[tuple[Note, tuple[ScoredLine, ...]], ...] = ()
 
 
 #: Notes a reply's memory holds (``RetrievalSettings.conversation_notes``): the evidence
@@ -234,14 +237,26 @@ def _answered(
     hits: tuple[NoteHit, ...], keys: Mapping[int, str], settings: RetrievalSettings
 ) -> Answered:
     """The sessions of ``hits`` and the lines a reply quotes under its first notes."""
+    evidence = tuple((hit.note, hit.lines) for hit in hits[:QUOTED_NOTES])
+    return requoted(
+        Answered(tuple(keys[hit.note.id] for hit in hits if hit.note.id in keys), (), evidence),
+        settings,
+    )
+
+
+def requoted(
+    answered: Answered, settings: RetrievalSettings, rank_share: float = RANK_SHARE
+) -> Answered:
+    """``answered`` with its quoted lines shared out of its ``evidence`` by
+    :func:`~vivy.retrieval.context.quoted_lines` with ``rank_share``."""
     quoted = quoted_lines(
-        [(hit.note, hit.lines) for hit in hits[:QUOTED_NOTES]],
+        answered.evidence,
         evidence_tokens=settings.evidence_tokens,
         evidence_line_chars=settings.evidence_line_chars,
+        rank_share=rank_share,
     )
-    return Answered(
-        tuple(keys[hit.note.id] for hit in hits if hit.note.id in keys),
-        tuple(frozenset(line.message_id for line in lines) for lines in quoted),
+    return replace(
+        answered, quoted=tuple(frozenset(line.message_id for line in lines) for lines in quoted)
     )
 
 

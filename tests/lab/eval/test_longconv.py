@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 
 from tests.hashing import remembered_sentence_model
 from tests.pg import embedded_postgres
+from vivy.memory.evidence import EvidenceLine, ScoredLine
+from vivy.memory.notes import Note
+from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy.storage.port import Store
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import Candidate, NoteSearchResult
@@ -26,6 +30,7 @@ from vivy_lab.eval.longconv import (
     load_longconv,
     measure_calibration,
     quoted_recall,
+    requoted,
     run_longconv,
     session_recall,
     short_of_goals,
@@ -99,6 +104,48 @@ def test_quoted_recall_counts_answer_messages_among_the_first_notes_lines() -> N
     assert quoted_recall(answered, answers, 1) == pytest.approx(1 / 3)
     assert quoted_recall(answered, answers, 5) == pytest.approx(2 / 3)
     assert quoted_recall(answered, {}, 1) == 1.0
+
+
+def test_requoted_shares_the_evidence_budget_out_again_by_the_rank_share() -> None:
+    """The lab re-quotes a search's scored lines under another rank share: with room for
+    three lines, a large share gives the first note its weak second line, none gives it to
+    the second note's line that answers better."""
+    notes = [
+        Note(
+            id=i,
+            guild_id=1,
+            channel_id=10,
+            channel_name="general",
+            note_type="conversation",
+            title=f"note {i}",
+            summary="",
+            topics=(),
+            decisions=(),
+            open_questions=(),
+            entities=(),
+            participants=(),
+            source_note_ids=(),
+            note_date="1970-01-01",
+            started_at=None,
+            ended_at=None,
+            quality="ok",
+            created_at=0.0,
+        )
+        for i in (1, 2)
+    ]
+    said = [EvidenceLine(i, 1 + i // 10, 7, "Sam", "x" * 40, 0.0) for i in (1, 2, 11, 12)]
+    answered = Answered(
+        ("s1", "s2"),
+        (),
+        (
+            (notes[0], (ScoredLine(said[0], 0.9), ScoredLine(said[1], 0.1))),
+            (notes[1], (ScoredLine(said[2], 0.9), ScoredLine(said[3], 0.5))),
+        ),
+    )
+    size = len("  > Sam, Jan 1: ") + 40
+    settings = replace(DEFAULT_SETTINGS, evidence_tokens=3 * size // 4 + 1)
+    assert requoted(answered, settings, 0.0).quoted == (frozenset({1}), frozenset({11, 12}))
+    assert requoted(answered, settings, 1.0).quoted == (frozenset({1, 2}), frozenset({11}))
 
 
 def test_calibration_is_measured_from_answering_and_other_notes() -> None:
