@@ -297,17 +297,20 @@ def test_the_gate_counts_the_words_no_note_holds() -> None:
 def test_a_question_naming_only_strangers_gets_nothing_through_the_gate() -> None:
     """ "What did Melanie paint?" in a guild whose notes hold painting but never a Melanie is
     someone else's memory: the gate lets nothing through. A note holding the name, a note of
-    a member the question names, or a name too common to be searched keeps the gate as it was."""
-    weights = {"melanie": 3.0, "paint": 1.0}
+    a member the question names, or a name too common to be searched keeps the gate as it was;
+    a note holding the name only as the start of a longer word ("Tim" in "time") does not,
+    nor does a capitalised stop word ("IT")."""
+    weights = {"melanie": 3.0, "paint": 1.0, "it": 0.5}
     painting = cand(1, 0.9, bm25=2.0, coverage=0.25, terms=frozenset({"paint"}))
 
     def kept(candidate: Candidate, names: tuple[str, ...], searched: dict[str, float]) -> list[int]:
         return order([candidate], gate=Gate(min_relevance=0.0), term_weights=searched, names=names)
 
     assert kept(painting, ("melanie",), weights) == []
-    assert kept(
-        replace(painting, terms=frozenset({"paint", "melanie"})), ("melanie",), weights
-    ) == [1]
+    assert kept(painting, ("melanie", "it"), weights) == []
+    held = replace(painting, terms=frozenset({"paint", "melanie"}))
+    assert kept(held, ("melanie",), weights) == []
+    assert kept(replace(held, whole_terms=frozenset({"melanie"})), ("melanie",), weights) == [1]
     assert kept(replace(painting, named=True), ("melanie",), weights) == [1]
     assert kept(painting, ("melanie",), {"paint": 1.0}) == [1]
     assert kept(painting, (), weights) == [1]

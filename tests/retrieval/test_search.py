@@ -102,6 +102,22 @@ def test_term_matcher(text: str, expected: set[str]) -> None:
     assert search_types.TermMatcher.of(["bento", "trick"]).found(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("Tim's violin", {"tim"}),
+        ("it is time to go", set()),
+        ("Tīm, at last", {"tim"}),
+        ("timtim tim", {"tim"}),
+        ("optimism", set()),
+    ],
+)
+def test_term_matcher_whole_words(text: str, whole: set[str]) -> None:
+    """A term held as a whole word, not as the start of a longer one: how a name is held."""
+    matcher = search_types.TermMatcher.of(["tim"])
+    assert matcher.whole(text, matcher.found(text)) == whole
+
+
 def test_term_weight_stays_positive() -> None:
     """Rare terms weigh more; a term in every note still weighs more than nothing."""
     assert note_search.term_weight(1, 1000) > note_search.term_weight(100, 1000) > 0

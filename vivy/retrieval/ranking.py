@@ -59,6 +59,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL
+from vivy.retrieval.search import STOPWORDS
 from vivy.storage.search_types import Candidate
 
 __all__ = [
@@ -377,13 +378,15 @@ def names_unknown(
 ) -> bool:
     """Whether every name the question uses (:func:`vivy.retrieval.query.proper_names`) is
     one this guild's memory never mentions: each is in no note and no window (``unheld``) or
-    was searched (it is in ``term_weights``) and no candidate holds it, and no candidate is a
-    conversation of a member the question names. Asked "what did Melanie paint?", a guild
-    that never heard of a Melanie holds someone else's memory, however much painting its
-    notes talk of; a name too common to be searched, or a stop word, counts as known."""
+    was searched (it is in ``term_weights``) and no candidate holds it as a whole word ("Tim"
+    is not held by "time"), and no candidate is a conversation of a member the question
+    names. Asked "what did Melanie paint?", a guild that never heard of a Melanie holds
+    someone else's memory, however much painting its notes talk of. A capitalised stop word
+    ("IT", "The") is no name; a name too common to be searched counts as known."""
+    names = [name for name in names if name not in STOPWORDS]
     if not names or any(name not in term_weights and name not in unheld for name in names):
         return False
-    return not any(c.named or not c.terms.isdisjoint(names) for c in candidates)
+    return not any(c.named or not c.whole_terms.isdisjoint(names) for c in candidates)
 
 
 def rank(

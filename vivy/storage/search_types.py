@@ -75,7 +75,9 @@ class Candidate:
     ``coverage`` the idf-weighted share of the question's searched terms in the note or its
     best windows (0 to 1), ``terms`` those terms; ``question_coverage`` the same share of all
     the question's terms, those no row holds included (:attr:`TermPlan.absent`; None: as
-    ``coverage``), which the reply's gate reads; ``named`` whether a member the question names
+    ``coverage``), which the reply's gate reads; ``whole_terms`` those of ``terms`` the note
+    or its shown windows hold as whole words (a name is held as itself, "Tim" not by "time");
+    ``named`` whether a member the question names
     took part; ``time_distance_s`` how far it lies from the time the question names (None
     when the question names none); ``text`` the note's searchable text (title, summary,
     topics, entities, decisions), whose words ranking matches with the question's.
@@ -95,6 +97,7 @@ class Candidate:
     time_distance_s: float | None = None
     text: str = ""
     question_coverage: float | None = None
+    whole_terms: frozenset[str] = frozenset()
 
 
 def fold(text: str) -> str:
@@ -148,12 +151,22 @@ class TermMatcher:
         ]
         return frozenset(hits)
 
+    def whole(self, text: str, terms: Iterable[str]) -> frozenset[str]:
+        """Those of ``terms`` that are a whole word of ``text`` ("tim" in "Tim's", not in
+        "time"): a name is held only as itself."""
+        folded = fold(text)
+        return frozenset(term for term in terms if _starts_a_word(folded, fold(term), whole=True))
 
-def _starts_a_word(text: str, stem: str) -> bool:
-    """Whether ``stem`` occurs in ``text`` where no letter or digit precedes it."""
+
+def _starts_a_word(text: str, stem: str, *, whole: bool = False) -> bool:
+    """Whether ``stem`` occurs in ``text`` where no letter or digit precedes it (nor, when
+    ``whole``, follows it)."""
     at = text.find(stem)
     while at >= 0:
-        if at == 0 or not text[at - 1].isalnum():
+        end = at + len(stem)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            not whole or end == len(text) or not text[end].isalnum()
+        ):
             return True
         at = text.find(stem, at + 1)
     return False
