@@ -213,16 +213,17 @@ def quoted_lines(
     """
     budget = evidence_tokens * CHARS_PER_TOKEN
     shown: list[list[EvidenceLine]] = [[] for _ in evidence]
-    claims = [(0, index, 0) for index, (_, lines) in enumerate(evidence) if lines]
-    rest = sorted(
-        (
-            (-(one.score + rank_share / (index + 1)), index, turn)
-            for index, (_, lines) in enumerate(evidence)
-            for turn, one in enumerate(lines)
-            if turn > 0
-        ),
-    )
-    for _, index, turn in (*claims, *rest):
+
+    def claim(at: tuple[int, int]) -> float:
+        """A line's claim on what is left: its score plus its note's share by place."""
+        index, turn = at
+        return evidence[index][1][turn].score + rank_share / (index + 1)
+
+    best = [(index, 0) for index, (_, lines) in enumerate(evidence) if lines]
+    rest = [
+        (index, turn) for index, (_, lines) in enumerate(evidence) for turn in range(1, len(lines))
+    ]
+    for index, turn in (*best, *sorted(rest, key=claim, reverse=True)):
         note, lines = evidence[index]
         line = lines[turn].line
         size = len(_evidence_line(note, line, evidence_line_chars))

@@ -176,8 +176,9 @@ def assemble_candidates(
             continue
         # One scan of the note's text and its shown windows, a line apart: a term found in
         # any of them is found in the joined text, and in no other place.
-        joined = "\n".join([note.text, *(texts.get(w, "") for w in shown.get(note_id, ()))])
-        matched = matcher.found(joined)
+        matched, whole_words = matcher.held(
+            "\n".join([note.text, *(texts.get(w, "") for w in shown.get(note_id, ()))])
+        )
         candidates.append(
             Candidate(
                 note_id=note_id,
@@ -198,7 +199,7 @@ def assemble_candidates(
                     None if search.time is None else search.time.distance(note.started, note.ended)
                 ),
                 text=note.text,
-                whole_terms=matcher.whole(joined, matched),
+                whole_terms=whole_words,
             )
         )
     return NoteSearchResult(

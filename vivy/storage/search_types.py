@@ -142,6 +142,11 @@ class TermMatcher:
 
     def found(self, text: str) -> frozenset[str]:
         """The terms whose stem starts a word of ``text``."""
+        return self.held(text)[0]
+
+    def held(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The terms whose stem starts a word of ``text``, and those of them that are a whole
+        word of it ("tim" in "Tim's", not in "time"): a name is held only as itself."""
         folded = fold(text)
         hits = [
             term
@@ -149,13 +154,8 @@ class TermMatcher:
             if _starts_a_word(folded, stem)
             for term in terms
         ]
-        return frozenset(hits)
-
-    def whole(self, text: str, terms: Iterable[str]) -> frozenset[str]:
-        """Those of ``terms`` that are a whole word of ``text`` ("tim" in "Tim's", not in
-        "time"): a name is held only as itself."""
-        folded = fold(text)
-        return frozenset(term for term in terms if _starts_a_word(folded, fold(term), whole=True))
+        whole = (term for term in hits if _starts_a_word(folded, fold(term), whole=True))
+        return frozenset(hits), frozenset(whole)
 
 
 def _starts_a_word(text: str, stem: str, *, whole: bool = False) -> bool:
