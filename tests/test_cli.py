@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,7 +55,7 @@ def test_errors_become_one_line_and_an_exit_code(
     code: int,
 ) -> None:
     """Vivy's error is found inside nested groups and printed alone, at most two lines."""
-    monkeypatch.setattr(vivy.cli, "build_parser", lambda: _command(error))
+    monkeypatch.setattr(vivy.cli, "build_parser", lambda *_: _command(error))
     assert vivy.cli.main(["boom"]) == code
     assert capsys.readouterr().err.rstrip("\n") == line
 
@@ -61,12 +64,51 @@ def test_a_defect_names_its_type_and_the_debug_log(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An error that is not Vivy's own is shown by type, with where to find the traceback."""
-    monkeypatch.setattr(vivy.cli, "build_parser", lambda: _command(KeyError("x")))
+    monkeypatch.setattr(vivy.cli, "build_parser", lambda *_: _command(KeyError("x")))
     assert vivy.cli.main(["boom"]) == vivy.cli.EXIT_RUNTIME
     err = capsys.readouterr().err
     assert err.startswith("vivy boom: unexpected KeyError: 'x'\n")
     assert "VIVY_LOG_LEVEL=debug" in err
     assert "Traceback" not in err
+
+
+def test_every_command_is_registered_by_the_module_named_for_it() -> None:
+    """``COMMANDS`` says which module registers each subcommand: the parser built for one
+    command knows it (and none of another module), and the whole parser knows exactly those
+    and the lab's."""
+    for name, module in vivy.cli.COMMANDS.items():
+        alone = _choices(vivy.cli.build_parser(name))
+        assert name in alone
+        assert {other for other in alone if vivy.cli.COMMANDS.get(other) != module} == set()
+    assert _choices(vivy.cli.build_parser()) == {*vivy.cli.COMMANDS, *vivy.cli.LAB_COMMANDS}
+
+
+def test_a_command_runs_without_importing_the_other_commands(tmp_path: Path) -> None:
+    """``vivy db check`` in a fresh interpreter loads its own module, not the bot, the
+    retriever or the other commands' modules."""
+    code = (
+        "import sys, vivy.cli; vivy.cli.main(['db', 'check', '--db', sys.argv[1]]); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('vivy.commands.', "
+        "'vivy.bot', 'vivy.retrieval', 'hikari')))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "missing.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("VIVY_")},
+    )
+    loaded = done.stdout.split()
+    assert "vivy.commands.db" in loaded, done.stderr
+    assert [m for m in loaded if m.startswith(("vivy.bot", "vivy.retrieval", "hikari"))] == []
+    assert [m for m in loaded if m.startswith("vivy.commands.") and m != "vivy.commands.db"] == []
+
+
+def _choices(parser: argparse.ArgumentParser) -> set[str]:
+    """The subcommands ``parser`` knows."""
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return set(found[0].choices)
 
 
 def test_lab_commands_come_from_the_entry_point_group() -> None:

@@ -1,8 +1,10 @@
 """The ``vivy`` command line: one subcommand per module of :mod:`vivy.commands`.
 
 Each command module has ``register(commands)``, which adds its parser and sets ``handler``
-to a function taking the parsed arguments and returning the exit code. Heavy imports happen
-inside the handlers, so ``vivy --help`` stays fast. Installed packages add subcommands through
+to a function taking the parsed arguments and returning the exit code. A command imports only
+its own module (:data:`COMMANDS` names it), since the modules import the parts of Vivy they
+run: ``vivy db check`` does not load the bot, the retriever and the sentence model; ``vivy
+--help`` and an unknown command register them all. Installed packages add subcommands through
 the ``vivy.commands`` entry-point group (a name -> a module with ``register``): the development
 package in ``lab/`` adds ``vivy bench`` and ``vivy eval`` that way, and without it those two
 say in one line how to install it.
@@ -59,23 +61,26 @@ MAX_ERROR_LINES = 2
 
 _log = structlog.get_logger(__name__)
 
-#: The modules that provide subcommands, in the order ``--help`` lists them.
-COMMAND_MODULES = (
-    "vivy.commands.demo",
-    "vivy.commands.run",
-    "vivy.commands.importer",
-    "vivy.commands.inspect",
-    "vivy.commands.guilds",
-    "vivy.commands.members",
-    "vivy.commands.db",
-    "vivy.commands.migrate",
-    "vivy.commands.reembed",
-    "vivy.commands.job",
-    "vivy.commands.snapshot",
-    "vivy.commands.search",
-    "vivy.commands.ask",
-    "vivy.commands.export",
-)
+#: Each subcommand and the module that registers it, in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "demo": "vivy.commands.demo",
+    "run": "vivy.commands.run",
+    "import": "vivy.commands.importer",
+    "profile": "vivy.commands.inspect",
+    "notes": "vivy.commands.inspect",
+    "guilds": "vivy.commands.guilds",
+    "members": "vivy.commands.members",
+    "db": "vivy.commands.db",
+    "migrate-v1": "vivy.commands.migrate",
+    "reembed": "vivy.commands.reembed",
+    "job": "vivy.commands.job",
+    "snapshot": "vivy.commands.snapshot",
+    "search": "vivy.commands.search",
+    "ask": "vivy.commands.ask",
+    "export": "vivy.commands.export",
+}
+#: The modules that provide subcommands, each once, in :data:`COMMANDS`' order.
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
 
 #: The entry-point group through which other installed packages add subcommands.
 COMMAND_GROUP = "vivy.commands"
@@ -103,14 +108,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with ``command`` registered, when it is one of :data:`COMMANDS` or an
+    installed package's; with every subcommand otherwise (``--help``, a mistyped command)."""
     parser = _Parser(prog="vivy", description="Long-term memory for Discord communities.")
     parser.add_argument("--version", action="version", version=f"vivy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    added = {entry.name: entry for entry in entry_points(group=COMMAND_GROUP)}
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command]).register(commands)
+        return parser
+    if command in added:
+        added[command].load().register(commands)
+        return parser
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(commands)
-    for entry in entry_points(group=COMMAND_GROUP):
+    for entry in added.values():
         entry.load().register(commands)
     for name in LAB_COMMANDS:
         if name not in commands.choices:
@@ -138,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_timeout(settings.db_timeout_s)
     if command in LAB_COMMANDS and not entry_points(group=COMMAND_GROUP, name=command):
         return _fail(command, ConfigError(LAB_HINT))
-    top = build_parser()
+    top = build_parser(command)
     args, unknown = top.parse_known_args(words)
     parser: argparse.ArgumentParser = getattr(args, "parser", top)
     if unknown:
