@@ -100,7 +100,7 @@ def test_self_disclosure(text: str, expected: bool) -> None:
 
 
 @pytest.mark.parametrize("pattern", guards._INSTRUCTION_PATTERNS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_instruction_pattern_match_contains_a_trigger_word(
     pattern: str, data: st.DataObject
