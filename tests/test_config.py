@@ -11,6 +11,7 @@ import pytest
 from vivy.config import Settings, shown_database
 from vivy.errors import ConfigError
 from vivy.llm import gemini_config
+from vivy.retrieval.context import EVIDENCE_TOKENS
 from vivy.retrieval.ranking import Gate
 
 #: Every variable :meth:`Settings.from_env` reads.
@@ -214,6 +215,7 @@ def test_recall_settings_reach_the_retriever() -> None:
     """Evidence retention, the relevance threshold and the quote budget shape retrieval."""
     default = Settings.from_env({}).retrieval()
     assert default.evidence and default.gate.min_relevance == Gate().min_relevance
+    assert default.evidence_tokens == EVIDENCE_TOKENS
     chosen = Settings.from_env(
         {
             "VIVY_EVIDENCE_DAYS": "0",

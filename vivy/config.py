@@ -180,8 +180,9 @@ class Settings:
     #: The score (0 to 1) a note needs to enter a reply's memory (the relevance gate); None
     #: is the threshold calibrated on the eval set.
     relevance_threshold: float | None = None
-    #: Tokens of quoted evidence lines in a reply's memory, all notes together.
-    evidence_tokens: int = 400
+    #: Tokens of quoted evidence lines in a reply's memory, all notes together; None is the
+    #: retriever's budget (:data:`vivy.retrieval.context.EVIDENCE_TOKENS`).
+    evidence_tokens: int | None = None
     #: The gateway shards this process runs; None runs the count Discord recommends.
     shards: Shards | None = None
     #: Seconds a shard lease lasts unless renewed (a fleet on PostgreSQL); a process that
@@ -210,13 +211,15 @@ class Settings:
         from vivy.retrieval.ranking import Gate
         from vivy.retrieval.settings import RetrievalSettings
 
-        return RetrievalSettings(
+        chosen = RetrievalSettings(
             enabled=self.retrieval_enabled,
             evidence=self.evidence_days != 0,
-            evidence_tokens=self.evidence_tokens,
             gate=Gate() if self.relevance_threshold is None else Gate(self.relevance_threshold),
             timezone=self.timezone,
         )
+        if self.evidence_tokens is None:
+            return chosen
+        return replace(chosen, evidence_tokens=self.evidence_tokens)
 
     @property
     def zone(self) -> ZoneInfo:
@@ -324,7 +327,11 @@ class Settings:
                 if reader.text("VIVY_RELEVANCE_THRESHOLD", "")
                 else None
             ),
-            evidence_tokens=reader.count("VIVY_EVIDENCE_TOKENS", 400, low=0, high=100_000),
+            evidence_tokens=(
+                reader.count("VIVY_EVIDENCE_TOKENS", 0, low=0, high=100_000)
+                if reader.text("VIVY_EVIDENCE_TOKENS", "")
+                else None
+            ),
             shards=_shards(reader, fleet=is_postgres_url(db)),
             lease_s=reader.number("VIVY_LEASE_SECONDS", 15.0, low=3.0, high=3600.0),
             db_timeout_s=reader.count("VIVY_DB_TIMEOUT_SECONDS", 30, low=1, high=3600),

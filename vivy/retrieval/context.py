@@ -55,6 +55,7 @@ from vivy.memory.facts import Fact
 from vivy.memory.notes import Note
 
 __all__ = [
+    "EVIDENCE_TOKENS",
     "RANK_SHARE",
     "SECTION_TITLES",
     "ActivityBlock",
@@ -112,11 +113,15 @@ class ContextParts:
 
 #: Characters per token, as the evidence budget estimates it.
 CHARS_PER_TOKEN = 4
+#: Tokens of quoted lines under a reply's notes, all notes together (``VIVY_EVIDENCE_TOKENS``):
+#: six chat-length lines under each of five notes, or two to three of the long messages of
+#: talk written at length, where the budget binds (docs/benchmarks.md has the measurement).
+EVIDENCE_TOKENS = 600
 #: What a note's place adds to its lines' claim on the evidence budget: ``RANK_SHARE / place``
 #: (1 for the first note), so that of lines that answer alike the better note's are quoted.
 #: Chosen by leave-one-conversation-out cross-validation on the real dev conversations
 #: (``python scripts/learn_fusion_weights.py`` reports the held-out choice).
-RANK_SHARE = 0.3
+RANK_SHARE = 0.4
 
 
 def _squash(text: str) -> str:
@@ -197,7 +202,7 @@ def _evidence_line(note: Note, line: EvidenceLine, line_chars: int) -> str:
 def quoted_lines(
     evidence: Sequence[tuple[Note, Sequence[ScoredLine]]],
     *,
-    evidence_tokens: int = 400,
+    evidence_tokens: int = EVIDENCE_TOKENS,
     evidence_line_chars: int = 200,
     rank_share: float = RANK_SHARE,
 ) -> list[tuple[EvidenceLine, ...]]:
@@ -237,7 +242,7 @@ def render_context(
     parts: ContextParts,
     *,
     summary_chars: int = 300,
-    evidence_tokens: int = 400,
+    evidence_tokens: int = EVIDENCE_TOKENS,
     evidence_line_chars: int = 200,
 ) -> str:
     """The ``<background_facts>`` block for ``parts``, or "" when there is nothing in it.

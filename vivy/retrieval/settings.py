@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vivy.retrieval.context import EVIDENCE_TOKENS
 from vivy.retrieval.ranking import Calibration, Gate, Weights
 
 __all__ = ["DEFAULT_SETTINGS", "RetrievalSettings"]
@@ -38,7 +39,7 @@ class RetrievalSettings:
     #: Quoted evidence lines: at most this many per note, each clipped, all within a budget.
     evidence_lines: int = 6
     evidence_line_chars: int = 200
-    evidence_tokens: int = 400
+    evidence_tokens: int = EVIDENCE_TOKENS
     #: IANA zone in which "yesterday" or "in May" is understood.
     timezone: str = "UTC"
     #: Earlier conversation messages embedded with the current one, and their length cap.
