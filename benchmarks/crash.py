@@ -14,7 +14,10 @@ the replay and drains every buffer and outbox. Then the invariants are checked:
 * every profile update is applied, once: no member has the same active fact twice;
 * ``PRAGMA integrity_check`` is ok.
 
-It prints the figures and exits 1 if an invariant fails.
+It prints the figures and exits 1 if an invariant fails. ``--hashed-embeddings`` embeds with
+the tests' deterministic hashing double instead of the local sentence model: the invariants
+do not depend on what the vectors mean, and the test suite's short run need not pay for the
+model in every child.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def replay(seed: int, count: int) -> list[tuple[int, int, int, str, str, float]]
     return rows
 
 
-def child(db: Path, log: Path, seed: int, count: int) -> int:
+def child(db: Path, log: Path, seed: int, count: int, hashed: bool) -> int:
     """Replay from after the last acked message; drain when the replay is complete."""
     import anyio
     import trio
@@ -85,6 +88,8 @@ def child(db: Path, log: Path, seed: int, count: int) -> int:
     from vivy.state.gate import IncomingMessage
 
     configure_logging("warning")
+    if hashed:
+        _embed_hashed()
 
     messages = replay(seed, count)
     acked = [int(x) for x in log.read_text().split()] if log.exists() else []
@@ -119,6 +124,16 @@ def child(db: Path, log: Path, seed: int, count: int) -> int:
 
     trio.run(main, clock=MockClock(autojump_threshold=0))
     return 0
+
+
+def _embed_hashed() -> None:
+    """Embed with the tests' hashing double (``tests/hashing.py`` of this repository)."""
+    import pytest
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.hashing import install_hashed_sentences
+
+    install_hashed_sentences(pytest.MonkeyPatch())
 
 
 def check(db: Path, log: Path) -> list[str]:
@@ -179,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
             str(args.seed),
             "--messages",
             str(args.messages),
+            *(["--hashed-embeddings"] if args.hashed_embeddings else []),
         ]
         kills = 0
         started = time.perf_counter()
@@ -218,6 +234,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=12000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--max-delay", type=float, default=0.5, help="seconds before a kill")
+    parser.add_argument(
+        "--hashed-embeddings",
+        action="store_true",
+        help="embed with the tests' hashing double instead of the local sentence model",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--log", type=Path, help=argparse.SUPPRESS)
@@ -228,5 +249,5 @@ ARGS = parse(sys.argv[1:] if __name__ == "__main__" else [])
 
 if __name__ == "__main__":
     if ARGS.child:
-        sys.exit(child(ARGS.db, ARGS.log, ARGS.seed, ARGS.messages))
+        sys.exit(child(ARGS.db, ARGS.log, ARGS.seed, ARGS.messages, ARGS.hashed_embeddings))
     sys.exit(run(ARGS))

@@ -10,9 +10,14 @@ HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "crash.py"
 
 
 def test_kills_lose_nothing_and_duplicate_nothing() -> None:
-    """Three SIGKILLs mid-replay: every acked message in one note or buffer, invariants hold."""
+    """Three SIGKILLs mid-replay: every acked message in one note or buffer, invariants hold
+    (the children embed with the hashing double: no invariant reads what a vector means)."""
     result = subprocess.run(
-        [sys.executable, str(HARNESS), "--kills", "3", "--messages", "800", "--seed", "3"],
+        [
+            sys.executable,
+            str(HARNESS),
+            *("--kills", "3", "--messages", "800", "--seed", "3", "--hashed-embeddings"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
