@@ -355,16 +355,18 @@ async def search_questions(
     evidence: bool,
     open_store: Callable[[], Store] = memory_store,
     vectors: Sequence[Sequence[float]] | None = None,
+    replies: bool = True,
 ) -> list[Searched]:
     """Store the sessions in a fresh database of ``open_store`` and run each question's
     searches once (``vectors``: the questions' embeddings, if already made). Each guild's
     questions are ranked on its measured scale (:func:`guild_scales`), and on the model's
-    default too; settings that set a scale rank every guild on it."""
+    default too; settings that set a scale rank every guild on it. ``replies``: as
+    :func:`search_stored`."""
     store = open_store()
     try:
         keys = await store_sessions(store, data, llm, evidence=evidence)
         return await search_stored(
-            store, data, keys, llm, settings, evidence=evidence, vectors=vectors
+            store, data, keys, llm, settings, evidence=evidence, vectors=vectors, replies=replies
         )
     finally:
         store.close()
@@ -379,10 +381,13 @@ async def search_stored(
     *,
     evidence: bool = True,
     vectors: Sequence[Sequence[float]] | None = None,
+    replies: bool = True,
 ) -> list[Searched]:
     """Run each question of ``data`` against ``store``, which holds its sessions as notes
     (``keys``: note id -> session key), however they were stored (written directly, or
-    imported by ``vivy import``)."""
+    imported by ``vivy import``). Without ``replies`` only the search runs: the retriever's
+    own answers (shipped, keyword-only, on the default scale) are left empty, for a report
+    that ranks the candidates itself."""
     default = settings.calibration or calibration_for(llm.embedding_model)
     scales = {} if settings.calibration else await guild_scales(store, data, llm)
     questions = [q for guild in data.guilds for q in guild.questions]
@@ -418,22 +423,26 @@ async def search_stored(
         )
         measured = scales.get(guild_of[question.id].guild_id)
         scale = measured or default
-        answered = [
-            await ranked_notes(
-                store.search,
-                guild_id=guild_of[question.id].guild_id,
-                vector=blob,
-                text=question.question,
-                limits=[(CONVERSATION, max(KS))],
-                channel_id=None,
-                now=question.asked_at,
-                calibration=on,
-                settings=settings,
-                words=local_word_vectors(),
-                gated=False,
-            )
-            for blob, on in ((vector, scale), (None, scale), (vector, default))
-        ]
+        answered: list[tuple[NoteHit, ...]] = [(), (), ()]
+        if replies:
+            answered = [
+                (
+                    await ranked_notes(
+                        store.search,
+                        guild_id=guild_of[question.id].guild_id,
+                        vector=blob,
+                        text=question.question,
+                        limits=[(CONVERSATION, max(KS))],
+                        channel_id=None,
+                        now=question.asked_at,
+                        calibration=on,
+                        settings=settings,
+                        words=local_word_vectors(),
+                        gated=False,
+                    )
+                )[0].hits
+                for blob, on in ((vector, scale), (None, scale), (vector, default))
+            ]
         found.append(
             Searched(
                 question=question,
@@ -441,9 +450,9 @@ async def search_stored(
                 found=result,
                 time_span_s=(span.end - span.start) if span is not None else 86400.0,
                 sessions=keys,
-                shipped=_answered(answered[0][0].hits, keys, settings),
-                keyword_only=_answered(answered[1][0].hits, keys, settings),
-                default_scale=_answered(answered[2][0].hits, keys, settings),
+                shipped=_answered(answered[0], keys, settings),
+                keyword_only=_answered(answered[1], keys, settings),
+                default_scale=_answered(answered[2], keys, settings),
                 scale=measured,
                 word_match=word_matches(
                     result.candidates, terms, result.term_weights, local_word_vectors()
@@ -580,7 +589,7 @@ async def run_longconv(
         data, llm, settings, evidence=True, open_store=open_store, vectors=vectors
     )
     notes_only = await search_questions(
-        data, llm, settings, evidence=False, open_store=open_store, vectors=vectors
+        data, llm, settings, evidence=False, open_store=open_store, vectors=vectors, replies=False
     )
     baselines = await baseline_rankings(data, llm, vectors)
     rankings: dict[str, list[Row]] = {method: [] for method in METHODS}
