@@ -114,10 +114,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="vivy", description="Long-term memory for Discord communities.")
     parser.add_argument("--version", action="version", version=f"vivy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    added = {entry.name: entry for entry in entry_points(group=COMMAND_GROUP)}
     if command in COMMANDS:
         importlib.import_module(COMMANDS[command]).register(commands)
         return parser
+    added = {entry.name: entry for entry in entry_points(group=COMMAND_GROUP)}
     if command in added:
         added[command].load().register(commands)
         return parser

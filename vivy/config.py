@@ -208,18 +208,19 @@ class Settings:
 
     def retrieval(self) -> RetrievalSettings:
         """The retriever's settings: switches, gate, evidence and time zone from here."""
+        from vivy.retrieval.context import EVIDENCE_TOKENS
         from vivy.retrieval.ranking import Gate
         from vivy.retrieval.settings import RetrievalSettings
 
-        chosen = RetrievalSettings(
+        return RetrievalSettings(
             enabled=self.retrieval_enabled,
             evidence=self.evidence_days != 0,
+            evidence_tokens=(
+                EVIDENCE_TOKENS if self.evidence_tokens is None else self.evidence_tokens
+            ),
             gate=Gate() if self.relevance_threshold is None else Gate(self.relevance_threshold),
             timezone=self.timezone,
         )
-        if self.evidence_tokens is None:
-            return chosen
-        return replace(chosen, evidence_tokens=self.evidence_tokens)
 
     @property
     def zone(self) -> ZoneInfo:
