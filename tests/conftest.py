@@ -25,18 +25,23 @@ from tests.hashing import install_hashed_sentences, sentence_model
 #: ``pytest -n 2 --dist loadscope`` (``scripts/check``) one worker runs them while the other
 #: runs the many short modules, rather than one of them starting last and running alone.
 LONG_MODULES = (
+    "tests/lab/eval/test_longconv_full.py",
+    "tests/test_readme.py",
     "tests/lab/eval/test_longconv.py",
     "tests/commands/test_errors.py",
-    "tests/test_readme.py",
+    "tests/bot/test_catchup.py",
     "tests/commands/test_db_copy.py",
-    "tests/memory/test_guards.py",
+    "tests/web/test_browser.py",
     "tests/bot/test_providers.py",
     "tests/commands/test_demo.py",
-    "tests/bot/test_catchup.py",
-    "tests/reliability/test_crash.py",
-    "tests/commands/test_filesystem_errors.py",
+    "tests/memory/test_guards.py",
     "tests/lab/eval/test_notes.py",
-    "tests/web/test_browser.py",
+    "tests/importer/test_import_weather.py",
+    "tests/reliability/test_weather.py",
+    "tests/test_docs.py",
+    "tests/commands/test_filesystem_errors.py",
+    "tests/reliability/test_crash.py",
+    "tests/test_packaging.py",
 )
 
 

@@ -423,7 +423,7 @@ async def search_stored(
         )
         measured = scales.get(guild_of[question.id].guild_id)
         scale = measured or default
-        answered: list[tuple[NoteHit, ...]] = [(), (), ()]
+        answered: list[tuple[NoteHit, ...]] = [(), ()]
         if replies:
             answered = [
                 (
@@ -441,24 +441,29 @@ async def search_stored(
                         gated=False,
                     )
                 )[0].hits
-                for blob, on in ((vector, scale), (None, scale), (vector, default))
+                for blob, on in ((vector, scale), (None, scale))
             ]
-        found.append(
-            Searched(
-                question=question,
-                answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
-                found=result,
-                time_span_s=(span.end - span.start) if span is not None else 86400.0,
-                sessions=keys,
-                shipped=_answered(answered[0], keys, settings),
-                keyword_only=_answered(answered[1], keys, settings),
-                default_scale=_answered(answered[2], keys, settings),
-                scale=measured,
-                word_match=word_matches(
-                    result.candidates, terms, result.term_weights, local_word_vectors()
-                ),
-            )
+        searched = Searched(
+            question=question,
+            answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
+            found=result,
+            time_span_s=(span.end - span.start) if span is not None else 86400.0,
+            sessions=keys,
+            shipped=_answered(answered[0], keys, settings),
+            keyword_only=_answered(answered[1], keys, settings),
+            scale=measured,
+            word_match=word_matches(
+                result.candidates, terms, result.term_weights, local_word_vectors()
+            ),
         )
+        if replies:
+            # The reply on the default scale finds what the shipped one found (the same
+            # search); only its ranking differs, so its sessions are ranked from ``result``.
+            on_default = ranked_sessions(
+                searched, calibration=default, weights=settings.weights, gate=None
+            )
+            searched = replace(searched, default_scale=Answered(tuple(on_default), ()))
+        found.append(searched)
     return found
 
 
