@@ -7,11 +7,11 @@ import math
 import pytest
 
 from tests.llm.conftest import openai_llm
-from vivy.errors import ConfigError, EndpointUnreachable, LLMError
+from vivy.errors import ConfigError, EndpointUnreachable, LLMError, LLMInvalidOutput
 from vivy.llm.openai_compat import OpenAIConfig, WrongDimension, check_endpoint
 from vivy.llm.port import ChatTurn, EmbeddingTask
 from vivy.llm.prompts import chat_request
-from vivy_lab.fakes.openai import FakeOpenAI, embeddings, error, text_answer
+from vivy_lab.fakes.openai import FakeOpenAI, Reply, embeddings, error, text_answer
 
 pytestmark = pytest.mark.anyio
 
@@ -74,6 +74,26 @@ async def test_an_embedding_of_the_wrong_dimension_is_one_line_naming_the_settin
     assert message.startswith("VIVY_OPENAI_EMBEDDING_DIMENSION=768 but nomic-embed-text")
     assert "set VIVY_OPENAI_EMBEDDING_DIMENSION=1024" in message and "\n" not in message
     assert len(fake.calls("embeddings")) == 1
+
+
+async def test_an_embeddings_answer_that_is_not_vectors_is_invalid_output(
+    fake: FakeOpenAI,
+) -> None:
+    """Numbers that are not numbers, or an answer without ``data``, are invalid output (one
+    line naming the server), retried like any invalid answer, never a vector stored."""
+    words = {"object": "embedding", "index": 0, "embedding": ["a"] * 768}
+    fake.script_embed(
+        Reply(body={"object": "list", "data": [words]}),
+        Reply(body={"object": "list"}),
+        embeddings([[3.0, 4.0] + [0.0] * 766]),
+    )
+    async with openai_llm(fake, attempts=2) as llm:
+        with pytest.raises(LLMInvalidOutput, match="unreadable embeddings answer") as caught:
+            await llm.embed(["a"], EmbeddingTask.DOCUMENT)
+        assert "\n" not in str(caught.value) and "nomic-embed-text at" in str(caught.value)
+        (vector,) = await llm.embed(["a"], EmbeddingTask.DOCUMENT)
+    assert vector[:2] == [0.6, 0.8]
+    assert len(fake.calls("embeddings")) == 3
 
 
 async def test_embeddings_retry_a_rate_limit(fake: FakeOpenAI) -> None:

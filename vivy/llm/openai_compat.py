@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 import anyio.lowlevel
 import httpx2
 import openai
+import pydantic
 from openai import Omit, omit
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
@@ -119,6 +120,33 @@ class WrongDimension(LLMError):
     Repeating the call cannot fix it, so it is not retried; the work that needed the vectors
     stays pending until the setting or the model is changed.
     """
+
+
+class _Embedding(pydantic.BaseModel):
+    """One vector of an embeddings answer, by the position of its text in the request."""
+
+    index: int
+    embedding: list[float]
+
+
+class _Embeddings(pydantic.BaseModel):
+    """What Vivy reads of an embeddings answer (``data``; the rest is ignored)."""
+
+    data: list[_Embedding]
+
+
+def _read_embeddings(content: bytes, who: str) -> _Embeddings:
+    """An embeddings answer's vectors; :class:`LLMInvalidOutput` in one line naming the first
+    problem when the answer is not vectors of numbers."""
+    try:
+        return _Embeddings.model_validate_json(content)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the answer"
+        raise LLMInvalidOutput(
+            f"{who} sent an unreadable embeddings answer ({where}: {first['msg']}; "
+            f"{error.error_count()} problem(s) in all)"
+        ) from error
 
 
 class _DimensionsRefused(Exception):
@@ -289,8 +317,8 @@ class OpenAILLM:
         vectors: list[list[float]] = []
         for item in data:
             values = item.embedding
-            if not isinstance(values, list) or len(values) != self.dimension:
-                got = len(values) if isinstance(values, list) else 0
+            if len(values) != self.dimension:
+                got = len(values)
                 raise WrongDimension(
                     f"VIVY_OPENAI_EMBEDDING_DIMENSION={self.dimension} but "
                     f"{self._who(self.embedding_model)} returns {got}-dimensional vectors: "
@@ -305,14 +333,16 @@ class OpenAILLM:
                 ) from error
         return vectors
 
-    async def _embeddings(
-        self, batch: list[str], with_dimensions: bool
-    ) -> openai.types.CreateEmbeddingResponse:
-        """The embeddings call; :class:`_DimensionsRefused` when ``dimensions`` was refused."""
+    async def _embeddings(self, batch: list[str], with_dimensions: bool) -> _Embeddings:
+        """The embeddings call; :class:`_DimensionsRefused` when ``dimensions`` was refused.
+
+        The answer is read from its JSON by :class:`_Embeddings`, not by the SDK's own models:
+        those build each of a batch's numbers through generic Python code, several times the
+        cost of the call itself."""
         dimensions: int | Omit = self.dimension if with_dimensions else omit
         try:
             with self._mapped_errors(_EMBEDDING_VARIABLE, self.embedding_model):
-                response = await self._client.embeddings.create(
+                raw = await self._client.embeddings.with_raw_response.create(
                     model=self.embedding_model,
                     input=batch,
                     encoding_format="float",
@@ -330,7 +360,7 @@ class OpenAILLM:
             raise
         if with_dimensions:
             self._dimensions_taken = True
-        return response
+        return _read_embeddings(raw.http_response.content, self._who(self.embedding_model))
 
     # --- checks and lifetime -------------------------------------------------------------
 
