@@ -104,11 +104,13 @@ def _fresh_structlog() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _restored_collector() -> Iterator[None]:
-    """Undo a ``settle_heap()`` a test ran (the CLI runs it once per process)."""
+    """Put back the collector's threshold after a test that ran ``settle_heap()`` (the CLI
+    runs it once per process). What it froze stays frozen: refcounting still frees it, and
+    the next test's ``settle_heap()`` then collects only what was made since, not the whole
+    worker's heap again."""
     threshold = gc.get_threshold()
     yield
     if gc.get_threshold() != threshold:
-        gc.unfreeze()
         gc.set_threshold(*threshold)
 
 
