@@ -88,7 +88,8 @@ async def test_an_embeddings_answer_that_is_not_vectors_is_invalid_output(
         embeddings([[3.0, 4.0] + [0.0] * 766]),
     )
     async with openai_llm(fake, attempts=2) as llm:
-        with pytest.raises(LLMInvalidOutput, match="unreadable embeddings answer") as caught:
+        match = "answer does not match EmbeddingsAnswer"
+        with pytest.raises(LLMInvalidOutput, match=match) as caught:
             await llm.embed(["a"], EmbeddingTask.DOCUMENT)
         assert "\n" not in str(caught.value) and "nomic-embed-text at" in str(caught.value)
         (vector,) = await llm.embed(["a"], EmbeddingTask.DOCUMENT)

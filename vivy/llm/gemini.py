@@ -63,6 +63,7 @@ from vivy.llm.retry import (
     retry_after,
     retryable_status,
 )
+from vivy.llm.structured import validated_json
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -245,15 +246,7 @@ def _parse(text: str, schema: type[T]) -> T:
     """``text`` validated as ``schema`` (tolerating a Markdown code fence around the JSON)."""
     fenced = _FENCE.match(text.strip())
     body = fenced["body"] if fenced else text
-    try:
-        return schema.model_validate_json(body)
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "answer"
-        raise LLMInvalidOutput(
-            f"Gemini's answer does not match {schema.__name__}: "
-            f"{error.error_count()} error(s), first at {where}: {first['msg']}"
-        ) from error
+    return validated_json(body, schema, who="Gemini")
 
 
 def _usage(response: types.GenerateContentResponse) -> Usage:

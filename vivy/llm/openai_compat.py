@@ -54,7 +54,7 @@ from vivy.llm.port import (
 )
 from vivy.llm.prompts import chat_system_instruction
 from vivy.llm.retry import Backoff, call_with_retries
-from vivy.llm.structured import SERVER_MODES, StructuredModes
+from vivy.llm.structured import SERVER_MODES, StructuredModes, validated_json
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -122,31 +122,17 @@ class WrongDimension(LLMError):
     """
 
 
-class _Embedding(pydantic.BaseModel):
+class Embedding(pydantic.BaseModel):
     """One vector of an embeddings answer, by the position of its text in the request."""
 
     index: int
     embedding: list[float]
 
 
-class _Embeddings(pydantic.BaseModel):
+class EmbeddingsAnswer(pydantic.BaseModel):
     """What Vivy reads of an embeddings answer (``data``; the rest is ignored)."""
 
-    data: list[_Embedding]
-
-
-def _read_embeddings(content: bytes, who: str) -> _Embeddings:
-    """An embeddings answer's vectors; :class:`LLMInvalidOutput` in one line naming the first
-    problem when the answer is not vectors of numbers."""
-    try:
-        return _Embeddings.model_validate_json(content)
-    except pydantic.ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the answer"
-        raise LLMInvalidOutput(
-            f"{who} sent an unreadable embeddings answer ({where}: {first['msg']}; "
-            f"{error.error_count()} problem(s) in all)"
-        ) from error
+    data: list[Embedding]
 
 
 class _DimensionsRefused(Exception):
@@ -333,10 +319,10 @@ class OpenAILLM:
                 ) from error
         return vectors
 
-    async def _embeddings(self, batch: list[str], with_dimensions: bool) -> _Embeddings:
+    async def _embeddings(self, batch: list[str], with_dimensions: bool) -> EmbeddingsAnswer:
         """The embeddings call; :class:`_DimensionsRefused` when ``dimensions`` was refused.
 
-        The answer is read from its JSON by :class:`_Embeddings`, not by the SDK's own models:
+        The answer is read from its JSON by :class:`EmbeddingsAnswer`, not by the SDK's own models:
         those build each of a batch's numbers through generic Python code, several times the
         cost of the call itself."""
         dimensions: int | Omit = self.dimension if with_dimensions else omit
@@ -360,7 +346,9 @@ class OpenAILLM:
             raise
         if with_dimensions:
             self._dimensions_taken = True
-        return _read_embeddings(raw.http_response.content, self._who(self.embedding_model))
+        return validated_json(
+            raw.http_response.content, EmbeddingsAnswer, who=self._who(self.embedding_model)
+        )
 
     # --- checks and lifetime -------------------------------------------------------------
 

@@ -208,6 +208,12 @@ def parse_answer(text: str, schema: type[T], *, who: str) -> T:
     if body is None:
         shown = " ".join(text.split())[:80]
         raise LLMInvalidOutput(f"{who}'s answer holds no JSON object: {shown!r}")
+    return validated_json(body, schema, who=who)
+
+
+def validated_json(body: str | bytes, schema: type[T], *, who: str) -> T:
+    """The JSON ``body`` validated as ``schema``; :class:`LLMInvalidOutput` in one line
+    naming ``who`` answered, the count of errors and the first, when it does not validate."""
     try:
         return schema.model_validate_json(body)
     except pydantic.ValidationError as error:
