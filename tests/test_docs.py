@@ -43,7 +43,7 @@ _COPY = "tests/commands/test_db_copy.py::test_sqlite_to_postgresql_and_back_keep
 #: Each shell line of the pages' code blocks (without its settings, comment and ``&``), and
 #: the tests that run it.
 SHELL_LINES: dict[str, list[str]] = {
-    "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/vivy demo": [_FRESH_CLONE],
+    "bash scripts/demo": [_FRESH_CLONE],
     "bash scripts/check": [_CI],
     BENCHMARK_SETUP: [_SETUP],
     ".venv/bin/vivy run": [

@@ -38,7 +38,7 @@ def test_readme_opens_with_two_commands() -> None:
     exactly what CI runs."""
     commands = readme_commands()
     assert len(commands) == 2
-    assert "vivy demo" in commands[0]
+    assert commands[0] == "bash scripts/demo"
     assert commands[1] == "bash scripts/check"
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/check")
 
@@ -60,6 +60,12 @@ def test_the_first_command_runs_the_demo_in_a_fresh_clone(tmp_path: Path) -> Non
         check=False,
     )
     assert first.returncode == 0, first.stderr[-3000:]
+    tools = subprocess.run(
+        [str(clone / ".venv" / "bin" / "python"), "-c", "import pytest"],
+        capture_output=True,
+        check=False,
+    )
+    assert tools.returncode != 0, "the first command installs Vivy without the test tools"
     out = first.stdout
     assert "Memory context" in out and "Vivy would answer" in out
     section = out.split("======== Memory for a question in other words ")[1]
