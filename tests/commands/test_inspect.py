@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from tests.hashing import sentence_model
 from tests.importer import BEN, CLEO, GUILD, TWO_DAYS, import_files
 from vivy.memory.facts import NewFact, RetiredFact
 from vivy.state.profile import ProfilePlan
+from vivy.storage import guilds, members
 from vivy.storage import profiles as profile_store
 from vivy.storage.db import Database
 
@@ -90,7 +92,8 @@ def test_profile_of_unknown_member_is_empty_with_a_note(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["profile", "--guild", "not-an-id", "ben"],
+        ["profile", "--guild", "123456789012345678901", "ben"],
+        ["profile", "--guild", "", "ben"],
         ["profile", "123"],
         ["notes", "--guild", "1", "--since", "2026-02-30"],
         ["notes", "--guild", "1", "--limit", "0"],
@@ -103,7 +106,8 @@ def test_usage_errors_exit_2(
     argv: list[str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A bad id, date, limit or type, or a missing --guild, is a usage error."""
+    """A bad id (too long for a Discord id), a blank guild, a bad date, limit or type, or a
+    missing --guild, is a usage error."""
     r = run_cli(capsys, *argv, "--db", str(imported))
     assert r.code == 2
     (line,) = r.err.splitlines()
@@ -191,6 +195,71 @@ def test_an_unknown_guild_is_an_error(
         f"vivy {argv[0]}: guild 42 is not in this database; `vivy guilds` lists the guilds it "
         "remembers\n"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("notes",),
+        ("profile", "ben"),
+        ("search", "tacos"),
+        ("members",),
+        ("ask", "where does ben live?"),
+        ("export", "--out", "{out}"),
+    ],
+    ids=["notes", "profile", "search", "members", "ask", "export"],
+)
+def test_a_guild_is_found_by_its_name_as_by_its_id(
+    imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    """``--guild`` takes the name ``vivy guilds`` prints (in any letter case) as it takes the
+    id: the same output and the same exported file, exit 0."""
+    out = tmp_path / "export.json"
+    rest = [word.format(out=out) for word in argv[1:]]
+    runs = []
+    for guild in (str(GUILD), "test GUILD"):
+        out.unlink(missing_ok=True)
+        with sentence_model():  # the notes were embedded by it; search and ask embed with it
+            result = run_cli(capsys, argv[0], "--db", str(imported), "--guild", guild, *rest)
+        document = json.loads(out.read_text()) if out.exists() else {}
+        document.pop("exported_at", None)  # the time of writing
+        runs.append((result, document))
+    (by_id, wrote), (by_name, wrote_again) = runs
+    assert by_id.code == 0 and by_id.out
+    assert (by_name.code, by_name.out, by_name.err) == (by_id.code, by_id.out, by_id.err)
+    assert wrote == wrote_again
+    assert bool(wrote) == (argv[0] == "export")
+
+
+def test_a_guild_name_that_is_unknown_blank_or_shared_is_an_error(
+    imported: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name no guild has, a blank one, or one two guilds share is one line and exit 2; the
+    shared name's line names both guilds, so the id can be passed instead."""
+    unknown = run_cli(capsys, "notes", "--db", str(imported), "--guild", "Night Owls")
+    assert (unknown.code, unknown.out) == (2, "")
+    assert unknown.err == (
+        "vivy notes: no guild in this database is named 'Night Owls'; `vivy guilds` lists the "
+        "guilds it remembers with their ids and names\n"
+    )
+    blank = run_cli(capsys, "notes", "--db", str(imported), "--guild", " ")
+    assert blank.code == 2 and "the guild is blank" in blank.err
+    db = tmp_path / "v.db"
+    shutil.copy(imported, db)
+    other = GUILD + 1
+    database = Database.open(db)
+    try:
+        database.write_sync(members.upsert_member, other, BEN, "Ben", 1775800000.0)
+        database.write_sync(guilds.set_guild_names, [(other, "Test Guild")], 1775800000.0)
+    finally:
+        database.close()
+    shared = run_cli(capsys, "members", "--db", str(db), "--guild", "Test Guild")
+    assert (shared.code, shared.out) == (2, "")
+    assert shared.err == (
+        f"vivy members: 'Test Guild' names more than one guild (Test Guild ({GUILD}), Test "
+        f"Guild ({other})); pass the id\n"
+    )
+    assert run_cli(capsys, "members", "--db", str(db), "--guild", str(other)).code == 0
 
 
 def test_notes_since_a_later_day_print_nothing(

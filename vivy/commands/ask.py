@@ -18,9 +18,9 @@ import anyio
 
 from vivy.bot.reply import NO_ANSWER, build_chat_request
 from vivy.clock import Clock
-from vivy.commands.db import add_database_option, database_target, discord_id, read_only
+from vivy.commands.db import add_database_option, database_target, read_only
 from vivy.commands.importer import llm_factory
-from vivy.commands.members import member_of, require_guild
+from vivy.commands.members import add_guild_option, guild_of, member_of
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.llm.offline.text import readable
@@ -50,7 +50,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "is in the memory as it would be for them; <@id> in the question mentions a member. "
         "The database is only read.",
     )
-    parser.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_guild_option(parser)
     parser.add_argument(
         "--as", dest="asker", metavar="USER", help="ask as this member (an id or a name)"
     )
@@ -63,13 +63,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
 
-def ask(database: Target, guild_id: int, question: str, *, asker: str | None = None) -> int:
+def ask(database: Target, guild: int | str, question: str, *, asker: str | None = None) -> int:
     """Print the memory context and the answer for ``question``; returns the exit code."""
     if not question.strip():
         raise ConfigError("the question is blank: say what to ask")
     mentioned = tuple(dict.fromkeys(int(m) for m in _MENTION.findall(question)))
     with read_only(database) as view:
-        require_guild(view, guild_id)
+        guild_id = guild_of(view, guild)
         asker_id = 0 if asker is None else member_of(view, guild_id, asker)
         names = {user: view.member_name(guild_id, user) or "" for user in {asker_id, *mentioned}}
     asker_name = names.get(asker_id) or (ASKER if asker is None else str(asker_id))

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from vivy import __version__
-from vivy.commands.db import add_database_option, database_target, discord_id, read_only
-from vivy.commands.members import member_of, require_guild
+from vivy.commands.db import add_database_option, database_target, read_only
+from vivy.commands.members import add_guild_option, guild_of, member_of
 from vivy.errors import StorageError
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.facts import FactRecord
@@ -46,7 +46,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--member, only that member's data (names, facts, kept messages), for a member's "
         "request for their data. The database is only read.",
     )
-    parser.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_guild_option(parser)
     parser.add_argument("--member", metavar="USER", help="only this member (an id or a name)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
     add_database_option(parser)
@@ -55,11 +55,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
 
-def export(database: Target, guild_id: int, out: Path, member: str | None = None) -> int:
-    """Write the export of ``guild_id`` (or of one member of it) to ``out``; returns the exit
+def export(database: Target, guild: int | str, out: Path, member: str | None = None) -> int:
+    """Write the export of ``guild`` (or of one member of it) to ``out``; returns the exit
     code."""
     with read_only(database) as store:
-        require_guild(store, guild_id)
+        guild_id = guild_of(store, guild)
         if member is None:
             document = guild_export(store, guild_id)
             what = f"guild {guild_id}: {len(document['notes'])} notes, "

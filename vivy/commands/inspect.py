@@ -12,8 +12,8 @@ import argparse
 import sys
 from datetime import UTC, date, datetime
 
-from vivy.commands.db import add_database_option, database_target, discord_id, read_only
-from vivy.commands.members import member_of, require_guild
+from vivy.commands.db import add_database_option, database_target, read_only
+from vivy.commands.members import add_guild_option, guild_of, member_of
 from vivy.memory.dates import short_date
 from vivy.memory.facts import FactRecord
 from vivy.memory.notes import Note, NoteType
@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "[note title, date]. With --all, invalidated facts too, with why and what replaced them.",
     )
     profile.add_argument("user", metavar="USER", help="the member's Discord id or name")
-    profile.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_guild_option(profile)
     profile.add_argument(
         "--all", action="store_true", help="also show invalidated facts and their history"
     )
@@ -78,7 +78,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="List a guild's notes, newest first: date, channel, participants, title, "
         "summary, topics, decisions and open questions.",
     )
-    notes.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_guild_option(notes)
     notes.add_argument("--since", type=_day, help="only notes on or after this date (YYYY-MM-DD)")
     notes.add_argument(
         "--type", choices=NOTE_TYPES, dest="note_type", help="only this type of note"
@@ -115,11 +115,13 @@ def format_fact(fact: FactRecord) -> list[str]:
     return lines
 
 
-def show_profile(database: Target, guild_id: int, user: str, *, include_invalidated: bool) -> int:
+def show_profile(
+    database: Target, guild: int | str, user: str, *, include_invalidated: bool
+) -> int:
     """Print the profile of the member ``user`` names (an id or a name); returns the exit
     code."""
     with read_only(database) as store:
-        require_guild(store, guild_id)
+        guild_id = guild_of(store, guild)
         user_id = member_of(store, guild_id, user)
         return print_profile(store, guild_id, user_id, include_invalidated=include_invalidated)
 
@@ -173,7 +175,7 @@ def format_note(note: Note) -> list[str]:
 
 def show_notes(
     database: Target,
-    guild_id: int,
+    guild: int | str,
     *,
     since: date | None = None,
     note_type: str | None = None,
@@ -181,7 +183,7 @@ def show_notes(
 ) -> int:
     """Print a guild's notes; returns the exit code."""
     with read_only(database) as store:
-        require_guild(store, guild_id)
+        guild_id = guild_of(store, guild)
         return print_notes(store, guild_id, since=since, note_type=note_type, limit=limit)
 
 

@@ -1,9 +1,10 @@
 """Guilds and members as operators name them, and ``vivy members --guild G``.
 
-Every command that takes a member (``vivy profile``, ``vivy ask --as``, ``vivy export
---member``) accepts a Discord id or a name the member goes by in the guild, when only one
-member goes by it; every command that takes a guild refuses one the database does not know,
-instead of reporting that nothing in it matches.
+Every command that reads a guild (``--guild``) accepts its Discord id or its name as
+``vivy guilds`` prints it, and every command that takes a member (``vivy profile``, ``vivy ask
+--as``, ``vivy export --member``) a Discord id or a name the member goes by in the guild, when
+only one guild or member goes by it. A guild the database does not know is refused, instead of
+reporting that nothing in it matches.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from vivy.errors import ConfigError
 from vivy.storage.engines import Target
 from vivy.storage.port import ReadOnlyStore
 
-__all__ = ["guild_label", "list_members", "member_of", "register", "require_guild"]
+__all__ = [
+    "add_guild_option",
+    "guild_label",
+    "guild_of",
+    "guild_reference",
+    "list_members",
+    "member_of",
+    "register",
+]
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,15 +36,33 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "their active and retired profile facts, and their name (what the commands that take "
         "a member accept besides the id). The database is only read.",
     )
-    parser.add_argument("--guild", type=discord_id, required=True, help="the guild's Discord id")
+    add_guild_option(parser)
     add_database_option(parser)
     parser.set_defaults(handler=lambda args: list_members(database_target(args), args.guild))
 
 
-def list_members(database: Target, guild_id: int) -> int:
+def guild_reference(text: str) -> int | str:
+    """An argparse type: a guild's Discord id (digits only), else its name."""
+    word = text.strip()
+    if not word:
+        raise argparse.ArgumentTypeError("the guild is blank: give its Discord id or name")
+    return discord_id(word) if word.isascii() and word.isdigit() else word
+
+
+def add_guild_option(parser: argparse.ArgumentParser) -> None:
+    """``--guild``, required: the guild the command reads, by id or name."""
+    parser.add_argument(
+        "--guild",
+        type=guild_reference,
+        required=True,
+        help="the guild's Discord id or name (vivy guilds lists them)",
+    )
+
+
+def list_members(database: Target, guild: int | str) -> int:
     """Print the guild's members; returns the exit code."""
     with read_only(database) as store:
-        require_guild(store, guild_id)
+        guild_id = guild_of(store, guild)
         members = store.guild_members(guild_id)
         counts = store.member_fact_counts(guild_id)
         label = guild_label(store, guild_id)
@@ -53,12 +80,28 @@ def guild_label(store: ReadOnlyStore, guild_id: int) -> str:
     return f"{name} ({guild_id})" if name else f"guild {guild_id}"
 
 
-def require_guild(store: ReadOnlyStore, guild_id: int) -> None:
-    """Refuse ``guild_id`` when the database remembers nothing of it."""
-    if guild_id not in store.guild_ids():
+def guild_of(store: ReadOnlyStore, guild: int | str) -> int:
+    """The guild ``guild`` names: a Discord id the database remembers, else the one guild
+    whose name is ``guild`` (ignoring case); refuses any other."""
+    known = set(store.guild_ids())
+    if isinstance(guild, int):
+        if guild in known:
+            return guild
         raise ConfigError(
-            f"guild {guild_id} is not in this database; `vivy guilds` lists the guilds it remembers"
+            f"guild {guild} is not in this database; `vivy guilds` lists the guilds it remembers"
         )
+    names = store.guild_names()
+    wanted = guild.strip().casefold()
+    found = sorted(g for g, name in names.items() if name.casefold() == wanted and g in known)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ConfigError(
+            f"no guild in this database is named {guild!r}; `vivy guilds` lists the guilds it "
+            "remembers with their ids and names"
+        )
+    which = ", ".join(f"{names[g]} ({g})" for g in found)
+    raise ConfigError(f"{guild!r} names more than one guild ({which}); pass the id")
 
 
 def member_of(store: ReadOnlyStore, guild_id: int, text: str) -> int:

@@ -15,9 +15,9 @@ import sys
 import anyio
 
 from vivy.clock import Clock
-from vivy.commands.db import add_database_option, database_target, discord_id, read_only
+from vivy.commands.db import add_database_option, database_target, read_only
 from vivy.commands.importer import llm_factory
-from vivy.commands.members import require_guild
+from vivy.commands.members import add_guild_option, guild_of
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
@@ -48,7 +48,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "with the configured embedding model (the offline one without a key). The database is "
         "only read.",
     )
-    parser.add_argument("--guild", type=discord_id, required=True, help="guild id")
+    add_guild_option(parser)
     parser.add_argument("--limit", type=_limit, default=10, help="hits to show (1-50)")
     parser.add_argument("query", nargs="+", help="what to look for")
     add_database_option(parser)
@@ -59,12 +59,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
 
-def search(database: Target, guild_id: int, query: str, limit: int) -> int:
+def search(database: Target, guild: int | str, query: str, limit: int) -> int:
     """Print the fused ranking; returns the exit code."""
     if not query.strip():
         raise ConfigError("the query is blank: say what to look for")
     with read_only(database) as view:
-        require_guild(view, guild_id)
+        guild_id = guild_of(view, guild)
     hits = anyio.run(_search, database, guild_id, query, limit)
     if not hits:
         print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)
