@@ -123,7 +123,8 @@ def test_a_guild_export_holds_its_notes_evidence_and_profiles(
     assert result.code == 0, result.err
     document = json.loads(out.read_text(encoding="utf-8"))
     facts, lines = _stored(imported)
-    assert document["format"] == "vivy-memory-export" and document["guild"]["id"] == str(GUILD)
+    assert document["format"] == "vivy-memory-export"
+    assert document["guild"] == {"id": str(GUILD), "name": "Test Guild"}
     exported_lines = {line["text"] for note in document["notes"] for line in note["evidence"]}
     assert exported_lines == set().union(*lines.values())
     by_member = {m["id"]: {f["text"] for f in m["facts"]} for m in document["members"]}

@@ -80,13 +80,15 @@ def _when(wall: float | None) -> str | None:
     return None if wall is None else datetime.fromtimestamp(wall, tz=UTC).isoformat()
 
 
-def _header(guild_id: int) -> dict[str, Any]:
+def _header(store: ReadOnlyStore, guild_id: int) -> dict[str, Any]:
+    """What every export starts with: its format, when it was written and the guild (with its
+    name, when Vivy has seen it)."""
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "vivy": __version__,
         "exported_at": datetime.now(UTC).isoformat(),
-        "guild": {"id": str(guild_id)},
+        "guild": {"id": str(guild_id), "name": store.guild_names().get(guild_id)},
     }
 
 
@@ -164,7 +166,7 @@ def guild_export(store: ReadOnlyStore, guild_id: int) -> dict[str, Any]:
         for entry in store.all_lore(guild_id)
     ]
     return {
-        **_header(guild_id),
+        **_header(store, guild_id),
         "members": members,
         "notes": [_note(note, lines.get(note.id, [])) for note in notes],
         "lore": lore,
@@ -197,7 +199,7 @@ def member_export(store: ReadOnlyStore, guild_id: int, user_id: int) -> dict[str
         "messages": messages,
         "pending_messages": pending,
     }
-    return {**_header(guild_id), "member": member}
+    return {**_header(store, guild_id), "member": member}
 
 
 def _write(out: Path, document: dict[str, Any]) -> None:
