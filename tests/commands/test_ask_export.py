@@ -96,7 +96,7 @@ def test_a_member_export_holds_all_of_theirs_and_nothing_of_anyone_else(
     argv = ("export", "--guild", str(GUILD), "--member", str(BEN), "--out", str(out))
     result = run_cli(capsys, *argv, "--db", imported)
     assert result.code == 0, result.err
-    assert result.out.startswith(f"wrote {out} (member {BEN} of guild {GUILD}: 3 facts")
+    assert result.out.startswith(f"wrote {out} (member {BEN} of Test Guild ({GUILD}): 3 facts")
     text = out.read_text(encoding="utf-8")
     document = json.loads(text)
     member = document["member"]

@@ -61,7 +61,7 @@ def test_profile_and_notes(imported: str, capsys: pytest.CaptureFixture[str]) ->
     profile = ok(
         run_cli(capsys, "profile", "--guild", str(GUILD), str(BEN), "--all", "--db", imported)
     )
-    assert f"({BEN}) in guild {GUILD}" in profile
+    assert f"({BEN}) in Test Guild ({GUILD})" in profile
 
 
 def test_search(imported: str, capsys: pytest.CaptureFixture[str]) -> None:

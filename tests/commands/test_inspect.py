@@ -35,7 +35,7 @@ def test_profile_shows_active_facts_by_section_with_sources(
     r = run_cli(capsys, "profile", "--db", str(imported), "--guild", str(GUILD), str(BEN))
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    assert lines[0] == f"ben ({BEN}) in guild {GUILD}: 3 active facts"
+    assert lines[0] == f"ben ({BEN}) in Test Guild ({GUILD}): 3 active facts"
     assert lines[1] == "bio"
     assert lines[2].startswith("  - Lives in Austin  [") and lines[2].endswith(", Apr 6]")
     assert "skills" in lines

@@ -21,7 +21,7 @@ from typing import Any
 
 from vivy import __version__
 from vivy.commands.db import add_database_option, database_target, read_only
-from vivy.commands.members import add_guild_option, guild_of, member_of
+from vivy.commands.members import add_guild_option, guild_label, guild_of, member_of
 from vivy.errors import StorageError
 from vivy.memory.evidence import EvidenceLine
 from vivy.memory.facts import FactRecord
@@ -62,13 +62,14 @@ def export(database: Target, guild: int | str, out: Path, member: str | None = N
         guild_id = guild_of(store, guild)
         if member is None:
             document = guild_export(store, guild_id)
-            what = f"guild {guild_id}: {len(document['notes'])} notes, "
+            what = f"{guild_label(store, guild_id)}: {len(document['notes'])} notes, "
             what += f"{len(document['members'])} members"
         else:
             user_id = member_of(store, guild_id, member)
             document = member_export(store, guild_id, user_id)
             held = document["member"]
-            what = f"member {user_id} of guild {guild_id}: {len(held['facts'])} facts, "
+            what = f"member {user_id} of {guild_label(store, guild_id)}: "
+            what += f"{len(held['facts'])} facts, "
             what += f"{len(held['messages']) + len(held['pending_messages'])} messages"
     _write(out, document)
     print(f"wrote {out} ({what})")

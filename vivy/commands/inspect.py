@@ -13,7 +13,7 @@ import sys
 from datetime import UTC, date, datetime
 
 from vivy.commands.db import add_database_option, database_target, read_only
-from vivy.commands.members import add_guild_option, guild_of, member_of
+from vivy.commands.members import add_guild_option, guild_label, guild_of, member_of
 from vivy.memory.dates import short_date
 from vivy.memory.facts import FactRecord
 from vivy.memory.notes import Note, NoteType
@@ -139,7 +139,7 @@ def print_profile(
     retired = [f for f in facts if f.invalidated_at is not None]
     who = f"{name} ({user_id})" if name else str(user_id)
     count = f"{len(active)} active fact{'' if len(active) == 1 else 's'}"
-    print(f"{who} in guild {guild_id}: {count}")
+    print(f"{who} in {guild_label(store, guild_id)}: {count}")
     section = None
     for fact in active:
         if fact.section != section:
