@@ -119,6 +119,12 @@ def _delete(path: tuple[Any, ...]) -> Callable[[list[dict[str, Any]]], None]:
         ),
         (_set((0, "messages", 0, "content"), 42), "[0].messages[0].content: expected a string"),
         (_delete((1, "channel", "name")), "[1].channel.name: missing"),
+        (_delete((0, "guild")), "[0].guild: missing"),
+        (
+            _set((1,), {"messages_count": 3}),
+            "[1]: not a DiscordChatExporter export (no guild, channel or messages); export the "
+            "channel in the JSON format",
+        ),
         (_set((0, "guild"), []), "[0].guild: expected an object, got an array"),
         (_set((1, "messages"), {}), "[1].messages: expected an array, got an object"),
         (

@@ -272,8 +272,21 @@ def _where(loc: Sequence[int | str]) -> str:
     return where
 
 
+#: The keys every DiscordChatExporter JSON export has at its top level.
+_EXPORT_KEYS: Final = ("guild", "channel", "messages")
+
+
 def _format_error(file: str, error: ErrorDetails) -> ImportFormatError:
-    """The one-line error for pydantic's first error in ``file``."""
+    """The one-line error for pydantic's first error in ``file``; an object with none of an
+    export's keys is named as what it is, not by the first key it lacks."""
+    found, loc = error["input"], error["loc"]
+    not_an_export = isinstance(found, dict) and not any(key in found for key in _EXPORT_KEYS)
+    if error["type"] == "missing" and loc[-1] in _EXPORT_KEYS and not_an_export:
+        where = _where(loc[:-1]) or "top level"
+        return ImportFormatError(
+            f"{file}: {where}: not a DiscordChatExporter export (no guild, channel or "
+            "messages); export the channel in the JSON format"
+        )
     template = _PROBLEMS.get(error["type"])
     problem = error["msg"] if template is None else template.format(kind=_kind(error["input"]))
     return ImportFormatError(f"{file}: {_where(error['loc']) or 'top level'}: {problem}")
