@@ -71,7 +71,7 @@ def test_ask_refuses_an_unknown_guild_and_member(
     )
     nobody = run_cli(capsys, "ask", "--guild", str(GUILD), "--as", "zed", "--db", imported, "hi")
     assert nobody.code == EXIT_USAGE
-    assert "no member of guild" in nobody.err and "'zed'" in nobody.err
+    assert f"no member of Test Guild ({GUILD}) goes by 'zed'" in nobody.err
 
 
 def _stored(database: str) -> tuple[dict[int, set[str]], dict[int, set[str]]]:

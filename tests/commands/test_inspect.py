@@ -269,7 +269,7 @@ def test_notes_since_a_later_day_print_nothing(
     argv = ("notes", "--db", str(imported), "--guild", str(GUILD), "--since", "2030-01-01")
     r = run_cli(capsys, *argv)
     assert (r.code, r.out) == (0, "")
-    assert r.err.strip() == f"no notes in guild {GUILD} match"
+    assert r.err.strip() == f"no notes in Test Guild ({GUILD}) match"
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

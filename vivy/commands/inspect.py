@@ -133,7 +133,8 @@ def print_profile(
     name = store.member_name(guild_id, user_id)
     facts = store.profile_records(guild_id, user_id, include_invalidated=include_invalidated)
     if not facts:
-        print(f"no facts remembered about user {user_id} in guild {guild_id}", file=sys.stderr)
+        where = guild_label(store, guild_id)
+        print(f"no facts remembered about user {user_id} in {where}", file=sys.stderr)
         return 0
     active = [f for f in facts if f.invalidated_at is None]
     retired = [f for f in facts if f.invalidated_at is not None]
@@ -203,7 +204,7 @@ def print_notes(
         limit=limit,
     )
     if not notes:
-        print(f"no notes in guild {guild_id} match", file=sys.stderr)
+        print(f"no notes in {guild_label(store, guild_id)} match", file=sys.stderr)
         return 0
     print("\n\n".join("\n".join(format_note(note)) for note in notes))
     return 0

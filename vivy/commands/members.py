@@ -118,9 +118,10 @@ def member_of(store: ReadOnlyStore, guild_id: int, text: str) -> int:
     if len(found) == 1:
         return found[0]
     if not found:
+        where = guild_label(store, guild_id)
         raise ConfigError(
-            f"no member of guild {guild_id} goes by {text!r}; `vivy members --guild "
-            f"{guild_id}` lists them with their ids"
+            f"no member of {where} goes by {text!r}; `vivy members --guild {guild_id}` lists "
+            "them with their ids"
         )
     names = dict(members)
     which = ", ".join(f"{names.get(user, '?')} ({user})" for user in found)

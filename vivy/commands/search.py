@@ -17,7 +17,7 @@ import anyio
 from vivy.clock import Clock
 from vivy.commands.db import add_database_option, database_target, read_only
 from vivy.commands.importer import llm_factory
-from vivy.commands.members import add_guild_option, guild_of
+from vivy.commands.members import add_guild_option, guild_label, guild_of
 from vivy.config import Settings
 from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
@@ -65,9 +65,10 @@ def search(database: Target, guild: int | str, query: str, limit: int) -> int:
         raise ConfigError("the query is blank: say what to look for")
     with read_only(database) as view:
         guild_id = guild_of(view, guild)
+        label = guild_label(view, guild_id)
     hits = anyio.run(_search, database, guild_id, query, limit)
     if not hits:
-        print(f"no notes in guild {guild_id} match {query!r}", file=sys.stderr)
+        print(f"no notes in {label} match {query!r}", file=sys.stderr)
         return 0
     for rank, hit in enumerate(hits, start=1):
         note = hit.note
