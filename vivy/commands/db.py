@@ -50,6 +50,7 @@ __all__ = [
     "read_only",
     "register",
     "require_writable",
+    "snowflake",
     "writable_folder",
 ]
 
@@ -97,12 +98,20 @@ def _batch_size(text: str) -> int:
     return value
 
 
-def discord_id(text: str) -> int:
-    """An argparse type: a Discord id (a snowflake, digits only)."""
+def snowflake(text: str) -> int | None:
+    """``text`` as a Discord id (a snowflake: digits only, below 2**63), or None."""
     value = text.strip()
     if not value.isascii() or not value.isdigit() or len(value) > 20 or int(value) >= 2**63:
-        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+        return None
     return int(value)
+
+
+def discord_id(text: str) -> int:
+    """An argparse type: a Discord id (a snowflake, digits only)."""
+    value = snowflake(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not a Discord id: {text!r}")
+    return value
 
 
 @contextmanager

@@ -60,16 +60,16 @@ def export(database: Target, guild: int | str, out: Path, member: str | None = N
     code."""
     with read_only(database) as store:
         guild_id = guild_of(store, guild)
+        label = guild_label(store, guild_id)
         if member is None:
             document = guild_export(store, guild_id)
-            what = f"{guild_label(store, guild_id)}: {len(document['notes'])} notes, "
+            what = f"{label}: {len(document['notes'])} notes, "
             what += f"{len(document['members'])} members"
         else:
             user_id = member_of(store, guild_id, member)
             document = member_export(store, guild_id, user_id)
             held = document["member"]
-            what = f"member {user_id} of {guild_label(store, guild_id)}: "
-            what += f"{len(held['facts'])} facts, "
+            what = f"member {user_id} of {label}: {len(held['facts'])} facts, "
             what += f"{len(held['messages']) + len(held['pending_messages'])} messages"
     _write(out, document)
     print(f"wrote {out} ({what})")

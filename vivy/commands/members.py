@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from vivy.commands.db import add_database_option, database_target, discord_id, read_only
+from vivy.commands.db import add_database_option, database_target, discord_id, read_only, snowflake
 from vivy.errors import ConfigError
 from vivy.storage.engines import Target
 from vivy.storage.port import ReadOnlyStore
@@ -108,8 +108,9 @@ def member_of(store: ReadOnlyStore, guild_id: int, text: str) -> int:
     """The member ``text`` names in the guild: a Discord id as it is, else the one member whose
     display name or a known name is ``text`` (ignoring case)."""
     word = text.strip()
-    if word.isascii() and word.isdigit() and len(word) <= 20 and int(word) < 2**63:
-        return int(word)
+    user_id = snowflake(word)
+    if user_id is not None:
+        return user_id
     wanted = word.lstrip("@").casefold()
     members = store.guild_members(guild_id)
     found = [user for user, name in members if name.casefold() == wanted]
