@@ -13,12 +13,15 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pytest
 
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder, provider
+
+if TYPE_CHECKING:
+    import pytest
 
 #: The process's one local embedder, whatever ``provider.shared_embedder`` is patched to.
 local_model = provider.shared_embedder
@@ -94,19 +97,18 @@ def hashed_sentences() -> HashedSentences:
 
 def install_hashed_sentences(patch: pytest.MonkeyPatch) -> None:
     """Embed sentences with :func:`hashed_sentences` wherever this process would load the
-    local sentence model: the offline provider's shared embedder, and the lab's synthetic
-    guilds (their vectors are a realistic spread for benchmarks, not meaning tests read)."""
-    from vivy_lab.synthetic import sqlite as synthetic
-
+    local sentence model: the offline provider's shared embedder, which the lab's synthetic
+    guilds embed with too (their vectors are a realistic spread for benchmarks, not meaning
+    tests read)."""
     patch.setattr(provider, "shared_embedder", hashed_sentences)
-    patch.setattr(synthetic, "LocalEmbedder", hashed_sentences)
-    synthetic._real_vectors.cache_clear()
 
 
 @contextmanager
 def sentence_model() -> Iterator[None]:
     """Within the block, in-process offline providers embed with the local sentence model:
     for tests (and their fixtures) about retrieval quality or the model itself."""
+    import pytest
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(provider, "shared_embedder", local_model)
         yield
@@ -143,6 +145,8 @@ _REMEMBERED: list[RememberedSentences] = []
 def remembered_sentence_model() -> Iterator[None]:
     """As :func:`sentence_model`, through the session's one :class:`RememberedSentences`: for
     the lab eval's reports, which embed the bundled long conversations more than once."""
+    import pytest
+
     if not _REMEMBERED:
         _REMEMBERED.append(RememberedSentences(local_model()))
     with pytest.MonkeyPatch.context() as patch:

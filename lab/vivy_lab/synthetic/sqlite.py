@@ -6,7 +6,7 @@ entities drawn from a Zipf-distributed vocabulary, their participants, and ``vec
 rows. One note in ten is a topic cluster.
 
 Vectors are made from real ones, so that nearest neighbours behave as with a deployment's
-embeddings: the local embedding model (:class:`vivy.llm.offline.LocalEmbedder`) embeds every
+embeddings: the process's local embedding model (``provider.shared_embedder``) embeds every
 message of the bundled long-conversation eval set (about 5,000 lines of chat from 163
 conversations), and each note's vector is the normalised mean of four to eight random
 messages of one random conversation, so notes come in topical clusters of real chat with
@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_DIMENSION, LocalEmbedder
+from vivy.llm.offline import provider
+from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_DIMENSION
 from vivy.memory.evidence import windows_of
 from vivy.storage.db import Connection, connect, migrate
 from vivy.storage.fts import merge_step
@@ -140,7 +141,7 @@ def _real_vectors() -> tuple[npt.NDArray[np.float32], tuple[npt.NDArray[np.int64
             lines = [m["text"] for m in session["messages"] if m["text"].strip()]
             sessions.append(np.arange(len(texts), len(texts) + len(lines), dtype=np.int64))
             texts += lines
-    return LocalEmbedder().embed_array(texts), tuple(sessions)
+    return provider.shared_embedder().embed_array(texts), tuple(sessions)
 
 
 def _mean_vector(rows: npt.NDArray[np.float32]) -> bytes:
