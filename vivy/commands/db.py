@@ -28,8 +28,6 @@ import structlog
 
 from vivy.config import Settings
 from vivy.errors import ConfigError, StorageError, VivyError
-from vivy.llm import configured_embedding as network_embedding
-from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
 from vivy.storage.copy import BATCH_ROWS, conclude_copy, copy_database, shown
 from vivy.storage.engines import Target, open_view, target_of
 from vivy.storage.port import ReadOnlyStore
@@ -177,7 +175,13 @@ def quiet_logs() -> Iterator[None]:
 
 
 def configured_embedding(environ: Mapping[str, str]) -> tuple[str, int]:
-    """The embedding model and dimension the environment selects (without opening a client)."""
+    """The embedding model and dimension the environment selects (without opening a client).
+
+    The LLM package is imported here, not with the module: the commands that read a database
+    (``vivy db check``, ``vivy notes``, ``vivy profile``) start without it."""
+    from vivy.llm import configured_embedding as network_embedding
+    from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
+
     selected = network_embedding(Settings.from_env(environ))
     return selected or (LOCAL_EMBEDDING_MODEL, LOCAL_EMBEDDING_DIMENSION)
 
