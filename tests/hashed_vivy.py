@@ -11,6 +11,6 @@ from vivy.cli import main
 from vivy.llm.offline import provider
 
 if __name__ == "__main__":
-    # A child process of its own: nothing to undo, so no pytest (a fifth of its start-up).
+    # A child process of its own: nothing to undo, so no pytest to import for its patching.
     provider.shared_embedder = hashed_sentences
     sys.exit(main())
