@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.machine import wait_for_machine_packages
 from vivy.metrics import Metrics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -183,6 +184,7 @@ def test_install_script_is_idempotent_when_installed() -> None:
         pytest.skip("bash is not installed")
     syntax = subprocess.run([bash, "-n", str(script)], capture_output=True, text=True)
     assert syntax.returncode == 0, syntax.stderr
+    wait_for_machine_packages()
     promtool = shutil.which("promtool")
     if promtool is None or shutil.which("prometheus") is None:
         pytest.skip("promtool/prometheus not installed; running the script would install them")

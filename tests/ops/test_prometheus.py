@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from tests.machine import wait_for_machine_packages
 from vivy.metrics import (
     ActorKind,
     CloseReason,
@@ -57,7 +58,9 @@ ALERT_NAMES = {
 
 
 def _binary(name: str) -> str:
-    """Path of ``name``; skip without it, or fail when VIVY_REQUIRE_PROMETHEUS=1."""
+    """Path of ``name``; skip without it, or fail when VIVY_REQUIRE_PROMETHEUS=1 (once
+    ``scripts/check`` has had its chance to install it)."""
+    wait_for_machine_packages()
     path = shutil.which(name)
     if path is None:
         message = f"{name} is not on PATH; run scripts/install-prometheus.sh"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.machine import wait_for_machine_packages
 from tests.web.conftest import MANAGER_TOKEN, DemoPage
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -34,12 +35,14 @@ FLAGS = [
 ]
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is missing")
-
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One headless Chromium for the module, with a fresh profile folder."""
+    """One headless Chromium for the module, with a fresh profile folder (skipped without
+    Debian's chromium, once ``scripts/check`` has had its chance to install it)."""
+    wait_for_machine_packages()
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is missing")
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
