@@ -51,10 +51,13 @@ class NoteHit:
 
 @dataclass(frozen=True, slots=True)
 class RankedNotes:
-    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised."""
+    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised;
+    ``found``: every candidate the search found, before ranking (the eval ranks them again
+    with other weights)."""
 
     hits: tuple[NoteHit, ...]
     vector_failed: bool
+    found: NoteSearchResult
 
 
 async def ranked_notes(
@@ -143,5 +146,5 @@ async def ranked_notes(
             NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)
             for s, quoted in zip(kept, lines, strict=True)
         )
-        answers.append(RankedNotes(hits, result.vector_failed))
+        answers.append(RankedNotes(hits, result.vector_failed, result))
     return answers

@@ -46,7 +46,7 @@ from vivy.retrieval import search
 from vivy.retrieval.context import RANK_SHARE, quoted_lines
 from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
-from vivy.retrieval.ranked import NoteHit, ranked_notes
+from vivy.retrieval.ranked import NoteHit, RankedNotes, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
 from vivy.retrieval.scale import (
     SAMPLE_NOTES,
@@ -404,32 +404,16 @@ async def search_stored(
     for question, vector in zip(questions, vectors, strict=True):
         span = time_range(question.question, question.asked_at)
         terms = tuple(search.query_terms(question.question))
-        (result,) = await store.search.find_notes(
-            [
-                NoteSearch(
-                    guild_id=guild_of[question.id].guild_id,
-                    vector=vector,
-                    terms=terms,
-                    note_type=CONVERSATION,
-                    candidates=max(settings.candidates, max(KS)),
-                    reranked=max(settings.reranked, settings.candidates, max(KS)),
-                    keyword_candidates=max(settings.keyword_candidates, max(KS)),
-                    evidence=evidence,
-                    window_candidates=settings.window_candidates,
-                    name_grams=tuple(name_grams(question.question)),
-                    time=span,
-                )
-            ]
-        )
-        measured = scales.get(guild_of[question.id].guild_id)
+        guild_id = guild_of[question.id].guild_id
+        measured = scales.get(guild_id)
         scale = measured or default
-        answered: list[tuple[NoteHit, ...]] = [(), ()]
+        answered: list[RankedNotes] = []
         if replies:
             answered = [
                 (
                     await ranked_notes(
                         store.search,
-                        guild_id=guild_of[question.id].guild_id,
+                        guild_id=guild_id,
                         vector=blob,
                         text=question.question,
                         limits=[(CONVERSATION, max(KS))],
@@ -440,17 +424,38 @@ async def search_stored(
                         words=local_word_vectors(),
                         gated=False,
                     )
-                )[0].hits
+                )[0]
                 for blob, on in ((vector, scale), (None, scale))
             ]
+        if answered and evidence == settings.evidence:
+            # The shipped reply's search is the one this question's report ranks again.
+            result = answered[0].found
+        else:
+            (result,) = await store.search.find_notes(
+                [
+                    NoteSearch(
+                        guild_id=guild_id,
+                        vector=vector,
+                        terms=terms,
+                        note_type=CONVERSATION,
+                        candidates=max(settings.candidates, max(KS)),
+                        reranked=max(settings.reranked, settings.candidates, max(KS)),
+                        keyword_candidates=max(settings.keyword_candidates, max(KS)),
+                        evidence=evidence,
+                        window_candidates=settings.window_candidates,
+                        name_grams=tuple(name_grams(question.question)),
+                        time=span,
+                    )
+                ]
+            )
         searched = Searched(
             question=question,
             answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
             found=result,
             time_span_s=(span.end - span.start) if span is not None else 86400.0,
             sessions=keys,
-            shipped=_answered(answered[0], keys, settings),
-            keyword_only=_answered(answered[1], keys, settings),
+            shipped=_answered(answered[0].hits if answered else (), keys, settings),
+            keyword_only=_answered(answered[1].hits if answered else (), keys, settings),
             scale=measured,
             word_match=word_matches(
                 result.candidates, terms, result.term_weights, local_word_vectors()
