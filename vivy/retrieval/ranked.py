@@ -51,13 +51,16 @@ class NoteHit:
 
 @dataclass(frozen=True, slots=True)
 class RankedNotes:
-    """The result of one ranked note search; ``vector_failed`` when sqlite-vec raised;
-    ``found``: every candidate the search found, before ranking (the eval ranks them again
-    with other weights)."""
+    """The result of one ranked note search: the notes kept, and ``found``, every candidate
+    the search found before ranking (the eval ranks them again with other weights)."""
 
     hits: tuple[NoteHit, ...]
-    vector_failed: bool
     found: NoteSearchResult
+
+    @property
+    def vector_failed(self) -> bool:
+        """Whether the vector search raised (sqlite-vec), leaving the keyword search alone."""
+        return self.found.vector_failed
 
 
 async def ranked_notes(
@@ -146,5 +149,5 @@ async def ranked_notes(
             NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)
             for s, quoted in zip(kept, lines, strict=True)
         )
-        answers.append(RankedNotes(hits, result.vector_failed, result))
+        answers.append(RankedNotes(hits, result))
     return answers
