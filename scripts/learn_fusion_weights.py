@@ -23,10 +23,11 @@ run once. Then:
   for questions asking when is learned with the weights (its slot follows the diversity
   bonus).
 * **reply gate**: for each held-out conversation, the gate (keyword share and threshold of
-  :class:`vivy.retrieval.ranking.Gate`) that leaves the most of another conversation's
-  questions with an empty reply while the other four keep their answer among the reply's
-  notes at most :data:`GATE_COST` less often than with no gate; the held-out rates are
-  printed, and the gate to ship is chosen the same way on all five.
+  :class:`vivy.retrieval.ranking.Gate`; its companion share is a fixed choice, not learned)
+  that leaves the most of another conversation's questions with an empty reply while the
+  other four keep their answer among the reply's notes at most :data:`GATE_COST` less often
+  than with no gate, chosen on the embedded default's searches; the held-out rates of both
+  ways are printed, and the gate to ship is chosen the same way on all five.
 * **quoted lines**: for each held-out conversation, the rank share of the evidence budget
   (:data:`vivy.retrieval.context.RANK_SHARE`) that quotes the most answer messages under the
   first five notes of the other four, in both ways at once; the held-out quoted-line recall
@@ -206,8 +207,13 @@ def main(path: Path, rounds: int) -> None:
     for group, vector in folds.items():
         weights = weights_from(vector, Weights())
         gate = choose_gate(default, weights, model, groups - {group})
-        kept, empty = _rates(default, weights, gate, model, {group})
-        print(f"fold {group}: {np.round(vector, 3)}; {gate}: kept {kept:.3f}, empty {empty:.3f}")
+        rates = "; ".join(
+            "{}: kept {:.3f}, empty {:.3f}".format(
+                run.name, *_rates(run, weights, gate, model, {group})
+            )
+            for run in runs
+        )
+        print(f"fold {group}: {np.round(vector, 3)}; {gate}; {rates}")
     vector = ascend(rows[0] + rows[1] + generated, NEUTRAL_START, rounds=rounds, holds=holds)
     print(weights_from(vector, Weights()))
     for (kind, k), floor in GENERATED_FLOORS.items():

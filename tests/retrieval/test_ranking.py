@@ -249,6 +249,18 @@ def test_gate(name: str, candidate: Candidate, kept: bool) -> None:
     assert (1 in found) is kept, name
 
 
+def test_a_note_that_passes_brings_the_notes_beside_it() -> None:
+    """Once one note passes the gate the question is about this memory, so a note with three
+    quarters of the needed evidence comes along; alone it is kept out, and a note with less
+    than that share never comes."""
+    strong = cand(99, 0.6, bm25=5.0, coverage=1.0, window_bm25=5.0, terms=frozenset({"x"}))
+    beside = cand(1, 0.2, coverage=0.85)  # relevance 0.425: under 0.55, over 0.75 of it
+    weaker = cand(2, 0.2, coverage=0.7)  # relevance 0.35
+    assert sorted(order([strong, beside, weaker], gate=GATE)) == [1, 99]
+    assert order([beside, weaker], gate=GATE) == []
+    assert order([strong, beside, weaker], gate=replace(GATE, companion=1.0)) == [99]
+
+
 def test_the_best_of_weak_matches_is_not_kept() -> None:
     """A question memory holds nothing about gets no note: the best keyword match of its
     candidates scores high among them, but holds little of the question."""

@@ -49,13 +49,16 @@ best keyword match of any question scores high. So a note is kept only when its 
 (:func:`relevance`: the share of the question's term weight it holds, and its semantic match
 on the guild's scale) reaches the gate's threshold, or half of it while the note lies in a
 time the question names. A question about something memory never held ("zzzqqq xylophone",
-another server's talk) gets no note at all, rather than the least bad ones.
+another server's talk) gets no note at all, rather than the least bad ones. Once one note
+reaches the threshold the question is about this memory, so its other notes need only a
+share of it (:attr:`Gate.companion`): the second half of a two-part answer, or a note put in
+other words than the question, comes along.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL
@@ -73,6 +76,7 @@ __all__ = [
     "Weights",
     "calibration_for",
     "features",
+    "gated",
     "passes_gate",
     "rank",
     "recency",
@@ -210,6 +214,19 @@ class Gate:
     #: semantic match: an embedding whose scale is not yet measured for the guild must not
     #: hide a note that says what the question asks in its own words.
     full_coverage: float = 0.9
+    #: The share of the thresholds the question's other notes need once one of its notes
+    #: passed: whether memory holds the question's subject is decided by its best note, and
+    #: the notes beside it then need only part of that evidence. A chosen trade, not
+    #: learned: lower keeps the answer more often, and more notes that do not answer.
+    companion: float = 0.75
+
+    def for_companions(self) -> Gate:
+        """The gate the question's other notes pass once one of its notes passed this one."""
+        return replace(
+            self,
+            min_relevance=self.min_relevance * self.companion,
+            keyword_only=self.keyword_only * self.companion,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +387,15 @@ def passes_gate(scored: Scored, gate: Gate, *, semantic: bool = True) -> bool:
     return scored.features.time >= 1.0 and evidence >= needed / 2
 
 
+def gated(scored: Sequence[Scored], gate: Gate, *, semantic: bool = True) -> list[Scored]:
+    """The notes a reply may use, in ``scored``'s order: none unless one of them passes
+    ``gate``; then each that passes its companions' share of it (:meth:`Gate.for_companions`)."""
+    if not any(passes_gate(one, gate, semantic=semantic) for one in scored):
+        return []
+    companions = gate.for_companions()
+    return [one for one in scored if passes_gate(one, companions, semantic=semantic)]
+
+
 def names_unknown(
     candidates: Iterable[Candidate],
     names: Collection[str],
@@ -451,7 +477,7 @@ def rank(
         semantic = calibration.measured and any(
             c.similarity is not None or c.window_similarity is not None for c in listed.values()
         )
-        scored = [one for one in scored if passes_gate(one, gate, semantic=semantic)]
+        scored = gated(scored, gate, semantic=semantic)
     scored.sort(key=lambda one: (-one.score, -listed[one.note_id].at, one.note_id))
     total = weights.total(time=has_time, names=has_names)
     diversity = weights.diversity / total if total > 0 else 0.0
