@@ -204,16 +204,26 @@ def main(path: Path, rounds: int) -> None:
         )
         print(f"held out, {run.name}: {figures}")
     groups = set(folds)
+    held_rates: dict[str, list[tuple[float, float, int, int]]] = {run.name: [] for run in runs}
     for group, vector in folds.items():
         weights = weights_from(vector, Weights())
         gate = choose_gate(default, weights, model, groups - {group})
-        rates = "; ".join(
-            "{}: kept {:.3f}, empty {:.3f}".format(
-                run.name, *_rates(run, weights, gate, model, {group})
+        for run in runs:
+            kept, empty = _rates(run, weights, gate, model, {group})
+            answerable = sum(_group(one) == group for one in run.searched)
+            strange = sum(
+                _group(one) == group and one.question.kind == "stranger" for one in run.strangers
             )
-            for run in runs
+            held_rates[run.name].append((kept, empty, answerable, strange))
+        rates = "; ".join(
+            f"{name}: kept {found[-1][0]:.3f}, empty {found[-1][1]:.3f}"
+            for name, found in held_rates.items()
         )
         print(f"fold {group}: {np.round(vector, 3)}; {gate}; {rates}")
+    for name, found in held_rates.items():
+        kept = sum(k * n for k, _, n, _ in found) / max(1, sum(n for *_, n, _ in found))
+        empty = sum(e * m for _, e, _, m in found) / max(1, sum(m for *_, m in found))
+        print(f"reply gate held out, {name}: answer kept {kept:.3f}, strangers empty {empty:.3f}")
     vector = ascend(rows[0] + rows[1] + generated, NEUTRAL_START, rounds=rounds, holds=holds)
     print(weights_from(vector, Weights()))
     for (kind, k), floor in GENERATED_FLOORS.items():
