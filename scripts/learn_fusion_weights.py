@@ -116,11 +116,11 @@ def _replies(
     ]
 
 
-def _rates(
+def _outcomes(
     run: DevRun, weights: Weights, gate: Gate | None, model: str, groups: set[str]
-) -> tuple[float, float]:
-    """Share of answerable questions of ``groups`` keeping an answer among the reply's notes,
-    and share of their stranger questions left with an empty reply."""
+) -> tuple[list[bool], list[bool]]:
+    """For each answerable question of ``groups``, whether it keeps an answer among the
+    reply's notes; for each of their stranger questions, whether its reply is empty."""
     answerable = [one for one in run.searched if _group(one) in groups]
     strangers = [
         one for one in run.strangers if one.question.kind == "stranger" and _group(one) in groups
@@ -129,7 +129,15 @@ def _rates(
         bool(set(r) & set(one.answers.values()))
         for one, r in zip(answerable, _replies(answerable, weights, gate, model), strict=True)
     ]
-    empty = [not r for r in _replies(strangers, weights, gate, model)]
+    return kept, [not r for r in _replies(strangers, weights, gate, model)]
+
+
+def _rates(
+    run: DevRun, weights: Weights, gate: Gate | None, model: str, groups: set[str]
+) -> tuple[float, float]:
+    """Share of answerable questions of ``groups`` keeping an answer among the reply's notes,
+    and share of their stranger questions left with an empty reply."""
+    kept, empty = _outcomes(run, weights, gate, model, groups)
     return float(np.mean(kept)), float(np.mean(empty))
 
 
@@ -204,26 +212,22 @@ def main(path: Path, rounds: int) -> None:
         )
         print(f"held out, {run.name}: {figures}")
     groups = set(folds)
-    held_rates: dict[str, list[tuple[float, float, int, int]]] = {run.name: [] for run in runs}
+    held: dict[str, tuple[list[bool], list[bool]]] = {run.name: ([], []) for run in runs}
     for group, vector in folds.items():
         weights = weights_from(vector, Weights())
         gate = choose_gate(default, weights, model, groups - {group})
+        rates = []
         for run in runs:
-            kept, empty = _rates(run, weights, gate, model, {group})
-            answerable = sum(_group(one) == group for one in run.searched)
-            strange = sum(
-                _group(one) == group and one.question.kind == "stranger" for one in run.strangers
-            )
-            held_rates[run.name].append((kept, empty, answerable, strange))
-        rates = "; ".join(
-            f"{name}: kept {found[-1][0]:.3f}, empty {found[-1][1]:.3f}"
-            for name, found in held_rates.items()
+            kept, empty = _outcomes(run, weights, gate, model, {group})
+            held[run.name][0].extend(kept)
+            held[run.name][1].extend(empty)
+            rates.append(f"{run.name}: kept {np.mean(kept):.3f}, empty {np.mean(empty):.3f}")
+        print(f"fold {group}: {np.round(vector, 3)}; {gate}; {'; '.join(rates)}")
+    for name, (kept, empty) in held.items():
+        print(
+            f"reply gate held out, {name}: answer kept {np.mean(kept):.3f},"
+            f" strangers empty {np.mean(empty):.3f}"
         )
-        print(f"fold {group}: {np.round(vector, 3)}; {gate}; {rates}")
-    for name, found in held_rates.items():
-        kept = sum(k * n for k, _, n, _ in found) / max(1, sum(n for *_, n, _ in found))
-        empty = sum(e * m for _, e, _, m in found) / max(1, sum(m for *_, m in found))
-        print(f"reply gate held out, {name}: answer kept {kept:.3f}, strangers empty {empty:.3f}")
     vector = ascend(rows[0] + rows[1] + generated, NEUTRAL_START, rounds=rounds, holds=holds)
     print(weights_from(vector, Weights()))
     for (kind, k), floor in GENERATED_FLOORS.items():

@@ -59,7 +59,7 @@ from vivy_lab.eval.longconv_dev import (
     strangers,
     write_exports,
 )
-from vivy_lab.eval.longconv_report import BASELINES, KINDS, mean
+from vivy_lab.eval.longconv_report import BASELINES, KINDS, KS, mean
 
 __all__ = [
     "DevFigures",
@@ -70,8 +70,6 @@ __all__ = [
     "run_default",
     "run_stand_in",
 ]
-
-KS = (1, 3, 5, 10)
 
 
 def _bm25(dev: DevSet) -> dict[str, tuple[tuple[str, ...], ...]]:
