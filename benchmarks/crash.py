@@ -138,7 +138,7 @@ def _embed_hashed() -> None:
 
 def check(db: Path, log: Path) -> list[str]:
     """The invariants that fail (empty when all hold)."""
-    from vivy.storage.db import connect
+    from vivy.storage.sqlite.db import connect
 
     conn = connect(db)
     problems: list[str] = []

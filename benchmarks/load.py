@@ -53,7 +53,7 @@ from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
 from vivy.logs import configure_logging
 from vivy.state.gate import IncomingMessage
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 #: 2026-03-02T10:00:00Z at virtual time zero.
 WALL0 = 1772445600.0

@@ -50,9 +50,9 @@ from vivy.metrics import ActorKind, Metrics
 from vivy.metrics.observer import MetricsObserver
 from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy
-from vivy.storage.db import Database
 from vivy.storage.engines import open_engine
 from vivy.storage.port import Store
+from vivy.storage.sqlite.db import Database
 
 __all__ = [
     "App",

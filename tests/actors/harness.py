@@ -15,8 +15,8 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.memory.buffers import CloseReason
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
-from vivy.storage.db import Database
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 #: 2026-03-02T00:00:00Z, the wall time at virtual time zero of every test.
 WALL0 = 1772409600.0

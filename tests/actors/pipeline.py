@@ -18,8 +18,8 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM
 from vivy.state.gate import CapturePolicy
 from vivy.state.profile import Rejection
-from vivy.storage.db import Database
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 from .harness import FIXED, WALL0, CountingObserver
 

@@ -22,8 +22,8 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
 from vivy.storage import buffers as store
-from vivy.storage.db import Connection, Database
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 from .harness import FIXED, GUILD, WALL0, CountingObserver, message
 

@@ -15,7 +15,7 @@ from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation, T
 from vivy.llm.schemas import ConversationDraft, NoteInput
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 from .harness import message
 

@@ -14,7 +14,7 @@ from vivy.llm.schemas import ConversationDraft, NoteDraft, NoteInput
 from vivy.memory.facts import NewFact
 from vivy.state.profile import PROFILE_CAP, ProfilePlan
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite.db import Connection, Database
 
 from .harness import GUILD, message
 from .pipeline import Pipeline, running_pipeline

@@ -14,7 +14,7 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 from .harness import message
 

@@ -9,7 +9,7 @@ import pytest
 
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite.db import Connection, Database
 
 from .harness import GUILD, WALL0, message
 from .pipeline import running_pipeline

@@ -11,7 +11,7 @@ from tests.storage import count_buffers
 from vivy.config import BufferSettings
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
 from vivy.storage import buffers as store
-from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite.db import Connection, Database
 
 from .harness import GUILD, RecordingHandOff, message, running_router
 

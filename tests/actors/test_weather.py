@@ -22,8 +22,8 @@ from vivy.errors import AppStopped, DatabaseUnavailable, LeaseLost, StorageError
 from vivy.memory.database import LeaseHolder
 from vivy.shards import Fence, Shards
 from vivy.state.gate import CapturePolicy, IncomingDelete, IncomingEdit, IngestOutcome
-from vivy.storage.db import Database
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 from .harness import FIXED, GUILD, WALL0, CountingObserver, RecordingHandOff, message
 

@@ -39,9 +39,9 @@ from vivy.config import BufferSettings, Settings
 from vivy.errors import LLMUnavailable
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import ChatAnswer, ChatRequest, Usage
-from vivy.storage.db import Database
 from vivy.storage.postgres.db import PgDatabase
-from vivy.storage.sqlite import open_sqlite_database
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import open_sqlite_database
 
 from . import payloads
 from .fake_discord import FakeDiscord

@@ -11,8 +11,8 @@ import sqlean
 from tests.hashing import sentence_model
 from tests.importer import TWO_DAYS, import_files, snapshot
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL
-from vivy.storage.checks import check_integrity, open_readonly
-from vivy.storage.schema import SCHEMA_VERSION
+from vivy.storage.sqlite.checks import check_integrity, open_readonly
+from vivy.storage.sqlite.schema import SCHEMA_VERSION
 
 from . import run_cli
 

@@ -40,7 +40,6 @@ from vivy.memory.notes import NewNote, Participant, PlannedUpdate
 from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.retrieval.search import query_terms
 from vivy.state.profile import ProfilePlan
-from vivy.storage.checks import open_readonly
 from vivy.storage.copy import (
     COPIED_TABLES,
     NOT_COPIED,
@@ -48,12 +47,13 @@ from vivy.storage.copy import (
     CopyReport,
     copy_database,
 )
-from vivy.storage.db import Database
 from vivy.storage.port import ReadOnlyStore
 from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
-from vivy.storage.sqlite import open_sqlite_store, sqlite_store
+from vivy.storage.sqlite.checks import open_readonly
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import open_sqlite_store, sqlite_store
 
 from . import run_cli
 

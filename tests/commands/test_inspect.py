@@ -14,7 +14,7 @@ from vivy.memory.facts import NewFact, RetiredFact
 from vivy.state.profile import ProfilePlan
 from vivy.storage import guilds, members
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Database
+from vivy.storage.sqlite.db import Database
 
 from . import run_cli
 

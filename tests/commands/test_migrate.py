@@ -11,8 +11,8 @@ import sqlite_vec
 from tests.importer import snapshot
 from vivy.memory.facts import Fact
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Database
-from vivy.storage.schema import serialize_vector
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.schema import serialize_vector
 
 from . import run_cli
 

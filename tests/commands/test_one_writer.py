@@ -20,7 +20,7 @@ from . import run_cli
 #: its stdin closes.
 HOLDER = (
     "import sys\n"
-    "from vivy.storage.db import Database\n"
+    "from vivy.storage.sqlite.db import Database\n"
     "db = Database.open(sys.argv[1], inline=True)\n"
     "print('ready', flush=True)\n"
     "sys.stdin.read()\n"

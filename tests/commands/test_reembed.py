@@ -28,14 +28,14 @@ from vivy.llm.metered import MeteredLLM, NullMeter
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, LOCAL_EMBEDDING_MODEL, OfflineLLM
 from vivy.llm.port import LLM
 from vivy.retrieval import NoteHit, Retriever
-from vivy.storage.checks import vec_notes_dimension
-from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import Tx
 from vivy.storage.maintenance import count_rows
 from vivy.storage.meta import get_meta
 from vivy.storage.postgres.db import PgDatabase
-from vivy.storage.schema import serialize_vector
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.checks import vec_notes_dimension
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.schema import serialize_vector
+from vivy.storage.sqlite.stores import sqlite_store
 
 from . import run_cli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from vivy.config import Settings
 from vivy.importer import ImportReport, import_exports
 from vivy.llm.offline import OfflineLLM
-from vivy.storage.checks import open_readonly
+from vivy.storage.sqlite.checks import open_readonly
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TWO_DAYS = FIXTURES / "two_days.json"

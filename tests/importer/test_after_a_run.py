@@ -16,7 +16,7 @@ from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.importer import load_exports
 from vivy.llm.offline import OfflineLLM
-from vivy.storage.checks import open_readonly
+from vivy.storage.sqlite.checks import open_readonly
 
 #: When the bot captured its conversation: months after the export's history.
 RUN_AT = 1_790_000_000.0

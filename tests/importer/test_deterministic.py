@@ -11,7 +11,7 @@ from vivy.config import Settings
 from vivy.importer import ImportReport, RealTimeLLM, import_exports
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import EmbeddingTask, Generation, GenerationRequest, T
-from vivy.storage.checks import open_readonly
+from vivy.storage.sqlite.checks import open_readonly
 
 DEMO = Path(__file__).parents[2] / "vivy" / "data" / "demo_export.json"
 

@@ -18,8 +18,8 @@ from vivy.memory.scales import SimilarityScale, scale_key
 from vivy.retrieval import Retriever
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, Calibration
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Database
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy_lab.fakes.gemini import (
     FakeGemini,
     RecordedRequest,

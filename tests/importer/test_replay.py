@@ -25,7 +25,7 @@ from vivy.memory.notes import Note
 from vivy.storage import maintenance as upkeep
 from vivy.storage import notes as note_store
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite.db import Connection, Database
 
 from . import ANA, BEN, CLEO, GUILD, LOUNGE, THREAD, THREAD_LATER, TWO_DAYS, import_files, snapshot
 

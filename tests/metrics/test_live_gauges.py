@@ -15,7 +15,7 @@ from vivy.app import database_size, running_app
 from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 from ..actors.harness import message
 

@@ -16,8 +16,8 @@ from vivy.clock import Clock
 from vivy.config import BufferSettings, Settings
 from vivy.llm.offline import OfflineLLM
 from vivy.state.gate import IncomingMessage
-from vivy.storage.db import Connection
 from vivy.storage.members import forget_member
+from vivy.storage.sqlite.db import Connection
 
 GUILD = 500
 TARGET = 7001

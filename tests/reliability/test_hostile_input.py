@@ -33,7 +33,7 @@ from vivy.state.gate import (
     IncomingMessage,
     IngestOutcome,
 )
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 #: 2026-03-02T00:00:00Z.
 WALL0 = 1772409600.0

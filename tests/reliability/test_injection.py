@@ -26,7 +26,7 @@ from vivy.llm.schemas import AddFact, ProfileInput, ProfileOperations, fact_oper
 from vivy.memory.guards import looks_like_instruction
 from vivy.state.gate import IncomingMessage
 from vivy.state.profile import FactSource, plan_operations
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 T = TypeVar("T")
 

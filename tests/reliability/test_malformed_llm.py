@@ -55,7 +55,7 @@ from vivy.llm.schemas import (
 from vivy.memory.guards import looks_like_instruction
 from vivy.state.gate import IncomingMessage
 from vivy.state.profile import FactSource, plan_operations
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 from vivy_lab.fakes.gemini import RecordedRequest, Reply, answer, text_answer
 
 from .conftest import (

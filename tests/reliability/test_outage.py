@@ -29,7 +29,7 @@ from vivy.config import BufferSettings, Settings
 from vivy.llm.gemini import GeminiConfig, GeminiLLM
 from vivy.llm.retry import Backoff
 from vivy.state.gate import IncomingMessage, IngestOutcome
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 from .conftest import CountingTransport, RoutingGemini, member_message, run_driven
 

@@ -29,7 +29,7 @@ from vivy.errors import StorageError
 from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import Generation, GenerationRequest, Operation
 from vivy.state.gate import IncomingMessage
-from vivy.storage.db import Connection, Database
+from vivy.storage.sqlite.db import Connection, Database
 
 T = TypeVar("T")
 

@@ -8,8 +8,8 @@ from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import provider
 from vivy.memory.dates import note_date
 from vivy.memory.notes import NewNote, Participant
-from vivy.storage.db import Connection
 from vivy.storage.notes import _insert_note
+from vivy.storage.sqlite.db import Connection
 
 #: 2026-03-02T00:00:00Z, the wall time at virtual time zero of every test.
 WALL0 = 1772409600.0

@@ -13,8 +13,8 @@ from tests.retrieval import WALL0, add_fact, add_lore, add_member, add_note, new
 from vivy.clock import Clock
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
-from vivy.storage.db import Connection, Database
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 GUILDS = {1: "markaa", 2: "markbb"}
 USERS = [1, 2, 3, 4, 5, 6]

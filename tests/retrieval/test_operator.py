@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
 from vivy.errors import StorageError
 from vivy.retrieval import OperatorStore
-from vivy.storage.db import Connection, Database
 from vivy.storage.engines import open_store
+from vivy.storage.sqlite.db import Connection, Database
 from vivy.web.server import OperatorServer as MetricsServer
 
 T = TypeVar("T")

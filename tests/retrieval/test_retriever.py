@@ -37,9 +37,9 @@ from vivy.retrieval import (
 from vivy.retrieval.ranking import Calibration, Gate, calibration_for
 from vivy.storage import evidence
 from vivy.storage.buffers import delete_stored_message
-from vivy.storage.db import Connection, Database
 from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 pytestmark = pytest.mark.anyio
 

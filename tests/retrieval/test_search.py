@@ -14,10 +14,10 @@ from vivy.llm.offline import provider
 from vivy.memory.evidence import windows_of
 from vivy.retrieval import search
 from vivy.storage import context_reads, evidence, search_types
-from vivy.storage import search as note_search
-from vivy.storage.db import Connection, Database
-from vivy.storage.fts import window_keyword_search
-from vivy.storage.schema import serialize_vector
+from vivy.storage.sqlite import search as note_search
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.fts import window_keyword_search
+from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 
 GUILD_A = 1

@@ -9,10 +9,10 @@ from psycopg import sql as pgsql
 
 from vivy.storage import buffers as store
 from vivy.storage import evidence
-from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import Tx
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.evidence import postings_problems
+from vivy.storage.sqlite.db import Connection, Database
 
 __all__ = ["PgProbe", "Probe", "SqliteProbe", "count_buffers", "on_conn"]
 

@@ -21,11 +21,11 @@ import pytest
 
 from tests.pg import engines_header, parametrize_engines, register_engines_marker
 from tests.storage import PgProbe, Probe, SqliteProbe
-from vivy.storage.db import Database
 from vivy.storage.port import Store
 from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.stores import postgres_store
-from vivy.storage.sqlite import sqlite_store
+from vivy.storage.sqlite.db import Database
+from vivy.storage.sqlite.stores import sqlite_store
 
 
 def pytest_configure(config: pytest.Config) -> None:

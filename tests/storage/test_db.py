@@ -14,8 +14,8 @@ import sqlean
 import sqlite_vec
 
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.storage.db import BUSY_TIMEOUT_MS, CHECKPOINT_ROWS, Connection, Database, connect
-from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
+from vivy.storage.sqlite.db import BUSY_TIMEOUT_MS, CHECKPOINT_ROWS, Connection, Database, connect
+from vivy.storage.sqlite.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
 
 #: Tables (and virtual tables) the first migration creates.
 VIVY_TABLES = {

@@ -24,7 +24,6 @@ from vivy.storage import members as pg_members
 from vivy.storage import notes as pg_notes
 from vivy.storage import profiles as pg_profiles
 from vivy.storage.areas import BufferArea
-from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import Tx, postgres_tx
 from vivy.storage.evidence import evidence_problems
 from vivy.storage.postgres.db import (
@@ -39,7 +38,8 @@ from vivy.storage.postgres.evidence import postings_problems
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.readonly import open_postgres_readonly
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
-from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 T = TypeVar("T")
 

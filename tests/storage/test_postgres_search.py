@@ -28,7 +28,7 @@ from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.search import PG_VECTORS, vector_search
 from vivy.storage.postgres.stores import open_postgres_store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TimeRange
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy.storage.vector_index import BinaryIndex, vectors_adding, vectors_replaced
 
 pytestmark = pytest.mark.skipif(

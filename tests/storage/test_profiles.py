@@ -13,9 +13,9 @@ from vivy.memory.facts import NewFact, RetiredFact
 from vivy.memory.notes import NewNote, Participant, PlannedUpdate
 from vivy.state.profile import ProfilePlan
 from vivy.storage import profiles as profile_store
-from vivy.storage.db import Database, _statements, connect
 from vivy.storage.port import Store
-from vivy.storage.schema import MIGRATIONS
+from vivy.storage.sqlite.db import Database, _statements, connect
+from vivy.storage.sqlite.schema import MIGRATIONS
 
 pytestmark = pytest.mark.anyio
 

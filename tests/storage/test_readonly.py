@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from vivy.errors import StorageError
-from vivy.storage.readonly import backup_database, open_sqlite_readonly
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.readonly import backup_database, open_sqlite_readonly
+from vivy.storage.sqlite.stores import open_sqlite_store
 
 pytestmark = pytest.mark.anyio
 

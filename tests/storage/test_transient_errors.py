@@ -13,10 +13,10 @@ import pytest
 import sqlean
 
 from vivy.errors import DatabaseUnavailable, StorageError
-from vivy.storage import db as sqlite_db
-from vivy.storage.db import Database
 from vivy.storage.dialect import Tx
 from vivy.storage.postgres.db import _storage_error
+from vivy.storage.sqlite import db as sqlite_db
+from vivy.storage.sqlite.db import Database
 
 
 def note_a_job(tx: Tx) -> None:

@@ -13,11 +13,11 @@ from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, provider
 from vivy.storage import vector_index
-from vivy.storage.db import Connection, Database
 from vivy.storage.dialect import sqlite_tx
 from vivy.storage.members import forget_member
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
-from vivy.storage.schema import binary_dimensions, serialize_vector
+from vivy.storage.sqlite.db import Connection, Database
+from vivy.storage.sqlite.schema import binary_dimensions, serialize_vector
 from vivy.storage.vector_index import (
     BinaryIndex,
     VectorLengthError,

@@ -31,8 +31,8 @@ from vivy.errors import ConfigError, StorageError, VivyError
 from vivy.storage.copy import BATCH_ROWS, conclude_copy, copy_database, shown
 from vivy.storage.engines import Target, open_view, target_of
 from vivy.storage.port import ReadOnlyStore
-from vivy.storage.readonly import backup_database as storage_backup
-from vivy.storage.schema import SCHEMA_VERSION
+from vivy.storage.sqlite.readonly import backup_database as storage_backup
+from vivy.storage.sqlite.schema import SCHEMA_VERSION
 
 __all__ = [
     "add_database_option",

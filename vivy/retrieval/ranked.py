@@ -1,7 +1,7 @@
 """One ranked note search: find, rank, gate, then load the notes with their quoted lines.
 
 Everything a note search does but the embedding call, over the storage port's ``search``
-area: one call finds every search's candidates (:mod:`vivy.storage.search`), ranking is pure
+area: one call finds every search's candidates (:mod:`vivy.storage.sqlite.search`), ranking is pure
 (:mod:`vivy.retrieval.ranking`) and runs inside that same call, on the storage owner's
 thread, which then loads the chosen notes and their evidence lines (one hand-off, not two).
 The lines that best answer the question are then chosen among each note's

@@ -1,7 +1,7 @@
 """Question text as note search reads it: Discord markup removed, stop words dropped.
 
 The searches themselves (vector, keyword, evidence) are storage's:
-:mod:`vivy.storage.search` holds their SQL, behind the port's ``search`` area.
+:mod:`vivy.storage.sqlite.search` holds their SQL, behind the port's ``search`` area.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ T = TypeVar("T")
 
 
 class Owner(Protocol):
-    """An engine's one owner of its connection (:class:`~vivy.storage.db.Database`,
+    """An engine's one owner of its connection (:class:`~vivy.storage.sqlite.db.Database`,
     :class:`~vivy.storage.postgres.db.PgDatabase`)."""
 
     async def read(

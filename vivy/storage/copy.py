@@ -1,7 +1,7 @@
 """``vivy db copy``: move a Vivy database from one engine to the other, row for row.
 
 A SQLite file and a PostgreSQL database hold the same logical schema at the same version
-(:mod:`vivy.storage.schema`, :mod:`vivy.storage.postgres.schema`), so a copy moves rows, not
+(:mod:`vivy.storage.sqlite.schema`, :mod:`vivy.storage.postgres.schema`), so a copy moves rows, not
 meaning. The rules:
 
 * :data:`COPIED_TABLES` is the one list of what is copied, parents before children, each
@@ -26,7 +26,7 @@ meaning. The rules:
 * Ids are kept, and each id sequence of the target is set to the source's highest id ever
   issued (SQLite's ``sqlite_sequence``, PostgreSQL's sequences), so no id is reused: a deleted
   buffer's id stays taken by its note's ``buffer_id``.
-* The source is only read (SQLite through :func:`~vivy.storage.checks.open_readonly`,
+* The source is only read (SQLite through :func:`~vivy.storage.sqlite.checks.open_readonly`,
   PostgreSQL in read-only transactions). A target holding rows is refused, unless it holds an
   unfinished copy of the same source (then the copy resumes) or ``replace`` empties it first.
 
@@ -57,7 +57,7 @@ from vivy.storage.copy_plan import (
 )
 from vivy.storage.copy_sides import Side, open_side
 from vivy.storage.dialect import REEMBED_STAGING
-from vivy.storage.schema import SCHEMA_VERSION
+from vivy.storage.sqlite.schema import SCHEMA_VERSION
 
 __all__ = [
     "BATCH_ROWS",

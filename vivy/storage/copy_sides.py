@@ -19,7 +19,6 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
 from vivy.errors import StorageError
-from vivy.storage import checks
 from vivy.storage.copy_plan import (
     PROGRESS_KEY,
     ROWID_COLUMNS,
@@ -27,9 +26,6 @@ from vivy.storage.copy_plan import (
     CopiedTable,
     Database,
 )
-from vivy.storage.db import Connection
-from vivy.storage.db import connect as sqlite_connect
-from vivy.storage.db import migrate as sqlite_migrate
 from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.postgres.connect import with_timeouts
 from vivy.storage.postgres.db import PgConnection
@@ -38,8 +34,12 @@ from vivy.storage.postgres.db import schema_version as pg_schema_version
 from vivy.storage.postgres.readonly import connection_error, shown_url
 from vivy.storage.postgres.schema import POSTINGS_TABLES, note_vector_dimension
 from vivy.storage.postgres.schema import vec_notes_ddl as pg_vec_notes_ddl
-from vivy.storage.schema import binary_dimensions
-from vivy.storage.writer_lock import hold_writer_lock
+from vivy.storage.sqlite import checks
+from vivy.storage.sqlite.db import Connection
+from vivy.storage.sqlite.db import connect as sqlite_connect
+from vivy.storage.sqlite.db import migrate as sqlite_migrate
+from vivy.storage.sqlite.schema import binary_dimensions
+from vivy.storage.sqlite.writer_lock import hold_writer_lock
 
 __all__ = ["PgSide", "Side", "SqliteSide", "open_side"]
 

@@ -40,7 +40,7 @@ import psycopg
 from vivy.memory.notes import NoteType
 from vivy.shards import ALL_SHARDS, Shards
 from vivy.storage.postgres.schema import note_vector_dimension, vec_notes_ddl
-from vivy.storage.schema import VEC_KINDS, binary_dimensions, serialize_vector
+from vivy.storage.sqlite.schema import VEC_KINDS, binary_dimensions, serialize_vector
 
 __all__ = [
     "POSTGRES",

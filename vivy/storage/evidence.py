@@ -22,8 +22,8 @@ Rules of this module:
 * Every search names the guild inside the index or before the ``LIMIT``.
 
 Written once for both engines (:mod:`vivy.storage.dialect`); the searches themselves are each
-engine's own (:func:`vivy.storage.fts.window_keyword_search` and
-:func:`vivy.storage.search.compared_windows` on SQLite, :mod:`vivy.storage.postgres.search`).
+engine's own (:func:`vivy.storage.sqlite.fts.window_keyword_search` and
+:func:`vivy.storage.sqlite.search.compared_windows` on SQLite, :mod:`vivy.storage.postgres.search`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from vivy.memory.evidence import EvidenceLine, EvidenceWindow, WindowText, windo
 from vivy.memory.notes import NoteType
 from vivy.memory.scales import SampledNote, ScaleSample
 from vivy.storage.dialect import Tx
-from vivy.storage.schema import VEC_KINDS
+from vivy.storage.sqlite.schema import VEC_KINDS
 
 __all__ = [
     "delete_evidence_message",

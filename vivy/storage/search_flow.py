@@ -11,7 +11,7 @@ notes found by keyword with those found by vector, once the keyword search hands
 
 What differs between the engines is a small :class:`EngineReads`: both search vectors through
 the same in-memory copy (:class:`~vivy.storage.vector_index.BinaryIndex`), and re-rank its
-candidates by sqlite-vec's exact distances (:mod:`vivy.storage.search`) or pgvector's
+candidates by sqlite-vec's exact distances (:mod:`vivy.storage.sqlite.search`) or pgvector's
 (:mod:`vivy.storage.postgres.search`); each has its own keyword index.
 
 A failing vector query (sqlite-vec missing, a question of another dimension) is reported in

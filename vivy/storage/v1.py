@@ -11,10 +11,10 @@ from vivy.clock import parse_utc
 from vivy.errors import StorageError
 from vivy.memory.guards import content_tokens
 from vivy.state.profile import PROFILE_CAP, SECTION_CAP, check_fact_text
-from vivy.storage import checks
-from vivy.storage.db import Database
 from vivy.storage.dialect import Tx
 from vivy.storage.postgres.db import PgDatabase
+from vivy.storage.sqlite import checks
+from vivy.storage.sqlite.db import Database
 
 __all__ = [
     "V1Fact",

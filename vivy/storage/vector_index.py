@@ -4,7 +4,7 @@ A KNN over the binary vectors by sqlite-vec's ``vec0`` scans the guild's partiti
 which in a large guild takes most of the retrieval budget. The same scan over numpy columns of
 64-bit words (XOR, popcount, partial sort) takes a fraction of that, so ``vec_notes`` is a
 plain table and this copy is its only index. Beside the bits, the copy keeps each vector's
-leading :data:`~vivy.storage.schema.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
+leading :data:`~vivy.storage.sqlite.schema.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
 (scaled per vector): they order the hamming candidates by an approximate cosine, so that only
 a short list of them is read from the database and compared exactly (reading a float vector
 costs a page of the table, comparing codes in memory a few hundred bytes). On PostgreSQL the
@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vivy.memory.notes import NoteType
-from vivy.storage.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.sqlite.schema import VEC_KINDS, binary_dimensions
 
 if TYPE_CHECKING:
     from vivy.storage.dialect import Tx

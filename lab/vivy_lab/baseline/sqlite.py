@@ -4,7 +4,7 @@ These are storage operations of the benchmark only, never of the bot: :class:`Ra
 is the ceiling of what SQLite can take (one ``executemany`` of the rows into Vivy's own
 ``buffer_messages`` table in one transaction) and :class:`JsonRewriteTable` is seed 002's
 design (one row per channel holding a JSON array of its messages, rewritten per message). Both
-open fresh databases with the same pragmas as Vivy's (:func:`~vivy.storage.db.connect`); the
+open fresh databases with the same pragmas as Vivy's (:func:`~vivy.storage.sqlite.db.connect`); the
 benchmark times their calls.
 """
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from vivy.storage.db import connect, migrate
+from vivy.storage.sqlite.db import connect, migrate
 
 __all__ = ["JsonRewriteTable", "RawMessageRow", "RawMessageTable", "count_buffered_messages"]
 

@@ -65,7 +65,7 @@ from vivy.metrics.registry import Metrics
 from vivy.state.gate import CapturePolicy, IncomingMessage, IngestOutcome
 from vivy.storage.port import Store
 from vivy.storage.postgres.stores import open_postgres_store
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy_lab.baseline import postgres as pg_baseline
 from vivy_lab.baseline import sqlite as baseline
 from vivy_lab.scratch import new_schema, scratch_database

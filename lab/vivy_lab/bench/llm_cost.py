@@ -61,7 +61,7 @@ from vivy.llm.schemas import (
 from vivy.memory.guards import discloses_self
 from vivy.memory.notes import NoteType
 from vivy.state.profile import NOTE_MEMBERS_CAP
-from vivy.storage.readonly import open_sqlite_readonly
+from vivy.storage.sqlite.readonly import open_sqlite_readonly
 from vivy_lab.bench.mature import seed_full_profiles
 
 __all__ = [

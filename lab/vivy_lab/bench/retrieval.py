@@ -66,7 +66,7 @@ from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
 from vivy.storage.postgres.db import connect, migrate
 from vivy.storage.postgres.stores import open_postgres_store
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy.storage.vector_index import EXACT_SHARE
 from vivy_lab.bench.machine import loop_ms, others_percent, read_cpu_times
 from vivy_lab.scratch import new_schema, scratch_database

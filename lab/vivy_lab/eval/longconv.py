@@ -57,9 +57,9 @@ from vivy.retrieval.scale import (
 )
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
-from vivy.storage.search import CONVERSATION
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.search import CONVERSATION
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy_lab.eval.baselines import (
     bm25_index,
     bm25_sessions,

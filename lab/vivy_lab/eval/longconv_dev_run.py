@@ -35,7 +35,7 @@ from vivy.importer.replay import import_exports
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.retrieval.ranking import calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.stores import open_sqlite_store
 from vivy_lab.eval.baselines import bm25_index, bm25_sessions
 from vivy_lab.eval.learning import LEARNED, QuestionRows, cross_validate, question_rows
 from vivy_lab.eval.longconv import (

@@ -38,7 +38,7 @@ from vivy.retrieval.ranking import Calibration, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
 from vivy.storage.search_types import Candidate, NoteSearch
-from vivy.storage.sqlite import open_sqlite_store
+from vivy.storage.sqlite.stores import open_sqlite_store
 
 __all__ = [
     "KS",

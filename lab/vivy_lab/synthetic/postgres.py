@@ -28,8 +28,6 @@ from psycopg import pq, sql
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
 
-from vivy.storage.db import Connection
-from vivy.storage.db import connect as sqlite_connect
 from vivy.storage.dialect import vector_text
 from vivy.storage.postgres.db import PgConnection
 from vivy.storage.postgres.schema import (
@@ -39,6 +37,8 @@ from vivy.storage.postgres.schema import (
     vec_notes_ddl,
 )
 from vivy.storage.postgres.search import PG_VECTORS, vector_bytes, vector_search
+from vivy.storage.sqlite.db import Connection
+from vivy.storage.sqlite.db import connect as sqlite_connect
 from vivy.storage.vector_index import BinaryIndex
 from vivy_lab.synthetic.sqlite import DIMENSION, EXACT_QUERIES, GUILD_ID
 

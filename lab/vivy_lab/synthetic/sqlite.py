@@ -16,7 +16,7 @@ each embedded as the mean of its note's vector and one more message of the same
 conversation. A query is the vector of one message of a random conversation (a short line of
 chat, as a question is), with three words of a random stored note plus one random word as
 its text. The keyword indexes are then merged as the nightly job merges a deployment's
-(:func:`vivy.storage.fts.merge_step`).
+(:func:`vivy.storage.sqlite.fts.merge_step`).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import numpy.typing as npt
 from vivy.llm.offline import provider
 from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_DIMENSION
 from vivy.memory.evidence import windows_of
-from vivy.storage.db import Connection, connect, migrate
-from vivy.storage.fts import merge_step
-from vivy.storage.schema import binary_dimensions, serialize_vector
-from vivy.storage.search import vector_search
+from vivy.storage.sqlite.db import Connection, connect, migrate
+from vivy.storage.sqlite.fts import merge_step
+from vivy.storage.sqlite.schema import binary_dimensions, serialize_vector
+from vivy.storage.sqlite.search import vector_search
 from vivy.storage.vector_index import BinaryIndex
 
 __all__ = ["DIMENSION", "EXACT_QUERIES", "GUILD_ID", "WALL0", "build", "quantised_recall"]

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from tests.pg import embedded_postgres
-from vivy.storage.db import connect
+from vivy.storage.sqlite.db import connect
 from vivy_lab.bench.ingest import format_results, main, run_ingest_bench
 
 FIGURES = {

@@ -5,7 +5,8 @@ Triggers keep ``note_postings`` and ``window_postings`` beside the ``tsvector`` 
 and a search sums a textbook BM25 there, both in index-only scans of their primary keys;
 FTS5 computes SQLite's own BM25, so ``bm25`` and ``window_bm25`` differ somewhat in scale
 between the engines while the candidates found mean the same. Plans use SQLite's postings
-budget and idf (:func:`vivy.storage.search.prune_terms`, :func:`~vivy.storage.search.term_weight`).
+budget and idf (:func:`vivy.storage.sqlite.search.prune_terms`,
+:func:`~vivy.storage.sqlite.search.term_weight`).
 
 User text never reaches a query as syntax: a term is a bound parameter, turned into its
 lexeme by ``to_tsvector``; the guild is part of every postings key read, before any ``LIMIT``.
@@ -19,8 +20,8 @@ from typing import Any
 
 from vivy.storage.candidates import KeywordMatch, WindowMatch
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.search import KEYWORD_POSTINGS_BUDGET, prune_terms, term_weight
 from vivy.storage.search_types import TermPlan
+from vivy.storage.sqlite.search import KEYWORD_POSTINGS_BUDGET, prune_terms, term_weight
 
 __all__ = [
     "BM25_B",
@@ -78,7 +79,7 @@ def plan_terms(
     budget: int = KEYWORD_POSTINGS_BUDGET,
     index: str = "notes",
 ) -> LexemePlan:
-    """The terms to search and their idf weights, as :func:`vivy.storage.search.plan_terms`
+    """The terms to search and their idf weights, as :func:`vivy.storage.sqlite.search.plan_terms`
     plans them on SQLite: each term's count of rows (capped at ``budget + 1``, counted in the
     postings' primary key alone: an index-only scan of at most ``budget + 1`` entries), the
     rarest kept within the budget, the total the newest row id; one statement. A term

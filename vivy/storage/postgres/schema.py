@@ -1,7 +1,7 @@
 """Numbered schema migrations of Vivy's PostgreSQL database.
 
 Migration ``n`` here brings the PostgreSQL schema to the same logical version ``n`` as
-migration ``n`` of :mod:`vivy.storage.schema` does for SQLite: the same tables, columns,
+migration ``n`` of :mod:`vivy.storage.sqlite.schema` does for SQLite: the same tables, columns,
 keys, checks and foreign keys, so both engines hold the same data and a database can be
 copied from one to the other. :data:`PG_MIGRATIONS` must have one entry per SQLite migration
 (a test checks it). The version is the single row of ``vivy_schema``.
@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from vivy.storage.schema import EMBEDDING_DIMENSION_DEFAULT
+from vivy.storage.sqlite.schema import EMBEDDING_DIMENSION_DEFAULT
 
 __all__ = [
     "PG_MIGRATIONS",
@@ -250,7 +250,7 @@ CREATE TABLE meta (
 );
 """
 
-#: Version 2 (see :mod:`vivy.storage.schema`): evidence windows, members' known names, and
+#: Version 2 (see :mod:`vivy.storage.sqlite.schema`): evidence windows, members' known names, and
 #: the operations a note call already returned on each profile update.
 _V2 = """
 CREATE TABLE evidence_windows (
@@ -285,7 +285,7 @@ ALTER TABLE profile_updates ADD COLUMN operations TEXT;
 ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 """
 
-#: Version 3: a guild's vector generation (see :mod:`vivy.storage.schema`), which
+#: Version 3: a guild's vector generation (see :mod:`vivy.storage.sqlite.schema`), which
 #: PostgreSQL's in-memory copies of the vectors use from version 8.
 _V3 = """
 CREATE TABLE vector_generations (

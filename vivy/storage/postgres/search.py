@@ -5,7 +5,7 @@ their join into ranking candidates are written once for both engines
 (:meth:`vivy.storage.search_flow.EngineReads.run`).
 Keyword search and its term plans are in :mod:`vivy.storage.postgres.keywords`.
 
-Rules, as for SQLite (:mod:`vivy.storage.search`):
+Rules, as for SQLite (:mod:`vivy.storage.sqlite.search`):
 
 * Vector search runs in two steps, as on SQLite and through the same in-memory copy of the
   guild's vectors (:class:`~vivy.storage.vector_index.BinaryIndex`, read by
@@ -32,9 +32,9 @@ from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
 from vivy.storage.dialect import Tx, postgres_tx
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
 from vivy.storage.postgres.keywords import keyword_search, plan_terms, window_keyword_search
-from vivy.storage.search import EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.sqlite.search import EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
 from vivy.storage.vector_index import (
     LOAD_BATCH,
     BinaryIndex,
@@ -109,7 +109,7 @@ def vector_search(
     """The ``limit`` notes of the guild closest to ``vector`` by cosine, best first;
     ``note_type`` None searches both types.
 
-    As on SQLite (:func:`vivy.storage.search.vector_search`): ``candidates`` notes come from
+    As on SQLite (:func:`vivy.storage.sqlite.search.vector_search`): ``candidates`` notes come from
     ``index`` (hamming KNN over the guild's bits in memory), their int8 codes shortlist
     :data:`~vivy.storage.vector_index.EXACT_SHARE` times ``limit`` of them, and pgvector compares
     their float vectors exactly. Raises

@@ -40,8 +40,8 @@ import structlog
 
 from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.storage.dialect import Tx, sqlite_tx
-from vivy.storage.schema import MIGRATIONS, SCHEMA_VERSION
-from vivy.storage.writer_lock import hold_writer_lock
+from vivy.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from vivy.storage.sqlite.writer_lock import hold_writer_lock
 
 __all__ = ["Connection", "Database", "connect", "migrate"]
 
@@ -355,7 +355,7 @@ class Database:
     @classmethod
     def open(cls, path: str | Path, *, inline: bool = False) -> Database:
         """Open (creating and migrating as needed) the database at ``path``, holding this
-        process's writer lock on it (:mod:`vivy.storage.writer_lock`) until :meth:`close`."""
+        process's writer lock on it (:mod:`vivy.storage.sqlite.writer_lock`) until :meth:`close`."""
         conn = connect(path)
         if str(path) == ":memory:":
             release = None

@@ -12,8 +12,8 @@ import sqlean
 import sqlite_vec
 
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.storage.db import BUSY_TIMEOUT_MS, Connection
-from vivy.storage.schema import SCHEMA_VERSION
+from vivy.storage.sqlite.db import BUSY_TIMEOUT_MS, Connection
+from vivy.storage.sqlite.schema import SCHEMA_VERSION
 
 __all__ = [
     "check_foreign_keys",

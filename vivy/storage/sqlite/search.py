@@ -5,7 +5,7 @@ Rules of this module:
 * Every query is scoped to one guild *inside* the index or before any ``LIMIT``: the vector
   KNN runs over the guild's own binary vectors (:mod:`vivy.storage.vector_index`), the
   keyword searches take FTS5's ranked matches in batches and keep the guild's until they
-  have enough (:func:`vivy.storage.fts.best_of_guild`). Nothing read here can belong to
+  have enough (:func:`vivy.storage.sqlite.fts.best_of_guild`). Nothing read here can belong to
   another guild, whatever the caller passes.
 * Vector search runs in three steps. A hamming KNN over the binary-quantised vectors finds
   ``reranked`` notes of the guild; the approximate cosine of their int8 codes shortlists a
@@ -20,8 +20,9 @@ Rules of this module:
 * A keyword search reads a bounded number of postings (:func:`plan_terms`): the rarest terms
   first, the commonest dropped beyond :data:`KEYWORD_POSTINGS_BUDGET`, so its cost stays flat
   as a guild grows to 100k notes.
-* Functions are synchronous and take the connection first, as :class:`~vivy.storage.db.Database`
-  runs them; :func:`search_notes_sync` runs a whole search through
+* Functions are synchronous and take the connection first, as
+  :class:`~vivy.storage.sqlite.db.Database` runs them; :func:`search_notes_sync` runs a whole
+  search through
   :meth:`vivy.storage.search_flow.EngineReads.run`, which orders the reads and joins them.
 """
 
@@ -36,12 +37,12 @@ from typing import TypeVar
 import sqlean
 
 from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
-from vivy.storage.db import Connection
 from vivy.storage.dialect import Tx, sqlite_tx
-from vivy.storage.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
-from vivy.storage.schema import serialize_vector
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
 from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan
+from vivy.storage.sqlite.db import Connection
+from vivy.storage.sqlite.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
+from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex, VectorLengthError
 
 __all__ = [

@@ -25,11 +25,12 @@ from vivy.memory.database import EmbeddingState, GuildCounts
 from vivy.memory.evidence import EvidenceLine, PendingMessage
 from vivy.memory.facts import PROFILE_SECTIONS, FactRecord, LoreRecord
 from vivy.memory.notes import Note
-from vivy.storage import checks, evidence, guilds, meta
-from vivy.storage.db import Connection
+from vivy.storage import evidence, guilds, meta
 from vivy.storage.dialect import REEMBED_STAGING, Tx, sqlite_tx
 from vivy.storage.maintenance import count_rows
 from vivy.storage.notes import get_notes, members_named
+from vivy.storage.sqlite import checks
+from vivy.storage.sqlite.db import Connection
 
 __all__ = ["Inspector", "ReadOnlyDatabase", "backup_database", "open_sqlite_readonly"]
 

@@ -1,21 +1,21 @@
 """The SQLite engine behind the storage port.
 
 Every area runs its storage module's functions (:mod:`vivy.storage.areas`) through the one
-:class:`~vivy.storage.db.Database` owner; the note search keeps each guild's binary vectors in
-memory (:class:`~vivy.storage.vector_index.BinaryIndex`) and runs its keyword searches on the
-owner's side connections, beside the vector search.
+:class:`~vivy.storage.sqlite.db.Database` owner; the note search keeps each guild's binary
+vectors in memory (:class:`~vivy.storage.vector_index.BinaryIndex`) and runs its keyword
+searches on the owner's side connections, beside the vector search.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from vivy.storage import checks, fts, search
 from vivy.storage.areas import store_of
-from vivy.storage.db import SIDE_CONNECTIONS, Connection, Database
 from vivy.storage.dialect import Tx
 from vivy.storage.port import Store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
+from vivy.storage.sqlite import checks, fts, search
+from vivy.storage.sqlite.db import SIDE_CONNECTIONS, Connection, Database
 from vivy.storage.vector_index import BinaryIndex
 
 __all__ = ["open_sqlite_database", "open_sqlite_store", "sqlite_store"]
@@ -54,7 +54,8 @@ def open_sqlite_database(
 
     ``inline`` runs calls on the event loop's thread (tests under trio's MockClock). A
     ``read_only`` owner only reads an existing Vivy database of this version, never creating,
-    migrating or writing it, on read-only media too (:func:`~vivy.storage.checks.open_readonly`).
+    migrating or writing it, on read-only media too
+    (:func:`~vivy.storage.sqlite.checks.open_readonly`).
     """
     if not read_only:
         return Database.open(path, inline=inline)

@@ -3,7 +3,7 @@
 SQLite lets several processes write one file in turn, but Vivy's writers must not share one:
 two ``vivy run`` would each answer every mention, and two imports would each believe they
 wrote the notes. So every writable open of a SQLite database (:meth:`Database.open
-<vivy.storage.db.Database.open>`, and the target of ``vivy db copy``) holds an exclusive
+<vivy.storage.sqlite.db.Database.open>`, and the target of ``vivy db copy``) holds an exclusive
 ``flock`` on ``<database>.lock`` until it closes, and writes its pid and command into that
 file; a second process is refused in one line naming them. Read-only opens take no lock, so
 the read-only commands and the memory page still read while a writer runs. Within one process

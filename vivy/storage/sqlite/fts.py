@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vivy.storage.candidates import WindowMatch
-from vivy.storage.db import Connection
+from vivy.storage.sqlite.db import Connection
 
 __all__ = [
     "KEYWORD_INDEXES",
@@ -28,7 +28,7 @@ __all__ = [
 MAX_BATCH = 1000
 
 #: The keyword indexes by name, each with the table whose rows it indexes and its FTS5
-#: table: searched by :mod:`vivy.storage.search`, merged by the nightly job.
+#: table: searched by :mod:`vivy.storage.sqlite.search`, merged by the nightly job.
 KEYWORD_INDEXES = {
     "notes": ("interaction_notes", "notes_fts"),
     "evidence": ("evidence_windows", "evidence_fts"),
