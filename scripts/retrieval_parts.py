@@ -33,10 +33,10 @@ from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
 from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy.storage import notes as note_reads
-from vivy.storage.dialect import sqlite_tx
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import search as note_search
 from vivy.storage.sqlite.db import connect
+from vivy.storage.sqlite.dialect import sqlite_tx
 from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
 from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path, workload = _workload(args.db_dir, args.size, args.seed)
     conn = connect(path)
-    index = BinaryIndex()
+    index = BinaryIndex(note_search.SQLITE_VECTORS)
     words = local_word_vectors()
     fastest: dict[str, list[float]] = {}
 

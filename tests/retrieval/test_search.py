@@ -24,6 +24,11 @@ GUILD_A = 1
 GUILD_B = 2
 
 
+def sqlite_vectors() -> BinaryIndex[Connection]:
+    """A fresh in-memory copy of a SQLite database's vectors."""
+    return BinaryIndex(note_search.SQLITE_VECTORS)
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
     """A fresh database, used synchronously."""
@@ -84,7 +89,7 @@ def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
 )
 def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> None:
     """Rarest first within the postings budget; terms in no note dropped."""
-    assert note_search.prune_terms(list(counts), counts, budget) == kept
+    assert search_types.prune_terms(list(counts), counts, budget) == kept
 
 
 @pytest.mark.parametrize(
@@ -120,8 +125,8 @@ def test_term_matcher_whole_words(text: str, whole: set[str]) -> None:
 
 def test_term_weight_stays_positive() -> None:
     """Rare terms weigh more; a term in every note still weighs more than nothing."""
-    assert note_search.term_weight(1, 1000) > note_search.term_weight(100, 1000) > 0
-    assert note_search.term_weight(4, 4) > 0
+    assert search_types.term_weight(1, 1000) > search_types.term_weight(100, 1000) > 0
+    assert search_types.term_weight(4, 4) > 0
 
 
 def vector_of(text: str) -> bytes:
@@ -137,7 +142,13 @@ def test_vector_search_stays_in_the_guild_partition(db: Database) -> None:
     mine = db.write_sync(add_note, new_note(GUILD_B, "Pottery class", "Glazing mugs"))
     found = db.read_sync(
         lambda conn: note_search.vector_search(
-            conn, BinaryIndex(), GUILD_B, vector_of(text), note_type=None, limit=5, candidates=5
+            conn,
+            sqlite_vectors(),
+            GUILD_B,
+            vector_of(text),
+            note_type=None,
+            limit=5,
+            candidates=5,
         )
     )
     assert [match.note_id for match in found] == [mine]
@@ -152,7 +163,13 @@ def test_vector_search_reranks_exactly_and_filters_type(db: Database) -> None:
     query = vector_of("Channel: #general\nSourdough starter\nFeeding the starter")
     found = db.read_sync(
         lambda conn: note_search.vector_search(
-            conn, BinaryIndex(), GUILD_A, query, note_type="conversation", limit=5, candidates=40
+            conn,
+            sqlite_vectors(),
+            GUILD_A,
+            query,
+            note_type="conversation",
+            limit=5,
+            candidates=40,
         )
     )
     assert found[0].note_id == best
@@ -180,13 +197,13 @@ def test_keyword_search_filters_the_guild_before_the_limit(db: Database) -> None
     # Its coverage: the idf-weighted share of the terms it holds (no evidence: notes' idf).
     result = db.read_sync(
         note_search.search_notes_sync,
-        BinaryIndex(),
+        sqlite_vectors(),
         search_types.NoteSearch(GUILD_B, None, terms, None, candidates=5, keyword_candidates=1),
     )
     assert [c.note_id for c in result.candidates] == [mine]
     assert result.candidates[0].coverage == pytest.approx(
-        (note_search.term_weight(16, 36) * 2)
-        / (note_search.term_weight(16, 36) * 2 + note_search.term_weight(15, 36))
+        (search_types.term_weight(16, 36) * 2)
+        / (search_types.term_weight(16, 36) * 2 + search_types.term_weight(15, 36))
     )
 
 
@@ -324,12 +341,15 @@ def test_windows_a_side_cannot_compare_are_compared_on_the_main_connection(
     plain = [sqlean.connect(str(tmp_path / "vivy.db"), check_same_thread=False) for _ in range(2)]
     try:
         with_sides = db.read_sync(
-            on_conn(note_search.search_notes_sync), BinaryIndex(), query, plain
+            on_conn(note_search.search_notes_sync),
+            sqlite_vectors(),
+            query,
+            plain,
         )
     finally:
         for conn in plain:
             conn.close()
-    alone = db.read_sync(on_conn(note_search.search_notes_sync), BinaryIndex(), query)
+    alone = db.read_sync(on_conn(note_search.search_notes_sync), sqlite_vectors(), query)
     assert with_sides == alone
     assert len(with_sides.candidates) == 2
     assert all(c.window_similarity is not None for c in with_sides.candidates)

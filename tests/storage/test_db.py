@@ -15,7 +15,8 @@ import sqlite_vec
 
 from vivy.errors import SchemaTooNew, StorageError
 from vivy.storage.sqlite.db import BUSY_TIMEOUT_MS, CHECKPOINT_ROWS, Connection, Database, connect
-from vivy.storage.sqlite.schema import EMBEDDING_DIMENSION_DEFAULT, SCHEMA_VERSION
+from vivy.storage.sqlite.schema import SCHEMA_VERSION
+from vivy.storage.vectors import EMBEDDING_DIMENSION_DEFAULT
 
 #: Tables (and virtual tables) the first migration creates.
 VIVY_TABLES = {

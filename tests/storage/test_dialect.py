@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vivy.storage.dialect import POSTGRES, SQLITE
+from vivy.storage.postgres.dialect import POSTGRES
+from vivy.storage.sqlite.dialect import SQLITE
 
 
 @pytest.mark.parametrize(

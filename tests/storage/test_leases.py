@@ -19,9 +19,9 @@ from vivy.clock import Clock
 from vivy.errors import ConfigError, LeaseLost
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.shards import Fence, parse_shard_ids
-from vivy.storage.dialect import postgres_tx
 from vivy.storage.port import LeaseStore, Store
 from vivy.storage.postgres.db import PgDatabase, connect
+from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.leases import acquire, check_fence, epoch_history
 from vivy.storage.postgres.stores import postgres_store
 

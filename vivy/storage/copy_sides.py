@@ -38,8 +38,8 @@ from vivy.storage.sqlite import checks
 from vivy.storage.sqlite.db import Connection
 from vivy.storage.sqlite.db import connect as sqlite_connect
 from vivy.storage.sqlite.db import migrate as sqlite_migrate
-from vivy.storage.sqlite.schema import binary_dimensions
 from vivy.storage.sqlite.writer_lock import hold_writer_lock
+from vivy.storage.vectors import binary_dimensions
 
 __all__ = ["PgSide", "Side", "SqliteSide", "open_side"]
 

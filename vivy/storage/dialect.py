@@ -3,11 +3,12 @@
 The storage areas (:mod:`vivy.storage.buffers`, :mod:`~vivy.storage.notes`, …) write their
 SQL once, in SQLite's spelling: ``?`` placeholders (or ``:name`` ones with a mapping), and
 run it through a :class:`Tx`, the one transaction of one engine's owner that a call runs in.
-What differs between the engines is named here, in a small :class:`Dialect`, the way aiosql's
-adapters rewrite only what a driver needs:
+What differs between the engines is named in a small :class:`Dialect`, the way aiosql's
+adapters rewrite only what a driver needs; each engine's package holds its own
+(:data:`vivy.storage.sqlite.dialect.SQLITE`, :data:`vivy.storage.postgres.dialect.POSTGRES`):
 
 * placeholders: PostgreSQL's psycopg takes ``%s`` / ``%(name)s`` (and ``%%`` for ``%``);
-  :meth:`Dialect.sql` rewrites a statement once and remembers it;
+  :meth:`Dialect.sql` rewrites a statement (PostgreSQL's remembers it);
 * a list parameter: ``IN (?, ?, …)`` on SQLite, ``= ANY(?)`` with one array on PostgreSQL
   (:meth:`Dialect.any`);
 * the larger of two values (SQLite's two-argument ``MAX``, PostgreSQL's ``GREATEST``), a read
@@ -28,33 +29,13 @@ costs nothing there.
 
 from __future__ import annotations
 
-import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Protocol
 
-import psycopg
-
-from vivy.memory.notes import NoteType
 from vivy.shards import ALL_SHARDS, Shards
-from vivy.storage.postgres.schema import note_vector_dimension, vec_notes_ddl
-from vivy.storage.sqlite.schema import VEC_KINDS, binary_dimensions, serialize_vector
 
-__all__ = [
-    "POSTGRES",
-    "REEMBED_STAGING",
-    "SQLITE",
-    "Cursor",
-    "Dialect",
-    "Params",
-    "Tx",
-    "in_scope",
-    "postgres_tx",
-    "sqlite_tx",
-    "vector_text",
-]
+__all__ = ["REEMBED_STAGING", "Cursor", "Dialect", "Execute", "Params", "Tx", "in_scope"]
 
 #: Work table of ``vivy reembed``: new vectors wait here until all notes have one.
 REEMBED_STAGING = "reembed_staging"
@@ -87,34 +68,14 @@ class Execute(Protocol):
         """The statement's cursor."""
 
 
-#: SQLite's placeholders and the characters psycopg reads specially, outside string literals
-#: (a literal is matched first and kept), and PostgreSQL's ``::`` casts, kept as they are.
-_TOKENS = re.compile(r"'(?:[^']|'')*'|::|\?|:([A-Za-z_]\w*)|%")
-
-
-def _pyformat(match: re.Match[str]) -> str:
-    token = match.group(0)
-    if token == "?":
-        return "%s"
-    if token == "%":
-        return "%%"
-    if match.group(1) is not None:
-        return f"%({match.group(1)})s"
-    return token
-
-
-@lru_cache(maxsize=2048)
-def _to_pyformat(text: str) -> str:
-    """``text`` with SQLite's placeholders in psycopg's form."""
-    return _TOKENS.sub(_pyformat, text)
-
-
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """What one engine's SQL spells differently; see the module docstring."""
 
     #: ``sqlite`` or ``postgresql``.
     name: str
+    #: A statement written in SQLite's spelling as this engine's driver takes it.
+    spell: Callable[[str], str]
     #: The scalar function of the larger of two values.
     greatest: str
     #: Appended to a ``SELECT`` of a row the transaction is about to change.
@@ -153,7 +114,7 @@ class Dialect:
 
     def sql(self, text: str) -> str:
         """``text`` as this engine's driver takes it."""
-        return _to_pyformat(text) if self.arrays else text
+        return self.spell(text)
 
     def any(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A condition that ``column`` is one of ``values``, and its parameters (to splice
@@ -161,119 +122,6 @@ class Dialect:
         if self.arrays:
             return f"{column} = ANY(?)", [list(values)]
         return f"{column} IN ({','.join('?' * len(values))})", list(values)
-
-
-def _sqlite_note_vector(
-    tx: Tx, note_id: int, guild_id: int, note_type: str, values: Sequence[float]
-) -> None:
-    """sqlite-vec's row of a note: its float32 vector and, for the KNN, its binary one."""
-    vector = serialize_vector(values)
-    tx.execute(
-        "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
-        " VALUES (?, ?, ?, ?, vec_quantize_binary(vec_slice(?, 0, ?)))",
-        (note_id, guild_id, VEC_KINDS[note_type], vector, vector, binary_dimensions(len(values))),
-    )
-
-
-def _sqlite_refill(tx: Tx, dimension: int) -> int:
-    """sqlite-vec's note rows from the staged vectors, with their binary quantisations."""
-    tx.execute("DELETE FROM vec_notes")
-    return tx.execute(
-        "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding, embedding_bits)"
-        " SELECT n.id, n.guild_id, CASE n.note_type WHEN 'topic_cluster' THEN ? ELSE ? END,"
-        " s.embedding, vec_quantize_binary(vec_slice(s.embedding, 0, ?))"
-        f" FROM interaction_notes n JOIN {REEMBED_STAGING} s ON s.note_id = n.id ORDER BY n.id",
-        (
-            VEC_KINDS[NoteType.TOPIC_CLUSTER],
-            VEC_KINDS[NoteType.CONVERSATION],
-            binary_dimensions(dimension),
-        ),
-    ).rowcount
-
-
-def _pg_refill(tx: Tx, dimension: int) -> int:
-    """pgvector's note rows from the staged vectors; the table is made again at the new
-    dimension when it changed."""
-    if note_vector_dimension(tx.conn) == dimension:
-        tx.execute("DELETE FROM vec_notes")
-    else:
-        tx.execute("DROP TABLE IF EXISTS vec_notes")
-        tx.conn.execute(vec_notes_ddl(dimension).encode())
-    return tx.execute(
-        "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding)"
-        " SELECT n.id, n.guild_id, CASE n.note_type WHEN 'topic_cluster' THEN ? ELSE ? END,"
-        " s.embedding"
-        f" FROM interaction_notes n JOIN {REEMBED_STAGING} s ON s.note_id = n.id ORDER BY n.id",
-        (VEC_KINDS[NoteType.TOPIC_CLUSTER], VEC_KINDS[NoteType.CONVERSATION]),
-    ).rowcount
-
-
-def _pg_size(tx: Tx, dimension: int) -> None:
-    """pgvector's note-vector table made again at ``dimension`` when its column has another
-    one (called while no note exists)."""
-    if note_vector_dimension(tx.conn) != dimension:
-        tx.execute("DROP TABLE IF EXISTS vec_notes")
-        tx.conn.execute(vec_notes_ddl(dimension).encode())
-
-
-def vector_text(values: Sequence[float]) -> str:
-    """pgvector's text form of ``values`` (``[x,y,…]``), bound as text and cast."""
-    return "[" + ",".join(repr(float(x)) for x in values) + "]"
-
-
-def _pg_note_vector(
-    tx: Tx, note_id: int, guild_id: int, note_type: str, values: Sequence[float]
-) -> None:
-    """pgvector's row of a note (the in-memory copies make its bits when they read it)."""
-    tx.execute(
-        "INSERT INTO vec_notes (note_id, guild_id, note_kind, embedding)"
-        " VALUES (?, ?, ?, ?::vector)",
-        (note_id, guild_id, VEC_KINDS[note_type], vector_text(values)),
-    )
-
-
-SQLITE = Dialect(
-    name="sqlite",
-    greatest="MAX",
-    for_update="",
-    null_binding_costly=True,
-    arrays=False,
-    bytewise="",
-    ordered_join="CROSS JOIN",
-    listed_order="rowid",
-    vector="?",
-    encode_vector=serialize_vector,
-    vector_dims="length({}) / 4",
-    vector_json="vec_to_json({})",
-    insert_note_vector=_sqlite_note_vector,
-    purge_evidence_index=("INSERT INTO evidence_fts (evidence_fts) VALUES ('optimize')",),
-    purge_note_index=("INSERT INTO notes_fts (notes_fts) VALUES ('optimize')",),
-    vector_type="BLOB",
-    refill_note_vectors=_sqlite_refill,
-    size_note_vectors=lambda tx, dimension: None,  # a BLOB column takes any length
-    lock_meta=(),
-)
-POSTGRES = Dialect(
-    name="postgresql",
-    greatest="GREATEST",
-    for_update=" FOR UPDATE",
-    null_binding_costly=False,
-    arrays=True,
-    bytewise=' COLLATE "C"',
-    ordered_join="JOIN",
-    listed_order="position",
-    vector="?::vector",
-    encode_vector=vector_text,
-    vector_dims="vector_dims({})",
-    vector_json="{}::text",
-    insert_note_vector=_pg_note_vector,
-    purge_evidence_index=(),
-    purge_note_index=(),
-    vector_type="vector",
-    refill_note_vectors=_pg_refill,
-    size_note_vectors=_pg_size,
-    lock_meta=("LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE",),
-)
 
 
 class Tx:
@@ -346,31 +194,3 @@ def in_scope(tx: Tx, column: str = "guild_id") -> tuple[str, list[Any]]:
         return "", []
     condition, params = tx.dialect.any(f"({column} >> 22) % ?", scope.ids)
     return f" AND {condition}", [scope.count, *params]
-
-
-def sqlite_tx(conn: sqlite3.Connection) -> Tx:
-    """A call's transaction on a SQLite connection (its statements run as they are)."""
-
-    def many(sql: str, rows: Sequence[Params]) -> int:
-        return conn.executemany(sql, rows).rowcount
-
-    return Tx(conn, SQLITE, conn.execute, many)
-
-
-def postgres_tx(
-    conn: psycopg.Connection[tuple[Any, ...]],
-    *,
-    scope: Shards = ALL_SHARDS,
-    fence: Callable[[int], None] | None = None,
-) -> Tx:
-    """A call's transaction on a psycopg connection, its statements in psycopg's spelling."""
-
-    def execute(sql: str, params: Params = (), /) -> Cursor:
-        return conn.execute(_to_pyformat(sql), params)
-
-    def many(sql: str, rows: Sequence[Params]) -> int:
-        with conn.cursor() as cursor:
-            cursor.executemany(_to_pyformat(sql), rows)
-            return cursor.rowcount
-
-    return Tx(conn, POSTGRES, execute, many, scope=scope, fence=fence)

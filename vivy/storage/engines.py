@@ -19,8 +19,9 @@ from vivy.storage.port import Store
 from vivy.storage.postgres.db import PgDatabase
 from vivy.storage.postgres.readonly import open_postgres_readonly
 from vivy.storage.postgres.stores import postgres_store
+from vivy.storage.readonly import ReadOnlyDatabase
 from vivy.storage.sqlite.db import Database
-from vivy.storage.sqlite.readonly import ReadOnlyDatabase, open_sqlite_readonly
+from vivy.storage.sqlite.readonly import open_sqlite_readonly
 from vivy.storage.sqlite.stores import open_sqlite_database, sqlite_store
 
 __all__ = ["Target", "open_engine", "open_store", "open_view", "target_of"]

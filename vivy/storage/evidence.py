@@ -36,7 +36,7 @@ from vivy.memory.evidence import EvidenceLine, EvidenceWindow, WindowText, windo
 from vivy.memory.notes import NoteType
 from vivy.memory.scales import SampledNote, ScaleSample
 from vivy.storage.dialect import Tx
-from vivy.storage.sqlite.schema import VEC_KINDS
+from vivy.storage.vectors import VEC_KINDS
 
 __all__ = [
     "delete_evidence_message",

@@ -1,5 +1,6 @@
 """The values note search takes and gives: the question's search, its time range, the
-ranking candidates it finds, and the term matcher that tells which terms a text holds.
+keyword terms it reads (their budget and weights), the ranking candidates it finds, and the
+term matcher that tells which terms a text holds.
 
 They are plain frozen records and pure functions, shared by the storage engines and by
 retrieval's ranking, so neither depends on the other's modules.
@@ -7,6 +8,7 @@ retrieval's ranking, so neither depends on the other's modules.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     from vivy.memory.notes import Note
 
 __all__ = [
+    "EVIDENCE_POSTINGS_BUDGET",
+    "KEYWORD_POSTINGS_BUDGET",
     "Candidate",
     "Chosen",
     "Loaded",
@@ -26,6 +30,8 @@ __all__ = [
     "TermPlan",
     "TimeRange",
     "fold",
+    "prune_terms",
+    "term_weight",
 ]
 
 T = TypeVar("T")
@@ -45,6 +51,39 @@ class TimeRange:
         if start >= self.end:
             return start - self.end
         return 0.0
+
+
+#: Most postings one keyword search reads. Terms are taken rarest first; the commonest are
+#: dropped beyond the budget, which bounds the search's cost in a large guild (a term in 2500
+#: notes carries little weight there anyway).
+KEYWORD_POSTINGS_BUDGET = 2500
+
+
+def prune_terms(terms: Sequence[str], counts: Mapping[str, int], budget: int) -> list[str]:
+    """The terms worth searching, rarest first, within ``budget`` postings in total.
+
+    Terms in no note cannot match; the rarest term over the budget is dropped like the rest.
+    """
+    usable = [term for term in dict.fromkeys(terms) if 0 < counts.get(term, 0) <= budget]
+    usable.sort(key=lambda term: (counts[term], term))
+    kept: list[str] = []
+    spent = 0
+    for term in usable:
+        if spent + counts[term] > budget:
+            break
+        kept.append(term)
+        spent += counts[term]
+    return kept
+
+
+def term_weight(count: int, total: int) -> float:
+    """A term's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive even for common terms."""
+    count = max(0, min(count, total))
+    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
+
+
+#: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
+EVIDENCE_POSTINGS_BUDGET = 2500
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ A KNN over the binary vectors by sqlite-vec's ``vec0`` scans the guild's partiti
 which in a large guild takes most of the retrieval budget. The same scan over numpy columns of
 64-bit words (XOR, popcount, partial sort) takes a fraction of that, so ``vec_notes`` is a
 plain table and this copy is its only index. Beside the bits, the copy keeps each vector's
-leading :data:`~vivy.storage.sqlite.schema.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
+leading :data:`~vivy.storage.vectors.BINARY_PREFIX_DIMENSIONS` dimensions as int8 codes
 (scaled per vector): they order the hamming candidates by an approximate cosine, so that only
 a short list of them is read from the database and compared exactly (reading a float vector
 costs a page of the table, comparing codes in memory a few hundred bytes). On PostgreSQL the
@@ -31,21 +31,19 @@ import dataclasses
 import math
 import threading
 from collections.abc import Iterator, Sequence
-from sqlite3 import Connection
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from vivy.memory.notes import NoteType
-from vivy.storage.sqlite.schema import VEC_KINDS, binary_dimensions
+from vivy.storage.vectors import VEC_KINDS, binary_dimensions
 
 if TYPE_CHECKING:
     from vivy.storage.dialect import Tx
 
 __all__ = [
     "EXACT_SHARE",
-    "SQLITE_VECTORS",
     "BinaryIndex",
     "VectorLengthError",
     "VectorReader",
@@ -189,45 +187,15 @@ class VectorReader(Protocol[C_contra]):
         ...
 
 
-class _SqliteVectors:
-    """SQLite's reads for the copy: ``vec_notes`` holds the bits beside the float vector,
-    and ``vec_notes_by_guild`` (guild, note id) finds the newest note and the rows after it."""
-
-    def state(self, conn: Connection, guild_id: int) -> tuple[int, int]:
-        generation, newest = conn.execute(
-            "SELECT (SELECT generation FROM vector_generations WHERE guild_id = ?),"
-            " (SELECT MAX(note_id) FROM vec_notes WHERE guild_id = ?)",
-            (guild_id, guild_id),
-        ).fetchone()
-        return int(generation or 0), int(newest or 0)
-
-    def rows_after(self, conn: Connection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
-        cursor = conn.execute(
-            "SELECT note_id, note_kind, embedding_bits, embedding FROM vec_notes"
-            " WHERE guild_id = ? AND note_id > ? ORDER BY note_id",
-            (guild_id, after),
-        )
-        while rows := cursor.fetchmany(LOAD_BATCH):
-            yield rows
-
-
-#: The reader of a SQLite database's copies.
-SQLITE_VECTORS = _SqliteVectors()
-
-
 class BinaryIndex(Generic[C]):
     """Per-guild in-memory binary vectors and int8 codes of one database, kept in step with it
-    through ``reader`` (SQLite's by default) on the connection each search passes.
+    through ``reader`` (its engine's reads) on the connection each search passes.
 
     Thread-safe: searches run on the storage owner's worker threads.
     """
 
-    @overload
-    def __init__(self: BinaryIndex[Connection]) -> None: ...
-    @overload
-    def __init__(self, reader: VectorReader[C]) -> None: ...
-    def __init__(self, reader: VectorReader[C] | None = None) -> None:
-        self._reader: VectorReader[C] = SQLITE_VECTORS if reader is None else reader  # type: ignore[assignment]
+    def __init__(self, reader: VectorReader[C]) -> None:
+        self._reader = reader
         self._guilds: dict[int, _GuildVectors] = {}
         self._lock = threading.Lock()
 

@@ -28,8 +28,8 @@ from psycopg import pq, sql
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
 
-from vivy.storage.dialect import vector_text
 from vivy.storage.postgres.db import PgConnection
+from vivy.storage.postgres.dialect import vector_text
 from vivy.storage.postgres.schema import (
     POSTINGS_BACKFILL,
     POSTINGS_TABLES,

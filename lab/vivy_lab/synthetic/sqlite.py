@@ -37,9 +37,10 @@ from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_DIMENSION
 from vivy.memory.evidence import windows_of
 from vivy.storage.sqlite.db import Connection, connect, migrate
 from vivy.storage.sqlite.fts import merge_step
-from vivy.storage.sqlite.schema import binary_dimensions, serialize_vector
-from vivy.storage.sqlite.search import vector_search
+from vivy.storage.sqlite.schema import serialize_vector
+from vivy.storage.sqlite.search import SQLITE_VECTORS, vector_search
 from vivy.storage.vector_index import BinaryIndex
+from vivy.storage.vectors import binary_dimensions
 
 __all__ = ["DIMENSION", "EXACT_QUERIES", "GUILD_ID", "WALL0", "build", "quantised_recall"]
 
@@ -91,7 +92,7 @@ def quantised_recall(
     for the first :data:`EXACT_QUERIES` the share of an exact float KNN's top 10 it finds."""
     conn = connect(path)
     try:
-        index = BinaryIndex()
+        index = BinaryIndex(SQLITE_VECTORS)
         timings: list[float] = []
         recalls: list[float] = []
         for floats, _ in workload:

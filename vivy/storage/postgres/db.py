@@ -44,8 +44,9 @@ import structlog
 
 from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.shards import Fence
-from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.dialect import Tx
 from vivy.storage.postgres.connect import explained, timeout, with_timeouts
+from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.leases import check_fence
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
 

@@ -4,9 +4,9 @@ Triggers keep ``note_postings`` and ``window_postings`` beside the ``tsvector`` 
 (schema version 5, :mod:`vivy.storage.postgres.schema`). A term plan counts each term's rows
 and a search sums a textbook BM25 there, both in index-only scans of their primary keys;
 FTS5 computes SQLite's own BM25, so ``bm25`` and ``window_bm25`` differ somewhat in scale
-between the engines while the candidates found mean the same. Plans use SQLite's postings
-budget and idf (:func:`vivy.storage.sqlite.search.prune_terms`,
-:func:`~vivy.storage.sqlite.search.term_weight`).
+between the engines while the candidates found mean the same. Plans use the engines' shared
+postings budget and idf (:func:`vivy.storage.search_types.prune_terms`,
+:func:`~vivy.storage.search_types.term_weight`).
 
 User text never reaches a query as syntax: a term is a bound parameter, turned into its
 lexeme by ``to_tsvector``; the guild is part of every postings key read, before any ``LIMIT``.
@@ -20,8 +20,7 @@ from typing import Any
 
 from vivy.storage.candidates import KeywordMatch, WindowMatch
 from vivy.storage.postgres.db import PgConnection
-from vivy.storage.search_types import TermPlan
-from vivy.storage.sqlite.search import KEYWORD_POSTINGS_BUDGET, prune_terms, term_weight
+from vivy.storage.search_types import KEYWORD_POSTINGS_BUDGET, TermPlan, prune_terms, term_weight
 
 __all__ = [
     "BM25_B",

@@ -1,9 +1,8 @@
 """The operator commands' read-only view of an existing PostgreSQL database.
 
-:func:`open_postgres_readonly` opens a
-:class:`~vivy.storage.sqlite.readonly.ReadOnlyDatabase` over a
-connection whose transactions are read-only (``default_transaction_read_only``), so it never
-creates, migrates or changes a database. PostgreSQL enforces foreign keys as rows are
+:func:`open_postgres_readonly` opens a :class:`~vivy.storage.readonly.ReadOnlyDatabase` over
+a connection whose transactions are read-only (``default_transaction_read_only``), so it
+never creates, migrates or changes a database. PostgreSQL enforces foreign keys as rows are
 written, but a bulk copy run with triggers off (``session_replication_role = replica``) does
 not, so the inspector looks for orphans itself; the integrity check reports indexes
 PostgreSQL marked invalid (a failed concurrent build), and the keyword postings are checked
@@ -17,12 +16,13 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from vivy.errors import SchemaTooNew, StorageError
-from vivy.storage.dialect import REEMBED_STAGING, postgres_tx
+from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.postgres.connect import explained, with_timeouts
 from vivy.storage.postgres.db import PgConnection, schema_version
+from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.evidence import postings_problems
 from vivy.storage.postgres.schema import PG_SCHEMA_VERSION, note_vector_dimension
-from vivy.storage.sqlite.readonly import ReadOnlyDatabase
+from vivy.storage.readonly import ReadOnlyDatabase
 
 __all__ = ["connection_error", "open_postgres_readonly", "shown_url"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import psycopg
 
-from vivy.storage.sqlite.schema import EMBEDDING_DIMENSION_DEFAULT
+from vivy.storage.vectors import EMBEDDING_DIMENSION_DEFAULT
 
 __all__ = [
     "PG_MIGRATIONS",

@@ -29,12 +29,17 @@ from psycopg import pq
 from psycopg.adapt import Dumper
 
 from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
-from vivy.storage.dialect import Tx, postgres_tx
+from vivy.storage.dialect import Tx
 from vivy.storage.postgres.db import SIDE_CONNECTIONS, PgConnection, PgSide
+from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.keywords import keyword_search, plan_terms, window_keyword_search
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
-from vivy.storage.search_types import NoteSearch, NoteSearchResult
-from vivy.storage.sqlite.search import EVIDENCE_POSTINGS_BUDGET, KEYWORD_POSTINGS_BUDGET
+from vivy.storage.search_types import (
+    EVIDENCE_POSTINGS_BUDGET,
+    KEYWORD_POSTINGS_BUDGET,
+    NoteSearch,
+    NoteSearchResult,
+)
 from vivy.storage.vector_index import (
     LOAD_BATCH,
     BinaryIndex,

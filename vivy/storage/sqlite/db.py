@@ -39,7 +39,8 @@ import sqlite_vec
 import structlog
 
 from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
-from vivy.storage.dialect import Tx, sqlite_tx
+from vivy.storage.dialect import Tx
+from vivy.storage.sqlite.dialect import sqlite_tx
 from vivy.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from vivy.storage.sqlite.writer_lock import hold_writer_lock
 

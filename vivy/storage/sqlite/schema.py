@@ -20,37 +20,12 @@ from collections.abc import Sequence
 
 import sqlite_vec
 
-from vivy.memory.notes import NoteType
+from vivy.storage.vectors import (
+    EMBEDDING_DIMENSION_DEFAULT,
+    binary_dimensions,
+)
 
-__all__ = [
-    "BINARY_PREFIX_DIMENSIONS",
-    "EMBEDDING_DIMENSION_DEFAULT",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
-    "VEC_KINDS",
-    "binary_dimensions",
-    "serialize_vector",
-    "vec_notes_ddl",
-]
-
-EMBEDDING_DIMENSION_DEFAULT = 768
-
-
-#: ``vec_notes.note_kind`` for each ``interaction_notes.note_type``. sqlite-vec filters text
-#: metadata fastest up to 12 bytes, and "topic_cluster" is 13.
-VEC_KINDS: dict[str, str] = {NoteType.CONVERSATION: "conv", NoteType.TOPIC_CLUSTER: "cluster"}
-
-
-#: Leading dimensions of a vector kept in its binary copy. Embedding models trained with
-#: Matryoshka losses (gemini-embedding-001) front-load information, and a shorter bit vector
-#: halves the candidate scan with nearly the recall of an exact search (``vivy bench
-#: retrieval`` reports both).
-BINARY_PREFIX_DIMENSIONS = 384
-
-
-def binary_dimensions(dimension: int) -> int:
-    """Length of the binary copy of a ``dimension``-long vector."""
-    return min(int(dimension), BINARY_PREFIX_DIMENSIONS)
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "serialize_vector", "vec_notes_ddl"]
 
 
 def vec_notes_ddl(dimension: int) -> str:

@@ -28,8 +28,7 @@ Rules of this module:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -37,18 +36,26 @@ from typing import TypeVar
 import sqlean
 
 from vivy.storage.candidates import KeywordMatch, VectorMatch, WindowMatch
-from vivy.storage.dialect import Tx, sqlite_tx
+from vivy.storage.dialect import Tx
 from vivy.storage.search_flow import CONVERSATION, EngineReads, Found
-from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan
+from vivy.storage.search_types import (
+    EVIDENCE_POSTINGS_BUDGET,
+    KEYWORD_POSTINGS_BUDGET,
+    NoteSearch,
+    NoteSearchResult,
+    TermPlan,
+    prune_terms,
+    term_weight,
+)
 from vivy.storage.sqlite.db import Connection
+from vivy.storage.sqlite.dialect import sqlite_tx
 from vivy.storage.sqlite.fts import KEYWORD_INDEXES, best_of_guild, window_keyword_search
 from vivy.storage.sqlite.schema import serialize_vector
-from vivy.storage.vector_index import BinaryIndex, VectorLengthError
+from vivy.storage.vector_index import LOAD_BATCH, BinaryIndex, Row, VectorLengthError
 
 __all__ = [
     "CONVERSATION",
-    "EVIDENCE_POSTINGS_BUDGET",
-    "KEYWORD_POSTINGS_BUDGET",
+    "SQLITE_VECTORS",
     "TERM_COUNTS",
     "TermCounts",
     "compared_windows",
@@ -56,11 +63,36 @@ __all__ = [
     "keyword_search",
     "match_expression",
     "plan_terms",
-    "prune_terms",
     "search_notes_sync",
-    "term_weight",
     "vector_search",
 ]
+
+
+class _SqliteVectors:
+    """SQLite's reads for the copy: ``vec_notes`` holds the bits beside the float vector,
+    and ``vec_notes_by_guild`` (guild, note id) finds the newest note and the rows after it."""
+
+    def state(self, conn: Connection, guild_id: int) -> tuple[int, int]:
+        generation, newest = conn.execute(
+            "SELECT (SELECT generation FROM vector_generations WHERE guild_id = ?),"
+            " (SELECT MAX(note_id) FROM vec_notes WHERE guild_id = ?)",
+            (guild_id, guild_id),
+        ).fetchone()
+        return int(generation or 0), int(newest or 0)
+
+    def rows_after(self, conn: Connection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
+        cursor = conn.execute(
+            "SELECT note_id, note_kind, embedding_bits, embedding FROM vec_notes"
+            " WHERE guild_id = ? AND note_id > ? ORDER BY note_id",
+            (guild_id, after),
+        )
+        while rows := cursor.fetchmany(LOAD_BATCH):
+            yield rows
+
+
+#: The reader of a SQLite database's in-memory vector copies.
+SQLITE_VECTORS = _SqliteVectors()
+
 
 #: A side read's result.
 R = TypeVar("R")
@@ -74,35 +106,6 @@ def match_expression(terms: Sequence[str]) -> str | None:
     """
     quoted = [f'"{term.replace(chr(34), "")}"' for term in terms if term.replace('"', "")]
     return " OR ".join(quoted) if quoted else None
-
-
-#: Most postings one keyword search reads. Terms are taken rarest first; the commonest are
-#: dropped beyond the budget, which bounds the search's cost in a large guild (a term in 2500
-#: notes carries little weight there anyway).
-KEYWORD_POSTINGS_BUDGET = 2500
-
-
-def prune_terms(terms: Sequence[str], counts: Mapping[str, int], budget: int) -> list[str]:
-    """The terms worth searching, rarest first, within ``budget`` postings in total.
-
-    Terms in no note cannot match; the rarest term over the budget is dropped like the rest.
-    """
-    usable = [term for term in dict.fromkeys(terms) if 0 < counts.get(term, 0) <= budget]
-    usable.sort(key=lambda term: (counts[term], term))
-    kept: list[str] = []
-    spent = 0
-    for term in usable:
-        if spent + counts[term] > budget:
-            break
-        kept.append(term)
-        spent += counts[term]
-    return kept
-
-
-def term_weight(count: int, total: int) -> float:
-    """A term's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``: positive even for common terms."""
-    count = max(0, min(count, total))
-    return math.log(1.0 + (total - count + 0.5) / (count + 0.5))
 
 
 def count_terms(
@@ -263,10 +266,6 @@ def keyword_search(
 #: threads share two cores and the GIL, and each part of the search runs slower than the two
 #: keyword searches in turn.
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vivy-keywords")
-
-
-#: Most window postings one evidence search reads (see :data:`KEYWORD_POSTINGS_BUDGET`).
-EVIDENCE_POSTINGS_BUDGET = 2500
 
 
 @dataclass(frozen=True, slots=True)

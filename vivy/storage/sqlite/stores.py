@@ -23,7 +23,7 @@ __all__ = ["open_sqlite_database", "open_sqlite_store", "sqlite_store"]
 
 def sqlite_store(db: Database) -> Store:
     """Every storage area over the SQLite owner ``db``; closing the store closes ``db``."""
-    vectors = BinaryIndex()
+    vectors = BinaryIndex(search.SQLITE_VECTORS)
     # The sides only read, so each keeps the term counts it read (search.TermCounts).
     counted: dict[Connection, search.TermCounts] = {}
 
