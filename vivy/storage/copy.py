@@ -30,19 +30,18 @@ meaning. The rules:
   PostgreSQL in read-only transactions). A target holding rows is refused, unless it holds an
   unfinished copy of the same source (then the copy resumes) or ``replace`` empties it first.
 
-The lists of tables and the progress record are in :mod:`vivy.storage.copy_plan`; the two
-engines' reads and writes in :mod:`vivy.storage.copy_sides`; this module runs the copy.
+The lists of tables, the progress record and what a side of a copy does are in
+:mod:`vivy.storage.copy_plan`; each engine's reads and writes in its package's ``copy_side``
+module; this module runs the copy.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-
-import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from vivy.errors import ConfigError, SchemaTooNew, StorageError
 from vivy.storage.copy_plan import (
@@ -51,12 +50,15 @@ from vivy.storage.copy_plan import (
     NOT_COPIED,
     PROGRESS_KEY,
     CopiedTable,
+    CopySide,
     Database,
     Progress,
     shown,
 )
-from vivy.storage.copy_sides import Side, open_side
 from vivy.storage.dialect import REEMBED_STAGING
+from vivy.storage.postgres.copy_side import PgCopySide
+from vivy.storage.postgres.copy_side import identity as pg_identity
+from vivy.storage.sqlite.copy_side import SqliteCopySide
 from vivy.storage.sqlite.schema import SCHEMA_VERSION
 
 __all__ = [
@@ -142,7 +144,14 @@ def copy_database(
     return CopyReport(shown(source), shown(target), counts, resumed)
 
 
-def _copied_rows(dst: Side, name: str) -> int:
+def open_side(database: Database, *, read_only: bool) -> closing[CopySide]:
+    """Open ``database`` as a source (``read_only``) or as a target, closed with the block."""
+    if isinstance(database, Path):
+        return closing(SqliteCopySide.open(database, read_only=read_only))
+    return closing(PgCopySide.open(database, read_only=read_only))
+
+
+def _copied_rows(dst: CopySide, name: str) -> int:
     """The rows of table ``name`` in the target, its copy's progress record left out."""
     rows = dst.count(name)
     return rows - 1 if name == "meta" and dst.meta(PROGRESS_KEY) is not None else rows
@@ -156,8 +165,8 @@ def conclude_copy(target: Database) -> None:
 
 
 def _copy_deferred(
-    src: Side,
-    dst: Side,
+    src: CopySide,
+    dst: CopySide,
     table: CopiedTable,
     progress: Progress,
     batch_rows: int,
@@ -171,8 +180,8 @@ def _copy_deferred(
 
 
 def _batches(
-    src: Side,
-    dst: Side,
+    src: CopySide,
+    dst: CopySide,
     table: CopiedTable,
     columns: list[str],
     progress: Progress,
@@ -200,7 +209,7 @@ def _batches(
             after_batch(table.name, len(rows))
 
 
-def _columns(src: Side, dst: Side, table: CopiedTable) -> list[str]:
+def _columns(src: CopySide, dst: CopySide, table: CopiedTable) -> list[str]:
     """The table's copied columns, in the source's order; both schemas must have them."""
     ours, theirs = src.columns(table.name), dst.columns(table.name)
     if ours is None:
@@ -216,7 +225,7 @@ def _columns(src: Side, dst: Side, table: CopiedTable) -> list[str]:
     return ours
 
 
-def _require_source(src: Side) -> None:
+def _require_source(src: CopySide) -> None:
     """Refuse a source that is not a whole Vivy database of this version."""
     version = src.schema_version()
     if version > SCHEMA_VERSION:
@@ -242,7 +251,7 @@ def _require_source(src: Side) -> None:
         )
 
 
-def _claim_target(dst: Side, origin: str, *, replace: bool) -> bool:
+def _claim_target(dst: CopySide, origin: str, *, replace: bool) -> bool:
     """Check the target before anything is written to it; empty it when ``replace``.
 
     Returns whether it holds an unfinished copy of ``origin`` to continue.
@@ -271,12 +280,7 @@ def _identity(database: Database) -> str:
     without its password."""
     if isinstance(database, Path):
         return f"sqlite:{database.resolve()}"
-    try:
-        info = conninfo_to_dict(database)
-    except psycopg.Error:  # never connected to, so never recorded
-        return f"postgresql:{database}"
-    info.pop("password", None)
-    return "postgresql:" + make_conninfo(**{key: str(value) for key, value in info.items()})
+    return pg_identity(database)
 
 
 def _same_file(source: Database, target: Database) -> bool:

@@ -1,12 +1,15 @@
 """What ``vivy db copy`` moves: the tables in copy order with their keys, what is left out,
-and how a target records an unfinished copy (see :mod:`vivy.storage.copy`)."""
+how a target records an unfinished copy, and what each engine's side of a copy does
+(:class:`CopySide`; :mod:`vivy.storage.sqlite.copy_side`, :mod:`vivy.storage.postgres.copy_side`).
+See :mod:`vivy.storage.copy`."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vivy.storage.dialect import REEMBED_STAGING
 from vivy.storage.postgres.readonly import shown_url
@@ -20,9 +23,13 @@ __all__ = [
     "ROWID_COLUMNS",
     "SQLITE_DERIVED",
     "CopiedTable",
+    "CopySide",
     "Database",
     "Progress",
+    "keyset",
+    "quoted",
     "shown",
+    "update_by_key",
 ]
 
 
@@ -130,3 +137,62 @@ class Progress:
         found = json.loads(text)
         keys = {str(step): list(key) for step, key in found.get("tables", {}).items()}
         return cls(str(found.get("source")), keys)
+
+
+class CopySide(Protocol):
+    """One database of a copy, read or written in the copy's neutral row form: Python values
+    of the logical columns, vectors as float32 blobs (or None)."""
+
+    shown: str
+
+    def close(self) -> None: ...
+    def schema_version(self) -> int: ...
+    def has_table(self, name: str) -> bool: ...
+    def columns(self, name: str) -> list[str] | None: ...
+    def count(self, name: str) -> int: ...
+    def meta(self, key: str) -> str | None: ...
+    def vector_dimension(self) -> int | None: ...
+    def high_water(self, name: str) -> int | None: ...
+    def read(
+        self, table: CopiedTable, columns: list[str], after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]: ...
+    def migrate(self) -> None: ...
+    def clear(self, names: Sequence[str]) -> None: ...
+    def fit_vectors(self, dimension: int) -> None: ...
+    def write(
+        self, table: CopiedTable, columns: list[str], rows: Sequence[tuple[Any, ...]], progress: str
+    ) -> None: ...
+    def update(
+        self, table: CopiedTable, rows: Sequence[tuple[Any, ...]], progress: str
+    ) -> None: ...
+    def finish(self, high_waters: dict[str, int | None], progress: str) -> None: ...
+    def forget_progress(self) -> None: ...
+
+
+def keyset(keys: Sequence[str], marks: Sequence[str], after: Sequence[Any] | None) -> str:
+    """``WHERE (keys) > (after)`` when resuming after a key, else nothing."""
+    if after is None:
+        return ""
+    return f" WHERE ({', '.join(keys)}) > ({', '.join(marks)})"
+
+
+def update_by_key(
+    table: CopiedTable,
+    rows: Sequence[tuple[Any, ...]],
+    key_column: Callable[[str], str],
+    *,
+    mark: str,
+) -> tuple[str, list[tuple[Any, ...]]]:
+    """The UPDATE that sets ``table``'s deferred columns by its key (each key named by
+    ``key_column``, parameters written ``mark``), and its parameters from ``rows`` (each the
+    key's values, then the deferred columns')."""
+    keys = " AND ".join(f"{key_column(k)} = {mark}" for k in table.key)
+    sets = ", ".join(f"{quoted(c)} = {mark}" for c in table.deferred)
+    width = len(table.key)
+    values = [(*row[width:], *row[:width]) for row in rows]
+    return f"UPDATE {quoted(table.name)} SET {sets} WHERE {keys}", values
+
+
+def quoted(name: str) -> str:
+    """An identifier quoted for SQL (both engines quote with double quotes)."""
+    return '"' + name.replace('"', '""') + '"'
