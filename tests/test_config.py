@@ -13,6 +13,7 @@ from vivy.errors import ConfigError
 from vivy.llm import gemini_config
 from vivy.retrieval.context import EVIDENCE_TOKENS
 from vivy.retrieval.ranking import Gate
+from vivy.retrieval.settings import RetrievalSettings
 
 #: Every variable :meth:`Settings.from_env` reads.
 VARIABLES = (
@@ -213,7 +214,7 @@ def test_the_gemini_settings_are_read_once_into_settings() -> None:
 
 def test_recall_settings_reach_the_retriever() -> None:
     """Evidence retention, the relevance threshold and the quote budget shape retrieval."""
-    default = Settings.from_env({}).retrieval()
+    default = RetrievalSettings.of(Settings.from_env({}))
     assert default.evidence and default.gate.min_relevance == Gate().min_relevance
     assert default.evidence_tokens == EVIDENCE_TOKENS
     chosen = Settings.from_env(
@@ -225,7 +226,7 @@ def test_recall_settings_reach_the_retriever() -> None:
         }
     )
     assert chosen.evidence_days == 0.0
-    retrieval = chosen.retrieval()
+    retrieval = RetrievalSettings.of(chosen)
     assert not retrieval.evidence and retrieval.gate.min_relevance == 0.2
     assert retrieval.evidence_tokens == 50 and retrieval.timezone == "Europe/Berlin"
 

@@ -9,6 +9,7 @@ from vivy.bot.commands import MemoryCommands
 from vivy.bot.gateway import MAX_UNSTORED, Gateway
 from vivy.bot.reply import ReplyRateLimiter
 from vivy.retrieval import Retriever
+from vivy.retrieval.settings import RetrievalSettings
 
 __all__ = ["gateway_for", "reply_retriever"]
 
@@ -21,7 +22,7 @@ def reply_retriever(app: App) -> Retriever:
         app.llm,
         app.clock,
         observe=app.observer.retrieved,
-        settings=app.settings.retrieval(),
+        settings=RetrievalSettings.of(app.settings),
     )
 
 

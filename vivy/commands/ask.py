@@ -81,7 +81,7 @@ def ask(database: Target, guild: int | str, question: str, *, asker: str | None 
         mentioned_user_ids=mentioned,
     )
     settings = Settings.from_env(os.environ)
-    anyio.run(_ask, database, request, settings.retrieval())
+    anyio.run(_ask, database, request, RetrievalSettings.of(settings))
     return 0
 
 

@@ -23,6 +23,7 @@ from vivy.errors import ConfigError
 from vivy.memory.dates import note_date, short_date
 from vivy.retrieval import NoteHit, Retriever
 from vivy.retrieval.context import clip, quoted_text
+from vivy.retrieval.settings import RetrievalSettings
 from vivy.storage.engines import Target, open_store
 
 __all__ = ["register", "search"]
@@ -88,7 +89,7 @@ async def _search(database: Target, guild_id: int, query: str, limit: int) -> li
     llm = llm_factory(os.environ)()
     try:
         await require_embedding_model(store, llm.embedding_model, llm.dimension)
-        settings = Settings.from_env(os.environ).retrieval()
+        settings = RetrievalSettings.of(Settings.from_env(os.environ))
         retriever = Retriever(store.search, llm, Clock.wall(), settings=settings)
         return await retriever.search_notes(guild_id, query, limit)
     finally:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from vivy.retrieval.context import EVIDENCE_TOKENS
 from vivy.retrieval.ranking import Calibration, Gate, Weights
+
+if TYPE_CHECKING:
+    from vivy.config import Settings
 
 __all__ = ["DEFAULT_SETTINGS", "RetrievalSettings"]
 
@@ -61,6 +65,24 @@ class RetrievalSettings:
     #: Similarity scale of the embedding model for every guild; None takes each guild's
     #: measured scale (the nightly job's), else the model's default.
     calibration: Calibration | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> RetrievalSettings:
+        """The retriever's settings under ``settings``: its switches, the reply's gate, the
+        evidence kept and quoted, and the time zone."""
+        return cls(
+            enabled=settings.retrieval_enabled,
+            evidence=settings.evidence_days != 0,
+            evidence_tokens=(
+                EVIDENCE_TOKENS if settings.evidence_tokens is None else settings.evidence_tokens
+            ),
+            gate=(
+                Gate()
+                if settings.relevance_threshold is None
+                else Gate(settings.relevance_threshold)
+            ),
+            timezone=settings.timezone,
+        )
 
 
 #: The default settings, shared (they are immutable).

@@ -10,20 +10,13 @@ corrections log records as who made a correction.
 from __future__ import annotations
 
 import hmac
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vivy.errors import ConfigError
+from vivy import config
+from vivy.config import MIN_TOKEN_CHARS, OPERATOR_LABEL
 
 __all__ = ["MIN_TOKEN_CHARS", "OPERATOR_LABEL", "Access", "Tokens"]
-
-#: The label of ``VIVY_API_TOKEN``.
-OPERATOR_LABEL = "operator"
-#: Shortest page token accepted: shorter ones are guessable.
-MIN_TOKEN_CHARS = 16
-
-_ENTRY = re.compile(r"^([A-Za-z0-9_.-]{1,40})=(\*|[0-9]+(?:,[0-9]+)*):(\S+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,28 +41,10 @@ class Tokens:
     def from_settings(cls, api_token: str | None, page_tokens: str | None) -> Tokens:
         """The operator's token and the managers' tokens; raises ConfigError naming a bad
         ``VIVY_PAGE_TOKENS`` entry (by position, never by its secret)."""
-        entries: list[tuple[str, Access]] = []
-        if api_token:
-            entries.append((api_token, Access(OPERATOR_LABEL, None)))
-        for position, entry in enumerate((page_tokens or "").split(), start=1):
-            match = _ENTRY.match(entry)
-            if match is None:
-                raise ConfigError(
-                    f"VIVY_PAGE_TOKENS entry {position} is not label=guild,guild:token "
-                    "(or label=*:token)"
-                )
-            label, guilds, secret = match.groups()
-            if len(secret) < MIN_TOKEN_CHARS:
-                raise ConfigError(
-                    f"VIVY_PAGE_TOKENS entry {position} ({label}): the token is shorter than "
-                    f"{MIN_TOKEN_CHARS} characters"
-                )
-            scope = None if guilds == "*" else frozenset(int(g) for g in guilds.split(","))
-            entries.append((secret, Access(label, scope)))
-        secrets = [secret for secret, _ in entries]
-        if len(set(secrets)) != len(secrets):
-            raise ConfigError("VIVY_PAGE_TOKENS gives the same token twice")
-        return cls(entries)
+        return cls(
+            (token.secret, Access(token.label, token.guilds))
+            for token in config.page_tokens(api_token, page_tokens)
+        )
 
     @property
     def required(self) -> bool:

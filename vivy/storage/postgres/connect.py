@@ -1,4 +1,4 @@
-"""The time-outs of every connection Vivy opens to PostgreSQL.
+"""The connections Vivy opens to PostgreSQL: their type and their time-outs.
 
 A server that accepts a connection and never answers must not hang a command, so each
 connection gives up after :func:`timeout` seconds of connecting (libpq's ``connect_timeout``),
@@ -17,7 +17,9 @@ connections ignore these parameters.
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 __all__ = [
@@ -26,11 +28,15 @@ __all__ = [
     "KEEPALIVE_IDLE_S",
     "KEEPALIVE_INTERVAL_S",
     "TCP_USER_TIMEOUT_MS",
+    "PgConnection",
     "explained",
     "set_timeout",
     "timeout",
     "with_timeouts",
 ]
+
+#: The psycopg connection type handed to the engine's storage functions (rows are tuples).
+PgConnection = psycopg.Connection[tuple[Any, ...]]
 
 #: Seconds connecting, and any one statement, may take unless ``VIVY_DB_TIMEOUT_SECONDS``
 #: says otherwise.

@@ -34,7 +34,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -45,7 +45,7 @@ import structlog
 from vivy.errors import DatabaseUnavailable, SchemaTooNew, StorageError
 from vivy.shards import Fence
 from vivy.storage.dialect import Tx
-from vivy.storage.postgres.connect import explained, timeout, with_timeouts
+from vivy.storage.postgres.connect import PgConnection, explained, timeout, with_timeouts
 from vivy.storage.postgres.dialect import postgres_tx
 from vivy.storage.postgres.leases import check_fence
 from vivy.storage.postgres.schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, VERSION_TABLE
@@ -66,9 +66,6 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 log = structlog.get_logger(__name__)
-
-#: The psycopg connection type handed to the engine's storage functions (rows are tuples).
-PgConnection = psycopg.Connection[tuple[Any, ...]]
 
 #: Key of the advisory lock that serialises migrations of processes sharing a database.
 MIGRATION_LOCK = 0x76697679

@@ -15,14 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from vivy.errors import LeaseLost
 from vivy.memory.database import LeaseHolder
 from vivy.storage.dialect import Tx
-
-if TYPE_CHECKING:
-    from vivy.storage.postgres.db import PgConnection
+from vivy.storage.postgres.connect import PgConnection
 
 __all__ = [
     "EpochRecord",
