@@ -23,7 +23,7 @@ from vivy.storage import buffers as pg_buffers
 from vivy.storage import members as pg_members
 from vivy.storage import notes as pg_notes
 from vivy.storage import profiles as pg_profiles
-from vivy.storage.areas import BufferArea
+from vivy.storage.areas import BufferStore
 from vivy.storage.dialect import Tx
 from vivy.storage.evidence import evidence_problems
 from vivy.storage.postgres.db import (
@@ -239,7 +239,7 @@ async def test_the_owner_works_on_a_worker_thread_under_both_event_loops(
     """Concurrent calls from many tasks run one at a time on a worker thread, each in its
     own transaction, under asyncio and trio (real time)."""
     db = PgDatabase.open(pg_uri)
-    buffers = BufferArea(db)
+    buffers = BufferStore(db)
     ids: list[int] = []
     try:
 

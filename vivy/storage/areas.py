@@ -29,26 +29,25 @@ from vivy.storage import (
 )
 from vivy.storage.candidates import chosen_and_loaded
 from vivy.storage.dialect import Tx
-from vivy.storage.port import Closer, LeaseStore, Store
 from vivy.storage.search_types import Chosen, Loaded, NoteSearch, NoteSearchResult
 
 __all__ = [
     "Area",
-    "BufferArea",
-    "EvidenceArea",
-    "ImportArea",
-    "JobArea",
-    "MemberArea",
-    "MetaArea",
-    "NoteArea",
+    "BufferStore",
+    "EvidenceStore",
+    "ImportStore",
+    "JobStore",
+    "MemberStore",
+    "MetaStore",
+    "NoteStore",
     "Owner",
-    "PageArea",
-    "ProfileArea",
-    "ReembedArea",
-    "SearchArea",
+    "PageStore",
+    "ProfileStore",
+    "ReembedStore",
     "SearchOne",
+    "SearchStore",
+    "SidesOwner",
     "reads",
-    "store_of",
     "writes",
 ]
 
@@ -107,7 +106,7 @@ def writes(
     return _method(fn, write=True)
 
 
-class BufferArea(Area):
+class BufferStore(Area):
     """Open channel buffers, their message rows and the closed-buffer outbox
     (:mod:`vivy.storage.buffers`)."""
 
@@ -126,7 +125,7 @@ class BufferArea(Area):
     record_note_failure = writes(buffers.record_note_failure)
 
 
-class NoteArea(Area):
+class NoteStore(Area):
     """Conversation notes and topic clusters (:mod:`vivy.storage.notes`)."""
 
     commit_conversation_note = writes(notes.commit_conversation_note)
@@ -136,7 +135,7 @@ class NoteArea(Area):
     notes_between = reads(notes.notes_between)
 
 
-class EvidenceArea(Area):
+class EvidenceStore(Area):
     """Notes' evidence: retention and re-embedding (:mod:`vivy.storage.evidence`)."""
 
     prune_evidence = writes(evidence.prune_evidence)
@@ -144,7 +143,7 @@ class EvidenceArea(Area):
     set_window_embeddings = writes(evidence.set_window_embeddings)
 
 
-class ProfileArea(Area):
+class ProfileStore(Area):
     """Members' profile facts and the pending profile updates (:mod:`vivy.storage.profiles`)."""
 
     active_facts = reads(profiles.active_facts)
@@ -160,7 +159,7 @@ class ProfileArea(Area):
     changed_between = reads(profiles.changed_between)
 
 
-class MemberArea(Area):
+class MemberStore(Area):
     """Members' own commands (:mod:`vivy.storage.members`)."""
 
     opted_out_members = reads(members.opted_out_members)
@@ -176,7 +175,7 @@ class MemberArea(Area):
     guild_status = reads(members.guild_status)
 
 
-class JobArea(Area):
+class JobStore(Area):
     """The nightly job's log (:mod:`vivy.storage.jobs`); the keyword indexes' upkeep is the
     engine's (``tidy``: one bounded step, True while another has work to do)."""
 
@@ -198,7 +197,7 @@ class JobArea(Area):
         return await self._owner.write(self._tidy)
 
 
-class MetaArea(Area):
+class MetaStore(Area):
     """Facts about the database itself (:mod:`vivy.storage.meta`)."""
 
     get_meta = reads(meta.get_meta)
@@ -207,7 +206,7 @@ class MetaArea(Area):
     other_embedding_model = reads(meta.other_embedding_model)
 
 
-class ReembedArea(Area):
+class ReembedStore(Area):
     """``vivy reembed``'s staged vectors (:mod:`vivy.storage.reembed`)."""
 
     begin_staging = writes(reembed.begin_staging)
@@ -216,7 +215,7 @@ class ReembedArea(Area):
     swap_note_vectors = writes(reembed.swap_note_vectors)
 
 
-class ImportArea(Area):
+class ImportStore(Area):
     """The bookkeeping of ``vivy import`` (:mod:`vivy.storage.maintenance`)."""
 
     fed_high_marks = reads(maintenance.fed_high_marks)
@@ -225,7 +224,7 @@ class ImportArea(Area):
     outbox_state = reads(maintenance.outbox_state)
 
 
-class PageArea(Area):
+class PageStore(Area):
     """The memory page's reads and corrections (:mod:`vivy.storage.memory_page`)."""
 
     guild_ids = reads(memory_page.guild_ids)
@@ -256,7 +255,7 @@ class SidesOwner(Owner, Protocol):
 SearchOne = Callable[[Tx, tuple[Any, ...], NoteSearch], NoteSearchResult]
 
 
-class SearchArea(Area):
+class SearchStore(Area):
     """Note search and the reads a reply's memory context is built from. The context reads
     are written once (:mod:`vivy.storage.context_reads`); ``search_one`` is the engine's
     note search (FTS5 and sqlite-vec, or postings and pgvector), run with the owner's side
@@ -304,30 +303,3 @@ class SearchArea(Area):
             )
 
         return await self._sides_owner.read_with_sides(find)
-
-
-def store_of(
-    owner: SidesOwner,
-    *,
-    tidy: Callable[[Tx], bool],
-    search_one: SearchOne,
-    closer: Closer,
-    leases: LeaseStore | None = None,
-) -> Store:
-    """Every area of the port over ``owner``, with the engine's own keyword-index upkeep,
-    note search and (PostgreSQL) shard leases; ``closer`` releases the engine."""
-    return Store(
-        buffers=BufferArea(owner),
-        notes=NoteArea(owner),
-        profiles=ProfileArea(owner),
-        members=MemberArea(owner),
-        evidence=EvidenceArea(owner),
-        jobs=JobArea(owner, tidy),
-        meta=MetaArea(owner),
-        reembed=ReembedArea(owner),
-        search=SearchArea(owner, search_one),
-        imports=ImportArea(owner),
-        pages=PageArea(owner),
-        closer=closer,
-        leases=leases,
-    )

@@ -12,9 +12,9 @@ waits behind a stuck statement of the actors.
 from __future__ import annotations
 
 from vivy.shards import Fence
-from vivy.storage.areas import Area, reads, store_of, writes
+from vivy.storage.areas import Area, reads, writes
 from vivy.storage.dialect import Tx
-from vivy.storage.port import Store
+from vivy.storage.port import Store, store_of
 from vivy.storage.postgres import leases, search
 from vivy.storage.postgres.db import PgDatabase, PgSide
 from vivy.storage.search_types import NoteSearch, NoteSearchResult

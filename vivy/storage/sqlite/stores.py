@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vivy.storage.areas import store_of
 from vivy.storage.dialect import Tx
-from vivy.storage.port import Store
+from vivy.storage.port import Store, store_of
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite import checks, fts, search
 from vivy.storage.sqlite.db import SIDE_CONNECTIONS, Connection, Database
