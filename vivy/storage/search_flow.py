@@ -42,9 +42,9 @@ from vivy.storage.candidates import (
 )
 from vivy.storage.dialect import Tx
 from vivy.storage.notes import members_named, notes_in_range
-from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan
+from vivy.storage.search_types import NoteSearch, NoteSearchResult, TermPlan, TimeRange
 
-__all__ = ["CONVERSATION", "EngineReads", "Side", "candidate_details"]
+__all__ = ["CONVERSATION", "EngineReads", "ReadPlan", "Side", "candidate_details"]
 
 #: The note type of conversations (topic clusters have no evidence).
 CONVERSATION = NoteType.CONVERSATION
@@ -115,6 +115,51 @@ def candidate_details(
         )
         for r in rows
     }
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """Which reads one note search runs, and where: decided from the search alone, before
+    any read (pure), and carried out by :meth:`EngineReads.run`.
+
+    The reads: the notes nearest the question's vector (``vectors``), the notes whose text
+    holds its terms (``note_keywords``), the evidence windows that hold them
+    (``window_keywords``; conversation notes only), and the notes of the time the question
+    names (``time``). A keyword search runs on a side connection in a worker thread when one
+    is free (``*_aside``), else on the call's connection after the vector search. Each read
+    then reads what ranking needs of the notes it found, comparing their windows with the
+    question's vector when ``may_compare`` (dropped if the vector search fails); where
+    ``keyword_notes_here`` (the engine's choice), the notes found by keyword are read on the
+    call's connection with the vector's. The reads join by note into ranking candidates
+    (:func:`~vivy.storage.candidates.assemble_candidates`)."""
+
+    vectors: bool
+    note_keywords: bool
+    window_keywords: bool
+    time: TimeRange | None
+    may_compare: bool
+    note_keywords_aside: bool
+    window_keywords_aside: bool
+    keyword_notes_here: bool
+
+    @classmethod
+    def of(cls, search: NoteSearch, sides: int, *, keyword_notes_here: bool) -> ReadPlan:
+        """The plan of ``search`` with ``sides`` side connections, on an engine that reads the
+        notes found by keyword on the call's connection or not (``keyword_notes_here``)."""
+        with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
+        note_keywords = bool(search.terms)
+        window_keywords = note_keywords and with_evidence
+        note_aside = note_keywords and sides >= 1
+        return cls(
+            vectors=search.vector is not None,
+            note_keywords=note_keywords,
+            window_keywords=window_keywords,
+            time=search.time,
+            may_compare=with_evidence and search.vector is not None,
+            note_keywords_aside=note_aside,
+            window_keywords_aside=window_keywords and sides >= 2,
+            keyword_notes_here=keyword_notes_here,
+        )
 
 
 class EngineReads(ABC, Generic[C]):
@@ -194,41 +239,39 @@ class EngineReads(ABC, Generic[C]):
 
     def run(self, conn: C, search: NoteSearch, sides: Sequence[Side[C]] = ()) -> NoteSearchResult:
         """Run every search of ``search`` on ``conn`` (and ``sides``: more connections to the
-        same database) and join them into ranking candidates, one per note."""
-        with_evidence = search.evidence and search.note_type in (None, CONVERSATION)
-        wanted_windows = bool(search.terms) and with_evidence
-        # Sides compare windows as soon as they found their notes; if the vector search then
-        # fails, what they compared is dropped.
-        may_compare = with_evidence and search.vector is not None
+        same database) as :meth:`ReadPlan.of` plans them, and join them into ranking
+        candidates, one per note."""
+        plan = ReadPlan.of(search, len(sides), keyword_notes_here=self.keyword_notes_here)
         note_side, window_side = (*sides[:2], None, None)[:2]
-        here = self.keyword_notes_here
+        may_compare = plan.may_compare
+        here = plan.keyword_notes_here
         notes_ahead = (
             self.threads.submit(
                 note_side.read,
                 self._and_reads(self.note_keywords, search, may_compare, read=not here),
             )
-            if search.terms and note_side is not None
+            if plan.note_keywords_aside and note_side is not None
             else None
         )
         windows_ahead = (
             self.threads.submit(
                 window_side.read, self._and_reads(self.window_keywords, search, may_compare)
             )
-            if wanted_windows and window_side is not None
+            if plan.window_keywords_aside and window_side is not None
             else None
         )
         try:
-            found = [] if search.vector is None else self.vectors(conn, search)
+            found = self.vectors(conn, search) if plan.vectors else []
             vectors = found or []
             compare = may_compare and found is not None
             # While the keyword searches run, read what the notes found so far need.
             in_time: list[int] = []
-            if search.time is not None:
+            if plan.time is not None:
                 in_time = notes_in_range(
                     self.tx(conn),
                     search.guild_id,
-                    search.time.start,
-                    search.time.end,
+                    plan.time.start,
+                    plan.time.end,
                     note_type=search.note_type or CONVERSATION,
                     limit=search.time_candidates,
                 )
@@ -239,7 +282,7 @@ class EngineReads(ABC, Generic[C]):
                 # The notes found by keyword are read with these, in the same statements.
                 noted = self._answer(
                     notes_ahead,
-                    bool(search.terms),
+                    plan.note_keywords,
                     self._and_reads(self.note_keywords, search, compare, read=False),
                     conn,
                     reads,
@@ -254,7 +297,7 @@ class EngineReads(ABC, Generic[C]):
         if noted is None:
             noted = self._answer(
                 notes_ahead,
-                bool(search.terms),
+                plan.note_keywords,
                 self._and_reads(self.note_keywords, search, compare),
                 conn,
                 reads,
@@ -262,7 +305,7 @@ class EngineReads(ABC, Generic[C]):
         keywords, note_terms = noted
         windows, window_terms = self._answer(
             windows_ahead,
-            wanted_windows,
+            plan.window_keywords,
             self._and_reads(self.window_keywords, search, compare),
             conn,
             reads,
