@@ -6,7 +6,7 @@ Actors depend on :class:`LLM` and the request builders in :mod:`vivy.llm.prompts
 the offline provider otherwise), composes generation and embeddings when they come from
 different providers (:class:`ComposedLLM`), and wraps the result in :class:`MeteredLLM`.
 :func:`check_llm` checks an OpenAI-compatible endpoint before work starts. The network
-implementations (google-genai and openai, a second of imports each) are loaded on first use,
+implementations (google-genai and openai, slow to import) are loaded on first use,
 so commands that never call them start fast.
 """
 

@@ -1,6 +1,6 @@
 """Rendering of the ``<background_facts>`` block the chat model reads (pure).
 
-The format is seed 002's, with inline sources so the bot can say where it learned something::
+Facts and notes carry inline sources, so the bot can say where it learned something::
 
     <background_facts>
     <user name="Alex">
@@ -33,7 +33,7 @@ The format is seed 002's, with inline sources so the bot can say where it learne
   what was said and when; all notes' lines together stay within a token budget (about four
   characters a token): each note's best line in rank order, then the other lines by how
   well they answer the question, the higher notes' first where lines answer alike.
-* ``<recent_activity>`` (seed 004's transient memory, no LLM call): for each member of the
+* ``<recent_activity>`` (short-lived memory, no LLM call): for each member of the
   conversation, the titles of conversation notes they took part in over the last days.
 * ``<server_lore>``: the guild's active lore, oldest first.
 

@@ -1,4 +1,4 @@
-"""The paths a reply's memory retrieval can take (seed 004's fallbacks); the metrics label
+"""The paths a reply's memory retrieval can take, its fallbacks included; the metrics label
 retrieval latency with them (label ``path``)."""
 
 from __future__ import annotations

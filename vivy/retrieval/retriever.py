@@ -1,4 +1,4 @@
-"""The retriever: the memory the chat model sees when the bot answers (seed 002's retrieval).
+"""The retriever: the memory the chat model sees when the bot answers.
 
 For one reply it embeds the query (the current message and a little recent conversation),
 searches the guild's notes by vector and by keyword, fuses both rankings
@@ -10,7 +10,7 @@ Profiles included, each member once: everyone in the conversation (the most rece
 ``conversation_profiles`` speakers), up to three @mentioned members more, then up to three
 participants of the retrieved notes more. Members who opted out are left out.
 
-Fallbacks (seed 004): memory must never cost the bot its answer.
+Fallbacks: memory must never cost the bot its answer.
 
 =================  ============================================  ================
 what failed        what the context holds                        ``path``

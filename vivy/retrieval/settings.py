@@ -16,7 +16,8 @@ __all__ = ["DEFAULT_SETTINGS", "RetrievalSettings"]
 
 @dataclass(frozen=True, slots=True)
 class RetrievalSettings:
-    """Limits and tuning of retrieval; the defaults follow seeds 002, 001 and 004."""
+    """Limits and tuning of retrieval: how much of each kind of memory a reply's context
+    holds, and how notes are searched and ranked."""
 
     enabled: bool = True
     #: Conversation notes and topic clusters in a context.
@@ -51,7 +52,7 @@ class RetrievalSettings:
     context_message_chars: int = 300
     query_chars: int = 1000
     summary_chars: int = 300
-    #: Seed 004's transient memory: notes of the last days per conversation member.
+    #: Recent activity (no LLM call): notes of the last days per conversation member.
     activity_days: float = 7.0
     activity_notes: int = 5
     lore_items: int = 20

@@ -1,6 +1,6 @@
 """Which incoming messages Vivy may remember, decided without I/O.
 
-Seed 002's ``shouldSkipMemory`` / ``MemoryBlacklist`` / ``MainServer`` gating as configuration:
+The gating of what is remembered is configuration, not code:
 Vivy's own messages and other bots' are never captured, nor messages from blacklisted users or
 channels, from guilds outside the allowed set, or from members who opted out. Text is
 normalised here too: empty or whitespace-only text (attachment- or embed-only messages) is

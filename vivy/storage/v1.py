@@ -141,7 +141,7 @@ def migrate_v1_facts(
 
 
 def _v1_time(value: object, fallback: float) -> float:
-    """Seed 000's ``CURRENT_TIMESTAMP`` text (UTC) as epoch seconds."""
+    """The v1 bot's ``CURRENT_TIMESTAMP`` text (UTC) as epoch seconds."""
     try:
         return parse_utc(str(value).strip().replace(" ", "T", 1))
     except ValueError:

@@ -119,8 +119,8 @@ class LocalEmbedder:
     its static word tables, offline.
 
     Each model is loaded on first use, once per embedder, under a lock (the sentence model
-    keeps its 23 MB of int8 weights as stored, the word model takes 33 MB); the methods are
-    synchronous CPU work and safe to call from any thread.
+    keeps its int8 weights as stored); the methods are synchronous CPU work and safe to call
+    from any thread.
     """
 
     model = LOCAL_EMBEDDING_MODEL

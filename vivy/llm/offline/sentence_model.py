@@ -18,10 +18,9 @@ length and pads them, the padding masked out; a text embeds as it would alone.
 
 The weights stay int8 in memory: each product widens its matrix to float32 just before use
 and scales the product's columns, the same sum as with weights widened once. Kept so, the
-layers' 11 MB stay in the processor's cache between queries, where their 42 MB of float32
-would be read from memory for every one: a query embedded 8 % faster so, and the model takes
-41 MB of memory instead of 155. The matrices lie side by side in one array, in the order a
-pass reads them.
+layers fit in the processor's cache between queries, where float32 weights, four times as
+large, would be read from memory for every one, and the model takes a quarter of the memory.
+The matrices lie side by side in one array, in the order a pass reads them.
 
 A question is only about 16 rows, so each numpy call's own cost counts: the steps between the
 products are written in few calls (a layer norm's means as a matrix product, one constant
@@ -223,8 +222,8 @@ class _Product:
 
 def _place_together(products: Sequence[_Product]) -> None:
     """Moves the matrices of ``products`` into one array, side by side in the order a pass
-    reads them, so that the processor streams them as one: a query embeds about 2 % faster
-    than with each matrix in an allocation of its own."""
+    reads them, so that the processor streams them as one rather than from allocations of
+    their own."""
     import numpy as np
 
     together = np.empty(sum(product.matrix.size for product in products), dtype=np.int8)

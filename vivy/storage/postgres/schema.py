@@ -352,7 +352,7 @@ INSERT INTO window_postings (lexeme, guild_id, window_id, note_id, tf, length)
 #: each row's heap page (to check it is visible, and for ``ts_rank_cd`` to read its
 #: ``tsvector``), a page a posting. These tables answer the term counts and the BM25 sums
 #: from their primary keys alone (index-only scans, :mod:`vivy.storage.postgres.search`),
-#: several times faster (docs/benchmarks.md). ``tf`` is the term's frequency in
+#: without a heap page a posting. ``tf`` is the term's frequency in
 #: the row (in a note weighted as its BM25 columns: title 3, topics and entities 2, summary
 #: 1), ``length`` the row's total; ``note_type`` lets a search of one type stay in the key.
 #:
@@ -362,8 +362,8 @@ INSERT INTO window_postings (lexeme, guild_id, window_id, note_id, tf, length)
 #: instead of a TOAST index probe and two more pages. Rows written before version 5 move in
 #: when the table is rewritten (``VACUUM FULL``).
 #: The note vectors' HNSW index becomes one over their binary quantisation (hamming), whose
-#: candidates a search re-ranks by exact cosine: a tenth of the float index's size, so it
-#: stays in a default ``shared_buffers`` (128 MB).
+#: candidates a search re-ranks by exact cosine: a small fraction of the float index's
+#: size, so that it stays in a default ``shared_buffers``.
 _V5 = (
     """
 CREATE TABLE note_postings (
@@ -492,8 +492,8 @@ $$;
 
 #: Version 8: the note vectors' nearest-neighbour search runs on in-memory copies of each
 #: guild's vectors, as on SQLite (:mod:`vivy.storage.vector_index`): the HNSW index goes,
-#: and the copies read a guild's rows in note order. At 100k notes the index took 111 MB,
-#: which a default ``shared_buffers`` (128 MB) could not keep beside the keyword postings.
+#: and the copies read a guild's rows in note order. In a large guild the index outgrew
+#: what a default ``shared_buffers`` keeps beside the keyword postings.
 _V8 = """
 DROP INDEX IF EXISTS vec_notes_hnsw;
 DROP INDEX IF EXISTS vec_notes_by_guild;

@@ -76,7 +76,7 @@ class _PgVectors:
 
     def rows_after(self, conn: PgConnection, guild_id: int, after: int) -> Iterator[Sequence[Row]]:
         # One query a batch, each after the last one's note: psycopg's cursor would hold the
-        # whole result in memory (150 MB of float vectors for a guild of 100k notes).
+        # whole result in memory (every float vector of a large guild).
         cursor = conn.cursor(binary=True)
         while True:
             rows = cursor.execute(

@@ -10,8 +10,8 @@ until the retention setting or a member's deletion removes them; a note without 
 its lines only until every profile update of the note is applied (the grounding guard reads
 them), so message text does not outlive its use. ``member_names`` holds every display name
 and alias a member was seen with in a guild (lower-cased), so a question naming them finds
-their notes. Seed 000's ``facts`` / ``vec_facts`` tables are
-never created, altered or dropped here, so an old database keeps them untouched.
+their notes. The v1 bot's ``facts`` / ``vec_facts`` tables are never created, altered or
+dropped here, so an old database keeps them untouched.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ ALTER TABLE profile_updates ADD COLUMN basis_version INTEGER;
 #: profile updates indexed by note, so applying one looks only at its note's other updates;
 #: and ``vec_notes`` becomes a plain table: its nearest-neighbour search runs in memory, and a
 #: plain row gives a note's float vector in one page read where sqlite-vec's chunked storage
-#: read it out of a 3 MB chunk (the bits come first, so loading them reads no float vector).
+#: read it out of a whole chunk (the bits come first, so loading them reads no float vector).
 _V3 = """
 CREATE TABLE vector_generations (
     guild_id    INTEGER PRIMARY KEY,

@@ -262,9 +262,9 @@ def keyword_search(
 
 
 #: The thread of the keyword searches of a search (see :func:`search_notes_sync`): the notes'
-#: then the windows' run one after the other beside the vector search. With a thread each, three
-#: threads share two cores and the GIL, and each part of the search runs slower than the two
-#: keyword searches in turn.
+#: then the windows' run one after the other beside the vector search. With a thread each,
+#: three threads would share the cores and the GIL with the call, and each part of the
+#: search would wait on the others.
 _KEYWORD_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vivy-keywords")
 
 
