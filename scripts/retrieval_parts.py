@@ -30,7 +30,6 @@ from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.retrieval.lines import WordVectors, best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import name_grams
 from vivy.retrieval.ranking import GEMINI_CALIBRATION, rank
-from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy.storage import notes as note_reads
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
@@ -39,6 +38,7 @@ from vivy.storage.sqlite.db import connect
 from vivy.storage.sqlite.dialect import sqlite_tx
 from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
+from vivy.text.terms import query_terms
 from vivy_lab.synthetic.sqlite import GUILD_ID, WALL0, build
 
 T = TypeVar("T")

@@ -38,7 +38,6 @@ from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.facts import NewFact, RetiredFact
 from vivy.memory.notes import NewNote, Participant, PlannedUpdate
 from vivy.memory.scales import SimilarityScale, scale_key
-from vivy.retrieval.search import query_terms
 from vivy.state.profile import ProfilePlan
 from vivy.storage.copy import (
     COPIED_TABLES,
@@ -54,6 +53,7 @@ from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite.checks import open_readonly
 from vivy.storage.sqlite.db import Database
 from vivy.storage.sqlite.stores import open_sqlite_store, sqlite_store
+from vivy.text.terms import query_terms
 
 from . import run_cli
 

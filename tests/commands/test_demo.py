@@ -154,7 +154,7 @@ def test_a_question_in_other_words_finds_the_message_that_answers_it(
     import sqlean
 
     from vivy.commands.demo import PARAPHRASED_ANSWER, PARAPHRASED_QUESTION
-    from vivy.retrieval.search import query_terms
+    from vivy.text.terms import query_terms
 
     db = sqlean.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")

@@ -19,7 +19,8 @@ from vivy.retrieval.lines import (
     local_word_vectors,
     word_matches,
 )
-from vivy.storage.search_types import Candidate, TermMatcher
+from vivy.storage.search_types import Candidate
+from vivy.text.terms import TermMatcher
 
 #: Word vectors of a tiny made-up space: "violin" leans towards "instrument".
 SPACE = {

@@ -12,13 +12,13 @@ from tests.retrieval import add_member, add_note, new_note
 from tests.storage import on_conn
 from vivy.llm.offline import provider
 from vivy.memory.evidence import windows_of
-from vivy.retrieval import search
 from vivy.storage import context_reads, evidence, search_types
 from vivy.storage.sqlite import search as note_search
 from vivy.storage.sqlite.db import Connection, Database
 from vivy.storage.sqlite.fts import window_keyword_search
 from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
+from vivy.text.terms import MAX_TERMS, TermMatcher, query_terms
 
 GUILD_A = 1
 GUILD_B = 2
@@ -55,13 +55,13 @@ def db(tmp_path: Path) -> Iterator[Database]:
 )
 def test_query_terms(text: str, terms: list[str]) -> None:
     """Words only, lower-cased and deduplicated; stop words, markup and syntax dropped."""
-    assert search.query_terms(text) == terms
+    assert query_terms(text) == terms
 
 
 def test_terms_are_capped() -> None:
     """A long message yields at most 16 terms."""
     text = " ".join(f"word{i}" for i in range(40))
-    assert len(search.query_terms(text)) == search.MAX_TERMS
+    assert len(query_terms(text)) == MAX_TERMS
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_terms_are_capped() -> None:
 )
 def test_fts_query_quotes_every_term(text: str, expression: str | None) -> None:
     """The MATCH expression is quoted terms joined by OR, never raw user text."""
-    assert note_search.match_expression(search.query_terms(text)) == expression
+    assert note_search.match_expression(query_terms(text)) == expression
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_prune_terms(counts: dict[str, int], budget: int, kept: list[str]) -> No
 )
 def test_term_matcher(text: str, expected: set[str]) -> None:
     """The searched terms a text contains, case, accents and plural folded."""
-    assert search_types.TermMatcher.of(["bento", "trick"]).found(text) == expected
+    assert TermMatcher.of(["bento", "trick"]).found(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_term_matcher(text: str, expected: set[str]) -> None:
 )
 def test_term_matcher_whole_words(text: str, whole: set[str]) -> None:
     """A term held as a whole word, not as the start of a longer one: how a name is held."""
-    matcher = search_types.TermMatcher.of(["tim"])
+    matcher = TermMatcher.of(["tim"])
     assert matcher.held(text)[1] == whole
 
 
@@ -286,7 +286,7 @@ def test_window_keyword_search_filters_the_guild_before_the_limit(db: Database) 
 def test_keyword_search_survives_fts_syntax(db: Database, text: str) -> None:
     """Messages full of FTS5 operators never reach FTS5 as syntax."""
     db.write_sync(add_note, new_note(GUILD_A, "Near the title", "Operators and stars"))
-    terms = search.query_terms(text)
+    terms = query_terms(text)
     found = db.read_sync(
         lambda conn: note_search.keyword_search(
             conn, GUILD_A, note_search.plan_terms(conn, terms), note_type=None, limit=5

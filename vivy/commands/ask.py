@@ -23,11 +23,11 @@ from vivy.commands.importer import llm_factory
 from vivy.commands.members import add_guild_option, guild_of, member_of
 from vivy.config import Settings
 from vivy.errors import ConfigError
-from vivy.llm.offline.text import readable
 from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, MemoryContext, RetrievalRequest, Retriever
 from vivy.retrieval.settings import RetrievalSettings
 from vivy.storage.engines import Target, open_store
+from vivy.text.markup import readable
 
 __all__ = ["ASKER", "VIVY_ID", "answer_question", "ask", "register"]
 

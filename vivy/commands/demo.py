@@ -37,12 +37,12 @@ from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
 from vivy.importer import ExportBatch, ExportMessage, import_exports, load_exports
-from vivy.llm.offline.text import readable
 from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
 from vivy.storage.engines import Target, open_store, open_view
 from vivy.storage.postgres.embedded import embedded_server
+from vivy.text.markup import readable
 from vivy.web.memory import StoreMemory
 from vivy.web.server import OperatorServer
 

@@ -13,7 +13,7 @@ so commands that never call them start fast.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -32,6 +32,7 @@ from vivy.llm.metered import (
     Provider,
 )
 from vivy.llm.offline import OFFLINE_EMBEDDING_MODEL, OFFLINE_MODEL, OfflineLLM
+from vivy.llm.offline.provider import shared_embedder
 from vivy.llm.port import (
     LLM,
     ChatAnswer,
@@ -71,6 +72,9 @@ from vivy.llm.schemas import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from vivy.llm.gemini import GeminiConfig, GeminiLLM
     from vivy.llm.openai_compat import OpenAIConfig, OpenAILLM, Role
 
@@ -125,6 +129,7 @@ __all__ = [
     "gemini_config",
     "gemini_config_from_env",
     "gemini_key_from_env",
+    "local_word_array",
     "make_llm",
     "note_request",
     "openai_config",
@@ -147,6 +152,13 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(_LAZY_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def local_word_array(words: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Unit vectors of single words from the local model's word tables (loaded on first use):
+    ranking's word match and the quoted lines compare words with them, whichever provider
+    embeds the texts."""
+    return shared_embedder().word_array(words)
 
 
 def gemini_config(settings: Settings) -> GeminiConfig | None:

@@ -48,11 +48,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from vivy.llm.offline.text import readable
 from vivy.memory.dates import note_date, short_date
 from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.facts import Fact
 from vivy.memory.notes import Note
+from vivy.text.markup import readable
 
 __all__ = [
     "EVIDENCE_TOKENS",

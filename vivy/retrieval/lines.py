@@ -40,8 +40,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from vivy.errors import LLMError
 from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.guards import looks_like_instruction
-from vivy.retrieval.search import STOPWORDS, strip_markup
-from vivy.storage.search_types import Candidate, TermMatcher
+from vivy.storage.search_types import Candidate
+from vivy.text.markup import strip_markup
+from vivy.text.terms import STOPWORDS, TermMatcher
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -362,14 +363,14 @@ _LOCAL_LOCK = threading.Lock()
 
 
 def local_word_vectors() -> WordVectors:
-    """The process's word vectors from the local embedding model and the word table distilled
-    for it (:meth:`~vivy.llm.offline.embeddings.LocalEmbedder.word_array`; loaded on first
-    use, and shared with the offline provider's embeddings)."""
+    """The process's word vectors from the local model's word tables
+    (:func:`vivy.llm.local_word_array`, through the LLM port; shared with the offline
+    provider's embeddings)."""
     with _LOCAL_LOCK:
         if not _LOCAL:
-            from vivy.llm.offline.provider import shared_embedder
+            from vivy.llm import local_word_array
 
-            _LOCAL.append(WordVectors(shared_embedder().word_array))
+            _LOCAL.append(WordVectors(local_word_array))
         return _LOCAL[0]
 
 

@@ -20,12 +20,12 @@ import anyio.lowlevel
 
 from vivy.memory.facts import Fact
 from vivy.memory.members import MemberCard
-from vivy.retrieval import search
 from vivy.retrieval.context import SECTION_TITLES, sections_of
 from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import LOCAL_CALIBRATION
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
+from vivy.text.terms import query_terms
 
 __all__ = ["OperatorStore", "loop_caller"]
 
@@ -73,7 +73,7 @@ class OperatorStore:
 
     def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` notes of the guild matching ``q`` by keyword, best first."""
-        if not search.query_terms(q):
+        if not query_terms(q):
             return []
 
         async def find() -> list[NoteHit]:

@@ -19,10 +19,10 @@ from vivy.memory.notes import Note
 from vivy.retrieval.lines import WordVectors, best_lines, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
-from vivy.retrieval.search import query_terms
 from vivy.retrieval.settings import RetrievalSettings
 from vivy.storage.port import SearchStore
 from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult
+from vivy.text.terms import query_terms
 
 __all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
 

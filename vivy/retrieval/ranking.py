@@ -61,9 +61,9 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from vivy.llm.offline.embeddings import LOCAL_EMBEDDING_MODEL
-from vivy.retrieval.search import STOPWORDS
+from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.storage.search_types import Candidate
+from vivy.text.terms import STOPWORDS
 
 __all__ = [
     "CALIBRATIONS",
@@ -112,7 +112,7 @@ LOCAL_CALIBRATION = Calibration(floor=0.348, ceiling=0.586)
 GEMINI_CALIBRATION = Calibration(floor=0.50, ceiling=0.80, measured=False)
 
 #: Measured scales by embedding model name.
-CALIBRATIONS: dict[str, Calibration] = {LOCAL_EMBEDDING_MODEL: LOCAL_CALIBRATION}
+CALIBRATIONS: dict[str, Calibration] = {OFFLINE_EMBEDDING_MODEL: LOCAL_CALIBRATION}
 
 
 def calibration_for(embedding_model: str) -> Calibration:

@@ -55,7 +55,6 @@ from vivy.errors import LLMError, StorageError
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.notes import NoteType
 from vivy.memory.scales import SimilarityScale, scale_key
-from vivy.retrieval import search
 from vivy.retrieval.context import ActivityBlock, ContextParts, ProfileBlock, clip, render_context
 from vivy.retrieval.lines import WordVectors, local_word_vectors
 from vivy.retrieval.paths import RetrievalPath
@@ -63,6 +62,8 @@ from vivy.retrieval.ranked import NoteHit, ranked_notes
 from vivy.retrieval.ranking import Calibration, calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
+from vivy.text.markup import strip_markup
+from vivy.text.terms import query_terms
 
 __all__ = [
     "ConversationMessage",
@@ -139,17 +140,16 @@ def embedding_text(request: RetrievalRequest, settings: RetrievalSettings) -> st
     )
     limit = settings.context_message_chars
     lines = [
-        f"{message.author_name}: {clip(search.strip_markup(message.text), limit)}"
-        for message in earlier
+        f"{message.author_name}: {clip(strip_markup(message.text), limit)}" for message in earlier
     ]
-    lines.append(clip(search.strip_markup(request.query), settings.query_chars))
+    lines.append(clip(strip_markup(request.query), settings.query_chars))
     return "\n".join(line for line in lines if line.strip())
 
 
 def keyword_text(request: RetrievalRequest) -> str:
     """The text searched by keyword: the query, or the last message before it if the query
     has no searchable word ("what about that?")."""
-    if search.query_terms(request.query):
+    if query_terms(request.query):
         return request.query
     earlier = _earlier_messages(request)
     return earlier[-1].text if earlier else request.query
@@ -157,7 +157,7 @@ def keyword_text(request: RetrievalRequest) -> str:
 
 def _words(text: str) -> str:
     """``text`` as lower-case words separated by single spaces, markup removed."""
-    return " ".join(_WORD.findall(search.strip_markup(text).lower()))
+    return " ".join(_WORD.findall(strip_markup(text).lower()))
 
 
 def _earlier_messages(request: RetrievalRequest) -> list[ConversationMessage]:

@@ -17,9 +17,9 @@ from vivy.storage.search_types import (
     Loaded,
     NoteSearch,
     NoteSearchResult,
-    TermMatcher,
     TermPlan,
 )
+from vivy.text.terms import TermMatcher
 
 T = TypeVar("T")
 

@@ -1,6 +1,5 @@
 """The values note search takes and gives: the question's search, its time range, the
-keyword terms it reads (their budget and weights), the ranking candidates it finds, and the
-term matcher that tells which terms a text holds.
+keyword terms it reads (their budget and weights) and the ranking candidates it finds.
 
 They are plain frozen records and pure functions, shared by the storage engines and by
 retrieval's ranking, so neither depends on the other's modules.
@@ -9,8 +8,7 @@ retrieval's ranking, so neither depends on the other's modules.
 from __future__ import annotations
 
 import math
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -26,10 +24,8 @@ __all__ = [
     "Loaded",
     "NoteSearch",
     "NoteSearchResult",
-    "TermMatcher",
     "TermPlan",
     "TimeRange",
-    "fold",
     "prune_terms",
     "term_weight",
 ]
@@ -139,84 +135,12 @@ class Candidate:
     whole_terms: frozenset[str] = frozenset()
 
 
-def fold(text: str) -> str:
-    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
-    text = text.lower()
-    if text.isascii():
-        return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
-
-
-def _stem(word: str) -> str:
-    """A light English stem: the word without a plural, past or -ing ending."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
-                return word[:-1]
-            return word[: len(word) - len(suffix)] + keep
-    return word
-
-
-@dataclass(frozen=True, slots=True)
-class TermMatcher:
-    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
-    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
-    "dog"). Each stem is looked for with ``str.find`` (a search has a handful of terms),
-    which is several times faster than one regular expression of them all."""
-
-    terms_of: Mapping[str, tuple[str, ...]]
-
-    @classmethod
-    def of(cls, terms: Iterable[str]) -> TermMatcher:
-        """The matcher of ``terms``."""
-        stems: dict[str, list[str]] = {}
-        for term in terms:
-            stems.setdefault(_stem(fold(term)), []).append(term)
-        return cls({stem: tuple(found) for stem, found in stems.items() if stem})
-
-    def found(self, text: str) -> frozenset[str]:
-        """The terms whose stem starts a word of ``text``."""
-        return self.held(text)[0]
-
-    def held(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
-        """The terms whose stem starts a word of ``text``, and those of them that are a whole
-        word of it ("tim" in "Tim's", not in "time"): a name is held only as itself."""
-        folded = fold(text)
-        hits = [
-            term
-            for stem, terms in self.terms_of.items()
-            if _starts_a_word(folded, stem)
-            for term in terms
-        ]
-        whole = (term for term in hits if _starts_a_word(folded, fold(term), whole=True))
-        return frozenset(hits), frozenset(whole)
-
-
-def _starts_a_word(text: str, stem: str, *, whole: bool = False) -> bool:
-    """Whether ``stem`` occurs in ``text`` where no letter or digit precedes it (nor, when
-    ``whole``, follows it)."""
-    at = text.find(stem)
-    while at >= 0:
-        end = at + len(stem)
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            not whole or end == len(text) or not text[end].isalnum()
-        ):
-            return True
-        at = text.find(stem, at + 1)
-    return False
-
-
 @dataclass(frozen=True, slots=True)
 class NoteSearch:
     """One note search: the guild, the query (vector and/or keywords) and how many to find.
 
     ``vector`` is the question's embedding or None (no embedding); ``terms`` the words to search by
-    keyword (from :func:`vivy.retrieval.search.query_terms`). ``note_type`` None searches both
+    keyword (from :func:`vivy.text.terms.query_terms`). ``note_type`` None searches both
     types. With
     ``evidence`` the notes' evidence windows are searched too (``window_candidates`` windows
     by keyword; the found notes' windows by vector); ``name_grams`` are the question's word

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Protocol
 
-from vivy.llm.offline.text import readable
 from vivy.memory.guards import content_tokens
 from vivy.memory.members import BufferedRef, ForgetReport, GuildStatus
 from vivy.memory.notes import Note
@@ -32,6 +31,7 @@ from vivy.retrieval import Retriever
 from vivy.retrieval.context import quoted_text
 from vivy.retrieval.ranked import NoteHit
 from vivy.storage.port import Store
+from vivy.text.markup import readable
 
 __all__ = [
     "CHART_DAYS",

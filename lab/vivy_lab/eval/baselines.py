@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.evidence import WINDOW_SIZE, windows_of
-from vivy.retrieval import search
+from vivy.text.terms import STOPWORDS
 from vivy_lab.eval.longconv_data import LongGuild
 
 __all__ = [
@@ -59,7 +59,7 @@ def raw_windows(guild: LongGuild, *, whole: bool = False) -> list[tuple[str, str
 
 def _bm25_tokens(text: str) -> list[str]:
     """Lower-case words without stop words, as a textbook BM25 indexes them (no stemming)."""
-    return [t for t in _TOKEN.findall(text.lower()) if t not in search.STOPWORDS]
+    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,6 @@ from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
 from vivy.memory.evidence import ScoredLine, pooled_windows, window_lines, windows_of
 from vivy.memory.notes import NewNote, Note, Participant
-from vivy.retrieval import search
 from vivy.retrieval.context import RANK_SHARE, quoted_lines
 from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
@@ -60,6 +59,7 @@ from vivy.storage.port import Store
 from vivy.storage.search_types import NoteSearch, NoteSearchResult
 from vivy.storage.sqlite.search import CONVERSATION
 from vivy.storage.sqlite.stores import open_sqlite_store
+from vivy.text.terms import query_terms
 from vivy_lab.eval.baselines import (
     bm25_index,
     bm25_sessions,
@@ -403,7 +403,7 @@ async def search_stored(
     found: list[Searched] = []
     for question, vector in zip(questions, vectors, strict=True):
         span = time_range(question.question, question.asked_at)
-        terms = tuple(search.query_terms(question.question))
+        terms = tuple(query_terms(question.question))
         guild_id = guild_of[question.id].guild_id
         measured = scales.get(guild_id)
         scale = measured or default

@@ -32,13 +32,13 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.buffers import CloseReason
 from vivy.memory.notes import NewNote, NoteType, Participant
-from vivy.retrieval import search
 from vivy.retrieval.lines import local_word_vectors, word_matches
 from vivy.retrieval.ranking import Calibration, calibration_for, rank
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import Store
 from vivy.storage.search_types import Candidate, NoteSearch
 from vivy.storage.sqlite.stores import open_sqlite_store
+from vivy.text.terms import query_terms
 
 __all__ = [
     "KS",
@@ -226,7 +226,7 @@ async def search_note_eval(
         found: list[tuple[Candidate, ...]] = []
         matches: list[Mapping[int, float]] = []
         for question, qvector in zip(data.questions, query_vectors, strict=True):
-            terms = tuple(search.query_terms(question.q))
+            terms = tuple(query_terms(question.q))
             (result,) = await store.search.find_notes(
                 [
                     NoteSearch(

@@ -168,7 +168,7 @@ def test_paraphrases_share_no_content_word_with_their_answers(eval_data: dict[st
     words counted as function words) reports no shared stem."""
     import sqlean
 
-    from vivy.retrieval.search import query_terms
+    from vivy.text.terms import query_terms
 
     db = sqlean.connect(":memory:")
     db.execute(

@@ -21,15 +21,13 @@ from vivy.llm.offline.text import (
     capitalise,
     clip,
     name_list,
-    plain,
-    readable,
     split_sentences,
-    talks_to_outsider,
     unique,
 )
 from vivy.llm.offline.words import CALENDAR, PETS, fold_plural, word_kind
 from vivy.llm.schemas import NoteDraft, NoteInput, TranscriptLine
 from vivy.memory.guards import looks_like_instruction
+from vivy.text.markup import plain, readable, talks_to_outsider
 
 __all__ = ["TITLE_LIMIT", "write_note"]
 

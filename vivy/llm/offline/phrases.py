@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from vivy.llm.offline.text import ABBREVIATIONS, STOPWORDS, clip, plain, split_sentences
+from vivy.llm.offline.text import ABBREVIATIONS, STOPWORDS, clip, split_sentences
 from vivy.llm.offline.words import CALENDAR, SUBJECTS, fold_plural, word_kind
 from vivy.llm.schemas import TranscriptLine
+from vivy.text.markup import plain
 
 __all__ = ["Term", "Token", "entities", "salient_terms", "tokenize"]
 

@@ -1,15 +1,15 @@
-"""Text the other rooms share: the offline label, words, stopwords and sentences.
+"""Text the offline provider's writers share: the offline label, words, stopwords and
+sentences.
 
-Small helpers (clipping, comparison keys, content words, prose lists of names), the
-sentence splitter that knows abbreviations, and the conversions of Discord markup
-(mentions, custom emoji, links) into readable text for quoting or plain text for analysis.
+Small helpers (clipping, comparison keys, content words, prose lists of names) and the
+sentence splitter that knows abbreviations; Discord markup is :mod:`vivy.text.markup`'s.
 The functions a note calls on every line are memoised.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 __all__ = [
@@ -23,11 +23,8 @@ __all__ = [
     "content_words",
     "join_words",
     "name_list",
-    "plain",
-    "readable",
     "split_sentences",
     "squash",
-    "talks_to_outsider",
     "unique",
 ]
 
@@ -161,51 +158,3 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         sentences.append(tail)
     return sentences
-
-
-_USER_MENTION = re.compile(r"<@!?(?P<id>\d+)>")
-_ROLE_MENTION = re.compile(r"<@&\d+>")
-_CHANNEL_MENTION = re.compile(r"<#\d+>")
-_CUSTOM_EMOJI = re.compile(r"<a?:(?P<name>\w+):\d+>")
-_MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*(?:\s[^<>]*)?>")
-_URL = re.compile(r"https?://\S+|\b(?:[\w-]+\.)+[A-Za-z]{2,}/\S*")
-_LEADING_AT = re.compile(r"^\s*@(?P<name>[\w.-]+)")
-
-
-def readable(text: str, names: Mapping[int, str]) -> str:
-    """``text`` with Discord markup made readable for quoting.
-
-    ``<@id>`` becomes "@Name" when the id belongs to someone in the conversation and
-    "@someone" otherwise; role and channel mentions and custom emoji lose their ids.
-    """
-
-    def user(match: re.Match[str]) -> str:
-        name = names.get(int(match["id"]))
-        return f"@{name}" if name else "@someone"
-
-    text = _USER_MENTION.sub(user, text)
-    text = _ROLE_MENTION.sub("@role", _CHANNEL_MENTION.sub("#channel", text))
-    return squash(_CUSTOM_EMOJI.sub(lambda match: f":{match['name']}:", text))
-
-
-@lru_cache(maxsize=4096)
-def plain(text: str) -> str:
-    """``text`` without mentions, markup tags, custom emoji and links, for analysis."""
-    for pattern in (_USER_MENTION, _ROLE_MENTION, _CHANNEL_MENTION, _CUSTOM_EMOJI, _URL):
-        text = pattern.sub(" ", text)
-    return _MARKUP_TAG.sub(" ", text).replace("’", "'")
-
-
-def talks_to_outsider(text: str, names: Mapping[int, str]) -> bool:
-    """Whether a message mentions someone outside the conversation, usually the bot.
-
-    The bot's own messages never reach a transcript, so a mention of an id that is not
-    among the conversation's authors (or a leading "@Name" that is not one of theirs) is
-    almost always aimed at it.
-    """
-    if any(int(match["id"]) not in names for match in _USER_MENTION.finditer(text)):
-        return True
-    match = _LEADING_AT.match(text)
-    if match is None or match["name"] is None:
-        return False
-    return match["name"].lower() not in {name.lower() for name in names.values()}

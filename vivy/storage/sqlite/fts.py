@@ -104,7 +104,7 @@ def window_keyword_search(
 ) -> list[WindowMatch]:
     """The ``limit`` best BM25 windows of the guild for an FTS5 ``match`` expression.
 
-    ``match`` must come from :func:`vivy.retrieval.search.match_expression` (quoted terms).
+    ``match`` must come from :func:`vivy.storage.sqlite.search.match_expression` (quoted terms).
     The guild filter is in the query, before the ``LIMIT``.
     """
     found = best_of_guild(

@@ -101,7 +101,7 @@ R = TypeVar("R")
 def match_expression(terms: Sequence[str]) -> str | None:
     """A safe FTS5 MATCH expression: each term quoted, joined by OR; None without terms.
 
-    Terms from :func:`vivy.retrieval.search.query_terms` contain letters and digits only, so
+    Terms from :func:`vivy.text.terms.query_terms` contain letters and digits only, so
     quoting cannot be broken out of; a stray ``"`` is removed anyway.
     """
     quoted = [f'"{term.replace(chr(34), "")}"' for term in terms if term.replace('"', "")]

@@ -1,0 +1,131 @@
+"""What a word and a search term are: the one home of keyword matching's text rules.
+
+A question's terms are its distinct words (letters and digits, as FTS5's unicode61 tokenizer
+splits) less stop words and single letters (:func:`query_terms`). A text holds a term when a
+word of it starts with the term's light stem (:func:`stem`), diacritics folded away
+(:func:`fold`), as the porter-stemmed evidence index would match it (:class:`TermMatcher`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from vivy.text.markup import strip_markup
+
+__all__ = ["MAX_TERMS", "STOPWORDS", "TermMatcher", "fold", "query_terms", "stem"]
+
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are aren't around as at be
+    because been before being below between both but by can can't cannot could couldn't did
+    didn't do does doesn't doing don't done down during each else even ever every few for from
+    further get got had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it
+    it's its itself just know let let's like me more most much my myself no nor not now of
+    off on once only or other ought our ours ourselves out over own really remember said same
+    say she she'd she'll she's should shouldn't so some someone something such tell than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've thing things think this those through to too under until up us very was
+    wasn't we we'd we'll we're we've were weren't what what's whatever when when's where
+    where's which while who who's whom why why's will with won't would wouldn't you you'd
+    you'll you're you've your yours yourself yourselves yeah yes ok okay hey hi lol pls please
+    vivy again anyone anybody somebody ever still
+"""
+#: Words too common to search for; dropped from keyword queries.
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+#: Word tokens as FTS5's unicode61 tokenizer sees them (letters and digits; no punctuation).
+_TOKEN = re.compile(r"[^\W_]+")
+#: Longest keyword query, in distinct terms.
+MAX_TERMS = 16
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct searchable words of ``text``, lower-cased, in order of appearance.
+
+    Mentions, custom emoji and URLs are removed first; stop words and single characters
+    (except digits, which may be codes) are dropped.
+    """
+    text = strip_markup(text)
+    seen: list[str] = []
+    for raw in _TOKEN.findall(text.lower()):
+        if raw in STOPWORDS or (len(raw) < 2 and not raw.isdigit()) or raw in seen:
+            continue
+        seen.append(raw)
+        if len(seen) == MAX_TERMS:
+            break
+    return seen
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics, as FTS5's ``unicode61 remove_diacritics 2`` sees it."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def stem(word: str) -> str:
+    """A light English stem: the word without a plural, past or -ing ending."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            if suffix == "es" and word[-3] not in "sxz" and not word.endswith(("ches", "shes")):
+                return word[:-1]
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+@dataclass(frozen=True, slots=True)
+class TermMatcher:
+    """Finds which search terms a text contains, as the porter-stemmed evidence index would:
+    a word of the text that starts with a term's stem counts ("named" for "name", "dogs" for
+    "dog"). Each stem is looked for with ``str.find`` (a search has a handful of terms),
+    which is several times faster than one regular expression of them all."""
+
+    terms_of: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, terms: Iterable[str]) -> TermMatcher:
+        """The matcher of ``terms``."""
+        stems: dict[str, list[str]] = {}
+        for term in terms:
+            stems.setdefault(stem(fold(term)), []).append(term)
+        return cls({stem: tuple(found) for stem, found in stems.items() if stem})
+
+    def found(self, text: str) -> frozenset[str]:
+        """The terms whose stem starts a word of ``text``."""
+        return self.held(text)[0]
+
+    def held(self, text: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The terms whose stem starts a word of ``text``, and those of them that are a whole
+        word of it ("tim" in "Tim's", not in "time"): a name is held only as itself."""
+        folded = fold(text)
+        hits = [
+            term
+            for stem, terms in self.terms_of.items()
+            if _starts_a_word(folded, stem)
+            for term in terms
+        ]
+        whole = (term for term in hits if _starts_a_word(folded, fold(term), whole=True))
+        return frozenset(hits), frozenset(whole)
+
+
+def _starts_a_word(text: str, stem: str, *, whole: bool = False) -> bool:
+    """Whether ``stem`` occurs in ``text`` where no letter or digit precedes it (nor, when
+    ``whole``, follows it)."""
+    at = text.find(stem)
+    while at >= 0:
+        end = at + len(stem)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            not whole or end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        at = text.find(stem, at + 1)
+    return False
