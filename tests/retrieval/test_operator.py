@@ -1,30 +1,47 @@
-"""The operator API's store, called from plain threads as the metrics server calls it."""
+"""The operator API's store: the replies' note search and members' profiles, as JSON."""
 
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
 
-import anyio.from_thread
+import anyio
 import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
+from vivy.clock import Clock
 from vivy.errors import StorageError
-from vivy.retrieval import OperatorStore
+from vivy.llm.offline import OfflineLLM
+from vivy.retrieval import OperatorStore, Retriever
 from vivy.storage.engines import open_store
 from vivy.storage.sqlite.db import Connection, Database
 from vivy.web.server import OperatorServer as MetricsServer
 
-T = TypeVar("T")
+pytestmark = pytest.mark.anyio
 
 GUILD = 100
 OTHER = 200
+
+#: The keys of a search hit, as the operator API has always answered them.
+HIT_KEYS = {
+    "note_id",
+    "guild_id",
+    "channel_id",
+    "channel_name",
+    "note_type",
+    "date",
+    "title",
+    "summary",
+    "topics",
+    "entities",
+    "participants",
+    "score",
+    "keyword_score",
+}
 
 
 def seed(conn: Connection) -> dict[str, int]:
@@ -39,6 +56,10 @@ def seed(conn: Connection) -> dict[str, int]:
                 participants=((2, "Sam"), (3, "Maya")),
             ),
         ),
+        "hike": add_note(
+            conn,
+            new_note(GUILD, "Weekend hike", "Maya and Alex hiked up Eagle Peak on Saturday"),
+        ),
         "other": add_note(
             conn,
             new_note(OTHER, "Bento elsewhere", "Another guild's Bento", participants=((2, "S"),)),
@@ -51,45 +72,47 @@ def seed(conn: Connection) -> dict[str, int]:
     return ids
 
 
-@contextmanager
-def serving_operator_store(path: Path, *, now: Callable[[], float]) -> Iterator[OperatorStore]:
-    """An operator store over the existing database ``path``, opened read-only, on an event
-    loop of its own in a background thread, as a server outside the app would hold it."""
-    with anyio.from_thread.start_blocking_portal() as portal:
-        store = open_store(path, read_only=True)
-        try:
-            yield OperatorStore(store.search, portal.call, now=now)
-        finally:
-            store.close()
-
-
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[OperatorStore, dict[str, int]]]:
-    """An operator store over a seeded database file."""
+def seeded(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """A seeded database file and its note ids."""
     path = tmp_path / "vivy.db"
     db = Database.open(path, inline=True)
     ids = db.write_sync(seed)
     db.close()
-    with serving_operator_store(path, now=lambda: WALL0) as operator:
-        yield operator, ids
+    return path, ids
 
 
-def in_thread(fn: Callable[[], T]) -> T:
-    """Run ``fn`` on a fresh plain thread (no event loop) and return its result."""
-    result: list[Any] = []
-    thread = threading.Thread(target=lambda: result.append(fn()))
-    thread.start()
-    thread.join()
-    assert result, "the call raised on its thread"
-    return result[0]  # type: ignore[no-any-return]
+@asynccontextmanager
+async def operator_over(
+    path: Path, *, inline: bool = True
+) -> AsyncIterator[tuple[OperatorStore, Retriever]]:
+    """An operator store over the database ``path`` (read-only) and the retriever it
+    searches with, made in the running event loop as the app makes them."""
+    store = open_store(path, read_only=True, inline=inline)
+    llm = OfflineLLM()
+    try:
+        retriever = Retriever(store.search, llm, Clock.starting_at(WALL0))
+        yield OperatorStore(store.search, retriever), retriever
+    finally:
+        await llm.aclose()
+        store.close()
 
 
-def test_search_from_a_thread(store: tuple[OperatorStore, dict[str, int]]) -> None:
-    """Keyword search answers JSON-ready hits of the guild only, ids as strings."""
-    operator, ids = store
-    hits = in_thread(lambda: operator.search(GUILD, "Bento tricks", 10))
-    assert [hit["note_id"] for hit in hits] == [str(ids["bento"])]
+async def test_search_answers_the_retrievers_ranking_as_json(
+    seeded: tuple[Path, dict[str, int]],
+) -> None:
+    """A search answers the retriever's hits of the guild only, in its order with its scores,
+    JSON-ready with ids as strings."""
+    path, ids = seeded
+    async with operator_over(path) as (operator, retriever):
+        hits = await operator.search(GUILD, "Bento tricks", 10)
+        ranked = await retriever.search_notes(GUILD, "Bento tricks", 10)
+    assert hits[0]["note_id"] == str(ids["bento"])
+    assert [hit["note_id"] for hit in hits] == [str(hit.note.id) for hit in ranked]
+    assert [hit["score"] for hit in hits] == [round(hit.score, 6) for hit in ranked]
+    assert str(ids["other"]) not in {hit["note_id"] for hit in hits}
     hit = hits[0]
+    assert set(hit) == HIT_KEYS
     assert hit["guild_id"] == str(GUILD) and hit["title"] == "Bento learns tricks"
     assert hit["participants"] == [
         {"user_id": "2", "name": "Sam"},
@@ -97,13 +120,30 @@ def test_search_from_a_thread(store: tuple[OperatorStore, dict[str, int]]) -> No
     ]
     assert hit["keyword_score"] > 0 and 0 < hit["score"] <= 1
     json.dumps(hits)
-    assert in_thread(lambda: operator.search(GUILD, "the and of", 10)) == []
 
 
-def test_profile_from_a_thread(store: tuple[OperatorStore, dict[str, int]]) -> None:
+async def test_a_question_without_search_terms_answers_what_the_retriever_finds(
+    seeded: tuple[Path, dict[str, int]],
+) -> None:
+    """A question of stop words only has no keyword to match: it is answered as replies and
+    the memory page answer it (by meaning alone), never with another rule of its own."""
+    path, _ = seeded
+    async with operator_over(path) as (operator, retriever):
+        hits = await operator.search(GUILD, "the and of", 10)
+        ranked = await retriever.search_notes(GUILD, "the and of", 10)
+    assert [(hit["note_id"], hit["score"]) for hit in hits] == [
+        (str(hit.note.id), round(hit.score, 6)) for hit in ranked
+    ]
+    assert all(hit["keyword_score"] is None for hit in hits)
+
+
+async def test_profile(seeded: tuple[Path, dict[str, int]]) -> None:
     """A member's facts by section with sources, recent notes, and None for strangers."""
-    operator, ids = store
-    profile = in_thread(lambda: operator.profile(GUILD, 2))
+    path, ids = seeded
+    async with operator_over(path) as (operator, _):
+        profile = await operator.profile(GUILD, 2)
+        lurker = await operator.profile(GUILD, 9)
+        stranger = await operator.profile(GUILD, 12345)
     assert profile is not None
     assert (profile["guild_id"], profile["user_id"], profile["name"]) == ("100", "2", "Sam")
     assert [f["text"] for f in profile["sections"]["bio"]] == ["Lives in Chicago"]
@@ -114,39 +154,50 @@ def test_profile_from_a_thread(store: tuple[OperatorStore, dict[str, int]]) -> N
         {"note_id": str(ids["bento"]), "date": "2026-03-01", "title": "Bento learns tricks"}
     ]
     assert "OTHERGUILDFACT" not in json.dumps(profile)
-    lurker = in_thread(lambda: operator.profile(GUILD, 9))
     assert lurker is not None and lurker["name"] == "Lurker"
-    assert in_thread(lambda: operator.profile(GUILD, 12345)) is None
+    assert stranger is None
 
 
-def test_concurrent_threads(store: tuple[OperatorStore, dict[str, int]]) -> None:
-    """Several request threads at once share the connection safely."""
-    operator, _ = store
-    results: list[int] = []
-    lock = threading.Lock()
+async def test_concurrent_searches(seeded: tuple[Path, dict[str, int]]) -> None:
+    """Searches awaited at once share the storage owner's connection safely."""
+    path, ids = seeded
+    found: list[list[str]] = []
 
-    def work() -> None:
-        for _ in range(20):
-            found = operator.search(GUILD, "Bento", 5)
-            with lock:
-                results.append(len(found))
+    async with operator_over(path, inline=False) as (operator, _):
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert results == [1] * 80
+        async def work() -> None:
+            for _ in range(10):
+                hits = await operator.search(GUILD, "Bento", 5)
+                found.append([hit["note_id"] for hit in hits])
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(work)
+    assert len(found) == 40 and all(one == found[0] for one in found)
+    assert found[0][0] == str(ids["bento"])
 
 
-def test_served_by_the_metrics_server(store: tuple[OperatorStore, dict[str, int]]) -> None:
-    """The metrics server's search route answers from the store."""
-    operator, ids = store
-    with MetricsServer(CollectorRegistry(), operator, port=0) as server:
-        url = f"{server.url}/api/memory/search?guild_id={GUILD}&q=bento"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            body = json.loads(response.read())
-    assert [hit["note_id"] for hit in body["results"]] == [str(ids["bento"])]
+def test_served_by_the_metrics_server(seeded: tuple[Path, dict[str, int]]) -> None:
+    """The metrics server's search route awaits the store on the server's own loop."""
+    path, ids = seeded
+    with MetricsServer(CollectorRegistry(), port=0) as server:
+        store = open_store(path, read_only=True)
+        llm = OfflineLLM()
+
+        async def serve() -> None:
+            retriever = Retriever(store.search, llm, Clock.wall())
+            server.serve_api(OperatorStore(store.search, retriever))
+
+        try:
+            server.call(serve)
+            url = f"{server.url}/api/memory/search?guild_id={GUILD}&q=bento"
+            with urllib.request.urlopen(url, timeout=5) as response:
+                body = json.loads(response.read())
+        finally:
+            server.call(llm.aclose)
+            store.close()
+    assert body["results"][0]["note_id"] == str(ids["bento"])
+    assert str(ids["other"]) not in {hit["note_id"] for hit in body["results"]}
 
 
 def test_store_needs_a_database(tmp_path: Path) -> None:

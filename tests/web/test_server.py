@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -31,16 +32,19 @@ class FakeOperatorAPI:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        #: The threads the calls ran on.
+        self.threads: list[threading.Thread] = []
         self.fail = False
 
-    def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
+    async def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
         """Return one hit echoing the arguments."""
         self.calls.append(("search", guild_id, q, limit))
+        self.threads.append(threading.current_thread())
         if self.fail:
             raise RuntimeError("database on fire")
         return [{"note_id": 7, "title": f"about {q}", "guild_id": guild_id}]
 
-    def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
+    async def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
         """Return a profile for user 42 only."""
         self.calls.append(("profile", guild_id, user_id))
         if user_id != 42:
@@ -122,6 +126,42 @@ def test_search_calls_api_and_returns_json(server: MetricsServer, api: FakeOpera
         "results": [{"note_id": 7, "title": "about tea time", "guild_id": 99}]
     }
     assert api.calls == [("search", 99, "tea time", 5)]
+
+
+def test_the_api_is_awaited_on_the_servers_loop(
+    server: MetricsServer, api: FakeOperatorAPI
+) -> None:
+    """The search route awaits the API on the event loop that serves it (the one
+    :meth:`~MetricsServer.call` runs on), not on a worker thread."""
+
+    async def here() -> threading.Thread:
+        return threading.current_thread()
+
+    assert _get(f"{server.url}/api/memory/search?q=tea&guild_id=99")[0] == 200
+    serving = server.call(here)
+    assert api.threads == [serving] and serving is not threading.current_thread()
+
+
+def test_call_runs_on_the_servers_loop_and_raises_what_it_raises(metrics: Metrics) -> None:
+    """:meth:`~MetricsServer.call` needs a started server, returns what the coroutine returns
+    on the server's own thread, and raises what it raises."""
+
+    async def here() -> threading.Thread:
+        return threading.current_thread()
+
+    async def fail() -> None:
+        raise LookupError("no such note")
+
+    server = MetricsServer(metrics.registry, port=0)
+    with pytest.raises(ConfigError, match="not running"):
+        server.call(here)
+    with server:
+        first, second = server.call(here), server.call(here)
+        assert first is second and first is not threading.current_thread()
+        with pytest.raises(LookupError, match="no such note"):
+            server.call(fail)
+        assert _get(f"{server.url}/metrics")[0] == 200
+    assert not first.is_alive()
 
 
 def test_search_limit_defaults_to_ten(server: MetricsServer, api: FakeOperatorAPI) -> None:

@@ -241,8 +241,9 @@ def _serving_memory(
 
     async def serve() -> None:
         clock = Clock.wall()  # a Clock reads the loop's time: make it there
-        server.serve_api(OperatorStore(store.search, server.call, now=clock.now))
-        server.serve_page(StoreMemory(store, Retriever(store.search, llm, clock), now=clock.now))
+        retriever = Retriever(store.search, llm, clock)  # the API and the page search alike
+        server.serve_api(OperatorStore(store.search, retriever))
+        server.serve_page(StoreMemory(store, retriever, now=clock.now))
 
     try:
         server.call(serve)

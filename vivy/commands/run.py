@@ -317,7 +317,7 @@ async def _serve_round(
     from vivy.bot.wiring import gateway_for, reply_retriever
     from vivy.heap import settle_heap
     from vivy.memory.members import BufferedRef
-    from vivy.retrieval.operator import OperatorStore, loop_caller
+    from vivy.retrieval.operator import OperatorStore
     from vivy.shards import ALL_SHARDS
     from vivy.state.gate import IncomingDelete
     from vivy.web.memory import StoreMemory
@@ -335,15 +335,16 @@ async def _serve_round(
         lease=lease,
         lease_owner=owner,
     ) as app:
-        server.serve_api(OperatorStore(app.store.search, loop_caller(), now=app.clock.now))
+        # The operator API, the page and the replies search with one retriever (one ranking
+        # for all three); the page empties its cache on a correction, so the next reply's
+        # memory has none of what was removed.
+        retriever = reply_retriever(app)
+        server.serve_api(OperatorStore(app.store.search, retriever))
 
         async def drop(guild_id: int, refs: Sequence[BufferedRef]) -> None:
             for ref in refs:
                 await app.router.delete(IncomingDelete(guild_id, ref.channel_id, ref.message_id))
 
-        # The page searches with the replies' retriever and empties its cache on a correction,
-        # so the next reply's memory has none of what was removed.
-        retriever = reply_retriever(app)
         memory = StoreMemory(
             app.store,
             retriever,

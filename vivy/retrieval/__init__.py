@@ -1,7 +1,7 @@
 """Retrieval: the memory the chat model reads when the bot answers.
 
 :class:`Retriever` builds the ``<background_facts>`` block of a reply and searches notes;
-:class:`OperatorStore` serves the operator API's searches through the app's storage owner.
+:class:`OperatorStore` answers the operator API with that same search, and members' profiles.
 The searches' SQL lives in :mod:`vivy.storage.sqlite.search` (behind the port's ``search`` area),
 one ranked search in :mod:`~vivy.retrieval.ranked`, the fusion and gate in
 :mod:`~vivy.retrieval.ranking`, and the XML in :mod:`~vivy.retrieval.context`.

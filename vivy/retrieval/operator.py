@@ -1,105 +1,47 @@
-"""The operator memory API's data: note search and member profiles (seed 003's search API).
+"""The operator memory API's data: note search and member profiles, as JSON.
 
-:class:`OperatorStore` implements :class:`~vivy.web.asgi.OperatorAPI`. The operator
-server calls it on worker threads, outside any event loop; it hands each call to
-the event loop that owns the storage (``call``: :func:`anyio.from_thread.run` with that
-loop's token, or a blocking portal's ``call``), so the API reads through the same storage
-owner as the bot and never opens a connection of its own. Searches are by keyword only
-(FTS5 BM25 through the same fusion and gate as the bot), so an operator query never costs an
-embedding call. Every answer is JSON-ready, with ids as strings (Discord snowflakes do not
-fit a JavaScript number).
+:class:`OperatorStore` implements :class:`~vivy.web.asgi.OperatorAPI`, awaited by the operator
+server's handlers on the event loop that owns the storage, so the API reads through the same
+storage owner as the bot and never opens a connection of its own. A search is the replies'
+own: :meth:`~vivy.retrieval.Retriever.search_notes` of the retriever the memory page and
+``vivy search`` use, which embeds the question with the configured embedding provider and
+ranks on the guild's calibration, so the API, the page and the command list the same notes
+with the same scores (by keyword only when the embedding call fails). Every answer is
+JSON-ready, with ids as strings (Discord snowflakes do not fit a JavaScript number).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any, Protocol, TypeVar
-
-import anyio.from_thread
-import anyio.lowlevel
+from typing import Any
 
 from vivy.memory.facts import Fact
-from vivy.memory.members import MemberCard
 from vivy.retrieval.context import SECTION_TITLES, sections_of
-from vivy.retrieval.ranked import NoteHit, ranked_notes
-from vivy.retrieval.ranking import LOCAL_CALIBRATION
-from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
+from vivy.retrieval.ranked import NoteHit
+from vivy.retrieval.retriever import Retriever
 from vivy.storage.port import SearchStore
-from vivy.text.terms import query_terms
 
-__all__ = ["OperatorStore", "loop_caller"]
-
-T = TypeVar("T")
+__all__ = ["OperatorStore"]
 
 #: Recent notes listed with a profile.
 PROFILE_RECENT_NOTES = 10
 
 
-class LoopCall(Protocol):
-    """Runs a coroutine function on the storage's event loop from another thread."""
-
-    def __call__(self, fn: Callable[[], Coroutine[Any, Any, T]], /) -> T: ...
-
-
-def loop_caller() -> LoopCall:
-    """A :class:`LoopCall` into the event loop this is called from (the app's)."""
-    token = anyio.lowlevel.current_token()
-
-    def call(fn: Callable[[], Coroutine[Any, Any, T]], /) -> T:
-        return anyio.from_thread.run(fn, token=token)
-
-    return call
-
-
 class OperatorStore:
-    """Read-only memory search and profiles for operators, safe to call from any thread.
+    """Read-only memory search and profiles for operators, over the storage's ``search``
+    area and the retriever of replies (both living on the event loop the server runs in)."""
 
-    ``now`` gives the UTC wall time for recency: the app's ``Clock.now`` (the API runs in
-    real time on the server's threads, never under a mock clock).
-    """
-
-    def __init__(
-        self,
-        store: SearchStore,
-        call: LoopCall,
-        *,
-        now: Callable[[], float],
-        settings: RetrievalSettings = DEFAULT_SETTINGS,
-    ) -> None:
+    def __init__(self, store: SearchStore, retriever: Retriever) -> None:
         self._store = store
-        self._call = call
-        self._now = now
-        self._settings = settings
+        self._retriever = retriever
 
-    def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` notes of the guild matching ``q`` by keyword, best first."""
-        if not query_terms(q):
-            return []
+    async def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` notes of the guild for ``q``, best first: the retriever's ranking,
+        exactly as the memory page and ``vivy search`` show it."""
+        return [_hit_json(hit) for hit in await self._retriever.search_notes(guild_id, q, limit)]
 
-        async def find() -> list[NoteHit]:
-            (found,) = await ranked_notes(
-                self._store,
-                guild_id=guild_id,
-                vector=None,
-                text=q,
-                limits=[(None, max(1, limit))],
-                channel_id=None,
-                now=self._now(),
-                calibration=LOCAL_CALIBRATION,
-                settings=self._settings,
-                gated=False,
-            )
-            return list(found.hits)
-
-        return [_hit_json(hit) for hit in self._call(find)]
-
-    def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
+    async def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
         """The member's active facts by section and recent notes; None if unknown here."""
-
-        async def read() -> MemberCard | None:
-            return await self._store.member_card(guild_id, user_id, PROFILE_RECENT_NOTES)
-
-        card = self._call(read)
+        card = await self._store.member_card(guild_id, user_id, PROFILE_RECENT_NOTES)
         if card is None:
             return None
         grouped = sections_of(list(card.facts))

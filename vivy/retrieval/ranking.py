@@ -103,7 +103,7 @@ class Calibration:
 
 #: The local model (``all-minilm-l6-v2-int8``), measured on the long-conversation eval
 #: set's training guilds by ``scripts/learn_fusion_weights.py``
-#: (:func:`vivy_lab.eval.longconv.measure_calibration`): the median similarity of a question
+#: (the development package's ``measure_calibration``): the median similarity of a question
 #: to a note that does not answer it, and the 90th percentile of one that does.
 LOCAL_CALIBRATION = Calibration(floor=0.348, ceiling=0.586)
 #: gemini-embedding-001 (768 dims, query against document): unrelated texts still score

@@ -22,8 +22,6 @@ from importlib.resources import files
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
-import anyio
-import anyio.to_thread
 import structlog
 from prometheus_client import CollectorRegistry, make_asgi_app
 from starlette.applications import Starlette
@@ -81,14 +79,14 @@ _STATIC = {"page.js": "text/javascript", "page.css": "text/css"}
 
 
 class OperatorAPI(Protocol):
-    """Data behind the operator API's routes; called on worker threads, so implementations
-    must be thread-safe and return JSON-serialisable values."""
+    """Data behind the operator API's routes, awaited on the event loop the server runs in
+    (the one that owns the storage); implementations return JSON-serialisable values."""
 
-    def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
+    async def search(self, guild_id: int, q: str, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` memory hits for ``q`` in guild ``guild_id``, best first."""
         ...
 
-    def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
+    async def profile(self, guild_id: int, user_id: int) -> dict[str, Any] | None:
         """The profile of ``user_id`` in guild ``guild_id``, or ``None`` if there is none."""
         ...
 
@@ -165,7 +163,7 @@ def operator_app(surface: Surface) -> ASGIApp:
             raise HTTPException(400, "parameter 'q' must not be blank")
         limit = _limit(params)
         _guild(access, guild_id, surface)
-        results = await anyio.to_thread.run_sync(api.search, guild_id, q, limit)
+        results = await api.search(guild_id, q, limit)
         return _json({"results": results})
 
     async def api_profile(request: Request) -> Response:
@@ -174,7 +172,7 @@ def operator_app(surface: Surface) -> ASGIApp:
         guild_id = _id(params, "guild_id")
         user_id = _id(params, "user_id")
         _guild(access, guild_id, surface)
-        found = await anyio.to_thread.run_sync(api.profile, guild_id, user_id)
+        found = await api.profile(guild_id, user_id)
         if found is None:
             raise HTTPException(404, "no profile for this user in this guild")
         return _json({"profile": found})
