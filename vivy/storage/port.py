@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from vivy.memory.database import EmbeddingState
 from vivy.storage.areas import (
     BufferStore,
     EvidenceStore,
@@ -44,12 +43,10 @@ from vivy.storage.areas import (
     SidesOwner,
 )
 from vivy.storage.dialect import Tx
+from vivy.storage.readonly import ReadOnlyDatabase
 
 if TYPE_CHECKING:
-    from vivy.memory.database import GuildCounts, LeaseHolder
-    from vivy.memory.evidence import EvidenceLine, PendingMessage
-    from vivy.memory.facts import FactRecord, LoreRecord
-    from vivy.memory.notes import Note
+    from vivy.memory.database import LeaseHolder
 
 
 __all__ = [
@@ -72,87 +69,10 @@ __all__ = [
 ]
 
 
-class ReadOnlyStore(Protocol):
-    """The operator commands' read-only view of an existing database.
-
-    Synchronous: the commands run outside any event loop; an engine implements it with its
-    blocking client. It never creates, migrates or changes a database.
-    """
-
-    def close(self) -> None:
-        """Release the connection."""
-
-    def schema_version(self) -> int:
-        """The database's schema version (0 for a file that is not a Vivy database)."""
-
-    def integrity_problems(self) -> list[str]:
-        """What the engine's integrity check reports (empty when sound)."""
-
-    def foreign_key_problems(self) -> list[str]:
-        """Rows whose foreign key points at a missing row."""
-
-    def evidence_problems(self) -> list[str]:
-        """Evidence rows that belong to no note, or to a note of another guild."""
-
-    def embedding_state(self) -> EmbeddingState:
-        """The recorded embedding model against the stored vectors."""
-
-    def guild_ids(self) -> list[int]:
-        """Every guild with a member, a note or server lore, in id order."""
-
-    def guild_counts(self) -> list[GuildCounts]:
-        """Every guild with a member, a note, server lore or a buffer, with its counts, in id
-        order."""
-
-    def guild_names(self) -> dict[int, str]:
-        """Every named guild's name, by id."""
-
-    def guild_members(self, guild_id: int) -> list[tuple[int, str]]:
-        """The guild's members as (user id, display name), by display name."""
-
-    def member_fact_counts(self, guild_id: int) -> dict[int, tuple[int, int]]:
-        """Each member's active and retired fact counts, by user id."""
-
-    def member_name(self, guild_id: int, user_id: int) -> str | None:
-        """The member's display name in the guild, if Vivy has seen them."""
-
-    def profile_records(
-        self, guild_id: int, user_id: int, *, include_invalidated: bool
-    ) -> list[FactRecord]:
-        """The member's facts with their history, in section order, oldest first."""
-
-    def newest_note_date(self, guild_id: int) -> str | None:
-        """The UTC date of the guild's newest note, or None."""
-
-    def list_notes(
-        self,
-        guild_id: int,
-        *,
-        since: str | None = None,
-        note_type: str | None = None,
-        limit: int | None = 20,
-    ) -> list[Note]:
-        """A guild's newest notes (on or after the UTC date ``since``), newest first; all of
-        them when ``limit`` is None."""
-
-    def note_lines(self, guild_id: int, *, author_id: int | None = None) -> list[EvidenceLine]:
-        """Every kept message of the guild's notes (only ``author_id``'s, when given), by
-        note then message."""
-
-    def pending_messages(self, guild_id: int, author_id: int) -> list[PendingMessage]:
-        """The member's messages still in the guild's buffers, oldest first."""
-
-    def known_names(self, guild_id: int, user_id: int) -> list[str]:
-        """The names (lower case) Vivy has seen the member go by in the guild."""
-
-    def members_known_as(self, guild_id: int, name: str) -> list[int]:
-        """The members of the guild Vivy has seen go by ``name`` (any case), in id order."""
-
-    def all_lore(self, guild_id: int) -> list[LoreRecord]:
-        """The guild's server lore, retired entries too, oldest first."""
-
-    def active_lore(self, guild_id: int) -> list[str]:
-        """The guild's server lore still valid, oldest first."""
+#: The operator commands' read-only view of an existing database: synchronous (the commands
+#: run outside any event loop), written once for both engines; it never creates, migrates or
+#: changes a database.
+ReadOnlyStore = ReadOnlyDatabase
 
 
 class LeaseStore(Protocol):

@@ -2,7 +2,7 @@
 
 ``vivy db check``, ``vivy profile``, ``vivy notes``, ``vivy snapshot`` and the demo run
 outside any event loop and must never create, migrate or change a database, so they read
-through a :class:`ReadOnlyDatabase` (it implements :class:`~vivy.storage.port.ReadOnlyStore`)
+through a :class:`ReadOnlyDatabase` (the port's :data:`~vivy.storage.port.ReadOnlyStore`)
 instead of the engine's owner. Its reads are written once for both engines; what only an
 engine can answer (its schema version, integrity and foreign-key checks, the vectors' stored
 dimension) comes from the engine's :class:`Inspector`.
