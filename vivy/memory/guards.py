@@ -16,6 +16,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from vivy.memory.notes import NoteContent
+from vivy.text.terms import STOPWORDS
 
 __all__ = [
     "GROUNDING_THRESHOLD",
@@ -36,16 +37,9 @@ MAX_FACT_WORDS = 28
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
-_STOPWORDS = frozenset(
-    (
-        "a an the and or but if of to in on at by for with from as is are was were be been being "
-        "am i me my mine you your yours he him his she her hers it its we us our they them their "
-        "this that these those there here so very really just also too not no yes do does did has "
-        "have had having will would can could should may might must about into over under than "
-        "then which who whom what when where why how all any some such own same other more most "
-        "much many one ones s t ll re ve d m im i'm i've i'd i'll it's that's"
-    ).split()
-)
+#: Words a fact's content is not counted by: the stop words, and the pieces contractions
+#: split into ("we'll" read as "we" and "ll").
+_NOT_CONTENT = STOPWORDS | {"ll", "re", "ve", "im"}
 
 _INSTRUCTION_PATTERNS = [
     r"\bignore\b.{0,40}\b(instruction|prompt|rule|previous|above|prior)",
@@ -155,7 +149,7 @@ def content_tokens(text: str) -> frozenset[str]:
     texts come back again and again.
     """
     words = (w.lower().replace("’", "'") for w in _WORD.findall(text))
-    return frozenset(_stem(w) for w in words if w not in _STOPWORDS and len(w) > 1)
+    return frozenset(_stem(w) for w in words if w not in _NOT_CONTENT and len(w) > 1)
 
 
 def _compact(text: str) -> str:

@@ -27,7 +27,6 @@ and the words of recent texts, so that a search splits and embeds only what it h
 from __future__ import annotations
 
 import bisect
-import re
 import string
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -42,7 +41,7 @@ from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.guards import looks_like_instruction
 from vivy.storage.search_types import Candidate
 from vivy.text.markup import strip_markup
-from vivy.text.terms import STOPWORDS, TermMatcher
+from vivy.text.terms import STOPWORDS, WORD, TermMatcher
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -60,11 +59,10 @@ __all__ = [
 ]
 
 #: Word tokens as the keyword indexes see them (letters and digits).
-_TOKEN = re.compile(r"[^\W_]+")
-#: The bytes of lower-cased ASCII words: ``_TOKEN``'s characters in such text.
+#: The bytes of lower-cased ASCII words: ``WORD``'s characters in such text.
 _WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
 #: Each byte but a word's as a space: lower-cased ASCII text split on whitespace after this
-#: translation gives ``_TOKEN``'s tokens, quicker than a regex.
+#: translation gives ``WORD``'s tokens, quicker than a regex.
 _ASCII_SPACES = bytes(byte if byte in _WORD_CHARS else ord(" ") for byte in range(256))
 
 #: New words put in their sorted place one by one; more are sorted in at once.
@@ -96,7 +94,7 @@ def _tokens(text: str) -> list[str]:
     lowered = text.lower()
     if lowered.isascii():
         return lowered.encode().translate(_ASCII_SPACES).decode().split()
-    return _TOKEN.findall(lowered)
+    return WORD.findall(lowered)
 
 
 def _carries_meaning(word: str) -> bool:
@@ -171,7 +169,7 @@ class _Vocabulary:
         """:meth:`of_texts` of texts not seen before. The ASCII ones (nearly all) are split
         and looked up together, by numpy over their bytes: a search's new texts hold thousands
         of words, and making each a Python string looked up in a dictionary costs about twice
-        as much. Other texts are split by ``_TOKEN``, as :func:`_tokens` splits them."""
+        as much. Other texts are split by ``WORD``, as :func:`_tokens` splits them."""
         lowered: list[str] = []
         at: list[int] = []
         others: list[tuple[int, list[int]]] = []
@@ -183,7 +181,7 @@ class _Vocabulary:
                 lowered.append(text)
                 at.append(index)
             else:
-                others.append((index, [self._code_of(word) for word in _TOKEN.findall(text)]))
+                others.append((index, [self._code_of(word) for word in WORD.findall(text)]))
         codes, of_text = self._ascii_codes(lowered)
         if at:
             of_text = np.array(at, dtype=np.intp)[of_text]

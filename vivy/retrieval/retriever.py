@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,7 +62,7 @@ from vivy.retrieval.ranking import Calibration, calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
 from vivy.text.markup import strip_markup
-from vivy.text.terms import query_terms
+from vivy.text.terms import WORD, query_terms
 
 __all__ = [
     "ConversationMessage",
@@ -77,8 +76,6 @@ __all__ = [
 
 
 _log = structlog.get_logger(__name__)
-
-_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +154,7 @@ def keyword_text(request: RetrievalRequest) -> str:
 
 def _words(text: str) -> str:
     """``text`` as lower-case words separated by single spaces, markup removed."""
-    return " ".join(_WORD.findall(strip_markup(text).lower()))
+    return " ".join(WORD.findall(strip_markup(text).lower()))
 
 
 def _earlier_messages(request: RetrievalRequest) -> list[ConversationMessage]:

@@ -15,7 +15,16 @@ from dataclasses import dataclass
 
 from vivy.text.markup import strip_markup
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "TermMatcher", "fold", "query_terms", "stem"]
+__all__ = [
+    "CHAT_FILLER",
+    "MAX_TERMS",
+    "STOPWORDS",
+    "WORD",
+    "TermMatcher",
+    "fold",
+    "query_terms",
+    "stem",
+]
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren't around as at be
@@ -33,11 +42,28 @@ _STOPWORD_TEXT = """
     you'll you're you've your yours yourself yourselves yeah yes ok okay hey hi lol pls please
     vivy again anyone anybody somebody ever still
 """
-#: Words too common to search for; dropped from keyword queries.
+#: The stop words: too common to search for, to count as what a fact says, or to name a
+#: topic. Keyword queries, line choice, the grounding guard and the offline writers drop them.
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-#: Word tokens as FTS5's unicode61 tokenizer sees them (letters and digits; no punctuation).
-_TOKEN = re.compile(r"[^\W_]+")
+_FILLER_TEXT = """
+    actually ah ahh almost although always another anything anyway anyways away back best
+    better btw come cool either enough everyone everything feel gets getting go goes going
+    gonna good gotta great guys haha hahaha hmm however huh idk imo it'd it'll kind kinda
+    likely lmao look lot lots made make many may maybe might mine must nah need needs never
+    new nice nobody nope nothing oh omg one others otherwise pretty probably quite rather
+    right says see seems shall since sometimes soon sounds stuff sure take tbh thank thanks
+    though thus today together tomorrow took totally toward tried try trying upon use used
+    using via wait wanna want way well went whether whose within without ya yah yep yet yup
+"""
+#: Words of chat that name no topic ("cool", "gonna", "stuff"): the offline writers skip them
+#: beside the stop words when they pick a note's topics and phrases, while a question may
+#: still search for one ("what did she cook today?").
+CHAT_FILLER = frozenset(_FILLER_TEXT.split())
+
+#: A word, as FTS5's unicode61 tokenizer sees one (a run of letters and digits): the one
+#: tokenizer of search, line choice and question dates.
+WORD = re.compile(r"[^\W_]+")
 #: Longest keyword query, in distinct terms.
 MAX_TERMS = 16
 
@@ -50,7 +76,7 @@ def query_terms(text: str) -> list[str]:
     """
     text = strip_markup(text)
     seen: list[str] = []
-    for raw in _TOKEN.findall(text.lower()):
+    for raw in WORD.findall(text.lower()):
         if raw in STOPWORDS or (len(raw) < 2 and not raw.isdigit()) or raw in seen:
             continue
         seen.append(raw)

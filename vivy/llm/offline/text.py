@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from vivy.text import terms
+
 __all__ = [
     "ABBREVIATIONS",
     "OFFLINE_LABEL",
@@ -33,30 +35,8 @@ OFFLINE_LABEL = "(offline extract)"
 
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
 
-_STOPWORD_TEXT = """
-    a about above actually after again against all almost also although always am an and
-    another any anybody anyone anything anyway anyways are aren't around as at away back be
-    because been before being below best better between both but by can can't cannot come
-    could couldn't did didn't do does doesn't doing don't done down during each either else
-    enough even ever every everyone everything few for from further get gets getting go goes
-    going gonna good got gotta had hadn't has hasn't have haven't having he he'd he'll he's
-    her here here's hers herself hey hi him himself his how how's however i i'd i'll i'm i've
-    if in into is isn't it it'd it'll it's its itself just kind kinda know let let's like
-    likely lol lmao look lot lots made make many may maybe me might mine more most much must
-    my myself nah need needs never new no nobody nope nor not nothing now of off oh ok okay
-    on once one only or other others otherwise our ours ourselves out over own pretty
-    probably quite rather really right said same say says see seems shall she she'd she'll
-    she's should shouldn't since so some somebody someone something sometimes soon still
-    stuff such sure take than thank thanks that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've thing things think this those
-    though through thus to today together tomorrow too took totally toward tried try trying
-    under until up upon us use used using very via wait want wanna was wasn't way we we'd
-    we'll we're we've well went were weren't what what's whatever when where where's whether
-    which while who who's whom whose why will with within without won't would wouldn't yeah
-    yep yes yet you you'd you'll you're you've your yours yourself yourselves yup guys
-    haha hahaha hmm huh idk imo tbh btw omg ah ahh ya yah cool nice great thing sounds feel
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+#: What the writers skip when they pick topics and phrases: the stop words and chat filler.
+STOPWORDS = terms.STOPWORDS | terms.CHAT_FILLER
 
 
 # --- small text helpers ----------------------------------------------------------------
