@@ -7,12 +7,11 @@ import re
 import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
-import anyio
+import httpx2
 import pytest
 from prometheus_client import CollectorRegistry
-from starlette.types import ASGIApp, Message
+from starlette.types import ASGIApp
 
 from tests.web.conftest import OPERATOR_TOKEN
 from vivy.clock import Clock
@@ -32,49 +31,14 @@ NOW = 2_000_000_000.0
 
 
 async def get(app: ASGIApp, path: str, params: dict[str, Any]) -> tuple[int, bytes]:
-    """GET ``path?params`` from the ASGI ``app`` with the operator's token, in this event loop;
-    the answer's status and body."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": urlencode(params).encode(),
-        "headers": [
-            (b"host", b"vivy.test"),
-            (b"authorization", f"Bearer {OPERATOR_TOKEN}".encode()),
-        ],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 9464),
-    }
-    requested = False
-    answered = anyio.Event()
-    status = 0
-    body = b""
-
-    async def receive() -> Message:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await answered.wait()  # the client stays connected until the answer is complete
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        nonlocal status, body
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                answered.set()
-
-    await app(scope, receive, send)
-    return status, body
+    """GET ``path?params`` from the ASGI ``app`` with the operator's token, in this event loop
+    (httpx's ASGI transport); the answer's status and body."""
+    transport = httpx2.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://vivy.test") as client:
+        answer = await client.get(
+            path, params=params, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+        )
+    return answer.status_code, answer.content
 
 
 @pytest.mark.parametrize(
