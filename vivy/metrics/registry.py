@@ -275,8 +275,17 @@ class Metrics:
         llm_quality: str = "unknown",
     ) -> None:
         self.registry = registry
-        r = registry
+        self._register_pipeline(registry)
+        self._register_llm(registry)
+        self._register_actors(registry)
+        self._register_scheduler(registry)
+        self._register_process(registry)
 
+        self._initialise_series(tuple(llm_models))
+        self.set_build_info(version=version, llm_quality=llm_quality)
+
+    def _register_pipeline(self, r: CollectorRegistry) -> None:
+        """Registers the memory pipeline's metrics: messages, buffers, notes, profile updates."""
         self.messages_ingested = BoundedFamily(
             Counter(
                 "vivy_messages_ingested_total",
@@ -329,6 +338,9 @@ class Metrics:
             ),
             {"reason": Rejection},
         )
+
+    def _register_llm(self, r: CollectorRegistry) -> None:
+        """Registers the LLM calls' metrics: requests, tokens and latency."""
         llm_labels: dict[str, type[str]] = {
             "operation": LLMOperation,
             "provider": LLMProvider,
@@ -369,6 +381,9 @@ class Metrics:
             ),
             llm_labels,
         )
+
+    def _register_actors(self, r: CollectorRegistry) -> None:
+        """Registers retrieval latency, the actors' inboxes and restarts, the outbox's backlog."""
         self.retrieval_duration = BoundedFamily(
             Histogram(
                 "vivy_retrieval_duration_seconds",
@@ -407,6 +422,9 @@ class Metrics:
             "Profile updates waiting to be applied.",
             registry=r,
         )
+
+    def _register_scheduler(self, r: CollectorRegistry) -> None:
+        """Registers the nightly job's metrics: last success, duration and failures."""
         self.scheduler_last_success = Gauge(
             "vivy_scheduler_last_success_timestamp_seconds",
             "UTC time of the last fully successful nightly run (0 before the first one).",
@@ -427,6 +445,10 @@ class Metrics:
             ),
             {"pass": SchedulerPass},
         )
+
+    def _register_process(self, r: CollectorRegistry) -> None:
+        """Registers the process's metrics: database size, gateway, shard leases, replies,
+        commands, catch-up and build."""
         self.database_size = Gauge(
             "vivy_database_size_bytes", "Size of the SQLite database files.", registry=r
         )
@@ -483,9 +505,6 @@ class Metrics:
             ["version", "llm_quality"],
             registry=r,
         )
-
-        self._initialise_series(tuple(llm_models))
-        self.set_build_info(version=version, llm_quality=llm_quality)
 
     def _initialise_series(self, llm_models: tuple[tuple[LLMProvider, str], ...]) -> None:
         """Create every enum label combination (and each configured model's) at 0."""
