@@ -18,7 +18,7 @@ ROOT = Path(vivy.__file__).parent
 #: The top-level modules and packages of ``vivy``, lowest layer first; one may import its own
 #: layer's and lower layers' modules only.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"vivy", "errors", "clock", "shards", "logs", "heap", "text"}),
+    frozenset({"vivy", "errors", "clock", "shards", "logs", "heap", "text", "access"}),
     frozenset({"memory"}),
     frozenset({"state"}),
     frozenset({"config"}),

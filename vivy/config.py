@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vivy.access import page_tokens
 from vivy.errors import ConfigError
 from vivy.shards import MAX_SHARDS, Shards, parse_shard_ids
 
@@ -433,52 +434,6 @@ def shown_database(settings: Settings) -> str:
         return str(settings.database)
     scheme, _, rest = url.partition("://")
     return f"{scheme}://{rest.rsplit('@', 1)[-1]}"
-
-
-#: The label of ``VIVY_API_TOKEN`` among the tokens of the operator API and the memory page.
-OPERATOR_LABEL = "operator"
-#: Shortest page token accepted: shorter ones are guessable.
-MIN_TOKEN_CHARS = 16
-
-_PAGE_TOKEN = re.compile(r"^([A-Za-z0-9_.-]{1,40})=(\*|[0-9]+(?:,[0-9]+)*):(\S+)$")
-
-
-@dataclass(frozen=True, slots=True)
-class PageToken:
-    """One token of the operator API and the memory page: its label, its guilds (None:
-    every guild served) and its secret."""
-
-    label: str
-    guilds: frozenset[int] | None
-    secret: str
-
-
-def page_tokens(api_token: str | None, entries: str | None) -> list[PageToken]:
-    """The operator's token (``VIVY_API_TOKEN``) and the managers' (``VIVY_PAGE_TOKENS``:
-    ``label=guild,guild:token`` or ``label=*:token`` entries separated by spaces); raises
-    ConfigError naming a bad entry by its position, never by its secret."""
-    found: list[PageToken] = []
-    if api_token:
-        found.append(PageToken(OPERATOR_LABEL, None, api_token))
-    for position, entry in enumerate((entries or "").split(), start=1):
-        match = _PAGE_TOKEN.match(entry)
-        if match is None:
-            raise ConfigError(
-                f"VIVY_PAGE_TOKENS entry {position} is not label=guild,guild:token "
-                "(or label=*:token)"
-            )
-        label, guilds, secret = match.groups()
-        if len(secret) < MIN_TOKEN_CHARS:
-            raise ConfigError(
-                f"VIVY_PAGE_TOKENS entry {position} ({label}): the token is shorter than "
-                f"{MIN_TOKEN_CHARS} characters"
-            )
-        scope = None if guilds == "*" else frozenset(int(g) for g in guilds.split(","))
-        found.append(PageToken(label, scope, secret))
-    secrets = [token.secret for token in found]
-    if len(set(secrets)) != len(secrets):
-        raise ConfigError("VIVY_PAGE_TOKENS gives the same token twice")
-    return found
 
 
 def _page_tokens(api_token: str | None, entries: str | None) -> str | None:

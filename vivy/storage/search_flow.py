@@ -243,19 +243,19 @@ class EngineReads(ABC, Generic[C]):
         candidates, one per note."""
         plan = ReadPlan.of(search, len(sides), keyword_notes_here=self.keyword_notes_here)
         note_side, window_side = (*sides[:2], None, None)[:2]
-        may_compare = plan.may_compare
-        here = plan.keyword_notes_here
         notes_ahead = (
             self.threads.submit(
                 note_side.read,
-                self._and_reads(self.note_keywords, search, may_compare, read=not here),
+                self._and_reads(
+                    self.note_keywords, search, plan.may_compare, read=not plan.keyword_notes_here
+                ),
             )
             if plan.note_keywords_aside and note_side is not None
             else None
         )
         windows_ahead = (
             self.threads.submit(
-                window_side.read, self._and_reads(self.window_keywords, search, may_compare)
+                window_side.read, self._and_reads(self.window_keywords, search, plan.may_compare)
             )
             if plan.window_keywords_aside and window_side is not None
             else None
@@ -263,7 +263,7 @@ class EngineReads(ABC, Generic[C]):
         try:
             found = self.vectors(conn, search) if plan.vectors else []
             vectors = found or []
-            compare = may_compare and found is not None
+            compare = plan.may_compare and found is not None
             # While the keyword searches run, read what the notes found so far need.
             in_time: list[int] = []
             if plan.time is not None:
@@ -278,7 +278,7 @@ class EngineReads(ABC, Generic[C]):
             early = [*(match.note_id for match in vectors), *in_time]
             reads: list[_NoteReads] = []
             noted: Found[KeywordMatch] | None = None
-            if here:
+            if plan.keyword_notes_here:
                 # The notes found by keyword are read with these, in the same statements.
                 noted = self._answer(
                     notes_ahead,

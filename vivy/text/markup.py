@@ -52,8 +52,7 @@ def readable(text: str, names: Mapping[int, str]) -> str:
 @lru_cache(maxsize=4096)
 def plain(text: str) -> str:
     """``text`` without mentions, markup tags, custom emoji and links, for analysis."""
-    for pattern in (_USER_MENTION, _ROLE_MENTION, _CHANNEL_MENTION, _CUSTOM_EMOJI, _URL):
-        text = pattern.sub(" ", text)
+    text = _URL.sub(" ", _ID_MARKUP.sub(" ", text))
     return _MARKUP_TAG.sub(" ", text).replace("’", "'")
 
 

@@ -11,24 +11,11 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from vivy import config
-from vivy.config import MIN_TOKEN_CHARS, OPERATOR_LABEL
+from vivy.access import MIN_TOKEN_CHARS, OPERATOR_LABEL, Access
+from vivy.access import page_tokens as token_entries
 
 __all__ = ["MIN_TOKEN_CHARS", "OPERATOR_LABEL", "Access", "Tokens"]
-
-
-@dataclass(frozen=True, slots=True)
-class Access:
-    """What one token may do: its label and its guilds (None: every guild served)."""
-
-    label: str
-    guilds: frozenset[int] | None
-
-    def sees(self, guild_id: int) -> bool:
-        """Whether this token may read and correct the guild's memory."""
-        return self.guilds is None or guild_id in self.guilds
 
 
 class Tokens:
@@ -41,10 +28,7 @@ class Tokens:
     def from_settings(cls, api_token: str | None, page_tokens: str | None) -> Tokens:
         """The operator's token and the managers' tokens; raises ConfigError naming a bad
         ``VIVY_PAGE_TOKENS`` entry (by position, never by its secret)."""
-        return cls(
-            (token.secret, Access(token.label, token.guilds))
-            for token in config.page_tokens(api_token, page_tokens)
-        )
+        return cls(token_entries(api_token, page_tokens))
 
     @property
     def required(self) -> bool:
