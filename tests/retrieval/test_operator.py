@@ -13,13 +13,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.retrieval import WALL0, add_fact, add_member, add_note, new_note
+from tests.web.threaded import ThreadedServer as MetricsServer
 from vivy.clock import Clock
 from vivy.errors import StorageError
 from vivy.llm.offline import OfflineLLM
 from vivy.retrieval import OperatorStore, Retriever
 from vivy.storage.engines import open_store
 from vivy.storage.sqlite.db import Connection, Database
-from vivy.web.server import OperatorServer as MetricsServer
 
 pytestmark = pytest.mark.anyio
 

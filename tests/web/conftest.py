@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.pg import ENGINES
+from tests.web.threaded import ThreadedServer
 from vivy.clock import Clock
 from vivy.commands.demo import DEMO_EXPORT
 from vivy.config import Settings
@@ -21,7 +22,6 @@ from vivy.retrieval import Retriever
 from vivy.storage.engines import Target, open_store
 from vivy.storage.port import Store
 from vivy.web.memory import StoreMemory
-from vivy.web.server import OperatorServer
 
 #: The operator's token, and a server manager's (labelled ``alice``) for every guild.
 OPERATOR_TOKEN = "operator-token-0123456789"
@@ -34,7 +34,7 @@ STRANGER_TOKEN = "stranger-token-0123456789ab"
 class DemoPage:
     """A running memory page over the imported demo."""
 
-    server: OperatorServer
+    server: ThreadedServer
     store: Store
     guild: int
     engine: str
@@ -90,7 +90,7 @@ def serving_demo(database: Target) -> Iterator[DemoPage]:
     PostgreSQL URL)."""
     url = None if isinstance(database, Path) else database
     guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
-    server = OperatorServer(
+    server = ThreadedServer(
         CollectorRegistry(),
         port=0,
         bearer_token=OPERATOR_TOKEN,

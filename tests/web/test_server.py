@@ -18,11 +18,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
+from tests.web.threaded import ThreadedServer as MetricsServer
 from vivy.errors import ConfigError
 from vivy.metrics import IngestOutcome, Metrics
 from vivy.web.asgi import MAX_IN_FLIGHT
-from vivy.web.server import TIMEOUT_S
-from vivy.web.server import OperatorServer as MetricsServer
+from vivy.web.server import TIMEOUT_S, OperatorServer
 
 TOKEN = "s3cret-token"
 
@@ -322,6 +322,26 @@ def test_stop_releases_port_and_is_idempotent(metrics: Metrics) -> None:
     assert not server.running
     with socket.socket() as again:
         again.bind(("127.0.0.1", port))
+
+
+@pytest.mark.anyio
+async def test_stop_ends_serving_on_its_loop_and_frees_the_port(metrics: Metrics) -> None:
+    """``stop()`` on the serving loop ends :meth:`~OperatorServer.serve` (no cancelling
+    needed) and frees the port; on a bound server that never served it releases the port."""
+    bound = OperatorServer(metrics.registry, port=0)
+    bound.bind()
+    assert bound.running
+    bound.stop()
+    assert not bound.running
+    server = OperatorServer(metrics.registry, port=0)
+    async with anyio.create_task_group() as tg:
+        await tg.start(server.serve)
+        assert server.running
+        server.stop()
+    assert not server.running
+    for port in (bound.port, server.port):
+        with socket.socket() as again:
+            again.bind(("127.0.0.1", port))
 
 
 def test_ipv6_loopback(metrics: Metrics) -> None:

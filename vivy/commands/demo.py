@@ -20,9 +20,8 @@ import json
 import os
 import secrets
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
@@ -36,7 +35,7 @@ from vivy.commands.importer import format_report, llm_factory
 from vivy.commands.inspect import print_notes, print_profile
 from vivy.config import Settings, is_postgres_url, shown_database
 from vivy.errors import ConfigError
-from vivy.importer import ExportBatch, ExportMessage, import_exports, load_exports
+from vivy.importer import ExportMessage, import_exports, load_exports
 from vivy.llm.port import LLM
 from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
 from vivy.retrieval.operator import OperatorStore
@@ -149,38 +148,77 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
     """The demo on the SQLite file ``path``, or on the PostgreSQL database at ``url``."""
     database: Target = path if url is None else url
     settings = Settings.from_env(env).with_target(database)
-    registry = CollectorRegistry()
-    batch = load_exports([DEMO_EXPORT])
-    make_model = llm_factory(env)
     # The memory page always needs a token: the operator's, or one made for this run.
     token = settings.api_token or secrets.token_urlsafe(18)
-    # The port is bound first, so a port in use stops the demo before it creates a database.
-    with OperatorServer(
+    registry = CollectorRegistry()
+    server = OperatorServer(
         registry,
         host=settings.metrics_host,
         port=port,
         bearer_token=token,
         page_tokens=settings.page_tokens,
-    ) as server:
-        open_store(database, inline=True).close()  # created now, so the page can serve it
-        with _serving_memory(server, database, make_model):
-            return _show(server, settings, database, token, batch, make_model, registry, linger)
+    )
+    # The port is bound first, so a port in use stops the demo before it creates a database.
+    server.bind()
+    try:
+        shown = _Shown(server, database, settings, token, registry, llm_factory(env), linger)
+        return anyio.run(_serve_and_show, shown)
+    finally:
+        server.stop()
 
 
-def _show(
-    server: OperatorServer,
-    settings: Settings,
-    database: Target,
-    token: str,
-    batch: ExportBatch,
-    make_model: Callable[[], LLM],
-    registry: CollectorRegistry,
-    linger: float,
-) -> int:
-    """The replay and what it remembered, printed, with the page served meanwhile."""
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """What the demo serves and shows: its server (bound), settings, page token, metrics,
+    model and how long to keep serving after the replay."""
+
+    server: OperatorServer
+    database: Target
+    settings: Settings
+    token: str
+    registry: CollectorRegistry
+    make_model: Callable[[], LLM]
+    linger: float
+
+
+async def _serve_and_show(shown: _Shown) -> int:
+    """Serve ``/metrics``, the operator API and the memory page on this event loop while the
+    replay runs and its memory is shown."""
+    server, database = shown.server, shown.database
+    open_store(database, inline=True).close()  # created now, so the page can serve it
+    store = open_store(database)
+    llm = shown.make_model()
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(server.serve)
+            clock = Clock.wall()
+            retriever = Retriever(store.search, llm, clock)  # the API and the page search alike
+            server.serve_api(OperatorStore(store.search, retriever))
+            server.serve_page(StoreMemory(store, retriever, now=clock.now))
+            code = await _show(shown)
+            tg.cancel_scope.cancel()
+        return code
+    finally:
+        try:
+            await llm.aclose()
+        finally:
+            store.close()
+
+
+async def _show(shown: _Shown) -> int:
+    """The replay and what it remembered, printed, with the page served meanwhile. The
+    replay runs on virtual time on a thread of its own, so the server's loop keeps real
+    time."""
+    server, database, settings, make_model = (
+        shown.server,
+        shown.database,
+        shown.settings,
+        shown.make_model,
+    )
+    batch = load_exports([DEMO_EXPORT])
     print(f"Vivy demo: metrics at {server.url}/metrics, the memory page at {server.url}/")
     if settings.api_token is None:
-        print(f"Token for the memory page (this run only): {token}")
+        print(f"Token for the memory page (this run only): {shown.token}")
     provider = settings.llm_provider
     quality = {
         "offline": "offline provider (offline quality)",
@@ -192,32 +230,26 @@ def _show(
         f"{len({m.timestamp // 86400 for m in batch.messages})} days, "
         f"on virtual time, with the {quality}.\n"
     )
-    report = import_exports([DEMO_EXPORT], settings, llm=make_model, registry=registry)
+    report = await anyio.to_thread.run_sync(
+        lambda: import_exports([DEMO_EXPORT], settings, llm=make_model, registry=shown.registry)
+    )
     print(format_report(report, shown_database(settings)))
     guild = batch.messages[0].guild_id
-    with open_view(database) as reader:
-        _section("Notes")
-        print_notes(reader, guild, limit=100)
-        _section("Profiles")
-        for user_id, _ in reader.guild_members(guild):
-            print_profile(reader, guild, user_id, include_invalidated=False)
-            print()
+    await anyio.to_thread.run_sync(_print_memory, database, guild)
     _section("Memory for a question")
-    anyio.run(_answer, database, batch.messages, make_model)
+    await _answer(database, batch.messages, make_model)
     _section("Memory for a question in other words")
-    anyio.run(_answer_paraphrased, database, batch.messages, make_model)
+    await _answer_paraphrased(database, batch.messages, make_model)
     query = urlencode({"guild_id": guild, "q": "game night"})
     search_url = f"{server.url}/api/memory/search?{query}"
-    auth = {"Authorization": f"Bearer {token}"}
-    with urlopen(Request(search_url, headers=auth), timeout=10) as answer:
-        hits = json.load(answer)["results"]
+    hits = await anyio.to_thread.run_sync(_search_hits, search_url, shown.token)
     print(f"\nOperator search API ({search_url}): {len(hits)} hits")
-    if linger > 0:
+    if shown.linger > 0:
         print(
             f"\nServing {server.url}/metrics and the memory page at {server.url}/ "
-            f"for {linger:g} more seconds."
+            f"for {shown.linger:g} more seconds."
         )
-        time.sleep(linger)
+        await anyio.sleep(shown.linger)
     else:
         print(
             "\nThe memory page closes with the demo: run vivy demo --linger 600 to keep it "
@@ -230,29 +262,22 @@ def _section(title: str) -> None:
     print(f"\n{'=' * 8} {title} {'=' * (60 - len(title))}\n")
 
 
-@contextmanager
-def _serving_memory(
-    server: OperatorServer, database: Target, make_model: Callable[[], LLM]
-) -> Iterator[None]:
-    """Serve the operator API and the memory page from the demo's database on either
-    engine, through a store and a retriever living on the server's own event loop."""
-    store = open_store(database)
-    llm = make_model()
+def _print_memory(database: Target, guild: int) -> None:
+    """Print the guild's notes and each member's profile."""
+    with open_view(database) as reader:
+        _section("Notes")
+        print_notes(reader, guild, limit=100)
+        _section("Profiles")
+        for user_id, _ in reader.guild_members(guild):
+            print_profile(reader, guild, user_id, include_invalidated=False)
+            print()
 
-    async def serve() -> None:
-        clock = Clock.wall()  # a Clock reads the loop's time: make it there
-        retriever = Retriever(store.search, llm, clock)  # the API and the page search alike
-        server.serve_api(OperatorStore(store.search, retriever))
-        server.serve_page(StoreMemory(store, retriever, now=clock.now))
 
-    try:
-        server.call(serve)
-        yield
-    finally:
-        try:
-            server.call(llm.aclose)
-        finally:
-            store.close()
+def _search_hits(url: str, token: str) -> list[object]:
+    """The results the operator search API answers ``url`` with."""
+    with urlopen(Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=10) as answer:
+        hits: list[object] = json.load(answer)["results"]
+    return hits
 
 
 async def _answer(

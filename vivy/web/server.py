@@ -3,26 +3,18 @@
 Hypercorn serves :func:`vivy.web.asgi.operator_app` under whichever event loop runs
 :meth:`OperatorServer.serve` (asyncio in ``vivy run``, trio in tests), on a socket bound
 beforehand by :meth:`OperatorServer.bind`, so a port in use or a non-loopback address without
-a token stops Vivy before it starts anything. :meth:`~OperatorServer.start` runs it instead
-on an event loop of its own in a background thread, for tools outside any loop (``vivy
-demo``). Limits: request heads over 64 KiB get 400, targets over 8 KiB 414; a request head
-must arrive within 10 s of the connection or of the previous answer, a client silent for 10 s
-mid-body is dropped, an idle connection closes after 10 s; at most 32 requests are served at
-once.
+a token stops Vivy before it starts anything. Limits: request heads over 64 KiB get 400,
+targets over 8 KiB 414; a request head must arrive within 10 s of the connection or of the
+previous answer, a client silent for 10 s mid-body is dropped, an idle connection closes after
+10 s; at most 32 requests are served at once.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
-from contextlib import AbstractContextManager
-from types import TracebackType
-from typing import Any, TypeVar
 
 import anyio
-import anyio.from_thread
 import sniffio
 import structlog
 from hypercorn.config import Config
@@ -46,8 +38,6 @@ MAX_HEAD_BYTES = 64 * 1024
 #: Seconds a request head may take to arrive (from the connection or the previous answer),
 #: and that a client may stay silent mid-body, before it is dropped.
 TIMEOUT_S = 10
-
-T = TypeVar("T")
 
 _log = structlog.get_logger(__name__)
 #: Hypercorn's own records: its errors show, its info lines (the address it runs on) only
@@ -85,9 +75,6 @@ class OperatorServer:
         self._port = port
         self._socket: socket.socket | None = None
         self._stopping: anyio.Event | None = None
-        self._thread: tuple[AbstractContextManager[Any], anyio.from_thread.BlockingPortal] | None
-        self._thread = None
-        self._served: Future[None] | None = None
 
     @property
     def host(self) -> str:
@@ -181,50 +168,11 @@ class OperatorServer:
             self._stopping = None
             _log.debug("metrics_server_stopped", host=self._host, port=self._port)
 
-    def start(self) -> None:
-        """Bind, then serve on an event loop of its own in a background thread."""
-        self.bind()
-        manager = anyio.from_thread.start_blocking_portal("asyncio")
-        portal = manager.__enter__()
-        self._thread = (manager, portal)
-        self._served, _ = portal.start_task(self.serve)
-
-    def call(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """Run ``fn`` on the server's own event loop (after :meth:`start`) and return its
-        result: what the page reads must live on the loop that serves it."""
-        if self._thread is None:
-            raise ConfigError("the metrics server is not running on a thread of its own")
-        return self._thread[1].call(fn)
-
     def stop(self) -> None:
-        """Stop serving and release the port; does nothing when not running."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            if self._socket is not None:
-                self._socket.close()
-                self._socket = None
-            return
-        manager, portal = thread
-        stopping = self._stopping
-        if stopping is not None:
-            portal.call(_set, stopping)
-        if self._served is not None:
-            self._served.result()
-            self._served = None
-        manager.__exit__(None, None, None)
-
-    def __enter__(self) -> OperatorServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-async def _set(event: anyio.Event) -> None:
-    event.set()
+        """End :meth:`serve` (called on the loop that serves), or release a port bound and not
+        served; does nothing otherwise."""
+        if self._stopping is not None:
+            self._stopping.set()
+        elif self._socket is not None:
+            self._socket.close()
+            self._socket = None
