@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from vivy_lab.synthetic.longconv.report import report
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "build_longconv_eval.py"
@@ -128,12 +129,7 @@ def test_full_set_has_the_planned_size_and_spread() -> None:
 
 def figures(data: dict[str, Any]) -> dict[str, float]:
     """The generator's own report of ``data`` (overlaps, shares), as numbers by name."""
-    spec = importlib.util.spec_from_file_location("build_longconv_eval", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    lines: list[str] = module.report(data)
+    lines = report(data)
     return {name: float(value) for name, value in (line.split(": ") for line in lines)}
 
 
