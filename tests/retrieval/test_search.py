@@ -18,7 +18,7 @@ from vivy.storage.sqlite.db import Connection, Database
 from vivy.storage.sqlite.fts import window_keyword_search
 from vivy.storage.sqlite.schema import serialize_vector
 from vivy.storage.vector_index import BinaryIndex
-from vivy.text.terms import MAX_TERMS, TermMatcher, query_terms
+from vivy.text.terms import MAX_TERMS, PIECE, TermMatcher, compounds, query_terms, words
 
 GUILD_A = 1
 GUILD_B = 2
@@ -51,11 +51,33 @@ def db(tmp_path: Path) -> Iterator[Database]:
         ("the the THE and a", []),
         ("7 a 7 b", ["7"]),
         ("", []),
+        (
+            "Why didn't Sam’s dog and Tim's cat come? Who won? We won’t know",
+            ["sam", "dog", "tim", "cat", "come", "won"],
+        ),
+        ("She doesn’t, isn't, hasn't", []),
     ],
 )
 def test_query_terms(text: str, terms: list[str]) -> None:
-    """Words only, lower-cased and deduplicated; stop words, markup and syntax dropped."""
+    """Words only, lower-cased and deduplicated; stop words, markup and syntax dropped; a
+    contraction that is a stop word is dropped whole, a possessive gives its name."""
     assert query_terms(text) == terms
+
+
+def test_one_tokenizer_at_three_grains() -> None:
+    """A word joins its pieces through inner apostrophes, straight or typographic; its
+    pieces are the runs of letters and digits that FTS5's unicode61 tokenizer indexes; a
+    compound joins words by hyphens, underscores or a dot before a letter, not before a
+    digit."""
+    text = "Don’t say Sam's node.js self-driving max_age v3.5 l'été 'quoted'"
+    said = "don't say sam's node js self driving max age v3 5 l'été quoted".split()
+    assert words(text) == said
+    assert PIECE.findall(" ".join(said)) == (
+        "don t say sam s node js self driving max age v3 5 l été quoted".split()
+    )
+    assert compounds(text) == (
+        "don't say sam's node.js self-driving max_age v3 5 l'été quoted".split()
+    )
 
 
 def test_terms_are_capped() -> None:

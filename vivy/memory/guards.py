@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from vivy.memory.notes import NoteContent
-from vivy.text.terms import STOPWORDS
+from vivy.text.terms import STOPWORDS, inflection_key, words
 
 __all__ = [
     "GROUNDING_THRESHOLD",
@@ -34,8 +34,6 @@ GROUNDING_THRESHOLD = 0.45
 
 #: Longest fact kept, in words.
 MAX_FACT_WORDS = 28
-
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 #: Words a fact's content is not counted by: the stop words, and the pieces contractions
 #: split into ("we'll" read as "we" and "ll").
@@ -132,15 +130,6 @@ def _has_digit(text: str) -> bool:
     return any(map(str.isdigit, text))
 
 
-def _stem(word: str) -> str:
-    """A crude stem: "lives", "lived", "living" and "live" all become "liv"."""
-    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("s", "")):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)] + replacement
-            break
-    return word[:-1] if len(word) > 3 and word.endswith("e") else word
-
-
 @lru_cache(maxsize=16384)
 def content_tokens(text: str) -> frozenset[str]:
     """Lower-cased, lightly stemmed words of ``text`` without stop words.
@@ -148,8 +137,7 @@ def content_tokens(text: str) -> frozenset[str]:
     Memoised: a profile's facts are compared with every note that updates it, so the same
     texts come back again and again.
     """
-    words = (w.lower().replace("’", "'") for w in _WORD.findall(text))
-    return frozenset(_stem(w) for w in words if w not in _NOT_CONTENT and len(w) > 1)
+    return frozenset(inflection_key(w) for w in words(text) if w not in _NOT_CONTENT and len(w) > 1)
 
 
 def _compact(text: str) -> str:

@@ -41,7 +41,7 @@ from vivy.memory.evidence import EvidenceLine, ScoredLine
 from vivy.memory.guards import looks_like_instruction
 from vivy.storage.search_types import Candidate
 from vivy.text.markup import strip_markup
-from vivy.text.terms import STOPWORDS, WORD, TermMatcher
+from vivy.text.terms import PIECE, STOPWORDS, TermMatcher
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -59,10 +59,10 @@ __all__ = [
 ]
 
 #: Word tokens as the keyword indexes see them (letters and digits).
-#: The bytes of lower-cased ASCII words: ``WORD``'s characters in such text.
+#: The bytes of lower-cased ASCII words: ``PIECE``'s characters in such text.
 _WORD_CHARS = (string.ascii_lowercase + string.digits).encode()
 #: Each byte but a word's as a space: lower-cased ASCII text split on whitespace after this
-#: translation gives ``WORD``'s tokens, quicker than a regex.
+#: translation gives ``PIECE``'s tokens, quicker than a regex.
 _ASCII_SPACES = bytes(byte if byte in _WORD_CHARS else ord(" ") for byte in range(256))
 
 #: New words put in their sorted place one by one; more are sorted in at once.
@@ -94,7 +94,7 @@ def _tokens(text: str) -> list[str]:
     lowered = text.lower()
     if lowered.isascii():
         return lowered.encode().translate(_ASCII_SPACES).decode().split()
-    return WORD.findall(lowered)
+    return PIECE.findall(lowered)
 
 
 def _carries_meaning(word: str) -> bool:
@@ -169,7 +169,7 @@ class _Vocabulary:
         """:meth:`of_texts` of texts not seen before. The ASCII ones (nearly all) are split
         and looked up together, by numpy over their bytes: a search's new texts hold thousands
         of words, and making each a Python string looked up in a dictionary costs about twice
-        as much. Other texts are split by ``WORD``, as :func:`_tokens` splits them."""
+        as much. Other texts are split by ``PIECE``, as :func:`_tokens` splits them."""
         lowered: list[str] = []
         at: list[int] = []
         others: list[tuple[int, list[int]]] = []
@@ -181,7 +181,7 @@ class _Vocabulary:
                 lowered.append(text)
                 at.append(index)
             else:
-                others.append((index, [self._code_of(word) for word in WORD.findall(text)]))
+                others.append((index, [self._code_of(word) for word in PIECE.findall(text)]))
         codes, of_text = self._ascii_codes(lowered)
         if at:
             of_text = np.array(at, dtype=np.intp)[of_text]

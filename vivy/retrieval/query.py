@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from vivy.storage.search_types import TimeRange
-from vivy.text.terms import WORD
+from vivy.text.terms import PIECE
 
 __all__ = ["asks_when", "name_grams", "proper_names", "time_range"]
 
@@ -117,7 +117,7 @@ def name_grams(text: str, *, longest: int = 3) -> list[str]:
     Looking these up among the guild's known names finds "Sam" and "Maya Lee" in a
     question without reading every name of the guild.
     """
-    words = WORD.findall(text.lower())
+    words = PIECE.findall(text.lower())
     grams: dict[str, None] = {}
     for size in range(1, longest + 1):
         for start in range(len(words) - size + 1):
@@ -263,7 +263,7 @@ def time_range(text: str, now: float, timezone: str = "UTC") -> TimeRange | None
     event was older).
     """
     zone = ZoneInfo(timezone) if timezone != "UTC" else ZoneInfo("UTC")
-    lowered = " ".join(WORD.findall(text.lower()))
+    lowered = " ".join(PIECE.findall(text.lower()))
     today = datetime.fromtimestamp(now, tz=UTC).astimezone(zone).date()
     week_start = today - timedelta(days=today.weekday())
 

@@ -62,7 +62,7 @@ from vivy.retrieval.ranking import Calibration, calibration_for
 from vivy.retrieval.settings import DEFAULT_SETTINGS, RetrievalSettings
 from vivy.storage.port import SearchStore
 from vivy.text.markup import strip_markup
-from vivy.text.terms import WORD, query_terms
+from vivy.text.terms import PIECE, query_terms
 
 __all__ = [
     "ConversationMessage",
@@ -154,7 +154,7 @@ def keyword_text(request: RetrievalRequest) -> str:
 
 def _words(text: str) -> str:
     """``text`` as lower-case words separated by single spaces, markup removed."""
-    return " ".join(WORD.findall(strip_markup(text).lower()))
+    return " ".join(PIECE.findall(strip_markup(text).lower()))
 
 
 def _earlier_messages(request: RetrievalRequest) -> list[ConversationMessage]:

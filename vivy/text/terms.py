@@ -1,9 +1,13 @@
-"""What a word and a search term are: the one home of keyword matching's text rules.
+"""What a word and a search term are: the one home of Vivy's text rules.
 
-A question's terms are its distinct words (letters and digits, as FTS5's unicode61 tokenizer
-splits) less stop words and single letters (:func:`query_terms`). A text holds a term when a
-word of it starts with the term's light stem (:func:`stem`), diacritics folded away
-(:func:`fold`), as the porter-stemmed evidence index would match it (:class:`TermMatcher`).
+A word is a run of letters and digits, joined through an inner apostrophe, so a contraction
+("don't") or a possessive ("Sam's") stays one word (:data:`WORD`, :func:`words`); its pieces
+are the runs of letters and digits, which FTS5's unicode61 tokenizer indexes (:data:`PIECE`).
+A question's terms are the pieces of its words less stop words and single letters
+(:func:`query_terms`); a stop word is dropped whole ("don't" gives no "don"). A text holds a
+term when a word of it starts with the term's light stem (:func:`stem`), diacritics folded
+away (:func:`fold`), as the porter-stemmed evidence index would match it
+(:class:`TermMatcher`). Sets of words are compared by :func:`inflection_key`.
 """
 
 from __future__ import annotations
@@ -17,13 +21,18 @@ from vivy.text.markup import strip_markup
 
 __all__ = [
     "CHAT_FILLER",
+    "COMPOUND",
     "MAX_TERMS",
+    "PIECE",
     "STOPWORDS",
     "WORD",
     "TermMatcher",
+    "compounds",
     "fold",
+    "inflection_key",
     "query_terms",
     "stem",
+    "words",
 ]
 
 _STOPWORD_TEXT = """
@@ -61,27 +70,47 @@ _FILLER_TEXT = """
 #: still search for one ("what did she cook today?").
 CHAT_FILLER = frozenset(_FILLER_TEXT.split())
 
-#: A word, as FTS5's unicode61 tokenizer sees one (a run of letters and digits): the one
-#: tokenizer of search, line choice and question dates.
-WORD = re.compile(r"[^\W_]+")
+#: A run of letters and digits: what FTS5's unicode61 tokenizer indexes as one token, and so
+#: what search, line choice and question dates split text into.
+PIECE = re.compile(r"[^\W_]+")
+#: A word: pieces joined through inner apostrophes ("don't", "Sam’s"), so that a stop word
+#: or a contraction is recognised whole.
+WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+#: A compound: words joined by hyphens or underscores ("self-driving", "max_age"), or by a
+#: dot before a letter ("node.js"): the unit the offline writers count, compare and pick
+#: phrases by.
+COMPOUND = re.compile(rf"{WORD.pattern}(?:[-_]+{WORD.pattern}|\.(?=[^\W\d_]){WORD.pattern})*")
 #: Longest keyword query, in distinct terms.
 MAX_TERMS = 16
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct searchable words of ``text``, lower-cased, in order of appearance.
+def words(text: str) -> list[str]:
+    """The words of ``text``, lower-cased, typographic apostrophes made plain ("don’t" is
+    "don't"), in order and with repeats."""
+    return WORD.findall(text.lower().replace("’", "'"))
 
-    Mentions, custom emoji and URLs are removed first; stop words and single characters
-    (except digits, which may be codes) are dropped.
+
+def compounds(text: str) -> list[str]:
+    """The compounds of ``text``, lower-cased and with plain apostrophes, as :func:`words`."""
+    return COMPOUND.findall(text.lower().replace("’", "'"))
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct searchable pieces of ``text``'s words, lower-cased, in order of appearance.
+
+    Mentions, custom emoji and URLs are removed first; stop words (whole words, or pieces)
+    and single characters (except digits, which may be codes) are dropped.
     """
-    text = strip_markup(text)
     seen: list[str] = []
-    for raw in WORD.findall(text.lower()):
-        if raw in STOPWORDS or (len(raw) < 2 and not raw.isdigit()) or raw in seen:
+    for word in words(strip_markup(text)):
+        if word in STOPWORDS:
             continue
-        seen.append(raw)
-        if len(seen) == MAX_TERMS:
-            break
+        for raw in PIECE.findall(word):
+            if raw in STOPWORDS or (len(raw) < 2 and not raw.isdigit()) or raw in seen:
+                continue
+            seen.append(raw)
+            if len(seen) == MAX_TERMS:
+                return seen
     return seen
 
 
@@ -106,6 +135,16 @@ def stem(word: str) -> str:
                 return word[:-1]
             return word[: len(word) - len(suffix)] + keep
     return word
+
+
+def inflection_key(word: str) -> str:
+    """A crude key under which a word's inflections meet, for comparing sets of words:
+    "lives", "lived", "living" and "live" all become "liv"."""
+    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("s", "")):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from vivy.llm.offline.phrases import Term, salient_terms
 from vivy.llm.offline.text import (
     OFFLINE_LABEL,
-    WORD,
     capitalise,
     clip,
     join_words,
@@ -17,6 +16,7 @@ from vivy.llm.offline.text import (
     unique,
 )
 from vivy.llm.schemas import ClusterDraft, ClusterInput, DraftCluster, NoteView
+from vivy.text.terms import COMPOUND
 
 __all__ = ["cluster_notes"]
 
@@ -35,7 +35,7 @@ def _note_terms(note: NoteView) -> list[Term]:
     else:
         texts.append((2, note.summary))
     texts.extend((line.author_id, line.text) for line in note.lines)
-    names = {part for name in note.participants for part in WORD.findall(name)}
+    names = {part for name in note.participants for part in COMPOUND.findall(name)}
     return salient_terms(texts, exclude=names)
 
 

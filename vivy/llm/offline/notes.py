@@ -17,7 +17,6 @@ from functools import lru_cache
 from vivy.llm.offline.phrases import Term, Token, entities, salient_terms, tokenize
 from vivy.llm.offline.text import (
     OFFLINE_LABEL,
-    WORD,
     capitalise,
     clip,
     name_list,
@@ -28,6 +27,7 @@ from vivy.llm.offline.words import CALENDAR, PETS, fold_plural, word_kind
 from vivy.llm.schemas import NoteDraft, NoteInput, TranscriptLine
 from vivy.memory.guards import looks_like_instruction
 from vivy.text.markup import plain, readable, talks_to_outsider
+from vivy.text.terms import COMPOUND
 
 __all__ = ["TITLE_LIMIT", "write_note"]
 
@@ -204,7 +204,7 @@ def _quotable(line: TranscriptLine, names: Mapping[int, str]) -> bool:
     (which the summary would only echo)."""
     if talks_to_outsider(line.text, names):
         return False
-    return len(WORD.findall(plain(line.text))) >= 4
+    return len(COMPOUND.findall(plain(line.text))) >= 4
 
 
 @lru_cache(maxsize=4096)
@@ -247,7 +247,7 @@ def _representative(
         if not _quotable(line, names):
             continue
         extra = lead if _is_decision(line.text) else 0.0
-        damping = math.sqrt(max(len(WORD.findall(line.text)), 10))
+        damping = math.sqrt(max(len(COMPOUND.findall(line.text)), 10))
         candidates[index] = (keys, bonus / damping, extra)
     chosen: list[int] = []
     quoted: set[int] = set()
@@ -287,7 +287,7 @@ def write_note(payload: NoteInput) -> NoteDraft:
     names = {line.author_id: line.author_name for line in lines}
     people = _participants(lines)
     talk = [line for line in lines if not _is_chatter(line)]
-    name_words = {part for name in people for part in WORD.findall(name)}
+    name_words = {part for name in people for part in COMPOUND.findall(name)}
     terms = salient_terms([(line.author_id, line.text) for line in talk], exclude=name_words)
     headline = _headline(terms, talk)
     about = " and ".join(term.display for term in headline)
@@ -308,7 +308,7 @@ def write_note(payload: NoteInput) -> NoteDraft:
         for line in talk
         if not talks_to_outsider(line.text, names)
         for sentence in split_sentences(line.text)
-        if sentence.endswith("?") and len(WORD.findall(plain(sentence))) >= 3
+        if sentence.endswith("?") and len(COMPOUND.findall(plain(sentence))) >= 3
     )
     return NoteDraft(
         title=_title(headline, channel),
@@ -323,6 +323,6 @@ def write_note(payload: NoteInput) -> NoteDraft:
 @lru_cache(maxsize=4096)
 def _is_decision(text: str) -> bool:
     """Whether ``text`` states a plan or decision, not a question or a cheer ("LETS GO")."""
-    if text.rstrip().endswith("?") or len(WORD.findall(text)) < 4:
+    if text.rstrip().endswith("?") or len(COMPOUND.findall(text)) < 4:
         return False
     return _DECISION.search(text) is not None

@@ -17,10 +17,9 @@ from vivy.llm.offline.text import ABBREVIATIONS, STOPWORDS, clip, split_sentence
 from vivy.llm.offline.words import CALENDAR, SUBJECTS, fold_plural, word_kind
 from vivy.llm.schemas import TranscriptLine
 from vivy.text.markup import plain
+from vivy.text.terms import COMPOUND
 
 __all__ = ["Term", "Token", "entities", "salient_terms", "tokenize"]
-
-_TOKEN = re.compile(r"[^\W_][\w'-]*(?:\.[^\W\d][\w-]*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +69,8 @@ def tokenize(text: str) -> tuple[tuple[Token, ...], ...]:
     for sentence in split_sentences(plain(text)):
         tokens: list[Token] = []
         end = 0
-        for match in _TOKEN.finditer(sentence):
-            raw = match.group().strip("'_-")
+        for match in COMPOUND.finditer(sentence):
+            raw = match.group().replace("’", "'")
             if raw.lower().endswith("'s") and len(raw) > 2:
                 raw = raw[:-2] + "'s"
             gap = sentence[end : match.start()].strip()

@@ -18,7 +18,6 @@ __all__ = [
     "ABBREVIATIONS",
     "OFFLINE_LABEL",
     "STOPWORDS",
-    "WORD",
     "capitalise",
     "clip",
     "compare_key",
@@ -32,8 +31,6 @@ __all__ = [
 
 #: The prefix of offline note and cluster summaries.
 OFFLINE_LABEL = "(offline extract)"
-
-WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’_-]*")
 
 #: What the writers skip when they pick topics and phrases: the stop words and chat filler.
 STOPWORDS = terms.STOPWORDS | terms.CHAT_FILLER
@@ -59,12 +56,12 @@ def clip(text: str, limit: int) -> str:
 @lru_cache(maxsize=1 << 14)
 def compare_key(text: str) -> str:
     """A comparison key: lower case, word characters only, single spaces."""
-    return " ".join(word.lower() for word in WORD.findall(text))
+    return " ".join(terms.compounds(text))
 
 
 def content_words(text: str) -> set[str]:
     """The lower-cased words of ``text`` that are not stopwords."""
-    return {word.lower() for word in WORD.findall(text)} - STOPWORDS
+    return set(terms.compounds(text)) - STOPWORDS
 
 
 def join_words(items: Sequence[str]) -> str:
