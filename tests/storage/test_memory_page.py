@@ -78,3 +78,19 @@ async def test_removing_a_note_takes_its_evidence_and_what_was_learnt(
     (entry,) = await store.pages.corrections(GUILD, 10)
     assert (entry.who, entry.kind) == ("bob", "remove_note")
     assert "1 facts learnt from it" in entry.target
+
+
+async def test_guild_facts_are_the_active_facts_of_each_member_of_the_guild(store: Store) -> None:
+    """One read gives every member's active facts, as each member's history holds them,
+    without a removed fact or another guild's."""
+    await remember(store, GUILD, ALEX, "Alex", "I live in Austin")
+    await remember(store, GUILD, SAM, "Sam", "I live in Boston")
+    await remember(store, OTHER_GUILD, SAM, "Sam", "I live in Denver")
+    (gone,) = await store.profiles.active_facts(GUILD, SAM)
+    assert await store.pages.remove_fact(GUILD, SAM, gone.id, "alice", WALL0 + 5) == gone.text
+    held = await store.pages.guild_facts(GUILD)
+    assert held == {ALEX: await store.pages.fact_history(GUILD, ALEX)}
+    (kept,) = held[ALEX]
+    assert "Austin" in kept.text and kept.invalidated_at is None
+    (other,) = (await store.pages.guild_facts(OTHER_GUILD))[SAM]
+    assert "Denver" in other.text

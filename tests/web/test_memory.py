@@ -13,6 +13,7 @@ from vivy.commands.demo import DEMO_EXPORT
 from vivy.config import Settings
 from vivy.importer import import_exports, load_exports
 from vivy.llm.offline import OfflineLLM
+from vivy.memory.guards import content_tokens
 from vivy.memory.page import DayActivity
 from vivy.retrieval import RetrievalRequest, Retriever
 from vivy.storage.engines import open_store
@@ -167,3 +168,31 @@ def test_the_activity_chart_states_each_scale_and_has_a_baseline() -> None:
     assert "notes (full height 5 a day)" in html
     assert "messages (full height 40 a day)" in html
     assert '<line class="axis"' in html
+
+
+async def test_search_lists_each_members_active_facts_sharing_a_word(demo_db: Path) -> None:
+    """The search's facts are, member by member in the page's order, each active fact of
+    their profile that shares a content word with the question, and no removed one."""
+    guild = load_exports([DEMO_EXPORT]).messages[0].guild_id
+    store = open_store(demo_db, inline=True)
+    llm = OfflineLLM()
+    try:
+        retriever = Retriever(store.search, llm, Clock.starting_at(2_000_000_000.0))
+        memory = StoreMemory(store, retriever, now=lambda: 2_000_000_000.0)
+        members = await memory.members(guild)
+        profiles = [await memory.profile(guild, m.user_id) for m in members]
+        facts = [(p.member, f) for p in profiles if p for f in p.facts if f.invalidated_at is None]
+        word = content_tokens(facts[0][1].text)
+        query = " ".join(sorted(word))
+        expected = [
+            (member.user_id, fact.id) for member, fact in facts if word & content_tokens(fact.text)
+        ]
+        found = (await memory.search(guild, query)).facts
+        assert len(expected) >= 1
+        assert [(m.user_id, m.fact.id) for m in found] == expected
+        await memory.remove_fact(guild, facts[0][0].user_id, facts[0][1].id, "alice")
+        found = (await memory.search(guild, query)).facts
+        assert [(m.user_id, m.fact.id) for m in found] == expected[1:]
+    finally:
+        await llm.aclose()
+        store.close()

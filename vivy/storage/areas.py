@@ -235,6 +235,7 @@ class PageStore(Area):
     members = reads(memory_page.members)
     member = reads(memory_page.member)
     fact_history = reads(memory_page.fact_history)
+    guild_facts = reads(memory_page.guild_facts)
     note = reads(memory_page.note)
     job_log = reads(memory_page.job_log)
     health = reads(memory_page.health)

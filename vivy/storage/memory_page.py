@@ -40,6 +40,7 @@ __all__ = [
     "corrections",
     "fact_history",
     "forget_member",
+    "guild_facts",
     "guild_ids",
     "health",
     "job_log",
@@ -143,27 +144,51 @@ def member(tx: Tx, guild_id: int, user_id: int) -> MemberRow | None:
 def fact_history(tx: Tx, guild_id: int, user_id: int) -> list[PageFact]:
     """Every fact of the member, active or not, in section order, oldest first."""
     rows = tx.all(
-        "SELECT f.id, f.section, f.text, f.source_kind, f.source_note_id, f.source_label,"
-        " f.created_at, f.invalidated_at, f.invalidation_reason, s.text"
-        " FROM profile_facts f LEFT JOIN profile_facts s ON s.id = f.superseded_by"
-        " WHERE f.guild_id = ? AND f.user_id = ? ORDER BY f.created_at, f.id",
+        f"{_FACT_COLUMNS} WHERE f.guild_id = ? AND f.user_id = ? ORDER BY f.created_at, f.id",
         (guild_id, user_id),
     )
-    facts = [
-        PageFact(
-            int(r[0]),
-            str(r[1]),
-            str(r[2]),
-            str(r[3]),
-            None if r[4] is None else int(r[4]),
-            str(r[5]),
-            float(r[6]),
-            None if r[7] is None else float(r[7]),
-            r[8],
-            r[9],
-        )
-        for r in rows
-    ]
+    return _in_sections([_page_fact(r) for r in rows])
+
+
+def guild_facts(tx: Tx, guild_id: int) -> dict[int, list[PageFact]]:
+    """The active facts of the guild's members, by member, each in section order, oldest
+    first: one read for the page's search, however many members."""
+    rows = tx.all(
+        f"{_FACT_COLUMNS} WHERE f.guild_id = ? AND f.invalidated_at IS NULL"
+        " ORDER BY f.created_at, f.id",
+        (guild_id,),
+    )
+    facts: dict[int, list[PageFact]] = {}
+    for r in rows:
+        facts.setdefault(int(r[10]), []).append(_page_fact(r))
+    return {user_id: _in_sections(held) for user_id, held in facts.items()}
+
+
+#: A fact's columns for the page, with the text of the fact that superseded it.
+_FACT_COLUMNS = (
+    "SELECT f.id, f.section, f.text, f.source_kind, f.source_note_id, f.source_label,"
+    " f.created_at, f.invalidated_at, f.invalidation_reason, s.text, f.user_id"
+    " FROM profile_facts f LEFT JOIN profile_facts s ON s.id = f.superseded_by"
+)
+
+
+def _page_fact(r: Any) -> PageFact:
+    return PageFact(
+        int(r[0]),
+        str(r[1]),
+        str(r[2]),
+        str(r[3]),
+        None if r[4] is None else int(r[4]),
+        str(r[5]),
+        float(r[6]),
+        None if r[7] is None else float(r[7]),
+        r[8],
+        r[9],
+    )
+
+
+def _in_sections(facts: list[PageFact]) -> list[PageFact]:
+    """``facts`` in the profile's section order, keeping their order within a section."""
     order: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
     return sorted(facts, key=lambda f: order.get(f.section, len(order)))
 

@@ -238,11 +238,12 @@ class StoreMemory:
         words = _words(query)
         facts: list[MatchedFact] = []
         if words:
+            held = await self._store.pages.guild_facts(guild_id)
             for member in members:
-                if member.opted_out or not member.facts:
+                if member.opted_out:
                     continue
-                for fact in await self._store.pages.fact_history(guild_id, member.user_id):
-                    if fact.invalidated_at is None and words & _words(fact.text):
+                for fact in held.get(member.user_id, ()):
+                    if words & _words(fact.text):
                         facts.append(MatchedFact(member.user_id, member.name, fact))
         return SearchView(query, found, tuple(facts))
 
