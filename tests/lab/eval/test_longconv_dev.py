@@ -167,7 +167,9 @@ def test_both_runs_ask_every_question_and_report_against_bm25(tmp_path: Path) ->
             "keyword_only",
             "bm25_raw",
             "bm25_session",
+            "ceiling",
         }
+        assert all(one.recall["ceiling"][k] == 1.0 for k in (1, 3, 5, 10))  # one session each
         assert one.recall["shipped"][1] == 1.0  # every question names its one session's words
         assert 0.0 <= one.random_empty <= 1.0 and 0.0 <= one.stranger_empty <= 1.0
     text = format_dev_report(figures)
