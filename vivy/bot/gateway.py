@@ -4,10 +4,8 @@ This is the only asyncio-only part of Vivy (hikari needs asyncio). Guild message
 update and delete events become :class:`~vivy.state.gate.IncomingMessage` /
 ``IncomingEdit`` / ``IncomingDelete`` for the router (DMs are ignored; the gate drops Vivy's
 own and other bots' messages). A human message that mentions Vivy or replies to one of its
-messages is answered: typing shows while the reply chain is fetched, memory is retrieved and
-the chat model answers; the answer is sent as a reply, split into Discord-sized chunks, with
-no pings. Memory failing never stops an answer; the chat model failing gives an apology.
-Hikari's exceptions are caught here and logged; they never reach the app.
+messages is answered by :class:`~vivy.bot.answering.Answerer`. Hikari's exceptions are caught
+here and logged; they never reach the app.
 
 When a guild becomes available (GUILD_CREATE after READY, or after a reconnect that was not a
 RESUME), every channel of it Vivy stored a message of is caught up from Discord's history, so
@@ -30,7 +28,6 @@ are not lost either.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -41,6 +38,7 @@ import structlog
 
 from vivy.actors.channel import Ack
 from vivy.actors.router import Router
+from vivy.bot.answering import Answerer, AnswerObserver
 from vivy.bot.catchup import (
     CATCHUP_CONCURRENCY,
     ChannelCatchUp,
@@ -49,25 +47,15 @@ from vivy.bot.catchup import (
     channels_to_catch_up,
 )
 from vivy.bot.commands import COMMAND_NAME, MemoryCommands
-from vivy.bot.messages import author_name, incoming_edit, incoming_message, reference_id
+from vivy.bot.messages import incoming_edit, incoming_message
 from vivy.bot.reply import (
-    APOLOGY,
-    MAX_CHAIN,
-    NO_ANSWER,
-    RateDecision,
     ReplyRateLimiter,
-    build_chat_request,
-    is_addressed,
-    rate_limited_text,
-    render_mentions,
-    split_message,
 )
 from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.errors import AppStopped, StorageError
 from vivy.llm.port import LLM
-from vivy.metrics import ReplyOutcome, RetrievalPath
-from vivy.retrieval import ConversationMessage, RetrievalRequest, Retriever
+from vivy.retrieval import Retriever
 from vivy.state.gate import (
     IncomingDelete,
     IncomingEdit,
@@ -81,7 +69,6 @@ __all__ = [
     "CATCHUP_ACK_WINDOW",
     "INTENTS",
     "MAX_UNSTORED",
-    "TYPING_REFRESH_S",
     "Gateway",
     "GatewayObserver",
 ]
@@ -90,9 +77,6 @@ log = structlog.get_logger(__name__)
 
 #: What Vivy asks the gateway for: guilds, their messages, and the messages' text.
 INTENTS = hikari.Intents.GUILDS | hikari.Intents.GUILD_MESSAGES | hikari.Intents.MESSAGE_CONTENT
-
-#: Discord shows typing for 10 s; it is triggered again a little before that.
-TYPING_REFRESH_S = 8.0
 
 #: Caught-up messages queued to the router before their acks are collected.
 CATCHUP_ACK_WINDOW = 100
@@ -114,21 +98,14 @@ _WITH_LAST_MESSAGE = (
 )
 
 
-class GatewayObserver(Protocol):
-    """What the gateway reports for metrics."""
+class GatewayObserver(AnswerObserver, Protocol):
+    """What the gateway reports for metrics, its answers' outcomes included."""
 
     def gateway_connected(self, connected: bool) -> None:
         """Whether any shard is connected now."""
 
     def caught_up(self, messages: int) -> None:
         """``messages`` were stored from a channel's history."""
-
-    def replied(self, outcome: ReplyOutcome) -> None:
-        """An answer to a message addressed to Vivy ended with ``outcome``."""
-
-    def retrieved(self, path: RetrievalPath, seconds: float) -> None:
-        """A reply's memory was built along ``path`` in ``seconds`` (also the retriever's
-        ``observe``)."""
 
 
 class Gateway:
@@ -163,21 +140,27 @@ class Gateway:
         self._rest = rest
         self._own = own_user_id
         self._router = router
-        self._retriever = retriever
-        self._chat = chat
         self._clock = clock
         self._settings = settings
+        self._answerer = Answerer(
+            rest,
+            own_user_id=own_user_id,
+            retriever=retriever,
+            chat=chat,
+            clock=clock,
+            settings=settings,
+            observer=observer,
+            limiter=limiter,
+        )
         self._positions = positions
         self._buffers = buffers
         self._members = members
         self._commands = commands
         self._observer = observer
         self._cache = cache
-        self._limiter = limiter or ReplyRateLimiter()
         self._connected: set[int] = set()
         self._holds: ChannelHolds[Capture] = ChannelHolds()
         self._catchups: set[anyio.CancelScope] = set()
-        self._own_mention = re.compile(rf"<@!?{own_user_id}>")
         self._max_unstored = max_unstored
         #: Live events handed to the router and not stored yet.
         self._unstored = 0
@@ -235,8 +218,8 @@ class Gateway:
         async with anyio.create_task_group() as tg:
             if ack is not None:
                 tg.start_soon(self._stored, incoming, ack)
-            if self._addressed(message, incoming):
-                tg.start_soon(self.answer, message)
+            if self._answerer.addressed(message, incoming):
+                tg.start_soon(self._answerer.answer, message)
 
     async def on_message_update(self, event: hikari.GuildMessageUpdateEvent) -> None:
         """Apply an edit to the buffered copy of the message."""
@@ -600,172 +583,3 @@ class Gateway:
         """A shard lost its connection: the gauge reads 0 once no shard is connected."""
         self._connected.discard(event.shard.id)
         self._observer.gateway_connected(bool(self._connected))
-
-    # Answers -------------------------------------------------------------------------------
-
-    def _addressed(self, message: hikari.Message, incoming: IncomingMessage) -> bool:
-        if incoming.author_is_bot or incoming.author_id == self._own:
-            return False
-        replied_to: int | None = None
-        referenced = message.referenced_message
-        if isinstance(referenced, hikari.PartialMessage) and isinstance(
-            referenced.author, hikari.User
-        ):
-            replied_to = int(referenced.author.id)
-        return is_addressed(
-            self._own,
-            author_is_bot=incoming.author_is_bot,
-            mentions=incoming.mentions,
-            replied_to_author=replied_to,
-        )
-
-    async def answer(self, message: hikari.Message) -> ReplyOutcome:
-        """Answer a message addressed to Vivy, as a reply; returns how it ended."""
-        author = int(message.author.id)
-        now = self._clock.now()
-        decision = self._limiter.check(author, now)
-        if decision is not RateDecision.ALLOW:
-            if decision is RateDecision.DENY_NOTIFY:
-                wait = self._limiter.retry_after(author, now)
-                await self._send(message, rate_limited_text(wait))
-            return self._count(ReplyOutcome.RATE_LIMITED)
-        bound = log.bind(
-            guild_id=message.guild_id, channel_id=message.channel_id, message_id=message.id
-        )
-        outcome = ReplyOutcome.ANSWERED
-        async with self._typing(int(message.channel_id)):
-            conversation, mentioned = await self._conversation(message)
-            memory = await self._memory(message, conversation, mentioned, bound)
-            request = build_chat_request(conversation, self._own, memory)
-            try:
-                answer = await self._chat.chat(request)
-                text = answer.text.strip() or NO_ANSWER
-            except Exception:
-                bound.exception("chat model failed; apologising")
-                text, outcome = APOLOGY, ReplyOutcome.FAILED
-        if not await self._send(message, text):
-            outcome = ReplyOutcome.FAILED
-        return self._count(outcome)
-
-    def _count(self, outcome: ReplyOutcome) -> ReplyOutcome:
-        self._observer.replied(outcome)
-        return outcome
-
-    @asynccontextmanager
-    async def _typing(self, channel_id: int) -> AsyncIterator[None]:
-        """Show "Vivy is typing…" in the channel until the block ends."""
-        async with anyio.create_task_group() as tg:
-            await tg.start(self._keep_typing, channel_id)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
-
-    async def _keep_typing(
-        self, channel_id: int, *, task_status: anyio.abc.TaskStatus[None]
-    ) -> None:
-        """Trigger typing now (reported started once sent) and again before it lapses."""
-        started = False
-        try:
-            while True:
-                await self._rest.trigger_typing(channel_id)
-                if not started:
-                    started = True
-                    task_status.started()
-                await anyio.sleep(TYPING_REFRESH_S)
-        except hikari.HikariError as exc:  # no permission, or Discord is struggling
-            log.debug("typing indicator unavailable", channel_id=channel_id, error=str(exc))
-            if not started:
-                task_status.started()
-
-    async def _send(self, message: hikari.Message, text: str) -> bool:
-        """Send ``text`` as a reply to ``message`` in chunks, pinging no one."""
-        try:
-            for index, chunk in enumerate(split_message(text)):
-                await self._rest.create_message(
-                    message.channel_id,
-                    chunk,
-                    reply=message.id if index == 0 else hikari.UNDEFINED,
-                    reply_must_exist=False,
-                    mentions_everyone=False,
-                    user_mentions=False,
-                    role_mentions=False,
-                    mentions_reply=False,
-                )
-        except hikari.HikariError:
-            log.exception("answer not delivered", channel_id=message.channel_id)
-            return False
-        return True
-
-    async def _conversation(
-        self, message: hikari.Message
-    ) -> tuple[list[ConversationMessage], tuple[int, ...]]:
-        """The reply chain (oldest first, at most :data:`MAX_CHAIN` earlier messages) and
-        the users mentioned in the message, except Vivy."""
-        chain: list[hikari.PartialMessage] = [message]
-        seen = {int(message.id)}
-        embedded: hikari.PartialMessage | hikari.UndefinedType | None = message.referenced_message
-        next_id = reference_id(message)
-        while next_id is not None and next_id not in seen and len(chain) <= MAX_CHAIN:
-            if isinstance(embedded, hikari.PartialMessage) and int(embedded.id) == next_id:
-                found: hikari.PartialMessage = embedded
-            else:
-                try:
-                    found = await self._rest.fetch_message(message.channel_id, next_id)
-                except hikari.HikariError:
-                    break
-            chain.append(found)
-            seen.add(next_id)
-            embedded = found.referenced_message
-            next_id = reference_id(found)
-        names = {self._own: "Vivy"}
-        for item in chain:
-            for user_id, user in (item.user_mentions or {}).items():
-                names.setdefault(int(user_id), user.global_name or user.username)
-        conversation = [
-            ConversationMessage(
-                author_id=int(item.author.id) if isinstance(item.author, hikari.User) else 0,
-                author_name="Vivy"
-                if isinstance(item.author, hikari.User) and int(item.author.id) == self._own
-                else author_name(item),
-                text=render_mentions(item.content or "", names),
-            )
-            for item in reversed(chain)
-        ]
-        mentioned = tuple(
-            dict.fromkeys(int(u) for u in message.user_mentions_ids or () if int(u) != self._own)
-        )
-        return conversation, mentioned
-
-    async def _memory(
-        self,
-        message: hikari.Message,
-        conversation: list[ConversationMessage],
-        mentioned: tuple[int, ...],
-        bound: structlog.typing.FilteringBoundLogger,
-    ) -> str:
-        """The ``<background_facts>`` block, or "" when retrieval is off or failed."""
-        if not self._settings.retrieval_enabled:
-            self._observer.retrieved(RetrievalPath.DISABLED, 0.0)
-            return ""
-        assert message.guild_id is not None
-        query = " ".join(self._own_mention.sub(" ", message.content or "").split())
-        request = RetrievalRequest(
-            guild_id=int(message.guild_id),
-            channel_id=int(message.channel_id),
-            query=render_mentions(query, {}),
-            conversation=tuple(conversation),
-            mentioned_user_ids=mentioned,
-        )
-        try:
-            context = await self._retriever.build_context(request)
-        except Exception:
-            bound.exception("memory retrieval failed; answering without memory")
-            return ""
-        bound.debug(
-            "memory retrieved",
-            path=context.path,
-            notes=len(context.note_ids),
-            users=len(context.user_ids),
-        )
-        return context.xml
