@@ -48,14 +48,9 @@ from vivy.bot.catchup import (
 )
 from vivy.bot.commands import COMMAND_NAME, MemoryCommands
 from vivy.bot.messages import incoming_edit, incoming_message
-from vivy.bot.reply import (
-    ReplyRateLimiter,
-)
 from vivy.clock import Clock
 from vivy.config import Settings
 from vivy.errors import AppStopped, StorageError
-from vivy.llm.port import LLM
-from vivy.retrieval import Retriever
 from vivy.state.gate import (
     IncomingDelete,
     IncomingEdit,
@@ -113,7 +108,7 @@ class Gateway:
 
     :meth:`subscribe` registers the handlers on a hikari event manager. ``rest`` sends the
     answers; captured messages go to ``router``; a message addressed to Vivy is answered by
-    ``chat`` with the memory ``retriever`` builds; a guild's channels are caught up from
+    ``answerer``; a guild's channels are caught up from
     their stored ``positions``, and each guild's name kept in ``members``; ``commands`` serve
     ``/memory``; ``cache`` (the bot's) names channels; what happens is told to ``observer``.
     """
@@ -124,8 +119,7 @@ class Gateway:
         *,
         own_user_id: int,
         router: Router,
-        retriever: Retriever,
-        chat: LLM,
+        answerer: Answerer,
         clock: Clock,
         settings: Settings,
         positions: ImportStore,
@@ -134,7 +128,6 @@ class Gateway:
         commands: MemoryCommands,
         observer: GatewayObserver,
         cache: hikari.api.Cache | None = None,
-        limiter: ReplyRateLimiter | None = None,
         max_unstored: int = MAX_UNSTORED,
     ) -> None:
         self._rest = rest
@@ -142,16 +135,7 @@ class Gateway:
         self._router = router
         self._clock = clock
         self._settings = settings
-        self._answerer = Answerer(
-            rest,
-            own_user_id=own_user_id,
-            retriever=retriever,
-            chat=chat,
-            clock=clock,
-            settings=settings,
-            observer=observer,
-            limiter=limiter,
-        )
+        self._answerer = answerer
         self._positions = positions
         self._buffers = buffers
         self._members = members

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hikari
 
 from vivy.app import App
+from vivy.bot.answering import Answerer
 from vivy.bot.commands import MemoryCommands
 from vivy.bot.gateway import MAX_UNSTORED, Gateway
 from vivy.bot.reply import ReplyRateLimiter
@@ -36,8 +37,9 @@ def gateway_for(
     retriever: Retriever | None = None,
     max_unstored: int = MAX_UNSTORED,
 ) -> Gateway:
-    """The gateway of the running ``app``: its router, ``retriever`` (else a
-    :func:`reply_retriever` of its own), its ``/memory`` commands (which clear the
+    """The gateway of the running ``app``: its router, an answerer of its LLM with the memory
+    ``retriever`` builds (else a :func:`reply_retriever` of its own) and a ``limiter`` per
+    member, its ``/memory`` commands (which clear the
     retriever's cache when a member is forgotten), its stored channel positions and its
     metrics; past ``max_unstored`` events waiting for the database, new messages are left
     to a catch-up from history."""
@@ -46,8 +48,16 @@ def gateway_for(
         rest,
         own_user_id=own_user_id,
         router=app.router,
-        retriever=retriever,
-        chat=app.llm,
+        answerer=Answerer(
+            rest,
+            own_user_id=own_user_id,
+            retriever=retriever,
+            chat=app.llm,
+            clock=app.clock,
+            settings=app.settings,
+            observer=app.observer,
+            limiter=limiter,
+        ),
         clock=app.clock,
         settings=app.settings,
         positions=app.store.imports,
@@ -56,6 +66,5 @@ def gateway_for(
         commands=MemoryCommands(app, forgotten=retriever.clear_cache),
         observer=app.observer,
         cache=cache,
-        limiter=limiter,
         max_unstored=max_unstored,
     )

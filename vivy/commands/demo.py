@@ -161,7 +161,7 @@ def _replay(path: Path, url: str | None, port: int, linger: float, env: Mapping[
     # The port is bound first, so a port in use stops the demo before it creates a database.
     server.bind()
     try:
-        shown = _Shown(server, database, settings, token, registry, llm_factory(env), linger)
+        shown = _Shown(server, settings, token, registry, llm_factory(env), linger)
         return anyio.run(_serve_and_show, shown)
     finally:
         server.stop()
@@ -173,7 +173,6 @@ class _Shown:
     model and how long to keep serving after the replay."""
 
     server: OperatorServer
-    database: Target
     settings: Settings
     token: str
     registry: CollectorRegistry
@@ -184,7 +183,7 @@ class _Shown:
 async def _serve_and_show(shown: _Shown) -> int:
     """Serve ``/metrics``, the operator API and the memory page on this event loop while the
     replay runs and its memory is shown."""
-    server, database = shown.server, shown.database
+    server, database = shown.server, shown.settings.target
     open_store(database, inline=True).close()  # created now, so the page can serve it
     store = open_store(database)
     llm = shown.make_model()
@@ -209,12 +208,8 @@ async def _show(shown: _Shown) -> int:
     """The replay and what it remembered, printed, with the page served meanwhile. The
     replay runs on virtual time on a thread of its own, so the server's loop keeps real
     time."""
-    server, database, settings, make_model = (
-        shown.server,
-        shown.database,
-        shown.settings,
-        shown.make_model,
-    )
+    server, settings, make_model = shown.server, shown.settings, shown.make_model
+    database = settings.target
     batch = load_exports([DEMO_EXPORT])
     print(f"Vivy demo: metrics at {server.url}/metrics, the memory page at {server.url}/")
     if settings.api_token is None:

@@ -187,10 +187,13 @@ def _page_fact(r: Any) -> PageFact:
     )
 
 
+#: Each profile section's place on the page; an unknown section comes last.
+_SECTION_ORDER: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
+
+
 def _in_sections(facts: list[PageFact]) -> list[PageFact]:
     """``facts`` in the profile's section order, keeping their order within a section."""
-    order: dict[str, int] = {section: i for i, section in enumerate(PROFILE_SECTIONS)}
-    return sorted(facts, key=lambda f: order.get(f.section, len(order)))
+    return sorted(facts, key=lambda f: _SECTION_ORDER.get(f.section, len(_SECTION_ORDER)))
 
 
 def _guild_note(tx: Tx, guild_id: int, note_id: int) -> Note | None:

@@ -87,12 +87,17 @@ MAX_TERMS = 16
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased, typographic apostrophes made plain ("don’t" is
     "don't"), in order and with repeats."""
-    return WORD.findall(text.lower().replace("’", "'"))
+    return WORD.findall(_plain_apostrophes(text.lower()))
 
 
 def compounds(text: str) -> list[str]:
     """The compounds of ``text``, lower-cased and with plain apostrophes, as :func:`words`."""
-    return COMPOUND.findall(text.lower().replace("’", "'"))
+    return COMPOUND.findall(_plain_apostrophes(text.lower()))
+
+
+def _plain_apostrophes(text: str) -> str:
+    """``text`` with typographic apostrophes made plain, as the stop-word list spells them."""
+    return text.replace("’", "'")
 
 
 def query_terms(text: str) -> list[str]:
