@@ -29,11 +29,13 @@ run once. Then:
   than with no gate, chosen on the embedded default's searches; the held-out rates of both
   ways are printed, and the gate to ship is chosen the same way on all five.
 * **quoted lines**: for each held-out conversation, the rank share of the evidence budget
-  (:data:`vivy.retrieval.context.RANK_SHARE`) that quotes the most answer messages under the
-  first five notes of the other four, in both ways at once; the held-out quoted-line recall
-  is printed, and the share to ship is chosen the same way on all five.
+  (:data:`vivy.retrieval.context.RANK_SHARE`) and the share of a question's score its answer
+  takes (:data:`vivy.retrieval.lines.ANSWER_SHARE`) that quote the most answer messages
+  under the first five notes of the other four, in both ways at once; the held-out
+  quoted-line recall is printed, and the shares to ship are chosen the same way on all five.
 
-It prints what to put in ``vivy/retrieval/ranking.py`` and ``vivy/retrieval/context.py``;
+It prints what to put in ``vivy/retrieval/ranking.py``, ``vivy/retrieval/context.py`` and
+``vivy/retrieval/lines.py``;
 nothing is written.
 """
 
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,6 +96,7 @@ REGRESSION_SLACK = 0.02
 SHARES = (0.3, 0.5, 0.7)
 THRESHOLDS = tuple(round(0.3 + 0.05 * step, 2) for step in range(10))
 RANK_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2)
+ANSWER_SHARES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7)
 
 
 def _group(one: Searched) -> str:
@@ -154,33 +157,59 @@ def choose_gate(run: DevRun, weights: Weights, model: str, groups: set[str]) -> 
     return best
 
 
-def _quoted(searched: Sequence[Searched], share: float) -> list[float]:
-    """Each question's quoted-line recall under the first notes with the rank ``share``."""
+Quoting = tuple[float, float]
+
+
+def _quoted(searched: Sequence[Searched], shares: Quoting) -> list[float]:
+    """Each question's quoted-line recall under the first notes, its lines chosen with the
+    answer share and the budget shared with the rank share of ``shares``."""
+    rank_share, answer_share = shares
     return [
-        quoted_recall(requoted(one.shipped, DEFAULT_SETTINGS, share), one.answers, QUOTED_NOTES)
+        quoted_recall(
+            requoted(one.shipped, DEFAULT_SETTINGS, rank_share, answer_share),
+            one.answers,
+            QUOTED_NOTES,
+        )
         for one in searched
     ]
 
 
-def choose_rank_share(searched: Sequence[Searched], groups: set[str]) -> float:
-    """The rank share quoting the most answer messages of ``groups``'s questions."""
-    mine = [one for one in searched if _group(one) in groups]
-    return max(RANK_SHARES, key=lambda share: (float(np.mean(_quoted(mine, share))), -share))
+def quoting_table(searched: Sequence[Searched]) -> dict[Quoting, list[float]]:
+    """:func:`_quoted` of ``searched`` for every rank share and answer share tried."""
+    return {
+        (rank, answer): _quoted(searched, (rank, answer))
+        for rank in RANK_SHARES
+        for answer in ANSWER_SHARES
+    }
 
 
-def report_rank_share(runs: Sequence[DevRun], groups: set[str]) -> None:
-    """Print each run's held-out quoted-line recall and the rank share to ship."""
+def choose_quoting(
+    table: Mapping[Quoting, list[float]], searched: Sequence[Searched], groups: set[str]
+) -> Quoting:
+    """The rank and answer shares quoting the most answer messages of ``groups``'s
+    questions (of ``table``, in ``searched``'s order); ties to the smaller shares."""
+    mine = [index for index, one in enumerate(searched) if _group(one) in groups]
+    return max(
+        table,
+        key=lambda shares: (float(np.mean([table[shares][i] for i in mine])), -sum(shares)),
+    )
+
+
+def report_quoting(runs: Sequence[DevRun], groups: set[str]) -> None:
+    """Print each run's held-out quoted-line recall and the rank and answer shares to ship."""
     both = [one for run in runs for one in run.searched]
-    chosen = {group: choose_rank_share(both, groups - {group}) for group in sorted(groups)}
+    table = quoting_table(both)
+    chosen = {group: choose_quoting(table, both, groups - {group}) for group in sorted(groups)}
     for run in runs:
         held = [
             figure
-            for group, share in chosen.items()
-            for figure in _quoted([one for one in run.searched if _group(one) == group], share)
+            for group, shares in chosen.items()
+            for figure in _quoted([one for one in run.searched if _group(one) == group], shares)
         ]
         print(f"quoted-line recall@{QUOTED_NOTES} held out, {run.name}: {np.mean(held):.3f}")
-    print(f"rank shares by held-out conversation: {chosen}")
-    print(f"RANK_SHARE = {choose_rank_share(both, groups)}")
+    print(f"(rank share, answer share) by held-out conversation: {chosen}")
+    rank_share, answer_share = choose_quoting(table, both, groups)
+    print(f"RANK_SHARE = {rank_share}; ANSWER_SHARE = {answer_share}")
 
 
 def main(path: Path, rounds: int) -> None:
@@ -237,7 +266,7 @@ def main(path: Path, rounds: int) -> None:
         )
         print(f"generated set, {kind or 'all'} @{k}: {figure:.3f}{short}")
     print(choose_gate(default, weights_from(vector, Weights()), model, groups))
-    report_rank_share(runs, groups)
+    report_quoting(runs, groups)
 
 
 if __name__ == "__main__":

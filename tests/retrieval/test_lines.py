@@ -156,6 +156,30 @@ def test_lines_that_say_something_come_before_chit_chat() -> None:
     assert [one.line.message_id for one in chosen] == [2, 1, 3]
 
 
+def test_the_answer_to_another_members_question_takes_a_share_of_its_score() -> None:
+    """A line that answers another member's question comes before a line that says more
+    but shares as little with the question; it takes ``answer_share`` of the question's
+    score, and nothing when the question is its own author's or asks nothing."""
+    lines = [
+        EvidenceLine(1, 1, 8, "Sam", "what instrument do you play?", 1001.0),
+        EvidenceLine(2, 1, 7, "Maya", "the cello, for years now", 1002.0),
+        EvidenceLine(3, 1, 7, "Maya", "the bus driver missed our stop downtown", 1003.0),
+    ]
+    vectors = WordVectors(Space())
+    (plain,) = best_lines([lines], ["instrument"], {}, vectors, 3, answer_share=0.0)
+    (answered,) = best_lines([lines], ["instrument"], {}, vectors, 3, answer_share=0.3)
+    scores = {one.line.message_id: one.score for one in plain}
+    assert [one.line.message_id for one in plain] == [1, 3, 2]
+    assert [one.line.message_id for one in answered] == [1, 2, 3]
+    got = {one.line.message_id: one.score for one in answered}
+    assert got == pytest.approx({1: scores[1], 2: scores[2] + 0.3 * scores[1], 3: scores[3]})
+    own = [lines[0], EvidenceLine(2, 1, 8, "Sam", "the cello, for years now", 1002.0), lines[2]]
+    statement = [EvidenceLine(1, 1, 8, "Sam", "an instrument I play.", 1001.0), *lines[1:]]
+    for unanswered in (own, statement):
+        (chosen,) = best_lines([unanswered], ["instrument"], {}, vectors, 3, answer_share=0.3)
+        assert [one.line.message_id for one in chosen] == [1, 3, 2]
+
+
 @pytest.mark.parametrize("vectors", [True, False])
 def test_a_repeated_word_says_no_more_than_once(vectors: bool) -> None:
     """A line's substance counts its distinct content words: a word said six times counts

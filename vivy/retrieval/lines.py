@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "ANSWER_SHARE",
     "NAMED_AUTHOR",
     "SUBSTANCE",
     "SUBSTANTIAL_WORDS",
@@ -458,6 +459,11 @@ NAMED_AUTHOR = 0.2
 #: nothing well, lines that say something come before "ok, night".
 SUBSTANCE = 0.05
 SUBSTANTIAL_WORDS = 5
+#: The share of a question's score that the line answering it takes: a line that follows
+#: another member's line asking something ("What are their names?" then "Luna and Oliver!")
+#: often answers without the question's words. Chosen held out, conversation by conversation,
+#: on the real dev conversations (``scripts/learn_fusion_weights.py``).
+ANSWER_SHARE = 0.3
 
 
 def best_lines(
@@ -468,12 +474,15 @@ def best_lines(
     limit: int,
     *,
     named: Collection[int] = frozenset(),
+    answer_share: float = ANSWER_SHARE,
 ) -> list[tuple[ScoredLine, ...]]:
-    """For each note's ``lines`` (of ``notes``), up to ``limit`` that best answer the
-    question, best first (ties to the earlier line), each with its score: by
+    """For each note's ``lines`` (of ``notes``, oldest first), up to ``limit`` that best
+    answer the question, best first (ties to the earlier line), each with its score: by
     :func:`line_scores`, all notes' lines scored at once (so scores compare across notes),
     plus :data:`NAMED_AUTHOR` for a line said by one of the members the question names
-    (``named``, user ids) and up to :data:`SUBSTANCE` for what the line says.
+    (``named``, user ids), up to :data:`SUBSTANCE` for what the line says, and
+    ``answer_share`` of the score of the line before it when that line is another member's
+    question (:func:`_answers`).
     A line that reads as an instruction to the bot is never chosen; lines are checked only
     until ``limit`` are, as the check is the costliest step of choosing.
 
@@ -492,6 +501,9 @@ def best_lines(
         total += NAMED_AUTHOR * np.fromiter(
             (line.author_id in named for line in said), dtype=bool, count=len(said)
         )
+    if answer_share:
+        answered = _answers(unique)
+        total[answered + 1] += answer_share * total[answered]
     chosen: list[tuple[ScoredLine, ...]] = []
     offset = 0
     for lines in unique:
@@ -506,3 +518,18 @@ def best_lines(
                 picked.append(ScoredLine(lines[index], own[index]))
         chosen.append(tuple(picked))
     return chosen
+
+
+def _answers(notes: Sequence[Sequence[EvidenceLine]]) -> npt.NDArray[np.intp]:
+    """The places, among all of ``notes``' lines one after another, of each line that asks
+    something ("?") and is followed in its note by another member's line, its answer."""
+    places: list[int] = []
+    offset = 0
+    for lines in notes:
+        places.extend(
+            offset + index
+            for index in range(len(lines) - 1)
+            if "?" in lines[index].text and lines[index + 1].author_id != lines[index].author_id
+        )
+        offset += len(lines)
+    return np.asarray(places, dtype=np.intp)

@@ -40,10 +40,16 @@ from vivy.llm.offline import OfflineLLM
 from vivy.llm.port import LLM, EmbeddingTask
 from vivy.memory.buffers import BufferedMessage, CloseReason
 from vivy.memory.dates import note_date
-from vivy.memory.evidence import ScoredLine, pooled_windows, window_lines, windows_of
+from vivy.memory.evidence import (
+    EvidenceLine,
+    ScoredLine,
+    pooled_windows,
+    window_lines,
+    windows_of,
+)
 from vivy.memory.notes import NewNote, Note, Participant
 from vivy.retrieval.context import RANK_SHARE, quoted_lines
-from vivy.retrieval.lines import local_word_vectors, word_matches
+from vivy.retrieval.lines import best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranked import NoteHit, RankedNotes, ranked_notes
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
@@ -209,11 +215,24 @@ class Answered:
     (:func:`~vivy.retrieval.ranked.ranked_notes`): the sessions of its notes best first, and
     the message ids quoted under each, within the reply's evidence budget for the first
     :data:`QUOTED_NOTES` notes, chosen from ``evidence`` (those notes with their best lines,
-    scored), which :func:`requoted` shares out again under another budget rule."""
+    scored), which :func:`requoted` shares out again under another budget rule, or chooses
+    again from ``quoting`` under another line rule."""
 
     sessions: tuple[str, ...]
     quoted: tuple[frozenset[int], ...]
     evidence: tuple[tuple[Note, tuple[ScoredLine, ...]], ...] = ()
+    quoting: Quoting | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Quoting:
+    """What choosing the quoted lines of an answer's first notes reads: each note's lines
+    (oldest first), the question's search terms with their idf, the members it names."""
+
+    lines: tuple[tuple[EvidenceLine, ...], ...]
+    terms: tuple[str, ...]
+    term_weights: Mapping[str, float]
+    named: frozenset[int]
 
 
 #: Notes a reply's memory holds (``RetrievalSettings.conversation_notes``): the evidence
@@ -243,23 +262,61 @@ class Searched:
 
 
 def _answered(
-    hits: tuple[NoteHit, ...], keys: Mapping[int, str], settings: RetrievalSettings
+    hits: tuple[NoteHit, ...],
+    keys: Mapping[int, str],
+    settings: RetrievalSettings,
+    quoting: Quoting | None = None,
 ) -> Answered:
     """The sessions of ``hits`` and the lines a reply quotes under its first notes."""
     evidence = tuple((hit.note, hit.lines) for hit in hits[:QUOTED_NOTES])
     return requoted(
-        Answered(tuple(keys[hit.note.id] for hit in hits if hit.note.id in keys), (), evidence),
+        Answered(
+            tuple(keys[hit.note.id] for hit in hits if hit.note.id in keys), (), evidence, quoting
+        ),
         settings,
     )
 
 
+async def _quoting(
+    store: Store, guild_id: int, answer: RankedNotes, terms: tuple[str, ...]
+) -> Quoting:
+    """What choosing the quoted lines of ``answer``'s first notes reads, every line of them
+    included."""
+    first = [hit.note.id for hit in answer.hits[:QUOTED_NOTES]]
+    _, lines = await store.search.note_hits(guild_id, first, first)
+    return Quoting(
+        tuple(lines.get(note_id, ()) for note_id in first),
+        terms,
+        answer.found.term_weights,
+        answer.found.named,
+    )
+
+
 def requoted(
-    answered: Answered, settings: RetrievalSettings, rank_share: float = RANK_SHARE
+    answered: Answered,
+    settings: RetrievalSettings,
+    rank_share: float = RANK_SHARE,
+    answer_share: float | None = None,
 ) -> Answered:
     """``answered`` with its quoted lines shared out of its ``evidence`` by
-    :func:`~vivy.retrieval.context.quoted_lines` with ``rank_share``."""
+    :func:`~vivy.retrieval.context.quoted_lines` with ``rank_share``; with ``answer_share``
+    (and ``quoting``), the notes' lines are first chosen again by
+    :func:`~vivy.retrieval.lines.best_lines` with that share."""
+    evidence = answered.evidence
+    if answer_share is not None and answered.quoting is not None:
+        quoting = answered.quoting
+        chosen = best_lines(
+            quoting.lines,
+            quoting.terms,
+            quoting.term_weights,
+            local_word_vectors(),
+            settings.evidence_lines,
+            named=quoting.named,
+            answer_share=answer_share,
+        )
+        evidence = tuple((note, lines) for (note, _), lines in zip(evidence, chosen, strict=True))
     quoted = quoted_lines(
-        answered.evidence,
+        evidence,
         evidence_tokens=settings.evidence_tokens,
         evidence_line_chars=settings.evidence_line_chars,
         rank_share=rank_share,
@@ -463,7 +520,16 @@ async def search_stored(
             found=result,
             time_span_s=(span.end - span.start) if span is not None else 86400.0,
             sessions=keys,
-            shipped=_answered(answered[0].hits if answered else (), keys, settings),
+            shipped=(
+                _answered(
+                    answered[0].hits,
+                    keys,
+                    settings,
+                    await _quoting(store, guild_id, answered[0], terms),
+                )
+                if answered
+                else Answered((), ())
+            ),
             keyword_only=_answered(answered[1].hits if answered else (), keys, settings),
             scale=measured,
             word_match=word_matches(
