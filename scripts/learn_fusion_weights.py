@@ -21,7 +21,10 @@ run once. Then:
   regression report: since evidence windows are pooled from lines embedded once, no weights
   the ascent reaches keep them all, so they do not constrain a step). The factor of the evidence
   for questions asking when is learned with the weights (its slot follows the diversity
-  bonus).
+  bonus). Then the weight of a note's best quoted line, by which the first notes are ordered
+  again (:data:`vivy.retrieval.ranked.LINE_WEIGHT`), is chosen on the same questions with
+  the weights learned (:func:`vivy_lab.eval.learning.with_line_weight`), held out the same
+  way.
 * **reply gate**: for each held-out conversation, the gate (keyword share and threshold of
   :class:`vivy.retrieval.ranking.Gate`; its companion share is a fixed choice, not learned)
   that leaves the most of another conversation's questions with an empty reply while the
@@ -62,6 +65,7 @@ from vivy_lab.eval.learning import (
     recall_holds,
     recall_of,
     weights_from,
+    with_line_weight,
 )
 from vivy_lab.eval.longconv import (
     QUOTED_NOTES,
@@ -257,8 +261,11 @@ def main(path: Path, rounds: int) -> None:
             f"reply gate held out, {name}: answer kept {np.mean(kept):.3f},"
             f" strangers empty {np.mean(empty):.3f}"
         )
-    vector = ascend(rows[0] + rows[1] + generated, NEUTRAL_START, rounds=rounds, holds=holds)
+    training = rows[0] + rows[1] + generated
+    vector = ascend(training, NEUTRAL_START, rounds=rounds, holds=holds)
+    vector = with_line_weight(training, vector, holds)
     print(weights_from(vector, Weights()))
+    print(f"LINE_WEIGHT = {vector[-1]}")
     for (kind, k), floor in GENERATED_FLOORS.items():
         figure = recall_of(generated, vector, kind, k)
         short = (

@@ -5,7 +5,8 @@ area: one call finds every search's candidates (:mod:`vivy.storage.sqlite.search
 (:mod:`vivy.retrieval.ranking`) and runs inside that same call, on the storage owner's
 thread, which then loads the chosen notes and their evidence lines (one hand-off, not two).
 The lines that best answer the question are then chosen among each note's
-(:mod:`vivy.retrieval.lines`). The retriever, the operator API, ``vivy search`` and the
+(:mod:`vivy.retrieval.lines`), and the first notes are ordered again by what they quote
+(:func:`by_best_line`). The retriever, the operator API, ``vivy search`` and the
 benchmark all search through :func:`ranked_notes`.
 """
 
@@ -24,7 +25,25 @@ from vivy.storage.port import SearchStore
 from vivy.storage.search_types import Chosen, NoteSearch, NoteSearchResult
 from vivy.text.terms import query_terms
 
-__all__ = ["NoteHit", "RankedNotes", "ranked_notes"]
+__all__ = [
+    "LINE_WEIGHT",
+    "REORDERED",
+    "NoteHit",
+    "RankedNotes",
+    "best_line_order",
+    "by_best_line",
+    "ranked_notes",
+]
+
+#: How much a note's best quoted line weighs beside its score when the first notes are
+#: ordered again: of the notes of one thread, the one that says what was asked holds the
+#: line that answers it, where its summary may only name the subject ("What pets does
+#: Melanie have?": the note naming the new cat, not the one where pets come up). Chosen held
+#: out, conversation by conversation, on the real dev conversations
+#: (``scripts/learn_fusion_weights.py``).
+LINE_WEIGHT = 1.5
+#: The first notes ordered again by their best line: those a reply quotes.
+REORDERED = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +66,34 @@ class NoteHit:
     def said(self) -> tuple[EvidenceLine, ...]:
         """:attr:`lines` in the order they were said."""
         return tuple(sorted((one.line for one in self.lines), key=lambda line: line.message_id))
+
+
+def best_line_order(
+    scores: Sequence[float], best_lines: Sequence[float | None], line_weight: float = LINE_WEIGHT
+) -> list[int]:
+    """The places of notes ranked with ``scores`` once those of the first :data:`REORDERED`
+    that quote a line (``best_lines``: its score; None: they quote none) are ordered by their
+    score plus ``line_weight`` times it (ties keep their order); the others keep their
+    places."""
+    order = list(range(len(scores)))
+    places = [place for place in order[:REORDERED] if best_lines[place] is not None]
+    moved = sorted(
+        places, key=lambda place: -(scores[place] + line_weight * (best_lines[place] or 0.0))
+    )
+    for place, index in zip(places, moved, strict=True):
+        order[place] = index
+    return order
+
+
+def by_best_line(hits: Sequence[NoteHit], line_weight: float = LINE_WEIGHT) -> tuple[NoteHit, ...]:
+    """``hits`` in :func:`best_line_order`, their best lines read from their quoted lines;
+    their scores stay as ranked (the gate read them)."""
+    order = best_line_order(
+        [hit.score for hit in hits],
+        [hit.lines[0].score if hit.lines else None for hit in hits],
+        line_weight,
+    )
+    return tuple(hits[index] for index in order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,9 +192,11 @@ async def ranked_notes(
             settings.evidence_lines,
             named=result.named,
         )
-        hits = tuple(
-            NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)
-            for s, quoted in zip(kept, lines, strict=True)
+        hits = by_best_line(
+            [
+                NoteHit(notes[s.note_id], s.score, s.similarity, s.bm25, quoted)
+                for s, quoted in zip(kept, lines, strict=True)
+            ]
         )
         answers.append(RankedNotes(hits, result))
     return answers

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from vivy.retrieval.query import asks_when
+from vivy.retrieval.ranked import best_line_order
 from vivy.retrieval.ranking import LOCAL_CALIBRATION, Calibration, Weights, features
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy_lab.eval.longconv import Searched, session_recall
@@ -31,6 +32,7 @@ from vivy_lab.eval.notes import NoteEvalSearches, fused_shortfall
 
 __all__ = [
     "LEARNED",
+    "LINE_WEIGHTS",
     "QuestionRows",
     "ascend",
     "cross_validate",
@@ -38,6 +40,7 @@ __all__ = [
     "question_rows",
     "ranked_keys",
     "weights_from",
+    "with_line_weight",
 ]
 
 #: The weights learned (fields of :class:`~vivy.retrieval.ranking.Weights`), in matrix order.
@@ -55,6 +58,9 @@ LEARNED: tuple[str, ...] = (
 FACTORS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.5, 2.0, 3.0)
 #: What a zero weight is raised to when a step tries to grow it.
 REVIVE = 0.1
+#: The weights of a note's best quoted line tried when the first notes are ordered again by
+#: it (:func:`vivy.retrieval.ranked.by_best_line`).
+LINE_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,13 @@ class QuestionRows:
     #: Whether the question asks when something happened (its evidence weights are then
     #: multiplied by :attr:`~vivy.retrieval.ranking.Weights.when_evidence`).
     when: bool = False
+    #: Each candidate's best quoted line's score (NaN: it quotes none), by which the first
+    #: notes are ordered again; whether the question names a time, and the weights of the
+    #: features not learned that its score's mean counts (names, channel): with the learned
+    #: ones they scale a weighted sum into ranking's score, which the line weighs beside.
+    best_line: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    has_time: bool = True
+    fixed_total: float = 0.0
 
 
 def question_rows(
@@ -99,7 +112,8 @@ def question_rows(
             dtype=np.float64,
         ).reshape(len(candidates), len(LEARNED))
         held = len(frozenset().union(*(c.terms for c in candidates))) if candidates else 0
-        support = Weights().support_terms
+        shipped = Weights()
+        support = shipped.support_terms
         term_weights = dict(one.found.term_weights)
         total = sum(term_weights.values())
         shares = np.asarray(
@@ -119,6 +133,12 @@ def question_rows(
                 holds_terms=holds_terms,
                 term_shares=shares,
                 when=asks_when(one.question.question),
+                best_line=np.asarray(
+                    [one.best_line.get(c.note_id, np.nan) for c in candidates], dtype=np.float64
+                ),
+                has_time=any(c.time_distance_s is not None for c in candidates),
+                fixed_total=shipped.channel
+                + (shipped.name if any(c.named for c in candidates) else 0.0),
             )
         )
     return rows
@@ -132,8 +152,9 @@ DIVERSE_PLACES = 10
 def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str]:
     """The question's sessions by the weighted sum of their features, best first (ties in
     candidate order). The weights past :data:`LEARNED`'s are the word-match boost, the
-    diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places), then the
-    evidence's factor for a question asking when."""
+    diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places), the
+    evidence's factor for a question asking when, then the weight of the best quoted line
+    by which the first notes are ordered again (:func:`_by_best_line`)."""
     if not row.keys:
         return []
     used = weights[: len(LEARNED)].copy()
@@ -147,7 +168,25 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
     diversity = float(weights[len(LEARNED) + 1]) if len(weights) > len(LEARNED) + 1 else 0.0
     if diversity > 0 and row.term_shares.size:
         order = _diversified(order, scores, row.holds_terms, row.term_shares, diversity)
+    line_weight = float(weights[len(LEARNED) + 3]) if len(weights) > len(LEARNED) + 3 else 0.0
+    if line_weight > 0 and row.best_line.size:
+        total = used.sum() + row.fixed_total
+        if not row.has_time:
+            total -= used[LEARNED.index("time")]
+        order = _by_best_line(order, scores / max(total, 1e-12), row.best_line, line_weight)
     return list(dict.fromkeys(row.keys[int(i)] for i in order))
+
+
+def _by_best_line(
+    order: npt.NDArray[np.intp],
+    scores: npt.NDArray[np.float64],
+    best_line: npt.NDArray[np.float64],
+    line_weight: float,
+) -> npt.NDArray[np.intp]:
+    """``order`` as :func:`vivy.retrieval.ranked.best_line_order` orders notes again."""
+    lines = [None if np.isnan(best_line[i]) else float(best_line[i]) for i in order]
+    again = best_line_order([float(scores[i]) for i in order], lines, line_weight)
+    return order[np.asarray(again, dtype=np.intp)]
 
 
 def _diversified(
@@ -212,6 +251,21 @@ def ascend(
     return best
 
 
+def with_line_weight(
+    rows: Sequence[QuestionRows],
+    weights: npt.NDArray[np.float64],
+    holds: Callable[[npt.NDArray[np.float64]], bool] | None = None,
+) -> npt.NDArray[np.float64]:
+    """``weights`` (their slots up to the evidence's factor for when, as
+    :func:`weights_from` reads them) with the weight of :data:`LINE_WEIGHTS` that ranks
+    ``rows`` best among those ``holds`` accepts (ties to the smaller), appended."""
+    base = [float(v) for v in weights[: len(LEARNED) + 3]]
+    base += [0.0, 0.0, 1.0][len(base) - len(LEARNED) :]
+    tried = [np.asarray([*base, line_weight], dtype=np.float64) for line_weight in LINE_WEIGHTS]
+    allowed = [vector for vector in tried if holds is None or holds(vector)] or tried[:1]
+    return max(allowed, key=lambda vector: (_objective(rows, vector), -vector[-1]))
+
+
 def cross_validate(
     rows: Sequence[QuestionRows],
     start: Sequence[float],
@@ -221,13 +275,16 @@ def cross_validate(
     holds: Callable[[npt.NDArray[np.float64]], bool] | None = None,
 ) -> tuple[list[list[str]], dict[str, npt.NDArray[np.float64]]]:
     """Leave one conversation out: each group's questions ranked by weights learned on the
-    other groups (and on ``extra``, questions never held out: the generated eval set).
-    Returns the rankings (in ``rows`` order) and each fold's weights."""
+    other groups (and on ``extra``, questions never held out: the generated eval set), the
+    best line's weight then chosen on them too (:func:`with_line_weight`). Returns the
+    rankings (in ``rows`` order) and each fold's weights."""
     ranked: list[list[str]] = [[] for _ in rows]
     learned: dict[str, npt.NDArray[np.float64]] = {}
     for group in sorted({row.group for row in rows}):
         training = [row for row in rows if row.group != group] + list(extra)
-        weights = ascend(training, start, rounds=rounds, holds=holds)
+        weights = with_line_weight(
+            training, ascend(training, start, rounds=rounds, holds=holds), holds
+        )
         learned[group] = weights
         for index, row in enumerate(rows):
             if row.group == group:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from vivy.actors.note_writer import contextual_text
 from vivy.llm.offline import OfflineLLM
@@ -51,7 +51,13 @@ from vivy.memory.notes import NewNote, Note, Participant
 from vivy.retrieval.context import RANK_SHARE, quoted_lines
 from vivy.retrieval.lines import best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
-from vivy.retrieval.ranked import NoteHit, RankedNotes, ranked_notes
+from vivy.retrieval.ranked import (
+    LINE_WEIGHT,
+    NoteHit,
+    RankedNotes,
+    best_line_order,
+    ranked_notes,
+)
 from vivy.retrieval.ranking import Calibration, Gate, Weights, calibration_for, rank
 from vivy.retrieval.scale import (
     SAMPLE_NOTES,
@@ -247,7 +253,8 @@ class Searched:
     (``keyword_only``, the path a reply takes when embedding fails), and on the model's
     default scale (``default_scale``) instead of the guild's measured one (``scale``; None
     when the guild has none); ``word_match`` is each candidate's word-by-word match with the
-    question, as ranking weighs it."""
+    question, as ranking weighs it, and ``best_line`` the score of the line it would quote
+    first (none: it quotes none), by which the first notes are ordered again."""
 
     question: LongQuestion
     answers: Mapping[int, str]
@@ -259,6 +266,7 @@ class Searched:
     word_match: Mapping[int, float]
     default_scale: Answered = Answered((), ())
     scale: Calibration | None = None
+    best_line: Mapping[int, float] = field(default_factory=dict)
 
 
 def _answered(
@@ -277,19 +285,38 @@ def _answered(
     )
 
 
-async def _quoting(
-    store: Store, guild_id: int, answer: RankedNotes, terms: tuple[str, ...]
+def _quoting(
+    lines: Mapping[int, Sequence[EvidenceLine]],
+    answer: RankedNotes,
+    terms: tuple[str, ...],
 ) -> Quoting:
-    """What choosing the quoted lines of ``answer``'s first notes reads, every line of them
-    included."""
-    first = [hit.note.id for hit in answer.hits[:QUOTED_NOTES]]
-    _, lines = await store.search.note_hits(guild_id, first, first)
+    """What choosing the quoted lines of ``answer``'s first notes reads (``lines``: every
+    line of each candidate, by note id)."""
     return Quoting(
-        tuple(lines.get(note_id, ()) for note_id in first),
+        tuple(tuple(lines.get(hit.note.id, ())) for hit in answer.hits[:QUOTED_NOTES]),
         terms,
         answer.found.term_weights,
         answer.found.named,
     )
+
+
+def _best_lines(
+    lines: Mapping[int, Sequence[EvidenceLine]],
+    result: NoteSearchResult,
+    terms: tuple[str, ...],
+) -> dict[int, float]:
+    """Each candidate's best line's score, as a reply would quote it, by note id (none for a
+    candidate without lines)."""
+    ids = [c.note_id for c in result.candidates if lines.get(c.note_id)]
+    chosen = best_lines(
+        [lines[note_id] for note_id in ids],
+        terms,
+        result.term_weights,
+        local_word_vectors(),
+        1,
+        named=result.named,
+    )
+    return {note_id: best[0].score for note_id, best in zip(ids, chosen, strict=True) if best}
 
 
 def requoted(
@@ -514,6 +541,8 @@ async def search_stored(
                     )
                 ]
             )
+        listed = [c.note_id for c in result.candidates]
+        _, lines = await store.search.note_hits(guild_id, listed, listed)
         searched = Searched(
             question=question,
             answers={mid: session_of[mid] for mid in question.answers if mid in session_of},
@@ -525,7 +554,7 @@ async def search_stored(
                     answered[0].hits,
                     keys,
                     settings,
-                    await _quoting(store, guild_id, answered[0], terms),
+                    _quoting(lines, answered[0], terms),
                 )
                 if answered
                 else Answered((), ())
@@ -535,6 +564,7 @@ async def search_stored(
             word_match=word_matches(
                 result.candidates, terms, result.term_weights, local_word_vectors()
             ),
+            best_line=_best_lines(lines, result, terms),
         )
         if replies:
             # The reply on the default scale finds what the shipped one found (the same
@@ -554,8 +584,10 @@ def ranked_sessions(
     weights: Weights,
     gate: Gate | None,
     limit: int = max(KS),
+    line_weight: float = LINE_WEIGHT,
 ) -> list[str]:
-    """The session keys of a question's notes, ranked with ``weights`` and ``gate``."""
+    """The session keys of a question's notes, ranked with ``weights`` and ``gate``, the
+    first ordered again by their best lines with ``line_weight``, as a reply orders them."""
     ranked = rank(
         searched.found.candidates,
         now=searched.question.asked_at,
@@ -571,7 +603,11 @@ def ranked_sessions(
         unheld=searched.found.unheld,
         asks_when=asks_when(searched.question.question),
     )
-    return [searched.sessions[s.note_id] for s in ranked if s.note_id in searched.sessions]
+    order = best_line_order(
+        [s.score for s in ranked], [searched.best_line.get(s.note_id) for s in ranked], line_weight
+    )
+    notes = [ranked[index].note_id for index in order]
+    return [searched.sessions[note_id] for note_id in notes if note_id in searched.sessions]
 
 
 def score_methods(

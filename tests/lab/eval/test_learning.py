@@ -13,6 +13,7 @@ from vivy_lab.eval.learning import (
     recall_holds,
     recall_of,
     weights_from,
+    with_line_weight,
 )
 
 
@@ -83,3 +84,29 @@ def test_a_question_asking_when_weighs_the_evidence_by_its_factor() -> None:
     assert ranked_keys(plain, vector) == ["a", "b"]
     assert ranked_keys(asking, vector) == ["b", "a"]
     assert ranked_keys(asking, vector[:-1]) == ["a", "b"]
+
+
+def test_the_first_notes_are_ordered_again_by_their_best_line_as_replies_order_them() -> None:
+    """Note ``a`` scores best, ``b`` quotes the better line: with the line's weight (the slot
+    after the factor for when) ``b`` leads where the line outweighs the gap in the scores'
+    mean, as :func:`vivy.retrieval.ranked.best_line_order` orders hits; a note quoting no
+    line keeps its place; the chosen weight ranks the rows best."""
+    matrix = np.zeros((3, len(LEARNED)))
+    matrix[:, LEARNED.index("coverage")] = [1.0, 0.6, 0.5]
+    one = QuestionRows(
+        "g",
+        "single-hop",
+        {1: "b"},
+        ("a", "b", "c"),
+        matrix,
+        best_line=np.array([0.1, 0.9, np.nan]),
+        has_time=False,
+    )
+    vector = np.array([1.0] * len(LEARNED) + [0.0, 0.0, 1.0])
+    assert ranked_keys(one, vector) == ["a", "b", "c"]
+    # Scores are the weighted sum over the mean's total (the time weight left out): the
+    # gap 0.4 / 7 is outweighed by 0.25 x 0.8, not by 0.01 x 0.8.
+    assert ranked_keys(one, np.append(vector, 0.25)) == ["b", "a", "c"]
+    assert ranked_keys(one, np.append(vector, 0.01)) == ["a", "b", "c"]
+    chosen = with_line_weight([one], vector)
+    assert chosen[-1] > 0 and ranked_keys(one, chosen)[0] == "b"
