@@ -53,6 +53,7 @@ from vivy.retrieval.lines import best_lines, local_word_vectors, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranked import (
     LINE_WEIGHT,
+    REORDERED,
     NoteHit,
     RankedNotes,
     best_line_order,
@@ -587,7 +588,8 @@ def ranked_sessions(
     line_weight: float = LINE_WEIGHT,
 ) -> list[str]:
     """The session keys of a question's notes, ranked with ``weights`` and ``gate``, the
-    first ordered again by their best lines with ``line_weight``, as a reply orders them."""
+    first ordered again by their best lines with ``line_weight`` before the first ``limit``
+    are kept, as a reply orders them."""
     ranked = rank(
         searched.found.candidates,
         now=searched.question.asked_at,
@@ -595,7 +597,7 @@ def ranked_sessions(
         calibration=calibration,
         weights=weights,
         gate=gate,
-        limit=limit,
+        limit=max(limit, REORDERED),
         term_weights=searched.found.term_weights,
         time_span_s=searched.time_span_s,
         word_match=searched.word_match,
@@ -606,7 +608,7 @@ def ranked_sessions(
     order = best_line_order(
         [s.score for s in ranked], [searched.best_line.get(s.note_id) for s in ranked], line_weight
     )
-    notes = [ranked[index].note_id for index in order]
+    notes = [ranked[index].note_id for index in order[:limit]]
     return [searched.sessions[note_id] for note_id in notes if note_id in searched.sessions]
 
 
