@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vivy.memory.evidence import EvidenceLine, ScoredLine
-from vivy.memory.notes import Note
+from vivy.memory.notes import Note, NoteType
 from vivy.retrieval.lines import WordVectors, best_lines, word_matches
 from vivy.retrieval.query import asks_when, name_grams, proper_names, time_range
 from vivy.retrieval.ranking import Calibration, Scored, rank
@@ -79,13 +79,24 @@ def best_line_order(
     score plus ``line_weight`` times it (ties keep their order); the others keep their
     places."""
     order = list(range(len(scores)))
-    places = [place for place in order[:REORDERED] if best_lines[place] is not None]
-    moved = sorted(
-        places, key=lambda place: -(scores[place] + line_weight * (best_lines[place] or 0.0))
-    )
-    for place, index in zip(places, moved, strict=True):
+    claims = {
+        place: scores[place] + line_weight * line
+        for place, line in enumerate(best_lines[:REORDERED])
+        if line is not None
+    }
+    moved = sorted(claims, key=lambda place: -claims[place])
+    for place, index in zip(claims, moved, strict=True):
         order[place] = index
     return order
+
+
+def _ranked(note_type: str | None, limit: int, settings: RetrievalSettings) -> int:
+    """How many notes a search of ``note_type`` ranks and loads for ``limit``: at least
+    :data:`REORDERED` where its notes quote lines to be ordered by, its limit where they quote
+    none (topic clusters, or evidence switched off)."""
+    if note_type == NoteType.TOPIC_CLUSTER or not settings.evidence:
+        return limit
+    return max(limit, REORDERED)
 
 
 def by_best_line(hits: Sequence[NoteHit], line_weight: float = LINE_WEIGHT) -> tuple[NoteHit, ...]:
@@ -171,7 +182,7 @@ async def ranked_notes(
                 calibration=calibration,
                 weights=settings.weights,
                 gate=gate,
-                limit=max(limit, REORDERED),
+                limit=_ranked(note_type, limit, settings),
                 term_weights=result.term_weights,
                 time_span_s=(span.end - span.start) if span is not None else 86400.0,
                 word_match=word_matches(result.candidates, terms, result.term_weights, words),
@@ -179,7 +190,7 @@ async def ranked_notes(
                 unheld=result.unheld,
                 asks_when=when,
             )
-            for result, (_, limit) in zip(found, limits, strict=True)
+            for result, (note_type, limit) in zip(found, limits, strict=True)
         ]
         chosen = tuple(dict.fromkeys(s.note_id for scored in ranked for s in scored))
         return Chosen(ranked, chosen, chosen)
