@@ -161,10 +161,10 @@ def choose_gate(run: DevRun, weights: Weights, model: str, groups: set[str]) -> 
     return best
 
 
-Quoting = tuple[float, float]
+Shares = tuple[float, float]
 
 
-def _quoted(searched: Sequence[Searched], shares: Quoting) -> list[float]:
+def _quoted(searched: Sequence[Searched], shares: Shares) -> list[float]:
     """Each question's quoted-line recall under the first notes, its lines chosen with the
     answer share and the budget shared with the rank share of ``shares``."""
     rank_share, answer_share = shares
@@ -178,7 +178,7 @@ def _quoted(searched: Sequence[Searched], shares: Quoting) -> list[float]:
     ]
 
 
-def quoting_table(searched: Sequence[Searched]) -> dict[Quoting, list[float]]:
+def quoting_table(searched: Sequence[Searched]) -> dict[Shares, list[float]]:
     """:func:`_quoted` of ``searched`` for every rank share and answer share tried."""
     return {
         (rank, answer): _quoted(searched, (rank, answer))
@@ -188,8 +188,8 @@ def quoting_table(searched: Sequence[Searched]) -> dict[Quoting, list[float]]:
 
 
 def choose_quoting(
-    table: Mapping[Quoting, list[float]], searched: Sequence[Searched], groups: set[str]
-) -> Quoting:
+    table: Mapping[Shares, list[float]], searched: Sequence[Searched], groups: set[str]
+) -> Shares:
     """The rank and answer shares quoting the most answer messages of ``groups``'s
     questions (of ``table``, in ``searched``'s order); ties to the smaller shares."""
     mine = [index for index, one in enumerate(searched) if _group(one) in groups]

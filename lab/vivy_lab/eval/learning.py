@@ -61,6 +61,17 @@ REVIVE = 0.1
 #: The weights of a note's best quoted line tried when the first notes are ordered again by
 #: it (:func:`vivy.retrieval.ranked.by_best_line`).
 LINE_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+#: What the slots after :data:`LEARNED`'s hold when a vector stops short of them: no
+#: word-match boost, no diversity bonus, the evidence's factor for when 1, no best line.
+_ABSENT_EXTRAS: tuple[float, ...] = (0.0, 0.0, 1.0, 0.0)
+
+
+def _extras(vector: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
+    """The slots of ``vector`` after :data:`LEARNED`'s (the word-match boost, the diversity
+    bonus, the evidence's factor for a question asking when, the best line's weight), those
+    it lacks at their absent values."""
+    given = [float(v) for v in vector[len(LEARNED) :]]
+    return given + list(_ABSENT_EXTRAS[len(given) :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,18 +168,16 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
     by which the first notes are ordered again (:func:`_by_best_line`)."""
     if not row.keys:
         return []
+    boost, diversity, when, line_weight = _extras(weights)[:4]
     used = weights[: len(LEARNED)].copy()
-    if len(weights) > len(LEARNED):
-        used[LEARNED.index("word_match")] *= 1.0 + weights[len(LEARNED)] * row.lack
-    if row.when and len(weights) > len(LEARNED) + 2:
+    used[LEARNED.index("word_match")] *= 1.0 + boost * row.lack
+    if row.when:
         for name in ("evidence_keyword", "evidence_vector"):
-            used[LEARNED.index(name)] *= weights[len(LEARNED) + 2]
+            used[LEARNED.index(name)] *= when
     scores = row.matrix @ used
     order = np.lexsort((np.arange(len(row.keys)), -scores))
-    diversity = float(weights[len(LEARNED) + 1]) if len(weights) > len(LEARNED) + 1 else 0.0
     if diversity > 0 and row.term_shares.size:
         order = _diversified(order, scores, row.holds_terms, row.term_shares, diversity)
-    line_weight = float(weights[len(LEARNED) + 3]) if len(weights) > len(LEARNED) + 3 else 0.0
     if line_weight > 0 and row.best_line.size:
         total = used.sum() + row.fixed_total
         if not row.has_time:
@@ -259,8 +268,7 @@ def with_line_weight(
     """``weights`` (their slots up to the evidence's factor for when, as
     :func:`weights_from` reads them) with the weight of :data:`LINE_WEIGHTS` that ranks
     ``rows`` best among those ``holds`` accepts (ties to the smaller), appended."""
-    base = [float(v) for v in weights[: len(LEARNED) + 3]]
-    base += [0.0, 0.0, 1.0][len(base) - len(LEARNED) :]
+    base = [*(float(v) for v in weights[: len(LEARNED)]), *_extras(weights)[:3]]
     tried = [np.asarray([*base, line_weight], dtype=np.float64) for line_weight in LINE_WEIGHTS]
     allowed = [vector for vector in tried if holds is None or holds(vector)] or tried[:1]
     return max(allowed, key=lambda vector: (_objective(rows, vector), -vector[-1]))
@@ -299,9 +307,7 @@ def weights_from(vector: Sequence[float], base: Weights) -> Weights:
     learned: dict[str, Any] = {
         name: round(float(v), 4) for name, v in zip(LEARNED, vector[: len(LEARNED)], strict=True)
     }
-    extra = [round(float(v), 4) for v in vector[len(LEARNED) :]] + [0.0, 0.0, 1.0][
-        len(vector) - len(LEARNED) :
-    ]
+    extra = [round(v, 4) for v in _extras(vector)]
     return replace(
         base, **learned, word_match_boost=extra[0], diversity=extra[1], when_evidence=extra[2]
     )
