@@ -8,7 +8,7 @@ with each session's summary, as a good model would write it), and every question
 run once. Then:
 
 * **weights**: coordinate ascent (:func:`vivy_lab.eval.learning.ascend`) on session recall
-  at 1, 5 and 10, from every feature weighted alike (the word-match boost and the diversity
+  at 1, 5 and 10, from every feature weighted alike (the meaning boost and the diversity
   bonus included). Each conversation is held out in turn and ranked by weights learned on
   the other four, in both ways at once, and on the bundled generated set (never held out: it
   keeps the paraphrase questions the real set has few of in the training): those held-out

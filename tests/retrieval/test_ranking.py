@@ -187,23 +187,56 @@ def test_the_word_match_is_spread_between_the_least_and_the_best_candidate() -> 
     assert [one.features.word_match for one in alike] == [1.0, 1.0, 1.0]
 
 
-def test_the_word_match_weighs_more_when_the_notes_hold_few_of_the_question_terms() -> None:
-    """A question in other words than the conversation's leans on the word match; one whose
-    terms the notes hold leans on its keywords."""
+def test_meaning_weighs_more_and_keywords_less_where_few_terms_are_held() -> None:
+    """A question in other words than the conversation's leans on the word match and the
+    embeddings, its keyword matches fading with the terms missing; one whose terms the notes
+    hold leans on its keywords."""
     weights = Weights(
-        note_keyword=1.0, evidence_keyword=0.0, note_vector=0.0, evidence_vector=0.0,
-        coverage=0.0, word_match=0.5, name=0.0, time=0.0, recency=0.0, channel=0.0,
-        diversity=0.0, word_match_boost=2.0, support_terms=3,
+        note_keyword=1.0, evidence_keyword=0.5, note_vector=0.25, evidence_vector=0.5,
+        coverage=0.2, word_match=0.5, name=0.0, time=0.0, recency=0.0, channel=0.0,
+        diversity=0.0, meaning_boost=2.0, support_terms=3,
     )  # fmt: skip
-    assert weights.supported(0).word_match == pytest.approx(1.5)
-    assert weights.supported(1).word_match == pytest.approx(0.5 * (1 + 2 * 2 / 3))
+    none_held = weights.supported(0)
+    assert (none_held.word_match, none_held.note_vector, none_held.evidence_vector) == (
+        pytest.approx(1.5),
+        pytest.approx(0.75),
+        pytest.approx(1.5),
+    )
+    assert (none_held.note_keyword, none_held.evidence_keyword, none_held.coverage) == (0, 0, 0)
+    one_held = weights.supported(1)
+    assert one_held.word_match == pytest.approx(0.5 * (1 + 2 * 2 / 3))
+    assert one_held.evidence_vector == pytest.approx(0.5 * (1 + 2 * 2 / 3))
+    assert one_held.note_keyword == pytest.approx(1 / 3)
+    assert one_held.coverage == pytest.approx(0.2 / 3)
     assert weights.supported(3) == weights and weights.supported(7) == weights
     matches = {1: 0.1, 2: 0.9}
     unsupported = [cand(1, bm25=2.0), cand(2, bm25=0.8)]
     assert order(unsupported, weights=weights, word_match=matches) == [2, 1]
+    common = frozenset({"work"})
+    by_word = [cand(1, 0.3, bm25=2.0, terms=common), cand(2, 0.55)]
+    assert order(by_word, weights=weights, word_match={1: 0.5, 2: 0.5}) == [2, 1]
     held = frozenset({"hiring", "process", "work"})
     supported = [cand(1, bm25=2.0, terms=held), cand(2, bm25=0.8, terms=held)]
     assert order(supported, weights=weights, word_match=matches) == [1, 2]
+
+
+def test_a_note_without_evidence_windows_is_its_own_evidence_on_the_vector_side() -> None:
+    """A topic cluster or a note older than its evidence has no window to compare: its own
+    similarity stands in, so the evidence vector's weight still reads its meaning; a note
+    with windows is read by its best window."""
+    found = features(
+        [cand(1, 0.6), cand(2, 0.6, window_similarity=0.3), cand(3)],
+        now=NOW,
+        channel_id=None,
+        calibration=CAL,
+    )
+    assert [found[n].evidence_vector for n in (1, 2, 3)] == [1.0, pytest.approx(0.25), 0.0]
+    evidence_only = Weights(
+        note_keyword=0.0, evidence_keyword=1.0, note_vector=0.0, evidence_vector=1.0,
+        coverage=0.0, word_match=0.0, name=0.0, time=0.0, recency=0.0, channel=0.0,
+        diversity=0.0,
+    )  # fmt: skip
+    assert order([cand(1, 0.3), cand(2, 0.55)], weights=evidence_only) == [2, 1]
 
 
 def test_diversity_takes_a_note_covering_the_rest_of_the_question_second() -> None:

@@ -28,11 +28,12 @@ question's candidates (0 and 1): every note shares some loosely similar words wi
 question, so that floor says nothing, and what tells the notes of one thread apart (the
 interview, the offer) is how far each rises above it.
 
-**Keyword support.** The word match weighs more when the found notes hold few of the
-question's terms (:meth:`Weights.supported`): a question put in other words than the
-conversation's ("did the hiring process work out?" of a job offer) leaves the keyword
-features matching whatever common word it shares with some note, while its word-by-word
-match still sees how close each note's words come to the question's.
+**Keyword support.** When the found notes hold few of the question's terms
+(:meth:`Weights.supported`), the question is put in other words than the conversation's ("did
+the hiring process work out?" of a job offer): the keyword features then match whatever common
+word it shares with some note, so they weigh less in proportion, and the meaning features (the
+word-by-word match and the embeddings, which see how close each note comes to the question)
+weigh more.
 
 The weights (:class:`Weights`) are learned on real conversations (the dev half of a public
 benchmark, ``../shared/data/longconv-dev/``) by ``python scripts/learn_fusion_weights.py``:
@@ -129,31 +130,31 @@ class Weights:
     good model's) and the bundled generated set, each guild's similarities on its measured
     scale, each step kept only while the note eval's fused ranking stays at or above its
     better single search; the same script reports them held out conversation by
-    conversation. The diversity bonus, the word-match boost and the evidence's factor for a
+    conversation. The diversity bonus, the meaning boost and the evidence's factor for a
     question asking when are learned with them.
     """
 
-    note_keyword: float = 0.0
-    evidence_keyword: float = 1.0
-    note_vector: float = 1.0
-    evidence_vector: float = 1.125
-    coverage: float = 1.0
+    note_keyword: float = 0.25
+    evidence_keyword: float = 1.5
+    note_vector: float = 0.0
+    evidence_vector: float = 1.5
+    coverage: float = 3.0
     word_match: float = 1.0
     name: float = 0.112
-    time: float = 3.0
+    time: float = 6.75
     recency: float = 0.125
     channel: float = 0.02
-    diversity: float = 1.5
+    diversity: float = 1.125
     #: Age in days at which recency is 0.5.
     recency_days: float = 45.0
-    #: How many times more the word match weighs when the found notes hold none of the
-    #: question's terms, less in proportion up to ``support_terms`` terms, not at all from
-    #: there (:meth:`supported`).
-    word_match_boost: float = 2.25
+    #: How many times more the meaning features (word match, note and evidence vectors) weigh
+    #: when the found notes hold none of the question's terms, less in proportion up to
+    #: ``support_terms`` terms, not at all from there (:meth:`supported`).
+    meaning_boost: float = 2.25
     support_terms: int = 3
     #: How many times the evidence's keyword and vector match weigh for a question asking
     #: when something happened (:meth:`asking_when`).
-    when_evidence: float = 2.25
+    when_evidence: float = 9.0
 
     def asking_when(self) -> Weights:
         """These weights for a question asking when something happened: the note whose lines
@@ -166,12 +167,22 @@ class Weights:
         )
 
     def supported(self, terms: int) -> Weights:
-        """These weights for a question of which the found notes hold ``terms`` terms: the
-        word match's weight raised when they are few (see :attr:`word_match_boost`)."""
+        """These weights for a question of which the found notes hold ``terms`` terms: when
+        they are few, the keyword features weigh less in proportion and the meaning features
+        more (see :attr:`meaning_boost`)."""
         if self.support_terms <= 0 or terms >= self.support_terms:
             return self
         lack = 1.0 - max(0, terms) / self.support_terms
-        return replace(self, word_match=self.word_match * (1.0 + self.word_match_boost * lack))
+        meaning = 1.0 + self.meaning_boost * lack
+        return replace(
+            self,
+            word_match=self.word_match * meaning,
+            note_vector=self.note_vector * meaning,
+            evidence_vector=self.evidence_vector * meaning,
+            note_keyword=self.note_keyword * (1.0 - lack),
+            evidence_keyword=self.evidence_keyword * (1.0 - lack),
+            coverage=self.coverage * (1.0 - lack),
+        )
 
     def total(self, *, time: bool = True, names: bool = True) -> float:
         """The sum of the feature weights (the time and name weights only when the question
@@ -325,7 +336,9 @@ def features(
 ) -> dict[int, Features]:
     """Each candidate's features, BM25 normalised by the best of this question's
     candidates and ``word_match`` (by note id; 0 for a note not in it) spread between their
-    least and best.
+    least and best. A note with no embedded evidence window (a topic cluster, a note older
+    than its evidence, evidence switched off) is its own evidence on the vector side: its
+    similarity stands in for its best window's, so the learned weights still read meaning.
 
     A note listed twice keeps its first entry.
     """
@@ -344,7 +357,9 @@ def features(
             note_keyword=(c.bm25 or 0.0) / best_note if best_note > 0 else 0.0,
             evidence_keyword=(c.window_bm25 or 0.0) / best_window if best_window > 0 else 0.0,
             note_vector=semantic_evidence(c.similarity, calibration),
-            evidence_vector=semantic_evidence(c.window_similarity, calibration),
+            evidence_vector=semantic_evidence(
+                c.similarity if c.window_similarity is None else c.window_similarity, calibration
+            ),
             coverage=c.coverage,
             question_coverage=c.coverage if c.question_coverage is None else c.question_coverage,
             name=1.0 if c.named else 0.0,
@@ -439,8 +454,8 @@ def rank(
 
     ``term_weights`` (the question's terms and their idf) drive diversification; without
     them notes are taken by score alone. ``word_match`` holds the notes' word-by-word match
-    with the question (missing: 0), weighed by how many of the question's terms the
-    candidates hold (:meth:`Weights.supported`) when any note matches at all. Ties go to the
+    with the question (missing: 0). When any note matches at all, the weights follow how many
+    of the question's terms the candidates hold (:meth:`Weights.supported`). Ties go to the
     newer note, then the lower id.
     """
     listed: dict[int, Candidate] = {}

@@ -1,10 +1,11 @@
 """Learning the fusion's weights from searched questions, and judging them by cross-validation.
 
 Ranking (:func:`vivy.retrieval.ranking.rank`) scores a note by a weighted mean of features in
-[0, 1]; with no diversity bonus and no word-match boost that order is the order of the
-features' weighted sum, which this module computes with numpy over every question's
-candidates at once; the diversity bonus is then taken greedily for the first places, as
-ranking does, over each candidate's matched terms. Coordinate ascent (:func:`ascend`)
+[0, 1]; with no diversity bonus that order is the order of the features' weighted sum (the
+weights bent as :meth:`~vivy.retrieval.ranking.Weights.supported` bends them where the
+candidates hold few of the question's terms), which this module computes with numpy over every
+question's candidates at once; the diversity bonus is then taken greedily for the first places,
+as ranking does, over each candidate's matched terms. Coordinate ascent (:func:`ascend`)
 changes one weight at a time by a factor and keeps a change that raises the mean of session
 recall at 1, 5 and 10.
 
@@ -62,12 +63,12 @@ REVIVE = 0.1
 #: it (:func:`vivy.retrieval.ranked.by_best_line`).
 LINE_WEIGHTS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 #: What the slots after :data:`LEARNED`'s hold when a vector stops short of them: no
-#: word-match boost, no diversity bonus, the evidence's factor for when 1, no best line.
+#: meaning boost, no diversity bonus, the evidence's factor for when 1, no best line.
 _ABSENT_EXTRAS: tuple[float, ...] = (0.0, 0.0, 1.0, 0.0)
 
 
 def _extras(vector: Sequence[float] | npt.NDArray[np.float64]) -> list[float]:
-    """The slots of ``vector`` after :data:`LEARNED`'s (the word-match boost, the diversity
+    """The slots of ``vector`` after :data:`LEARNED`'s (the meaning boost, the diversity
     bonus, the evidence's factor for a question asking when, the best line's weight), those
     it lacks at their absent values."""
     given = [float(v) for v in vector[len(LEARNED) :]]
@@ -85,7 +86,7 @@ class QuestionRows:
     keys: tuple[str, ...]
     matrix: npt.NDArray[np.float64]
     #: How few of the question's terms its candidates hold (0: enough; 1: none), which
-    #: raises the word match's weight (:meth:`~vivy.retrieval.ranking.Weights.supported`).
+    #: bends the weights (:meth:`~vivy.retrieval.ranking.Weights.supported`).
     lack: float = 0.0
     #: Which of the question's terms each candidate holds (one row each, a column a term),
     #: and each term's share of the question's term weight: the diversity bonus's gains.
@@ -162,15 +163,14 @@ DIVERSE_PLACES = 10
 
 def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str]:
     """The question's sessions by the weighted sum of their features, best first (ties in
-    candidate order). The weights past :data:`LEARNED`'s are the word-match boost, the
+    candidate order). The weights past :data:`LEARNED`'s are the meaning boost, the
     diversity bonus (taken greedily for the first :data:`DIVERSE_PLACES` places), the
     evidence's factor for a question asking when, then the weight of the best quoted line
     by which the first notes are ordered again (:func:`_by_best_line`)."""
     if not row.keys:
         return []
     boost, diversity, when, line_weight = _extras(weights)[:4]
-    used = weights[: len(LEARNED)].copy()
-    used[LEARNED.index("word_match")] *= 1.0 + boost * row.lack
+    used = _supported(weights[: len(LEARNED)], boost, row.lack)
     if row.when:
         for name in ("evidence_keyword", "evidence_vector"):
             used[LEARNED.index(name)] *= when
@@ -184,6 +184,24 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
             total -= used[LEARNED.index("time")]
         order = _by_best_line(order, scores / max(total, 1e-12), row.best_line, line_weight)
     return list(dict.fromkeys(row.keys[int(i)] for i in order))
+
+
+#: The features :meth:`~vivy.retrieval.ranking.Weights.supported` raises where the
+#: candidates hold few of the question's terms, and those it lowers.
+_MEANING = [LEARNED.index(name) for name in ("word_match", "note_vector", "evidence_vector")]
+_KEYWORD = [LEARNED.index(name) for name in ("note_keyword", "evidence_keyword", "coverage")]
+
+
+def _supported(
+    learned: npt.NDArray[np.float64], boost: float, lack: float
+) -> npt.NDArray[np.float64]:
+    """``learned`` as :meth:`~vivy.retrieval.ranking.Weights.supported` bends them for a
+    question whose candidates lack ``lack`` of the terms it needs (0: none lacking)."""
+    used = learned.copy()
+    if lack > 0:
+        used[_MEANING] *= 1.0 + boost * lack
+        used[_KEYWORD] *= 1.0 - lack
+    return used
 
 
 def _by_best_line(
@@ -302,14 +320,14 @@ def cross_validate(
 
 def weights_from(vector: Sequence[float], base: Weights) -> Weights:
     """``base`` with the learned weights of ``vector`` (in :data:`LEARNED` order, then the
-    word-match boost, the diversity bonus and the evidence's factor for a question asking
+    meaning boost, the diversity bonus and the evidence's factor for a question asking
     when, if given; absent, they are 0, 0 and 1): the ranking they were learned for."""
     learned: dict[str, Any] = {
         name: round(float(v), 4) for name, v in zip(LEARNED, vector[: len(LEARNED)], strict=True)
     }
     extra = [round(v, 4) for v in _extras(vector)]
     return replace(
-        base, **learned, word_match_boost=extra[0], diversity=extra[1], when_evidence=extra[2]
+        base, **learned, meaning_boost=extra[0], diversity=extra[1], when_evidence=extra[2]
     )
 
 

@@ -134,7 +134,7 @@ async def run_stand_in(
 
 
 #: Where coordinate ascent starts, in every fold and for the shipped weights: every learned
-#: feature alike (then the word-match boost, the diversity bonus and the evidence's factor for
+#: feature alike (then the meaning boost, the diversity bonus and the evidence's factor for
 #: a question asking when), so no fold starts from what was learned on its own conversation.
 NEUTRAL_START: tuple[float, ...] = (*(1.0 for _ in LEARNED), 2.25, 1.0, 1.0)
 

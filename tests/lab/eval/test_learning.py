@@ -35,7 +35,7 @@ def row(kind: str = "single-hop") -> QuestionRows:
 
 
 def weights(diversity: float) -> np.ndarray:
-    """Every feature weighted 1, no word-match boost, and ``diversity``."""
+    """Every feature weighted 1, no meaning boost, and ``diversity``."""
     return np.array([1.0] * len(LEARNED) + [0.0, diversity])
 
 
@@ -62,12 +62,12 @@ def test_recall_of_reads_one_kind_or_all_and_floors_hold_on_it() -> None:
 
 
 def test_learned_vectors_become_weights_with_the_boost_and_diversity() -> None:
-    """The vector's last two entries are the word-match boost and the diversity bonus; a
+    """The vector's last two entries are the meaning boost and the diversity bonus; a
     vector without them leaves both off."""
     full = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0], Weights())
-    assert (full.coverage, full.word_match_boost, full.diversity) == (0.5, 2.0, 3.0)
+    assert (full.coverage, full.meaning_boost, full.diversity) == (0.5, 2.0, 3.0)
     bare = weights_from([0.5] * len(LEARNED), Weights())
-    assert (bare.word_match_boost, bare.diversity, bare.when_evidence) == (0.0, 0.0, 1.0)
+    assert (bare.meaning_boost, bare.diversity, bare.when_evidence) == (0.0, 0.0, 1.0)
     when = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0, 4.0], Weights())
     assert when.when_evidence == 4.0
 
