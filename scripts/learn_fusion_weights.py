@@ -61,6 +61,7 @@ from vivy_lab.eval.learning import (
     ascend,
     cross_validate,
     fusion_holds,
+    line_weight_of,
     question_rows,
     recall_holds,
     recall_of,
@@ -85,6 +86,9 @@ from vivy_lab.eval.longconv_dev_run import (
 )
 from vivy_lab.eval.notes import load_eval_set, search_note_eval
 
+#: A learned vector: the weights in :data:`~vivy_lab.eval.learning.LEARNED` order, then the
+#: meaning boost, the diversity bonus, the evidence's factor for when and the best line's weight.
+Vector = npt.NDArray[np.float64]
 #: How much less often the gate may leave a question's answer out of the reply's notes.
 GATE_COST = 0.03
 #: The generated set's recall (by question kind, None for all, and k) before learning on
@@ -108,9 +112,12 @@ def _group(one: Searched) -> str:
 
 
 def _replies(
-    searched: Sequence[Searched], weights: Weights, gate: Gate | None, model: str
+    searched: Sequence[Searched], vector: Vector, gate: Gate | None, model: str
 ) -> list[list[str]]:
+    """The sessions of each question's reply, ranked by the learned ``vector`` (its weights
+    and its best line's weight) and gated by ``gate``."""
     default = calibration_for(model)
+    weights, line_weight = weights_from(vector, Weights()), line_weight_of(vector)
     return [
         ranked_sessions(
             one,
@@ -118,13 +125,14 @@ def _replies(
             weights=weights,
             gate=gate,
             limit=DEFAULT_SETTINGS.conversation_notes,
+            line_weight=line_weight,
         )
         for one in searched
     ]
 
 
 def _outcomes(
-    run: DevRun, weights: Weights, gate: Gate | None, model: str, groups: set[str]
+    run: DevRun, vector: Vector, gate: Gate | None, model: str, groups: set[str]
 ) -> tuple[list[bool], list[bool]]:
     """For each answerable question of ``groups``, whether it keeps an answer among the
     reply's notes; for each of their stranger questions, whether its reply is empty."""
@@ -134,28 +142,28 @@ def _outcomes(
     ]
     kept = [
         bool(set(r) & set(one.answers.values()))
-        for one, r in zip(answerable, _replies(answerable, weights, gate, model), strict=True)
+        for one, r in zip(answerable, _replies(answerable, vector, gate, model), strict=True)
     ]
-    return kept, [not r for r in _replies(strangers, weights, gate, model)]
+    return kept, [not r for r in _replies(strangers, vector, gate, model)]
 
 
 def _rates(
-    run: DevRun, weights: Weights, gate: Gate | None, model: str, groups: set[str]
+    run: DevRun, vector: Vector, gate: Gate | None, model: str, groups: set[str]
 ) -> tuple[float, float]:
     """Share of answerable questions of ``groups`` keeping an answer among the reply's notes,
     and share of their stranger questions left with an empty reply."""
-    kept, empty = _outcomes(run, weights, gate, model, groups)
+    kept, empty = _outcomes(run, vector, gate, model, groups)
     return float(np.mean(kept)), float(np.mean(empty))
 
 
-def choose_gate(run: DevRun, weights: Weights, model: str, groups: set[str]) -> Gate:
-    """The gate of the module docstring, chosen on ``groups``."""
-    floor = _rates(run, weights, None, model, groups)[0] - GATE_COST
+def choose_gate(run: DevRun, vector: Vector, model: str, groups: set[str]) -> Gate:
+    """The gate of the module docstring, chosen on ``groups`` with the learned ``vector``."""
+    floor = _rates(run, vector, None, model, groups)[0] - GATE_COST
     best, most = Gate(min_relevance=0.0), -1.0
     for share in SHARES:
         for threshold in THRESHOLDS:
             gate = replace(Gate(), min_relevance=threshold, keyword_share=share)
-            kept, empty = _rates(run, weights, gate, model, groups)
+            kept, empty = _rates(run, vector, gate, model, groups)
             if kept >= floor and empty > most:
                 best, most = gate, empty
     return best
@@ -245,18 +253,17 @@ def main(path: Path, rounds: int) -> None:
         )
         print(f"held out, {run.name}: {figures}")
     groups = set(folds)
-    held: dict[str, tuple[list[bool], list[bool]]] = {run.name: ([], []) for run in runs}
+    gated: dict[str, tuple[list[bool], list[bool]]] = {run.name: ([], []) for run in runs}
     for group, vector in folds.items():
-        weights = weights_from(vector, Weights())
-        gate = choose_gate(default, weights, model, groups - {group})
+        gate = choose_gate(default, vector, model, groups - {group})
         rates = []
         for run in runs:
-            kept, empty = _outcomes(run, weights, gate, model, {group})
-            held[run.name][0].extend(kept)
-            held[run.name][1].extend(empty)
+            kept, empty = _outcomes(run, vector, gate, model, {group})
+            gated[run.name][0].extend(kept)
+            gated[run.name][1].extend(empty)
             rates.append(f"{run.name}: kept {np.mean(kept):.3f}, empty {np.mean(empty):.3f}")
         print(f"fold {group}: {np.round(vector, 3)}; {gate}; {'; '.join(rates)}")
-    for name, (kept, empty) in held.items():
+    for name, (kept, empty) in gated.items():
         print(
             f"reply gate held out, {name}: answer kept {np.mean(kept):.3f},"
             f" strangers empty {np.mean(empty):.3f}"
@@ -272,7 +279,7 @@ def main(path: Path, rounds: int) -> None:
             "" if figure >= floor - REGRESSION_SLACK else f" (below {floor} - {REGRESSION_SLACK})"
         )
         print(f"generated set, {kind or 'all'} @{k}: {figure:.3f}{short}")
-    print(choose_gate(default, weights_from(vector, Weights()), model, groups))
+    print(choose_gate(default, vector, model, groups))
     report_quoting(runs, groups)
 
 

@@ -121,7 +121,7 @@ EVIDENCE_TOKENS = 600
 #: (1 for the first note), so that of lines that answer alike the better note's are quoted.
 #: Chosen by leave-one-conversation-out cross-validation on the real dev conversations
 #: (``python scripts/learn_fusion_weights.py`` reports the held-out choice).
-RANK_SHARE = 0.3
+RANK_SHARE = 0.2
 
 
 def _squash(text: str) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "ascend",
     "cross_validate",
     "fusion_holds",
+    "line_weight_of",
     "question_rows",
     "ranked_keys",
     "weights_from",
@@ -318,7 +319,13 @@ def cross_validate(
     return ranked, learned
 
 
-def weights_from(vector: Sequence[float], base: Weights) -> Weights:
+def line_weight_of(vector: Sequence[float] | npt.NDArray[np.float64]) -> float:
+    """The weight of the best quoted line in ``vector`` (its last slot, after the evidence's
+    factor for when; 0 when it stops short of it): what :func:`with_line_weight` chose."""
+    return _extras(vector)[3]
+
+
+def weights_from(vector: Sequence[float] | npt.NDArray[np.float64], base: Weights) -> Weights:
     """``base`` with the learned weights of ``vector`` (in :data:`LEARNED` order, then the
     meaning boost, the diversity bonus and the evidence's factor for a question asking
     when, if given; absent, they are 0, 0 and 1): the ranking they were learned for."""

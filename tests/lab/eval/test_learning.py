@@ -9,6 +9,7 @@ from vivy.retrieval.ranking import Weights
 from vivy_lab.eval.learning import (
     LEARNED,
     QuestionRows,
+    line_weight_of,
     ranked_keys,
     recall_holds,
     recall_of,
@@ -62,14 +63,17 @@ def test_recall_of_reads_one_kind_or_all_and_floors_hold_on_it() -> None:
 
 
 def test_learned_vectors_become_weights_with_the_boost_and_diversity() -> None:
-    """The vector's last two entries are the meaning boost and the diversity bonus; a
-    vector without them leaves both off."""
+    """The vector's slots after the weights are the meaning boost, the diversity bonus, the
+    evidence's factor for when and the best line's weight; a vector without them leaves
+    them off."""
     full = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0], Weights())
     assert (full.coverage, full.meaning_boost, full.diversity) == (0.5, 2.0, 3.0)
     bare = weights_from([0.5] * len(LEARNED), Weights())
     assert (bare.meaning_boost, bare.diversity, bare.when_evidence) == (0.0, 0.0, 1.0)
     when = weights_from([*([0.5] * len(LEARNED)), 2.0, 3.0, 4.0], Weights())
     assert when.when_evidence == 4.0
+    assert line_weight_of([*([0.5] * len(LEARNED)), 2.0, 3.0, 4.0, 0.75]) == 0.75
+    assert line_weight_of([*([0.5] * len(LEARNED)), 2.0, 3.0, 4.0]) == 0.0
 
 
 def test_a_question_asking_when_weighs_the_evidence_by_its_factor() -> None:
