@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from vivy.llm import OFFLINE_EMBEDDING_MODEL
 from vivy.storage.search_types import Candidate
@@ -68,8 +69,11 @@ from vivy.text.terms import STOPWORDS
 
 __all__ = [
     "CALIBRATIONS",
+    "EVIDENCE_FEATURES",
     "GEMINI_CALIBRATION",
+    "KEYWORD_FEATURES",
     "LOCAL_CALIBRATION",
+    "MEANING_FEATURES",
     "Calibration",
     "Features",
     "Gate",
@@ -121,6 +125,14 @@ def calibration_for(embedding_model: str) -> Calibration:
     return CALIBRATIONS.get(embedding_model, GEMINI_CALIBRATION)
 
 
+#: The features :meth:`Weights.supported` weighs more where the found notes hold few of the
+#: question's terms, and those it weighs less; the features :meth:`Weights.asking_when`
+#: multiplies.
+MEANING_FEATURES: tuple[str, ...] = ("word_match", "note_vector", "evidence_vector")
+KEYWORD_FEATURES: tuple[str, ...] = ("note_keyword", "evidence_keyword", "coverage")
+EVIDENCE_FEATURES: tuple[str, ...] = ("evidence_keyword", "evidence_vector")
+
+
 @dataclass(frozen=True, slots=True)
 class Weights:
     """The fusion's weights (see the module docstring) and the recency scale.
@@ -162,29 +174,32 @@ class Weights:
         the event knows its day where a summary may mention it in passing, but the factor is
         learned, and it differs by held-out conversation (0.5 to 6): the dev set does not
         settle it."""
-        return replace(
-            self,
-            evidence_keyword=self.evidence_keyword * self.when_evidence,
-            evidence_vector=self.evidence_vector * self.when_evidence,
-        )
+        return self._scaled({name: self.when_evidence for name in EVIDENCE_FEATURES})
+
+    def lack(self, terms: int) -> float:
+        """How far ``terms`` held terms fall short of :attr:`support_terms`: 1 for none, 0
+        from ``support_terms`` on (and when that is 0)."""
+        if self.support_terms <= 0 or terms >= self.support_terms:
+            return 0.0
+        return 1.0 - max(0, terms) / self.support_terms
 
     def supported(self, terms: int) -> Weights:
         """These weights for a question of which the found notes hold ``terms`` terms: when
-        they are few, the keyword features weigh less in proportion and the meaning features
-        more (see :attr:`meaning_boost`)."""
-        if self.support_terms <= 0 or terms >= self.support_terms:
+        they are few (:meth:`lack`), the keyword features weigh less in proportion and the
+        meaning features more (see :attr:`meaning_boost`)."""
+        lack = self.lack(terms)
+        if lack <= 0:
             return self
-        lack = 1.0 - max(0, terms) / self.support_terms
         meaning = 1.0 + self.meaning_boost * lack
-        return replace(
-            self,
-            word_match=self.word_match * meaning,
-            note_vector=self.note_vector * meaning,
-            evidence_vector=self.evidence_vector * meaning,
-            note_keyword=self.note_keyword * (1.0 - lack),
-            evidence_keyword=self.evidence_keyword * (1.0 - lack),
-            coverage=self.coverage * (1.0 - lack),
+        return self._scaled(
+            {name: meaning for name in MEANING_FEATURES}
+            | {name: 1.0 - lack for name in KEYWORD_FEATURES}
         )
+
+    def _scaled(self, factors: Mapping[str, float]) -> Weights:
+        """These weights with each feature of ``factors`` multiplied by its factor."""
+        scaled: dict[str, Any] = {name: getattr(self, name) * f for name, f in factors.items()}
+        return replace(self, **scaled)
 
     def total(self, *, time: bool = True, names: bool = True) -> float:
         """The sum of the feature weights (the time and name weights only when the question

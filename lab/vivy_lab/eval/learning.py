@@ -26,7 +26,15 @@ import numpy.typing as npt
 
 from vivy.retrieval.query import asks_when
 from vivy.retrieval.ranked import best_line_order
-from vivy.retrieval.ranking import LOCAL_CALIBRATION, Calibration, Weights, features
+from vivy.retrieval.ranking import (
+    EVIDENCE_FEATURES,
+    KEYWORD_FEATURES,
+    LOCAL_CALIBRATION,
+    MEANING_FEATURES,
+    Calibration,
+    Weights,
+    features,
+)
 from vivy.retrieval.settings import DEFAULT_SETTINGS
 from vivy_lab.eval.longconv import Searched, session_recall
 from vivy_lab.eval.notes import NoteEvalSearches, fused_shortfall
@@ -126,7 +134,6 @@ def question_rows(
         ).reshape(len(candidates), len(LEARNED))
         held = len(frozenset().union(*(c.terms for c in candidates))) if candidates else 0
         shipped = Weights()
-        support = shipped.support_terms
         term_weights = dict(one.found.term_weights)
         total = sum(term_weights.values())
         shares = np.asarray(
@@ -142,7 +149,7 @@ def question_rows(
                 answers=one.answers,
                 keys=tuple(one.sessions[c.note_id] for c in candidates),
                 matrix=matrix,
-                lack=max(0.0, 1.0 - held / support) if any(one.word_match.values()) else 0.0,
+                lack=shipped.lack(held) if any(one.word_match.values()) else 0.0,
                 holds_terms=holds_terms,
                 term_shares=shares,
                 when=asks_when(one.question.question),
@@ -162,6 +169,12 @@ def question_rows(
 DIVERSE_PLACES = 10
 
 
+#: Where ranking's groups of features that its weights bend sit in :data:`LEARNED`.
+_MEANING = [LEARNED.index(name) for name in MEANING_FEATURES]
+_KEYWORD = [LEARNED.index(name) for name in KEYWORD_FEATURES]
+_EVIDENCE = [LEARNED.index(name) for name in EVIDENCE_FEATURES]
+
+
 def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str]:
     """The question's sessions by the weighted sum of their features, best first (ties in
     candidate order). The weights past :data:`LEARNED`'s are the meaning boost, the
@@ -173,8 +186,7 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
     boost, diversity, when, line_weight = _extras(weights)[:4]
     used = _supported(weights[: len(LEARNED)], boost, row.lack)
     if row.when:
-        for name in ("evidence_keyword", "evidence_vector"):
-            used[LEARNED.index(name)] *= when
+        used[_EVIDENCE] *= when
     scores = row.matrix @ used
     order = np.lexsort((np.arange(len(row.keys)), -scores))
     if diversity > 0 and row.term_shares.size:
@@ -185,12 +197,6 @@ def ranked_keys(row: QuestionRows, weights: npt.NDArray[np.float64]) -> list[str
             total -= used[LEARNED.index("time")]
         order = _by_best_line(order, scores / max(total, 1e-12), row.best_line, line_weight)
     return list(dict.fromkeys(row.keys[int(i)] for i in order))
-
-
-#: The features :meth:`~vivy.retrieval.ranking.Weights.supported` raises where the
-#: candidates hold few of the question's terms, and those it lowers.
-_MEANING = [LEARNED.index(name) for name in ("word_match", "note_vector", "evidence_vector")]
-_KEYWORD = [LEARNED.index(name) for name in ("note_keyword", "evidence_keyword", "coverage")]
 
 
 def _supported(
